@@ -1,0 +1,31 @@
+# radaudit: the two commands a new user needs are `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.radaudit-installed
+PRESET ?= demo
+
+.PHONY: install demo test test-all lint clean-venv
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Run every experiment that exists on the demo preset; prints where the outputs are.
+demo: $(STAMP)
+	$(BIN)/radaudit run all --preset $(PRESET)
+
+## The test suite CI runs (notebooks on their smoke preset; slow demo runs excluded).
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+## Everything, including the slow demo-preset notebook runs.
+test-all: $(STAMP)
+	$(BIN)/python -m pytest -m ''
+
+clean-venv:
+	rm -rf $(VENV)

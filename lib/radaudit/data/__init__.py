@@ -1,0 +1,21 @@
+"""Datasets in one tidy schema (:mod:`radaudit.data.schema`), loaded through one registry."""
+
+from radaudit.data.registry import (
+    DATASETS,
+    DatasetSpec,
+    Source,
+    dataset_folder,
+    get_spec,
+    is_present,
+    list_datasets,
+    load_dataset,
+    require,
+)
+from radaudit.data.root import resolve_data_root
+from radaudit.data.schema import CORE_COLUMNS, finalize, normalize_sex, report_text, validate
+
+__all__ = [
+    "CORE_COLUMNS", "DATASETS", "DatasetSpec", "Source", "dataset_folder", "finalize", "get_spec",
+    "is_present", "list_datasets", "load_dataset", "normalize_sex", "report_text", "require",
+    "resolve_data_root", "validate",
+]
