@@ -1,0 +1,3 @@
+from radaudit.cli import main
+
+main()

@@ -1,0 +1,191 @@
+"""``radaudit``: run experiments, sweeps and data downloads from the command line.
+
+    radaudit list
+    radaudit params data_overview --preset demo
+    radaudit run data_overview --preset demo [-p key=value ...] [--data-root PATH] [--out DIR]
+    radaudit run all --preset demo
+    radaudit sweep data_overview --preset smoke --grid seed=0,1 [--grid key=v1,v2 ...]
+    radaudit data list [--data-root PATH]
+    radaudit data fetch iu_xray [--data-root PATH] [--mirror URL]
+
+Errors a user can cause print one message (no traceback) and exit with status 2; a failed run
+exits with status 1 after keeping its partial outputs.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from radaudit.errors import RadauditError, RunFailedError
+
+
+def _fail(err: Exception, code: int) -> None:
+    click.echo(click.style("error: ", fg="red", bold=True) + str(err), err=True)
+    sys.exit(code)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context):  # one place that turns user errors into clean messages
+        try:
+            return super().invoke(ctx)
+        except RunFailedError as err:
+            _fail(err, 1)
+        except RadauditError as err:
+            _fail(err, 2)
+
+
+@click.group(cls=_Group)
+@click.option("-v", "--verbose", is_flag=True, help="Log progress details.")
+@click.version_option(package_name="radaudit")
+def main(verbose: bool) -> None:
+    """radaudit: reproducible audits of how radiology AI is evaluated."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("radaudit").setLevel(logging.INFO)
+
+
+@main.command("list")
+def list_cmd() -> None:
+    """Experiments and their presets, each with a one-line description."""
+    from radaudit.config import list_presets
+    from radaudit.experiments import EXPERIMENTS
+    from radaudit.paths import params_dir
+
+    for exp in EXPERIMENTS.values():
+        click.echo(click.style(exp.name, bold=True) + f"  ({exp.notebook})")
+        click.echo(f"    {exp.description}")
+        for preset, desc in list_presets(params_dir(), exp.name).items():
+            click.echo(f"    --preset {preset:<8} {desc}")
+
+
+@main.command("params")
+@click.argument("experiment")
+@click.option("--preset", default="demo", show_default=True)
+@click.option("-p", "--param", "overrides", multiple=True, metavar="KEY=VALUE")
+def params_cmd(experiment: str, preset: str, overrides: tuple[str, ...]) -> None:
+    """Show an experiment's resolved parameters and what every key means."""
+    import yaml
+
+    from radaudit.config import resolve_params
+    from radaudit.experiments import get_experiment
+    from radaudit.paths import params_dir
+
+    model = get_experiment(experiment).params_model()
+    params = resolve_params(model, params_dir(), experiment, preset, overrides)
+    values = params.model_dump(mode="json")
+    for key, field in model.model_fields.items():
+        click.echo(f"# {field.description or ''}".rstrip())
+        click.echo(yaml.safe_dump({key: values[key]}, sort_keys=False, default_flow_style=None).rstrip())
+
+
+@main.command("run")
+@click.argument("experiment")
+@click.option("--preset", default="demo", show_default=True, help="params/<experiment>/<preset>.yaml")
+@click.option("-p", "--param", "overrides", multiple=True, metavar="KEY=VALUE", help="Override one parameter (repeatable).")
+@click.option("--data-root", type=click.Path(file_okay=False), default=None, help="Folder that holds the datasets.")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Outputs root (default: <project>/outputs).")
+@click.option("--name", default=None, help="Run folder name (default: <time>_<preset>).")
+@click.option("--no-progress", is_flag=True, help="Hide the per-cell progress bar.")
+def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress) -> None:
+    """Execute an experiment's notebook into outputs/<experiment>/<run>/ (EXPERIMENT may be 'all')."""
+    from radaudit.config import list_presets
+    from radaudit.experiments import EXPERIMENTS
+    from radaudit.paths import params_dir
+    from radaudit.run import prepare, run_experiment
+
+    if experiment == "all":
+        names = [e for e in EXPERIMENTS if preset in list_presets(params_dir(), e)]
+        if not names:
+            raise RadauditError(f"No experiment has a preset {preset!r}.")
+    else:
+        names = [experiment]
+    prepared = {n: prepare(n, preset, overrides, data_root) for n in names}  # all checks first
+    done, failed = [], []
+    for n in names:
+        click.echo(click.style(f"== {n} ({preset})", bold=True))
+        try:
+            res = run_experiment(n, preset, overrides, data_root=data_root, out=out, name=name,
+                                 progress=not no_progress, prepared=prepared[n])
+            done.append(res)
+            click.echo(f"   outputs: {res.run_dir}")
+            click.echo(f"   report:  {res.html}")
+        except RunFailedError as err:
+            failed.append((n, err))
+            click.echo(click.style(f"   FAILED: {err}", fg="red"), err=True)
+    if len(names) > 1:
+        click.echo(click.style("\nSummary", bold=True))
+        for r in done:
+            click.echo(f"  ok      {r.experiment:<20} {r.run_dir}")
+        for n, _ in failed:
+            click.echo(f"  FAILED  {n}")
+    if failed:
+        sys.exit(1)
+
+
+@main.command("sweep")
+@click.argument("experiment")
+@click.option("--preset", default="demo", show_default=True)
+@click.option("--grid", "grid", multiple=True, required=True, metavar="KEY=V1,V2", help="A parameter and its values (repeatable: the product is run).")
+@click.option("-p", "--param", "overrides", multiple=True, metavar="KEY=VALUE")
+@click.option("--data-root", type=click.Path(file_okay=False), default=None)
+@click.option("--out", type=click.Path(file_okay=False), default=None)
+@click.option("--no-progress", is_flag=True)
+def sweep_cmd(experiment, preset, grid, overrides, data_root, out, no_progress) -> None:
+    """Run an experiment over a grid of parameters and write an index of the runs."""
+    from radaudit.run import sweep
+
+    sweep_dir, index = sweep(experiment, preset, grid, overrides, data_root=data_root, out=out,
+                             progress=not no_progress)
+    click.echo(index.drop(columns=["folder", "html", "error"]).to_string(index=False))
+    click.echo(f"\nsweep index: {sweep_dir / 'index.md'}")
+    if (index["status"] != "succeeded").any():
+        sys.exit(1)
+
+
+@main.group("data")
+def data_group() -> None:
+    """Datasets: what is registered and present, and downloads of the public ones."""
+
+
+@data_group.command("list")
+@click.option("--data-root", type=click.Path(file_okay=False), default=None)
+def data_list(data_root) -> None:
+    """Registered datasets and whether they are present under the data root."""
+    from radaudit.data import list_datasets
+    from radaudit.data.root import resolve_data_root
+
+    root = resolve_data_root(data_root, must_exist=False)
+    click.echo(f"data root: {root}{'' if root.is_dir() else '  (does not exist)'}")
+    df = list_datasets(data_root)
+    for r in df.itertuples():
+        mark = "[x]" if r.present else "[ ]"
+        click.echo(f"  {mark} {r.name:<22} {r.access:<12} {r.title}")
+
+
+@data_group.command("fetch")
+@click.argument("names", nargs=-1, required=True)
+@click.option("--data-root", type=click.Path(file_okay=False), default=None, help="Where to put the datasets.")
+@click.option("--mirror", default=None, help="A mirror of the canonical URLs (e.g. file:///srv/mirror).")
+@click.option("--force", is_flag=True, help="Download again even if a file is present and verified.")
+def data_fetch(names, data_root, mirror, force) -> None:
+    """Download public datasets from their canonical sources (NAMES, or 'public' for all)."""
+    from pathlib import Path
+
+    from radaudit.data import DATASETS
+    from radaudit.data.fetch import fetch
+    from radaudit.data.root import resolve_data_root
+
+    root = Path(data_root).resolve() if data_root else resolve_data_root(None, must_exist=False)
+    root.mkdir(parents=True, exist_ok=True)
+    if names == ("public",):
+        names = tuple(n for n, s in DATASETS.items() if s.sources)
+    for n in names:
+        paths = fetch(n, root, mirror=mirror, force=force)
+        click.echo(f"{n}: {len(paths)} files in {root / DATASETS[n].folder}")
+
+
+if __name__ == "__main__":
+    main()

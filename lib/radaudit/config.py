@@ -1,0 +1,212 @@
+"""Parameters: YAML presets validated by one pydantic schema per experiment.
+
+A preset is ``params/<experiment>/<preset>.yaml``. It is read with ``yaml.safe_load``; two keys are
+reserved and are not parameters: ``description`` (one line shown by ``radaudit list``) and
+``extends`` (the name of another preset of the same experiment whose values this one starts from).
+
+Every experiment's schema derives from :class:`BaseParams` and forbids unknown keys, so a typo
+fails before anything runs, with a message that names the key and lists the allowed ones.
+Command-line overrides (``-p key=value``) are typed by the schema: a ``str`` field keeps the text
+as given, other fields parse it as YAML (``-p n_bootstrap=500``, ``-p flag=true``,
+``-p datasets=[iu_xray,radpref]``; a list field also takes ``a,b,c``), and ``a.b=value`` sets a
+key inside a mapping.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from radaudit.errors import ParamsError
+
+RESERVED_PRESET_KEYS = ("description", "extends")
+
+
+class BaseParams(BaseModel):
+    """Keys every experiment has."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    seed: int = Field(0, description="Seed for every random step (bootstrap, sampling, model generation).")
+    data_root: str | None = Field(None, description="Folder that holds the datasets; default $RADAUDIT_DATA, then ../shared/data.")
+    n_bootstrap: int = Field(1000, ge=2, description="Bootstrap resamples for every 95% CI.")
+    confidence: float = Field(0.95, gt=0, lt=1, description="Confidence level of every interval.")
+
+    def preflight(self) -> None:
+        """Checks that need the outside world (data present, models loadable), run before the notebook."""
+
+
+# ----------------------------------------------------------------------------- error formatting
+
+def _allowed_keys(model: type[BaseModel]) -> list[str]:
+    return list(model.model_fields)
+
+
+def format_validation_error(err: ValidationError, model: type[BaseModel], where: str) -> str:
+    """One readable message for a pydantic error: each bad key, what is wrong, what is allowed."""
+    allowed = _allowed_keys(model)
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "(root)"
+        if e["type"] == "extra_forbidden":
+            key = str(e["loc"][0])
+            hint = difflib.get_close_matches(key, allowed, n=1)
+            did = f" Did you mean {hint[0]!r}?" if hint else ""
+            lines.append(f"unknown key {loc!r}.{did} Allowed keys: {', '.join(allowed)}.")
+        else:
+            field = model.model_fields.get(str(e["loc"][0])) if e["loc"] else None
+            desc = f" ({field.description})" if field is not None and field.description else ""
+            lines.append(f"bad value for {loc!r}: {e['msg']} (got {e.get('input')!r}){desc}.")
+    return f"Invalid parameters in {where}:\n  - " + "\n  - ".join(lines)
+
+
+def validate_params(model: type[BaseParams], values: dict[str, Any], where: str = "the parameters") -> BaseParams:
+    try:
+        return model.model_validate(values)
+    except ValidationError as err:
+        raise ParamsError(format_validation_error(err, model, where)) from None
+
+
+# ----------------------------------------------------------------------------- presets
+
+def preset_path(params_dir: Path, experiment: str, preset: str) -> Path:
+    return params_dir / experiment / f"{preset}.yaml"
+
+
+def list_presets(params_dir: Path, experiment: str) -> dict[str, str]:
+    """Preset name -> its one-line description, for every YAML file of the experiment."""
+    out = {}
+    for p in sorted((params_dir / experiment).glob("*.yaml")):
+        raw = _read_yaml(p)
+        out[p.stem] = str(raw.get("description", "")).strip()
+    return out
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise ParamsError(f"{path} is not valid YAML: {err}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ParamsError(f"{path} must hold a mapping of parameter names to values, not {type(data).__name__}.")
+    return data
+
+
+def load_preset(params_dir: Path, experiment: str, preset: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The preset's raw values (``extends`` resolved, reserved keys removed)."""
+    path = preset_path(params_dir, experiment, preset)
+    if not path.exists():
+        have = sorted(list_presets(params_dir, experiment))
+        raise ParamsError(
+            f"No preset {preset!r} for experiment {experiment!r} (looked for {path}). "
+            f"Available presets: {', '.join(have) or 'none'}."
+        )
+    raw = _read_yaml(path)
+    base: dict[str, Any] = {}
+    if "extends" in raw:
+        parent = str(raw["extends"])
+        if parent in _seen or parent == preset:
+            raise ParamsError(f"Preset {preset!r} of {experiment!r} extends itself through {parent!r}.")
+        base = load_preset(params_dir, experiment, parent, _seen + (preset,))
+    values = {k: v for k, v in raw.items() if k not in RESERVED_PRESET_KEYS}
+    return deep_merge(base, values)
+
+
+def deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in update.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+# ----------------------------------------------------------------------------- overrides
+
+def _is_str_annotation(ann: Any) -> bool:
+    if ann is str or ann is Path:
+        return True
+    args = typing.get_args(ann)
+    origin = typing.get_origin(ann)
+    if origin in (typing.Union, types.UnionType):
+        non_none = [a for a in args if a is not type(None)]
+        return bool(non_none) and all(_is_str_annotation(a) for a in non_none)
+    if origin is typing.Literal:
+        return all(isinstance(a, str) for a in args)
+    return False
+
+
+def _is_list_annotation(ann: Any) -> bool:
+    origin = typing.get_origin(ann)
+    if origin in (list, tuple, set, frozenset):
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_list_annotation(a) for a in typing.get_args(ann) if a is not type(None))
+    return False
+
+
+def parse_override_value(model: type[BaseModel], key: str, raw: str) -> Any:
+    """Type the text of ``-p key=raw`` by the schema's annotation for ``key`` (see module docstring)."""
+    top = key.split(".")[0]
+    field = model.model_fields.get(top)
+    if field is None:
+        # leave it to validation, which names the key and the allowed ones
+        return raw
+    ann = field.annotation
+    if "." not in key and _is_str_annotation(ann):
+        if raw.lower() in ("null", "none", "~") and type(None) in typing.get_args(ann):
+            return None
+        return raw
+    if "." not in key and _is_list_annotation(ann) and not raw.strip().startswith("["):
+        return [yaml.safe_load(x.strip()) if x.strip() else x for x in raw.split(",")] if raw.strip() else []
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+
+
+def parse_overrides(model: type[BaseModel], items: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """``["a=1", "b.c=x"]`` -> ``{"a": 1, "b": {"c": "x"}}``, typed by ``model``."""
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ParamsError(f"Override {item!r} must look like key=value (e.g. -p seed=1).")
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        if not key:
+            raise ParamsError(f"Override {item!r} has an empty key.")
+        value = parse_override_value(model, key, raw)
+        parts = key.split(".")
+        node = out
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ParamsError(f"Override {item!r} sets inside {p!r}, which is not a mapping.")
+        node[parts[-1]] = value
+    return out
+
+
+def resolve_params(
+    model: type[BaseParams],
+    params_dir: Path,
+    experiment: str,
+    preset: str,
+    overrides: list[str] | tuple[str, ...] = (),
+    extra: dict[str, Any] | None = None,
+) -> BaseParams:
+    """Preset values, then ``-p`` overrides, then ``extra`` (e.g. ``--data-root``), validated."""
+    values = load_preset(params_dir, experiment, preset)
+    values = deep_merge(values, parse_overrides(model, overrides))
+    if extra:
+        values = deep_merge(values, {k: v for k, v in extra.items() if v is not None})
+    where = f"preset {preset!r} of {experiment!r}" + (" with the -p overrides" if overrides else "")
+    return validate_params(model, values, where)

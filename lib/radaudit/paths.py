@@ -1,0 +1,50 @@
+"""Where the project's folders are: notebooks/, params/ and outputs/.
+
+The project root is, in order: the ``RADAUDIT_PROJECT`` environment variable; the nearest folder
+at or above the working directory that has both ``notebooks/`` and ``params/``; the repository this
+package was installed from in editable mode.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from radaudit.errors import RadauditError
+
+PROJECT_ENV = "RADAUDIT_PROJECT"
+
+
+def _is_project(p: Path) -> bool:
+    return (p / "notebooks").is_dir() and (p / "params").is_dir()
+
+
+def project_root() -> Path:
+    if os.environ.get(PROJECT_ENV):
+        p = Path(os.environ[PROJECT_ENV]).expanduser().resolve()
+        if not _is_project(p):
+            raise RadauditError(f"{PROJECT_ENV}={p} has no notebooks/ and params/ folders.")
+        return p
+    here = Path.cwd().resolve()
+    for p in (here, *here.parents):
+        if _is_project(p):
+            return p
+    repo = Path(__file__).resolve().parents[2]
+    if _is_project(repo):
+        return repo
+    raise RadauditError(
+        "Cannot find the radaudit project folder (one with notebooks/ and params/). "
+        f"Run from inside a clone of the repository or set {PROJECT_ENV}."
+    )
+
+
+def notebooks_dir() -> Path:
+    return project_root() / "notebooks"
+
+
+def params_dir() -> Path:
+    return project_root() / "params"
+
+
+def outputs_dir() -> Path:
+    return project_root() / "outputs"

@@ -1,0 +1,296 @@
+"""The runner: execute an experiment's notebook with papermill into a fresh run folder.
+
+``outputs/<experiment>/<run-name>/`` receives the executed notebook (``<experiment>.ipynb``), its
+HTML export, ``figures/``, ``tables/``, ``manifest.json`` and ``run.log``. A run never overwrites
+another (run names carry the start time, and a clash gets a ``-2`` suffix). ``outputs/<experiment>/latest``
+points at the newest successful run. A failing cell keeps everything written so far, marks the
+manifest ``status: failed`` with the error, and raises :class:`~radaudit.errors.RunFailedError`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import itertools
+import logging
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from radaudit import manifest
+from radaudit.config import BaseParams, parse_overrides, resolve_params
+from radaudit.errors import ParamsError, RunFailedError
+from radaudit.experiments import Experiment, get_experiment
+from radaudit.paths import notebooks_dir, outputs_dir, params_dir, project_root
+
+log = logging.getLogger("radaudit.run")
+
+
+@dataclass
+class RunResult:
+    experiment: str
+    run_dir: Path
+    status: str
+    html: Path | None
+    manifest: dict[str, Any]
+
+
+def prepare(experiment: str, preset: str, overrides: list[str] | tuple[str, ...] = (),
+            data_root: str | None = None) -> tuple[Experiment, BaseParams]:
+    """Resolve and validate the params and run the experiment's preflight checks. Nothing is written."""
+    exp = get_experiment(experiment)
+    model = exp.params_model()
+    params = resolve_params(model, params_dir(), experiment, preset, overrides, extra={"data_root": data_root})
+    params.preflight()
+    return exp, params
+
+
+def _new_run_dir(base: Path, name: str) -> Path:
+    base.mkdir(parents=True, exist_ok=True)
+    for i in range(1, 10_000):
+        d = base / (name if i == 1 else f"{name}-{i}")
+        try:
+            d.mkdir(exist_ok=False)
+            return d
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"could not create a fresh run folder under {base}")
+
+
+def default_run_name(preset: str, overrides: list[str] | tuple[str, ...] = ()) -> str:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    name = f"{stamp}_{preset}"
+    if overrides:
+        name += "_p" + hashlib.sha256("\n".join(sorted(overrides)).encode()).hexdigest()[:6]
+    return name
+
+
+def _point_latest(exp_dir: Path, run_dir: Path) -> None:
+    link = exp_dir / "latest"
+    tmp = exp_dir / f".latest.{os.getpid()}"
+    try:
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        os.symlink(os.path.relpath(run_dir, exp_dir), tmp)
+        os.replace(tmp, link)
+    except OSError:  # no symlinks (some Windows setups): a text file naming the run instead
+        (exp_dir / "latest.txt").write_text(run_dir.name + "\n", encoding="utf-8")
+
+
+def notebook_steps(nb_path: Path) -> dict[str, float]:
+    """Seconds spent per notebook section (the nearest markdown heading above each code cell)."""
+    import nbformat
+
+    nb = nbformat.read(nb_path, as_version=4)
+    steps: dict[str, float] = {}
+    section = "setup"
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            m = re.search(r"^#{1,3}\s+(.+)$", cell.source, flags=re.M)
+            if m:
+                section = m.group(1).strip()
+        elif cell.cell_type == "code":
+            dur = (cell.metadata.get("papermill") or {}).get("duration")
+            if dur is not None:
+                steps[section] = round(steps.get(section, 0.0) + float(dur), 3)
+    return steps
+
+
+def _export_html(nb_path: Path) -> Path | None:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    try:
+        nb = nbformat.read(nb_path, as_version=4)
+        body, _ = HTMLExporter().from_notebook_node(nb)
+    except Exception as err:  # the notebook is the primary record; a failed export is logged, not fatal
+        log.error("HTML export of %s failed: %s", nb_path, err)
+        return None
+    out = nb_path.with_suffix(".html")
+    out.write_text(body, encoding="utf-8")
+    return out
+
+
+def _outputs_listing(run_dir: Path) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for sub in ("figures", "tables"):
+        files = sorted(p for p in (run_dir / sub).glob("*") if p.is_file())
+        out[sub] = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+    return out
+
+
+def _file_logger(path: Path) -> logging.Handler:
+    h = logging.FileHandler(path, encoding="utf-8")
+    h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    h.setLevel(logging.INFO)
+    return h
+
+
+def run_experiment(
+    experiment: str,
+    preset: str = "demo",
+    overrides: list[str] | tuple[str, ...] = (),
+    *,
+    data_root: str | None = None,
+    out: str | os.PathLike | None = None,
+    name: str | None = None,
+    progress: bool = True,
+    prepared: tuple[Experiment, BaseParams] | None = None,
+    run_parent: Path | None = None,
+) -> RunResult:
+    """Run one experiment; see the module docstring. Raises ``ParamsError`` / ``DatasetNotFoundError``
+    before anything is written, ``RunFailedError`` after a failed cell (outputs kept)."""
+    import papermill as pm
+
+    exp, params = prepared or prepare(experiment, preset, overrides, data_root)
+    project = project_root()
+    notebook = notebooks_dir() / exp.notebook
+    if not notebook.exists():
+        raise ParamsError(f"The notebook {notebook} of experiment {experiment!r} is missing.")
+
+    exp_dir = Path(out).resolve() / experiment if out else outputs_dir() / experiment
+    run_dir = _new_run_dir(run_parent or exp_dir, name or default_run_name(preset, overrides))
+    (run_dir / "figures").mkdir()
+    (run_dir / "tables").mkdir()
+    nb_out = run_dir / f"{experiment}.ipynb"
+    mpath = run_dir / "manifest.json"
+    pdict = params.model_dump(mode="json")
+    m = manifest.base_manifest(experiment=experiment, preset=preset, run_name=run_dir.name, params=pdict,
+                               overrides=overrides, project=project, data_root=params.data_root)
+    m["notebook"] = exp.notebook
+    manifest.write(mpath, m)
+
+    handler = _file_logger(run_dir / "run.log")
+    for name_ in ("radaudit", "papermill"):
+        logging.getLogger(name_).addHandler(handler)
+        logging.getLogger(name_).setLevel(logging.INFO)
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    t0 = time.perf_counter()
+    status, error = "succeeded", None
+    log.info("running %s (preset %s) into %s", experiment, preset, run_dir)
+    try:
+        pm.execute_notebook(
+            str(notebook), str(nb_out),
+            parameters={**pdict, "run_dir": str(run_dir)},
+            progress_bar=progress, log_output=True, cwd=str(project), kernel_name="python3",
+            request_save_on_cell_execute=True,
+        )
+    except pm.PapermillExecutionError as err:
+        status = "failed"
+        error = {"ename": err.ename, "evalue": err.evalue, "cell_index": err.exec_count,
+                 "message": f"{err.ename}: {err.evalue}"}
+    except KeyboardInterrupt:
+        status, error = "interrupted", {"message": "interrupted by the user"}
+        raise
+    except Exception as err:  # kernel died, notebook unreadable, ...
+        status = "failed"
+        error = {"ename": type(err).__name__, "evalue": str(err), "message": f"{type(err).__name__}: {err}"}
+    finally:
+        html = _export_html(nb_out) if nb_out.exists() else None
+        m = manifest.update(
+            mpath, status=status, error=error, finished=manifest.utcnow(),
+            duration_s=round(time.perf_counter() - t0, 3),
+            steps=notebook_steps(nb_out) if nb_out.exists() else {},
+            outputs=_outputs_listing(run_dir),
+        )
+        for name_ in ("radaudit", "papermill"):
+            logging.getLogger(name_).removeHandler(handler)
+        handler.close()
+    if status != "succeeded":
+        raise RunFailedError(
+            f"{experiment} failed: {error['message']}\nPartial outputs kept in {run_dir} "
+            f"(see {nb_out.name}{' and ' + html.name if html else ''})."
+        )
+    if run_parent is None:  # sweep members do not move `latest`
+        _point_latest(exp_dir, run_dir)
+    return RunResult(experiment, run_dir, status, html, m)
+
+
+# ----------------------------------------------------------------------------- sweeps
+
+def parse_grid(items: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
+    """``["seed=0,1", "n_bootstrap=200,500"]`` -> ``{"seed": ["0", "1"], ...}`` (values as text)."""
+    grid: dict[str, list[str]] = {}
+    for item in items:
+        if "=" not in item:
+            raise ParamsError(f"--grid {item!r} must look like key=v1,v2,...")
+        key, raw = item.split("=", 1)
+        values = [v.strip() for v in raw.split(",")] if not raw.strip().startswith("[") else [raw.strip()]
+        if not key.strip() or not values or any(v == "" for v in values):
+            raise ParamsError(f"--grid {item!r} needs a key and at least one non-empty value.")
+        if key in grid:
+            raise ParamsError(f"--grid names {key!r} twice.")
+        grid[key.strip()] = values
+    if not grid:
+        raise ParamsError("A sweep needs at least one --grid key=v1,v2,...")
+    return grid
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "-", text)[:60]
+
+
+def sweep(
+    experiment: str,
+    preset: str,
+    grid_items: list[str] | tuple[str, ...],
+    overrides: list[str] | tuple[str, ...] = (),
+    *,
+    data_root: str | None = None,
+    out: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> tuple[Path, pd.DataFrame]:
+    """Run the experiment once per combination of the grid; write ``index.csv``/``index.md``.
+
+    Every combination is validated before the first run starts. Runs go into
+    ``outputs/<experiment>/sweep_<time>_<preset>/<NN>_<key>=<value>...``. A failed run is recorded
+    in the index and the sweep goes on; the caller decides the exit status from the index.
+    """
+    grid = parse_grid(grid_items)
+    exp = get_experiment(experiment)
+    model = exp.params_model()
+    for key in grid:
+        if key.split(".")[0] not in model.model_fields:
+            raise ParamsError(f"--grid key {key!r} is not a parameter of {experiment!r}. "
+                              f"Allowed keys: {', '.join(model.model_fields)}.")
+    combos = [dict(zip(grid, vals)) for vals in itertools.product(*grid.values())]
+    prepared = []
+    for combo in combos:
+        ov = list(overrides) + [f"{k}={v}" for k, v in combo.items()]
+        parse_overrides(model, ov)
+        prepared.append((combo, ov, prepare(experiment, preset, ov, data_root)))
+
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = (Path(out).resolve() / experiment) if out else outputs_dir() / experiment
+    sweep_dir = _new_run_dir(base, f"sweep_{stamp}_{preset}")
+    rows = []
+    for i, (combo, ov, prep) in enumerate(prepared):
+        label = f"{i:02d}_" + "_".join(f"{_slug(k)}={_slug(v)}" for k, v in combo.items())
+        log.info("sweep %d/%d: %s", i + 1, len(prepared), label)
+        try:
+            res = run_experiment(experiment, preset, ov, data_root=data_root, out=sweep_dir, name=label,
+                                 progress=progress, prepared=prep, run_parent=sweep_dir)
+            run_dir, status, err, dur = res.run_dir, res.status, "", res.manifest.get("duration_s")
+        except RunFailedError as e:
+            run_dir = sweep_dir / label
+            mm = manifest.read(run_dir / "manifest.json") if (run_dir / "manifest.json").exists() else {}
+            status, err, dur = "failed", str(e).splitlines()[0], mm.get("duration_s")
+        rel = os.path.relpath(run_dir, sweep_dir)
+        rows.append({"run": label, **combo, "status": status, "duration_s": dur,
+                     "html": f"{rel}/{experiment}.html", "folder": rel, "error": err})
+    index = pd.DataFrame(rows)
+    index.to_csv(sweep_dir / "index.csv", index=False)
+    md = index.copy()
+    md["html"] = [f"[{r}]({h})" for r, h in zip(md["run"], md["html"])]
+    (sweep_dir / "index.md").write_text(
+        f"# Sweep of {experiment} (preset {preset})\n\nGrid: "
+        + "; ".join(f"`{k}` in {v}" for k, v in grid.items())
+        + "\n\n" + md.drop(columns=["folder"]).to_markdown(index=False) + "\n",
+        encoding="utf-8",
+    )
+    return sweep_dir, index

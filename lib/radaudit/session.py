@@ -1,0 +1,127 @@
+"""The notebook side of a run: validated params, the run folder, seeds, figure and table saving.
+
+A notebook's first code cell (tagged ``parameters``) sets every parameter to its ``demo`` value
+plus ``run_dir = None``; papermill injects the values of the preset being run. The next cell is::
+
+    run = radaudit.session.start("data_overview", globals())
+    P = run.params
+
+which validates the parameters found in the notebook's namespace against the experiment's
+schema, opens the run folder (the runner's, or a fresh ``outputs/<experiment>/<time>_interactive``
+folder when the notebook is run by hand in Jupyter), applies the lab's plotting theme and returns
+a :class:`Run`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from radaudit.config import BaseParams, validate_params
+from radaudit.experiments import get_experiment
+
+log = logging.getLogger("radaudit")
+
+
+def stable_seed(seed: int, *keys: object) -> int:
+    """A 32-bit seed derived from ``seed`` and ``keys`` that is the same in every process.
+
+    (Python's ``hash`` of a string changes between processes; this uses SHA-256.)
+    """
+    h = hashlib.sha256(repr((int(seed), *map(str, keys))).encode()).digest()
+    return int.from_bytes(h[:4], "little")
+
+
+@dataclass
+class Run:
+    """A run in progress: where its outputs go and which parameters it uses."""
+
+    experiment: str
+    params: BaseParams
+    dir: Path
+    figures: list[str] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+
+    @property
+    def seed(self) -> int:
+        return int(self.params.seed)
+
+    def rng(self, *keys: object) -> np.random.Generator:
+        """An independent random generator for one named step (e.g. ``run.rng("bootstrap", "sex")``)."""
+        return np.random.default_rng(stable_seed(self.seed, *keys))
+
+    def step_seed(self, *keys: object) -> int:
+        return stable_seed(self.seed, *keys)
+
+    def figure(self, fig: Any, name: str, *, close: bool = False) -> dict[str, Path]:
+        """Save ``fig`` as ``figures/<name>.png`` (300 dpi) and ``.pdf``."""
+        from radaudit.plots import save_figure
+
+        paths = save_figure(fig, self.dir / "figures", name, close=close)
+        self.figures.append(name)
+        return paths
+
+    def table(self, df: Any, name: str, *, caption: str | None = None, index: bool = False) -> dict[str, Path]:
+        """Save ``df`` as ``tables/<name>.csv``, ``.md`` and ``.tex``."""
+        from radaudit.tables import save_table
+
+        paths = save_table(df, self.dir / "tables", name, caption=caption, index=index)
+        self.tables.append(name)
+        return paths
+
+
+def _interactive_dir(experiment: str) -> Path:
+    from radaudit.paths import outputs_dir
+
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = outputs_dir() / experiment
+    for i in range(1, 1000):
+        d = base / (f"{stamp}_interactive" + (f"-{i}" if i > 1 else ""))
+        try:
+            d.mkdir(parents=True, exist_ok=False)
+            return d
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"could not create a fresh run folder under {base}")
+
+
+def start(experiment: str, namespace: Mapping[str, Any]) -> Run:
+    """Validate the notebook's parameters and open its run folder (see the module docstring)."""
+    exp = get_experiment(experiment)
+    model = exp.params_model()
+    values = {k: namespace[k] for k in model.model_fields if k in namespace}
+    params = validate_params(model, values, f"the notebook's parameters cell ({exp.notebook})")
+
+    run_dir = namespace.get("run_dir")
+    interactive = run_dir in (None, "")
+    run_path = _interactive_dir(experiment) if interactive else Path(run_dir)
+    (run_path / "figures").mkdir(parents=True, exist_ok=True)
+    (run_path / "tables").mkdir(parents=True, exist_ok=True)
+    if interactive:
+        from radaudit import manifest
+        from radaudit.paths import project_root
+
+        m = manifest.base_manifest(
+            experiment=experiment, preset=None, run_name=run_path.name,
+            params=params.model_dump(mode="json"), project=project_root(), status="interactive",
+        )
+        manifest.write(run_path / "manifest.json", m)
+
+    np.random.seed(stable_seed(params.seed, "global") % (2**32))  # for libraries that use the global state
+    try:
+        from radaudit.plots import set_theme
+
+        set_theme()
+    except ImportError:  # plotting is optional for library users, never for notebooks
+        log.warning("radaudit.plots unavailable; figures use matplotlib defaults")
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    log.info("run folder: %s", run_path)
+    return Run(experiment=experiment, params=params, dir=run_path)
