@@ -124,6 +124,27 @@ def _outputs_listing(run_dir: Path) -> dict[str, dict[str, str]]:
     return out
 
 
+def kernel_python(kernel_name: str = "python3") -> str:
+    """The interpreter the notebook kernel will run in (jupyter_client maps a bare ``python`` to ours)."""
+    import sys
+
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        argv0 = KernelSpecManager().get_kernel_spec(kernel_name).argv[0]
+    except NoSuchKernel:
+        raise RunFailedError(
+            f"No Jupyter kernel named {kernel_name!r}. Install ipykernel in this environment "
+            "(`pip install ipykernel`) or run `make install`."
+        ) from None
+    if not os.path.isabs(argv0):
+        return sys.executable
+    if os.path.realpath(argv0) != os.path.realpath(sys.executable):
+        log.warning("the %r kernel runs %s, not this environment's %s: the notebook may not see this "
+                    "radaudit install (remove that kernelspec or set RADAUDIT_KERNEL)", kernel_name, argv0, sys.executable)
+    return argv0
+
+
 def _file_logger(path: Path) -> logging.Handler:
     h = logging.FileHandler(path, encoding="utf-8")
     h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -153,6 +174,8 @@ def run_experiment(
     if not notebook.exists():
         raise ParamsError(f"The notebook {notebook} of experiment {experiment!r} is missing.")
 
+    kernel_name = os.environ.get("RADAUDIT_KERNEL", "python3")
+    kernel_exe = kernel_python(kernel_name)
     exp_dir = Path(out).resolve() / experiment if out else outputs_dir() / experiment
     run_dir = _new_run_dir(run_parent or exp_dir, name or default_run_name(preset, overrides))
     (run_dir / "figures").mkdir()
@@ -163,6 +186,7 @@ def run_experiment(
     m = manifest.base_manifest(experiment=experiment, preset=preset, run_name=run_dir.name, params=pdict,
                                overrides=overrides, project=project, data_root=params.data_root)
     m["notebook"] = exp.notebook
+    m["kernel"] = {"name": kernel_name, "python": kernel_exe}
     manifest.write(mpath, m)
 
     handler = _file_logger(run_dir / "run.log")
@@ -177,7 +201,7 @@ def run_experiment(
         pm.execute_notebook(
             str(notebook), str(nb_out),
             parameters={**pdict, "run_dir": str(run_dir)},
-            progress_bar=progress, log_output=True, cwd=str(project), kernel_name="python3",
+            progress_bar=progress, log_output=True, cwd=str(project), kernel_name=kernel_name,
             request_save_on_cell_execute=True,
         )
     except pm.PapermillExecutionError as err:

@@ -1,0 +1,125 @@
+"""The data-overview experiment: its functions on hand-built frames, and the notebook end to end."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from radaudit.audits import data_overview as ov
+from radaudit.cli import main
+from radaudit.data.schema import finalize
+from radaudit.run import run_experiment
+
+
+def _frame(n_f=3, n_m=1, n_na=1):
+    sexes = ["F"] * n_f + ["M"] * n_m + [None] * n_na
+    n = len(sexes)
+    return finalize(pd.DataFrame({
+        "study_id": [f"s{i}" for i in range(n)],
+        "patient_id": [f"p{i}" for i in range(n)],
+        "sex": sexes,
+        "age": [30.0, 40.0, 50.0, 60.0, None][:n],
+        "findings": ["No effusion.", "Small left effusion.", None, "Heart size normal. Lungs clear.", "Clear."][:n],
+        "impression": ["Normal.", None, "Cardiomegaly.", None, None][:n],
+        "labels": [["normal"], ["effusion"], ["cardiomegaly", "effusion"], ["normal"], []][:n],
+    }), source="toy")
+
+
+def test_counts_table_by_hand():
+    t = ov.counts_table({"toy": _frame()})
+    row = t.iloc[0]
+    assert (row["studies"], row["patients"], row["with findings"], row["with impression"], row["with sex"], row["with age"]) == (5, 5, 4, 2, 4, 4)
+
+
+def test_sex_table_shares_and_not_stated_category():
+    t = ov.sex_table({"toy": _frame()}, n_resamples=200, confidence=0.95, seed=0).set_index("sex")
+    assert list(t.index) == ["F", "M", "not stated"]
+    assert t.loc["F", "share"] == pytest.approx(0.6) and t.loc["M", "share"] == pytest.approx(0.2)
+    assert t.loc["not stated", "n"] == 1
+    assert (t["low"] <= t["share"]).all() and (t["share"] <= t["high"]).all()
+    assert t.loc["F", "share [95% CI]"].startswith("0.60 [")
+    assert set(t["unit"]) == {"patient"}
+
+
+def test_word_count_and_lengths():
+    df = _frame()
+    lengths = ov.report_lengths({"toy": df})
+    # findings + impression joined: "No effusion. Normal." = 3 words; "Small left effusion." = 3; "Cardiomegaly." = 1; 5; 1
+    assert list(lengths["words"]) == [3, 3, 1, 5, 1]
+    t = ov.length_table(lengths, n_resamples=100, confidence=0.95, seed=0)
+    assert t.iloc[0]["mean"] == pytest.approx(13 / 5) and t.iloc[0]["median"] == 3
+
+
+def test_label_prevalence_by_hand():
+    t = ov.label_prevalence({"toy": _frame()}, top_k=2, n_resamples=100, confidence=0.95, seed=0).set_index("label")
+    assert list(t.index) == ["normal", "effusion"]  # 2 each; ties keep first-seen order
+    assert t.loc["effusion", "prevalence"] == pytest.approx(2 / 5)
+    assert t.loc["effusion", "n"] == 2
+
+
+def test_age_table_by_hand():
+    t = ov.age_table({"toy": _frame()}, n_resamples=100, confidence=0.95, seed=0)
+    r = t.iloc[0]
+    assert (r["n"], r["mean"], r["median"], r["min"], r["max"]) == (4, 45.0, 45.0, 30.0, 60.0)
+
+
+def test_resampling_unit_falls_back_to_study():
+    df = _frame()
+    df.loc[0, "patient_id"] = pd.NA
+    units, name = ov.resampling_units(df)
+    assert name == "study" and list(units) == list(df["study_id"])
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*")) if p.is_file()}
+
+
+def test_smoke_run_end_to_end_and_reproducible(shared_data, tmp_path):
+    """Two runs with the same params: two run folders, byte-identical tables, real numbers in them."""
+    a = run_experiment("data_overview", "smoke", data_root=str(shared_data), out=tmp_path, progress=False)
+    b = run_experiment("data_overview", "smoke", data_root=str(shared_data), out=tmp_path, progress=False)
+    assert a.run_dir != b.run_dir
+    ta, tb = _digests(a.run_dir / "tables"), _digests(b.run_dir / "tables")
+    assert ta and ta == tb
+    for name in ("counts", "sex", "age", "report_length", "label_prevalence", "radpref_ratings"):
+        assert {f"{name}.csv", f"{name}.md", f"{name}.tex"} <= set(ta), name
+    for name in ("sex", "age", "report_length", "label_prevalence", "radpref_ratings", "example_images"):
+        assert (a.run_dir / "figures" / f"{name}.png").exists() and (a.run_dir / "figures" / f"{name}.pdf").exists()
+    counts = pd.read_csv(a.run_dir / "tables" / "counts.csv").set_index("dataset")
+    assert (counts["studies"] == 60).all()  # smoke subsamples 60 rows per dataset
+    m = json.loads((a.run_dir / "manifest.json").read_text())
+    assert m["status"] == "succeeded" and m["params"]["max_rows"] == 60 and m["params"]["data_root"] == str(shared_data)
+    assert len(m["steps"]) >= 6 and m["git"]["commit"]
+    html = (a.run_dir / "data_overview.html").read_text()
+    assert "Data overview" in html and "data:image/png;base64" in html
+
+
+def test_wrong_data_root_names_the_missing_dataset(tmp_path):
+    r = CliRunner().invoke(main, ["run", "data_overview", "--preset", "smoke", "--data-root", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2
+    assert "Dataset 'iu_xray'" in r.output and "was not found" in r.output
+    assert "radaudit data fetch iu_xray" in r.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_unknown_param_fails_before_running(tmp_path):
+    r = CliRunner().invoke(main, ["run", "data_overview", "-p", "no_such_key=1", "--out", str(tmp_path)])
+    assert r.exit_code == 2 and "no_such_key" in r.output and "Allowed keys:" in r.output and "datasets" in r.output
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_demo_run(shared_data, tmp_path):
+    res = run_experiment("data_overview", "demo", data_root=str(shared_data), out=tmp_path, progress=False)
+    counts = pd.read_csv(res.run_dir / "tables" / "counts.csv").set_index("dataset")
+    assert counts.loc["iu_xray", "studies"] == 3851
+    assert counts.loc["chexpert_plus_valid", "studies"] == 200
+    sex = pd.read_csv(res.run_dir / "tables" / "sex.csv")
+    cp = sex[sex["dataset"] == "chexpert_plus_valid"].set_index("sex")
+    assert cp.loc["F", "n"] == 94 and cp.loc["M", "n"] == 104 and cp.loc["not stated", "n"] == 2
