@@ -28,7 +28,7 @@ import pandas as pd
 from pydantic import Field
 
 from radaudit.config import BaseParams
-from radaudit.data import get_spec, is_present, load_dataset, report_text, require
+from radaudit.data import DATASETS, get_spec, is_present, load_dataset, report_text, require
 from radaudit.stats import bootstrap_ci, paired_bootstrap
 from radaudit.tables import format_ci
 
@@ -100,8 +100,8 @@ def resampling_units(df: pd.DataFrame) -> tuple[np.ndarray, str]:
 
 
 def _report_like(data: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """Datasets with one row per study (annotation tables excluded)."""
-    return {k: v for k, v in data.items() if get_spec(k).kind != "annotations"}
+    """Datasets with one row per study (annotation tables excluded; unregistered names count as reports)."""
+    return {k: v for k, v in data.items() if k not in DATASETS or DATASETS[k].kind != "annotations"}
 
 
 # ----------------------------------------------------------------------------- tables

@@ -1,0 +1,305 @@
+"""One look for every radaudit figure, reproducible PNG + PDF files, and the figure kinds notebooks share.
+
+Nothing here runs at import time or picks a backend: notebooks get their inline backend, tests
+and the CLI use Agg. :func:`set_theme` is the one function that changes global state (matplotlib's
+rcParams), on purpose, once per notebook.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.axes import Axes
+from matplotlib.container import BarContainer
+from matplotlib.figure import Figure
+
+from radaudit.tables import check_output_name
+
+__all__ = [
+    "CI_LABEL",
+    "DPI",
+    "PALETTE",
+    "SEX_PALETTE",
+    "UNKNOWN",
+    "bar_with_ci",
+    "distribution_by_group",
+    "save_figure",
+    "set_theme",
+]
+
+DPI = 300
+"""Resolution of saved PNGs (dots per inch)."""
+
+PALETTE: tuple[str, ...] = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#D55E00",  # vermillion
+    "#F0E442",  # yellow
+    "#000000",  # black
+)
+"""Okabe & Ito (2008) colour-blind-safe qualitative palette, the lab's default colour cycle."""
+
+UNKNOWN = "unknown"
+"""Label given to a missing group value in plots (so missing values are shown, not dropped)."""
+
+SEX_PALETTE: dict[str, str] = {"F": "#E69F00", "M": "#0072B2", "O": "#009E73", UNKNOWN: "#999999"}
+"""Fixed colours for the schema's sex codes (Okabe–Ito orange/blue/green; grey for not stated)."""
+
+CI_LABEL = "_ci"
+"""Label of the error-bar container :func:`bar_with_ci` adds (underscore: kept out of legends)."""
+
+
+def set_theme(font_scale: float = 1.2) -> None:
+    """Apply the lab's figure style (seaborn ``whitegrid``, ``paper`` context, Okabe–Ito colours).
+
+    Sets matplotlib's global rcParams: TrueType fonts in PDFs (editable text), 300-dpi saves, no
+    top/right spines. Call once at the top of a notebook; figures made before are unaffected.
+    """
+    sns.set_theme(
+        context="paper",
+        style="whitegrid",
+        palette=list(PALETTE),
+        font_scale=font_scale,
+        rc={
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "savefig.dpi": DPI,
+            "pdf.fonttype": 42,
+            "ps.fonttype": 42,
+            "figure.dpi": 100,
+        },
+    )
+
+
+def save_figure(
+    fig: Figure,
+    directory: str | Path,
+    name: str,
+    *,
+    close: bool = False,
+    bbox_inches: str | None = "tight",
+) -> dict[str, Path]:
+    """Save ``fig`` as ``<name>.png`` (300 dpi) and ``<name>.pdf`` under ``directory`` (created).
+
+    The bytes are reproducible: the PNG carries no ``Software`` (matplotlib version) text chunk and
+    no timestamp, the PDF no ``CreationDate`` and a fixed ``Creator``/``Producer``, so saving the
+    same figure twice gives identical files. ``close=True`` closes the figure afterwards.
+
+    Returns:
+        ``{"png": path, "pdf": path}``.
+    """
+    check_output_name(name)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {"png": directory / f"{name}.png", "pdf": directory / f"{name}.pdf"}
+    fig.savefig(paths["png"], format="png", dpi=DPI, bbox_inches=bbox_inches, metadata={"Software": None})
+    fig.savefig(
+        paths["pdf"],
+        format="pdf",
+        bbox_inches=bbox_inches,
+        metadata={"CreationDate": None, "ModDate": None, "Creator": "radaudit", "Producer": "radaudit"},
+    )
+    if close:
+        import matplotlib.pyplot as plt  # only when asked: the caller's figure may not be pyplot-managed
+
+        plt.close(fig)
+    return paths
+
+
+def _new_ax(ax: Axes | None) -> Axes:
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    return plt.subplots()[1]
+
+
+def _levels(values: pd.Series, order: Sequence[Any] | None) -> list[Any]:
+    """Category order: the given one, else a categorical's categories, else order of appearance."""
+    if order is not None:
+        return list(order)
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return list(values.cat.categories)
+    return list(pd.unique(values))
+
+
+def _default_palette(levels: Sequence[Any]) -> dict[str, str] | None:
+    return {k: SEX_PALETTE[k] for k in levels} if levels and set(levels) <= set(SEX_PALETTE) else None
+
+
+def bar_with_ci(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    low: str,
+    high: str,
+    *,
+    hue: str | None = None,
+    ax: Axes | None = None,
+    orient: Literal["h", "v"] = "h",
+    order: Sequence[Any] | None = None,
+    hue_order: Sequence[Any] | None = None,
+    palette: Any = None,
+    capsize: float = 3.0,
+) -> Axes:
+    """Bars of precomputed point estimates with asymmetric CI error bars from ``low``/``high`` columns.
+
+    As in seaborn, ``orient="h"`` draws horizontal bars: ``x`` is the value (estimate) column and
+    ``y`` the category; ``orient="v"`` swaps them. ``df`` has one row per (category, hue) with the
+    estimate and its CI bounds (e.g. :func:`radaudit.stats.paired_bootstrap` output).
+
+    seaborn can only compute its own error bars, so the bars are drawn by ``sns.barplot``
+    (``errorbar=None``) and the intervals by one ``Axes.errorbar`` call (label :data:`CI_LABEL`).
+    Each bar is matched to its row by reading the drawn bars back: the category from the bar's
+    position, the hue from the left-to-right order of the dodged bars within a category (the order
+    of ``hue_order``), and the match is checked against the bar's length. Each interval is drawn
+    from ``low`` to ``high`` (as a symmetric bar around their midpoint, so an interval that does
+    not contain the estimate is still drawn as it is). Rows with a missing estimate are left out
+    with a warning. Hue levels that are all sex codes get :data:`SEX_PALETTE` by default.
+
+    Returns:
+        The Axes drawn on.
+    """
+    if orient not in ("h", "v"):
+        raise ValueError(f"orient must be 'h' or 'v', got {orient!r}")
+    value, cat = (x, y) if orient == "h" else (y, x)
+    needed = [c for c in (value, cat, low, high, hue) if c is not None]
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise KeyError(f"bar_with_ci: columns {missing} not in the frame; it has {list(df.columns)}")
+    keys = [cat] + ([hue] if hue else [])
+    if df[keys].isna().any().any():
+        raise ValueError(f"bar_with_ci: missing values in {keys}; label them (e.g. {UNKNOWN!r}) before plotting")
+    if df.duplicated(keys).any():
+        raise ValueError(f"bar_with_ci: more than one row per {keys}; aggregate first (one estimate per bar)")
+    na = df[value].isna()
+    if na.any():
+        warnings.warn(f"bar_with_ci: {int(na.sum())} row(s) with a missing {value!r} are not drawn", stacklevel=2)
+    data = df.loc[~na]
+    if data.empty:
+        raise ValueError("bar_with_ci: no rows with an estimate to draw")
+
+    ax = _new_ax(ax)
+    cat_levels = _levels(data[cat], order)
+    hue_levels = _levels(data[hue], hue_order) if hue else []
+    if hue and palette is None:
+        palette = _default_palette(hue_levels)
+    n_before = len(ax.containers)
+    sns.barplot(
+        data=data,
+        x=x,
+        y=y,
+        hue=hue,
+        order=cat_levels,
+        hue_order=hue_levels or None,
+        palette=palette,
+        orient=orient,
+        errorbar=None,
+        ax=ax,
+    )
+
+    # read the bars back: (categorical centre, value) per patch
+    bars = []
+    for container in ax.containers[n_before:]:
+        if not isinstance(container, BarContainer):
+            continue
+        for p in container.patches:
+            if orient == "h":
+                bars.append((p.get_y() + p.get_height() / 2, p.get_width()))
+            else:
+                bars.append((p.get_x() + p.get_width() / 2, p.get_height()))
+    hue_rank = {h: i for i, h in enumerate(hue_levels)}
+    centres, lows, highs = [], [], []
+    for ci, level in enumerate(cat_levels):
+        rows = data[data[cat] == level]
+        if rows.empty:
+            continue
+        if hue:
+            rows = rows.assign(_rank=rows[hue].map(hue_rank)).sort_values("_rank", kind="stable")
+        drawn = sorted(b for b in bars if round(b[0]) == ci)
+        if len(drawn) != len(rows):
+            raise RuntimeError(
+                f"bar_with_ci: found {len(drawn)} bars for category {level!r} but {len(rows)} rows; "
+                f"cannot align error bars (seaborn {sns.__version__})"
+            )
+        for (centre, length), (_, row) in zip(drawn, rows.iterrows(), strict=True):
+            if not np.isclose(length, float(row[value])):
+                raise RuntimeError(f"bar_with_ci: bar of length {length} does not match row {dict(row)}")
+            centres.append(centre)
+            lows.append(float(row[low]))
+            highs.append(float(row[high]))
+    lo, hi = np.asarray(lows), np.asarray(highs)
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    kw = {"fmt": "none", "ecolor": "0.2", "elinewidth": 1.2, "capsize": capsize, "zorder": 3, "label": CI_LABEL}
+    if orient == "h":
+        ax.errorbar(mid, centres, xerr=np.abs(half), **kw)
+    else:
+        ax.errorbar(centres, mid, yerr=np.abs(half), **kw)
+    return ax
+
+
+def distribution_by_group(
+    df: pd.DataFrame,
+    value: str,
+    group: str,
+    *,
+    kind: Literal["hist", "ecdf", "box"] = "hist",
+    ax: Axes | None = None,
+    log: bool = False,
+    order: Sequence[Any] | None = None,
+    palette: Any = None,
+) -> Axes:
+    """Distribution of ``value`` per level of ``group``: overlaid histograms, ECDFs, or horizontal boxes.
+
+    * ``"hist"``: ``sns.histplot`` step histograms, each group normalised to density on its own
+      (``common_norm=False``), so groups of different size are comparable;
+    * ``"ecdf"``: ``sns.ecdfplot``, one curve per group;
+    * ``"box"``: ``sns.boxplot``, one horizontal box per group.
+
+    Missing group values are shown as :data:`UNKNOWN` (never silently dropped); rows with a
+    missing ``value`` cannot be drawn and are left out with a warning. ``log=True`` puts the value
+    axis on a log scale (all values must be > 0). Groups that are all sex codes get
+    :data:`SEX_PALETTE` by default.
+
+    Returns:
+        The Axes drawn on.
+    """
+    kinds = ("hist", "ecdf", "box")
+    if kind not in kinds:
+        raise ValueError(f"unknown kind {kind!r}; allowed: {', '.join(kinds)}")
+    missing = [c for c in (value, group) if c not in df.columns]
+    if missing:
+        raise KeyError(f"distribution_by_group: columns {missing} not in the frame; it has {list(df.columns)}")
+    data = pd.DataFrame({value: pd.to_numeric(df[value]), group: df[group].astype(object).where(df[group].notna(), UNKNOWN)})
+    na = data[value].isna()
+    if na.any():
+        warnings.warn(f"distribution_by_group: {int(na.sum())} row(s) with a missing {value!r} are not drawn", stacklevel=2)
+        data = data.loc[~na]
+    if data.empty:
+        raise ValueError(f"distribution_by_group: no values of {value!r} to draw")
+    if log and (data[value] <= 0).any():
+        raise ValueError(f"log=True needs positive values; {int((data[value] <= 0).sum())} of {value!r} are <= 0")
+    levels = _levels(data[group], order)
+    if palette is None:
+        palette = _default_palette(levels)
+    ax = _new_ax(ax)
+    common = {"data": data, "hue": group, "hue_order": levels, "palette": palette, "ax": ax, "log_scale": log}
+    if kind == "hist":
+        sns.histplot(x=value, stat="density", common_norm=False, element="step", fill=False, **common)
+    elif kind == "ecdf":
+        sns.ecdfplot(x=value, **common)
+    else:
+        with warnings.catch_warnings():
+            # seaborn 0.13.2 passes matplotlib's deprecated `vert=` (mpl >= 3.11); nothing a user can fix
+            warnings.filterwarnings("ignore", message=r"vert: bool was deprecated", category=DeprecationWarning)
+            sns.boxplot(x=value, y=group, order=levels, orient="h", legend=False, **common)
+    return ax

@@ -1,0 +1,187 @@
+"""Result tables: ``estimate [low, high]`` strings and byte-reproducible CSV + Markdown + LaTeX files.
+
+Number formatting is Python's fixed-point format (``f"{x:.{digits}f}"``): the *binary* value is
+correctly rounded, so a float that prints as a decimal tie rounds by its true value (``0.785`` is
+stored as 0.78500000000000003… and gives ``0.79``; ``0.125`` is exact and rounds half to even,
+``0.12``). pandas, numpy and LaTeX float formatting do the same, so every file agrees. A value
+that rounds to zero prints without a sign (``0.00``, never ``-0.00``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["NA_REP", "check_output_name", "ci_column", "format_ci", "format_number", "save_table"]
+
+NA_REP = "n/a"
+"""How a missing number is written in CI strings and in the Markdown/LaTeX tables."""
+
+# LaTeX specials (and the Unicode minus of paired-difference labels, which pdflatex rejects).
+_LATEX_ESCAPES = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "\u2212": "$-$",
+}
+
+
+def _is_missing(x: Any) -> bool:
+    if x is None or x is pd.NA or x is pd.NaT:
+        return True
+    try:
+        return bool(np.isnan(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def format_number(x: Any, digits: int = 2) -> str:
+    """``x`` with ``digits`` decimals; NaN/None → ``"n/a"``; a value that rounds to 0 has no sign."""
+    if not isinstance(digits, (int, np.integer)) or isinstance(digits, bool) or digits < 0:
+        raise ValueError(f"digits must be a non-negative integer, got {digits!r}")
+    if _is_missing(x):
+        return NA_REP
+    s = f"{float(x):.{digits}f}"
+    if s.startswith("-") and float(s) == 0.0:
+        s = s[1:]
+    return s
+
+
+def format_ci(estimate: Any, low: Any, high: Any, digits: int = 2) -> str:
+    """``"0.78 [0.76, 0.80]"``: an estimate and its confidence interval.
+
+    A missing estimate gives ``"n/a"``; a finite estimate with a missing bound gives
+    ``"0.78 [n/a]"`` (the interval could not be computed). Rounding: see the module docstring.
+    """
+    est = format_number(estimate, digits)
+    if est == NA_REP:
+        return NA_REP
+    if _is_missing(low) or _is_missing(high):
+        return f"{est} [{NA_REP}]"
+    return f"{est} [{format_number(low, digits)}, {format_number(high, digits)}]"
+
+
+def ci_column(
+    df: pd.DataFrame,
+    estimate: str = "estimate",
+    low: str = "low",
+    high: str = "high",
+    digits: int = 2,
+    name: str | None = None,
+) -> pd.Series:
+    """:func:`format_ci` applied row-wise; a string Series with ``df``'s index, named ``name`` (default ``estimate``)."""
+    missing = [c for c in (estimate, low, high) if c not in df.columns]
+    if missing:
+        raise KeyError(f"ci_column: columns {missing} not in the frame; it has {list(df.columns)}")
+    values = [format_ci(e, lo, hi, digits) for e, lo, hi in zip(df[estimate], df[low], df[high], strict=True)]
+    return pd.Series(values, index=df.index, name=estimate if name is None else name, dtype=object)
+
+
+def check_output_name(name: str) -> str:
+    """Validate a file stem for an output (table or figure): no path separators, not empty/``.``/``..``."""
+    if not isinstance(name, str) or not name or name in (".", "..") or any(c in name for c in "/\\\0"):
+        raise ValueError(f"output name must be a plain file stem without path separators, got {name!r}")
+    return name
+
+
+def _latex_escape(s: str) -> str:
+    return "".join(_LATEX_ESCAPES.get(c, c) for c in s)
+
+
+def _is_numeric(s: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+
+
+def _cell(x: Any, float_digits: int) -> str:
+    if _is_missing(x):
+        return NA_REP
+    if isinstance(x, (float, np.floating)):
+        return format_number(x, float_digits)
+    return str(x)
+
+
+def _display_frame(df: pd.DataFrame, index: bool, float_digits: int) -> tuple[pd.DataFrame, list[bool]]:
+    """All cells as strings (numbers at ``float_digits``), the index as leading column(s) if asked.
+
+    Returns the string frame and, per column, whether it is numeric (right-aligned).
+    """
+    frame = df.reset_index() if index else df
+    if frame.columns.duplicated().any():
+        raise ValueError(f"save_table: duplicate column names {list(frame.columns[frame.columns.duplicated()])}")
+    out = pd.DataFrame(
+        {str(c): [_cell(v, float_digits) for v in frame[c]] for c in frame.columns},
+        index=pd.RangeIndex(len(frame)),
+        dtype=object,
+    )
+    return out, [_is_numeric(frame[c]) for c in frame.columns]
+
+
+def save_table(
+    df: pd.DataFrame,
+    directory: str | Path,
+    name: str,
+    *,
+    caption: str | None = None,
+    index: bool = False,
+    float_digits: int = 4,
+) -> dict[str, Path]:
+    """Write ``df`` as ``<name>.csv``, ``<name>.md`` and ``<name>.tex`` under ``directory`` (created).
+
+    * CSV: full precision (pandas' shortest round-trip float repr), so it reads back to the same
+      numbers; for machines.
+    * Markdown: ``DataFrame.to_markdown`` (tabulate, ``github`` style), floats at
+      ``float_digits``, missing values ``n/a``, numeric columns right-aligned; a caption becomes a
+      leading ``Table: <caption>`` line (pandoc's table-caption syntax).
+    * LaTeX: ``Styler.to_latex`` with booktabs rules (``\\toprule``/``\\midrule``/``\\bottomrule``),
+      floats at ``float_digits``, special characters (``% _ & $ # { } ~ ^ \\``) escaped in cells,
+      headers and caption; with a caption the tabular is wrapped in a ``table`` environment.
+
+    Every file is UTF-8 with ``\\n`` line endings and no timestamp: two calls on the same frame
+    write the same bytes. Columns are flat (a MultiIndex is flattened with ``str``).
+
+    Returns:
+        ``{"csv": path, "md": path, "tex": path}``.
+    """
+    check_output_name(name)
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"save_table needs a DataFrame, got {type(df).__name__}")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {ext: directory / f"{name}.{ext}" for ext in ("csv", "md", "tex")}
+
+    csv_text = df.to_csv(index=index, lineterminator="\n")
+    paths["csv"].write_bytes(csv_text.encode("utf-8"))
+
+    shown, numeric = _display_frame(df, index, float_digits)
+    # a literal "|" would end a Markdown cell
+    md = shown.map(lambda c: c.replace("|", "\\|")).rename(columns=lambda c: c.replace("|", "\\|")).to_markdown(
+        index=False,
+        tablefmt="github",
+        disable_numparse=True,
+        colalign=["right" if n else "left" for n in numeric] or None,
+    )
+    if caption:
+        md = f"Table: {caption}\n\n{md}"
+    paths["md"].write_bytes((md + "\n").encode("utf-8"))
+
+    tex_frame = shown.map(_latex_escape)
+    tex_frame.columns = [_latex_escape(c) for c in shown.columns]
+    styler = tex_frame.style.hide(axis="index")
+    tex = styler.to_latex(
+        column_format="".join("r" if n else "l" for n in numeric),
+        hrules=True,
+        caption=_latex_escape(caption) if caption else None,
+        position="htbp" if caption else None,
+    )
+    paths["tex"].write_bytes((tex if tex.endswith("\n") else tex + "\n").encode("utf-8"))
+    return paths
