@@ -211,12 +211,18 @@ def length_table(lengths: pd.DataFrame, *, n_resamples: int, confidence: float, 
 
 
 def label_prevalence(data: dict[str, pd.DataFrame], *, top_k: int, n_resamples: int, confidence: float, seed: int) -> pd.DataFrame:
-    """Prevalence of each dataset's own labels (the ``labels`` list column), top ``top_k`` per dataset."""
+    """Prevalence of each dataset's own labels (the ``labels`` list column), top ``top_k`` per dataset.
+
+    The denominator is the rows that carry a label list (an empty list counts: labelled, no label);
+    rows whose ``labels`` is missing were not labelled by the source and are left out.
+    """
     out = []
     for name, df in _report_like(data).items():
         if "labels" not in df:
             continue
-        labels = df["labels"].apply(lambda x: list(x) if isinstance(x, (list, tuple, np.ndarray)) else [])
+        labelled = df["labels"].apply(lambda x: isinstance(x, (list, tuple, np.ndarray)))
+        df = df[labelled]  # rows the source left unlabelled are not in the denominator
+        labels = df["labels"].apply(list)
         counts = pd.Series([lab for labs in labels for lab in set(labs)]).value_counts()
         if counts.empty:
             continue

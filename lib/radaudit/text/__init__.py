@@ -1,0 +1,1 @@
+"""Clinical text toolkit: small, documented rules over report and indication text."""
