@@ -107,7 +107,12 @@ def _export_html(nb_path: Path) -> Path | None:
 
     try:
         nb = nbformat.read(nb_path, as_version=4)
-        body, _ = HTMLExporter().from_notebook_node(nb)
+        tl = logging.getLogger("traitlets")
+        level, tl.level = tl.level, logging.ERROR  # nbconvert's "alternative text is missing" notice
+        try:
+            body, _ = HTMLExporter().from_notebook_node(nb)
+        finally:
+            tl.setLevel(level)
     except Exception as err:  # the notebook is the primary record; a failed export is logged, not fatal
         log.error("HTML export of %s failed: %s", nb_path, err)
         return None
@@ -193,6 +198,8 @@ def run_experiment(
     for name_ in ("radaudit", "papermill"):
         logging.getLogger(name_).addHandler(handler)
         logging.getLogger(name_).setLevel(logging.INFO)
+    pm_logger = logging.getLogger("papermill")
+    pm_propagate, pm_logger.propagate = pm_logger.propagate, False  # cell output goes to run.log, not the console
     os.environ.setdefault("PYTHONHASHSEED", "0")
     t0 = time.perf_counter()
     status, error = "succeeded", None
@@ -222,6 +229,7 @@ def run_experiment(
             steps=notebook_steps(nb_out) if nb_out.exists() else {},
             outputs=_outputs_listing(run_dir),
         )
+        pm_logger.propagate = pm_propagate
         for name_ in ("radaudit", "papermill"):
             logging.getLogger(name_).removeHandler(handler)
         handler.close()

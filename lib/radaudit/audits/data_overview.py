@@ -302,6 +302,8 @@ def fig_sex(sex: pd.DataFrame):
     palette = {c: SEX_PALETTE.get(c, SEX_PALETTE.get("unknown")) for c in cats}
     bar_with_ci(sex, x="share", y="dataset", low="low", high="high", hue="sex", ax=ax, orient="h",
                 hue_order=cats, palette=palette)
+    totals = sex.groupby("dataset")["n"].sum()
+    ax.set_yticks(ax.get_yticks(), [f"{t.get_text()}\n(n={totals.get(t.get_text(), 0)})" for t in ax.get_yticklabels()])
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of records (95% bootstrap CI)")
     ax.set_ylabel("")
@@ -335,7 +337,7 @@ def fig_age(data: dict[str, pd.DataFrame]):
     ax.set_xlabel("age (years)")
     ax.set_ylabel("")
     ax.set_title("Age at the study, by dataset and sex")
-    ax.legend(title="sex", loc="lower right")
+    ax.legend(title="sex", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
 
@@ -387,7 +389,7 @@ def fig_ratings(annotations: pd.DataFrame):
     tab = (annotations.groupby(["candidate_source", "rater"])["rating_1to5"].value_counts(normalize=True)
            .rename("share").reset_index())
     sources = sorted(tab["candidate_source"].unique())
-    raters = sorted(tab["rater"].unique())
+    raters = sorted(tab["rater"].unique(), reverse=True)  # rater 1 on top
     fig, axes = plt.subplots(1, len(sources), figsize=(7.5, 3.6), sharey=True, squeeze=False)
     cmap = plt.get_cmap("RdYlGn", 5)
     for ax, src in zip(axes[0], sources):
@@ -397,11 +399,12 @@ def fig_ratings(annotations: pd.DataFrame):
             vals = np.array([sub[(sub["rater"] == r) & (sub["rating_1to5"] == k)]["share"].sum() for r in raters])
             ax.barh([f"rater {r}" for r in raters], vals, left=left, color=cmap(k - 1), label=str(k), edgecolor="white", linewidth=0.5)
             left += vals
-        ax.set_title(f"candidates from {src}")
+        n_cases = annotations.loc[annotations["candidate_source"] == src, "study_id"].nunique()
+        ax.set_title(f"candidates from {src} ({n_cases} cases)")
         ax.set_xlim(0, 1)
         ax.set_xlabel("share of cases")
     axes[0, -1].legend(title="rating", bbox_to_anchor=(1.02, 1), loc="upper left")
-    fig.suptitle("RadPref: radiologists' ratings (1 = unusable, 5 = as good as the reference)")
+    fig.suptitle("RadPref: each radiologist's 1-5 rating of the candidate reports (5 = best)")
     fig.tight_layout()
     return fig
 
@@ -426,7 +429,9 @@ def fig_example_images(data: dict[str, pd.DataFrame], seed: int, n: int = 3):
     for ax, (name, r) in zip(axes[0], picks):
         with Image.open(r["image_path"]) as im:
             ax.imshow(np.asarray(im.convert("L")), cmap="gray")
-        cap = [name, f"{r.get('view') or ''} · {r.get('finding') or ''}".strip(" ·")]
+        finding = r.get("finding")
+        finding = "unlabelled" if not isinstance(finding, str) or finding.strip().lower() in ("", "todo") else finding
+        cap = [name, f"{r.get('view') or ''} · {finding}".strip(" ·")]
         lic = r.get("license")
         cap.append(f"licence: {lic if isinstance(lic, str) else 'not stated'}")
         ax.set_title("\n".join(cap), fontsize=7)
