@@ -123,3 +123,32 @@ def test_demo_run(shared_data, tmp_path):
     sex = pd.read_csv(res.run_dir / "tables" / "sex.csv")
     cp = sex[sex["dataset"] == "chexpert_plus_valid"].set_index("sex")
     assert cp.loc["F", "n"] == 94 and cp.loc["M", "n"] == 104 and cp.loc["not stated", "n"] == 2
+
+
+def test_smoke_run_on_credentialed_fixtures(fixtures_dir, tmp_path):
+    """The overview reads credentialed sets from their own folders (dataset_paths) and uses their labels."""
+    ov_args = ["datasets=[mimic_cxr,chexpert_plus,rexgradient]",
+               f"dataset_paths.mimic_cxr={fixtures_dir / 'mimic_cxr'}",
+               f"dataset_paths.chexpert_plus={fixtures_dir / 'chexpert_plus'}",
+               f"dataset_paths.rexgradient={fixtures_dir / 'rexgradient'}"]
+    res = run_experiment("data_overview", "smoke", ov_args, data_root=str(tmp_path), out=tmp_path / "o", progress=False)
+    counts = pd.read_csv(res.run_dir / "tables" / "counts.csv").set_index("dataset")
+    assert list(counts.index) == ["mimic_cxr", "chexpert_plus", "rexgradient"]
+    from radaudit.data import load_dataset
+
+    mimic = load_dataset("mimic_cxr", path=fixtures_dir / "mimic_cxr")
+    assert counts.loc["mimic_cxr", "studies"] == len(mimic)
+    prev = pd.read_csv(res.run_dir / "tables" / "label_prevalence.csv")
+    assert "mimic_cxr" in set(prev["dataset"])
+
+
+def test_missing_credentialed_dataset_is_skipped_only_when_asked(tmp_path, shared_data):
+    from radaudit.errors import DatasetNotFoundError
+    from radaudit.run import prepare
+
+    with pytest.raises(DatasetNotFoundError, match="dataset_paths.mimic_cxr"):
+        prepare("data_overview", "smoke", ["datasets=[iu_xray,mimic_cxr]"], data_root=str(shared_data))
+    _, params = prepare("data_overview", "smoke", ["datasets=[iu_xray,mimic_cxr]", "skip_missing=true"], data_root=str(shared_data))
+    data, status = ov.load_all(params)
+    assert list(data) == ["iu_xray"]
+    assert status.set_index("dataset").loc["mimic_cxr", "status"] == "not present"

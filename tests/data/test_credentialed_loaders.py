@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from radaudit.data import is_present, load_dataset
+from radaudit.data import get_spec, is_present, load_dataset
 from radaudit.data.schema import CORE_COLUMNS, validate
 from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
 from radaudit.text.sections import split_sections
@@ -390,4 +390,5 @@ def test_not_found_message_names_dataset_and_source(tmp_path, name, where):
     with pytest.raises(DatasetNotFoundError) as e:
         load_dataset(name, data_root=tmp_path)
     msg = str(e.value)
-    assert repr(name) in msg and where in msg and "credentialed" in msg
+    assert repr(name) in msg and where in msg and f"It is {get_spec(name).access}, not public" in msg
+    assert f"dataset_paths.{name}=PATH" in msg

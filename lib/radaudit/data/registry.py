@@ -333,8 +333,8 @@ register(DatasetSpec(
 ))
 
 _CRED = (
-    "It is credentialed: {how} Then either put it under <data root>/{folder} or pass its folder with "
-    "`path=...` (params key `{name}_path`)."
+    "It is {access}, not public: {how} Then either put it under <data root>/{folder}, or point at its folder with "
+    "`-p dataset_paths.{name}=PATH` (in Python: `load_dataset({name!r}, path=PATH)`)."
 )
 
 register(DatasetSpec(
@@ -355,7 +355,7 @@ register(DatasetSpec(
         "files/pXX/p<subject>/s<study>.txt sits in the same files/ tree (or pass reports_dir=); and put MIMIC-IV "
         "hosp/patients.csv.gz (https://physionet.org/content/mimiciv/) in the folder, at <folder>/../mimic-iv/hosp/, "
         "or pass patients_path= (without it sex and age are missing).",
-        folder="mimic-cxr", name="mimic_cxr"),
+        folder="mimic-cxr", name="mimic_cxr", access="credentialed"),
     description="Credentialed: 227k studies; sex and age from the MIMIC-IV patients table.",
 ))
 register(DatasetSpec(
@@ -375,7 +375,7 @@ register(DatasetSpec(
         "or let radaudit do it once with `radaudit.data.rexgradient.load(<data root>/rexgradient-160k, "
         "hub_id='rajpurkarlab/ReXGradient-160K')` (needs `pip install 'radaudit[hub]'`, network and a Hub token). "
         "Unpack the deid_png.part* archives next to metadata/ if you need the images.",
-        folder="rexgradient-160k", name="rexgradient"),
+        folder="rexgradient-160k", name="rexgradient", access="gated"),
     description="Gated: 160k chest X-ray studies from 3 US health systems with reports and demographics.",
 ))
 register(DatasetSpec(
@@ -392,7 +392,7 @@ register(DatasetSpec(
         how="accept the Stanford AIMI research-use agreement and download df_chexpert_plus_240401.csv "
         "(optionally the CheXbert labels report_fixed.json / findings_fixed.json / impression_fixed.json, in the folder "
         "or its chexbert_labels/ subfolder, and the PNG images, unpacked so that train/ and valid/ sit in the folder).",
-        folder="chexpert-plus", name="chexpert_plus"),
+        folder="chexpert-plus", name="chexpert_plus", access="credentialed"),
     description="Credentialed: 223k reports with sections and demographics.",
 ))
 register(DatasetSpec(
@@ -408,7 +408,7 @@ register(DatasetSpec(
     how_to_get=_CRED.format(
         how="sign the PhysioNet DUA and download the ReXVal dataset's two CSVs, 50_samples_gt_and_candidates.csv "
         "and 6_valid_raters_per_rater_error_categories.csv, from https://physionet.org/content/rexval-dataset/1.0.0/.",
-        folder="rexval", name="rexval"),
+        folder="rexval", name="rexval", access="credentialed"),
     description="Credentialed: 50 studies x 4 candidate reports x 6 radiologists, error counts by category and significance.",
 ))
 
