@@ -77,6 +77,19 @@ class Run:
         return paths
 
 
+def _show_radaudit_logs() -> None:
+    """Show radaudit's progress and warnings in the notebook without raising other libraries'
+    log levels (the root logger is left alone: fontTools alone logs hundreds of INFO lines per PDF)."""
+    lg = logging.getLogger("radaudit")
+    if not any(getattr(h, "_radaudit", False) for h in lg.handlers):
+        h = logging.StreamHandler()
+        h.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        h._radaudit = True  # type: ignore[attr-defined]
+        lg.addHandler(h)
+    lg.setLevel(logging.INFO)
+    lg.propagate = False
+
+
 def _interactive_dir(experiment: str) -> Path:
     from radaudit.paths import outputs_dir
 
@@ -121,7 +134,6 @@ def start(experiment: str, namespace: Mapping[str, Any]) -> Run:
         set_theme()
     except ImportError:  # plotting is optional for library users, never for notebooks
         log.warning("radaudit.plots unavailable; figures use matplotlib defaults")
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    _show_radaudit_logs()
     log.info("run folder: %s", run_path)
     return Run(experiment=experiment, params=params, dir=run_path)
