@@ -152,3 +152,28 @@ def test_missing_credentialed_dataset_is_skipped_only_when_asked(tmp_path, share
     data, status = ov.load_all(params)
     assert list(data) == ["iu_xray"]
     assert status.set_index("dataset").loc["mimic_cxr", "status"] == "not present"
+
+
+def test_example_images_handle_missing_view_and_licence(tmp_path):
+    from PIL import Image
+
+    img = tmp_path / "x.png"
+    Image.fromarray((np.arange(64 * 64).reshape(64, 64) % 255).astype("uint8")).save(img)
+    df = _frame(1, 0, 0)
+    df["image_path"] = str(img)
+    df["view"] = pd.NA
+    df["finding"] = ["todo"]
+    df["license"] = [pd.NA]
+    fig = ov.fig_example_images({"toy": df}, seed=0)
+    title = fig.axes[0].get_title()
+    assert "view not stated" in title and "unlabelled" in title and "licence: not stated" in title
+
+
+def test_sweep_over_seeds_on_the_real_notebook(shared_data, tmp_path):
+    """Other seeds draw other subsamples (and examples): every one must run, and differ."""
+    from radaudit.run import sweep
+
+    sweep_dir, index = sweep("data_overview", "smoke", ["seed=1,2"], data_root=str(shared_data), out=tmp_path, progress=False)
+    assert list(index["status"]) == ["succeeded", "succeeded"], index["error"].tolist()
+    ages = [pd.read_csv(sweep_dir / f / "tables" / "age.csv")["mean"].tolist() for f in index["folder"]]
+    assert ages[0] != ages[1]

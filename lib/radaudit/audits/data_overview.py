@@ -431,7 +431,8 @@ def fig_example_images(data: dict[str, pd.DataFrame], seed: int, n: int = 3):
             ax.imshow(np.asarray(im.convert("L")), cmap="gray")
         finding = r.get("finding")
         finding = "unlabelled" if not isinstance(finding, str) or finding.strip().lower() in ("", "todo") else finding
-        cap = [name, f"{r.get('view') or ''} · {finding}".strip(" ·")]
+        view = r.get("view")
+        cap = [name, f"{view if isinstance(view, str) else 'view not stated'} · {finding}"]
         lic = r.get("license")
         cap.append(f"licence: {lic if isinstance(lic, str) else 'not stated'}")
         ax.set_title("\n".join(cap), fontsize=7)

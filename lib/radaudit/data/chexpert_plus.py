@@ -55,7 +55,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from radaudit.data.mimic_cxr import CHEXPERT_LABELS, chexpert_column, positive_label_lists, read_csv_checked, view_rank
+from radaudit.data.io import read_csv_checked
+from radaudit.data.mimic_cxr import CHEXPERT_LABELS, chexpert_column, positive_label_lists, view_rank
 from radaudit.data.schema import finalize
 from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
 
@@ -136,7 +137,7 @@ def load(
         raise DatasetNotFoundError(
             f"{folder} has no {CSV_FILE}. Accept the Stanford AIMI research-use agreement and download it from {FORMAT_DOC}."
         )
-    raw = read_csv_checked(csv_path, REQUIRED_COLUMNS, "CheXpert Plus", FORMAT_DOC, low_memory=False)
+    raw = read_csv_checked(csv_path, REQUIRED_COLUMNS, dataset=SOURCE, what="CheXpert Plus", doc=FORMAT_DOC, low_memory=False)
     if splits is not None:
         raw = raw[raw["split"].isin(list(splits))].reset_index(drop=True)
     notes: list[str] = []

@@ -20,14 +20,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from radaudit.data.io import read_csv_checked
 from radaudit.data.schema import finalize
-from radaudit.errors import DatasetNotFoundError, DataFormatError, ParamsError
+from radaudit.errors import DataFormatError, ParamsError
 
 log = logging.getLogger(__name__)
 
 SOURCE = "covid_cxr"
 METADATA = "metadata.csv"
 MANIFEST = "images_manifest.csv"
+FORMAT_DOC = "https://github.com/ieee8023/covid-chestxray-dataset (SCHEMA.md)"
 METADATA_COLUMNS = (
     "patientid", "offset", "sex", "age", "finding", "view", "modality", "date", "location", "folder",
     "filename", "doi", "url", "license", "clinical_notes",
@@ -52,17 +54,6 @@ def normalize_view(value: object) -> object:
     if v.lower() in _BLANK:
         return pd.NA
     return _VIEWS.get(v, v)
-
-
-def _read(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise DataFormatError(
-            f"covid_cxr: {path} lacks the column(s) {missing}; expected at least {list(columns)} "
-            f"(found {list(df.columns)})."
-        )
-    return df
 
 
 def _blank_to_na(s: pd.Series) -> pd.Series:
@@ -121,14 +112,14 @@ def load(folder: Path, label: str = "covid_vs_other", **options) -> pd.DataFrame
         raise ParamsError(f"covid_cxr: label={label!r} is not allowed; use one of {', '.join(map(repr, LABEL_MODES))}.")
     folder = Path(folder)
     meta_path = folder / METADATA
-    if not meta_path.exists():
-        raise DatasetNotFoundError(f"covid_cxr: {meta_path} does not exist.")
-    meta = _read(meta_path, METADATA_COLUMNS)
+    meta = read_csv_checked(meta_path, METADATA_COLUMNS, dataset=SOURCE, what="covid-chestxray-dataset metadata",
+                            doc=FORMAT_DOC, dtype=str, keep_default_na=False)
     xray = meta[(meta["modality"].str.strip() == "X-ray") & (meta["folder"].str.strip() == "images")].copy()
 
     manifest: dict[str, tuple[str, str]] = {}
     if (folder / MANIFEST).exists():
-        man = _read(folder / MANIFEST, MANIFEST_COLUMNS)
+        man = read_csv_checked(folder / MANIFEST, MANIFEST_COLUMNS, dataset=SOURCE, what="images manifest",
+                               dtype=str, keep_default_na=False)
         lic = man["license"] if "license" in man.columns else pd.Series("", index=man.index)
         manifest = {f: (lf, li) for f, lf, li in zip(man["filename"], man["local_file"], lic)}
 

@@ -72,6 +72,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from radaudit.data.io import read_csv_checked
 from radaudit.data.schema import finalize
 from radaudit.errors import DatasetNotFoundError, DataFormatError, ParamsError
 from radaudit.text.demographics import SEX_RULE, age_from_text, sex_from_text
@@ -88,6 +89,7 @@ PROJECTION_COLUMNS = ("uid", "filename", "projection")
 NO_INDEXING = "No Indexing"
 _SPREADSHEET_ERRORS = ("#NAME?",)
 _IMAGE_DIRS = ("images/images_normalized", "images")
+_CSV_FORMAT = "Open-i CSV export"
 
 
 def load(folder: Path, format: str = "csv", **options) -> pd.DataFrame:  # noqa: A002 (the documented parameter name)
@@ -114,19 +116,6 @@ def load(folder: Path, format: str = "csv", **options) -> pd.DataFrame:  # noqa:
 
 # --------------------------------------------------------------------------------------------- csv
 
-def _read_csv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
-    if not path.exists():
-        raise DatasetNotFoundError(f"iu_xray: {path} does not exist.")
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise DataFormatError(
-            f"iu_xray: {path} lacks the column(s) {missing}; expected the columns {list(columns)} "
-            f"of the Open-i CSV export (found {list(df.columns)})."
-        )
-    return df
-
-
 def _split_terms(value: str) -> list[str]:
     return [t.strip() for t in str(value).split(";") if t.strip()]
 
@@ -146,8 +135,8 @@ def _local_image(folder: Path, filename: str, image_dirs: list[Path]) -> str:
 
 
 def _load_csv(folder: Path) -> pd.DataFrame:
-    reports = _read_csv(folder / REPORTS_CSV, REPORT_COLUMNS)
-    proj = _read_csv(folder / PROJECTIONS_CSV, PROJECTION_COLUMNS)
+    reports = read_csv_checked(folder / REPORTS_CSV, REPORT_COLUMNS, dataset=SOURCE, what=_CSV_FORMAT, dtype=str, keep_default_na=False)
+    proj = read_csv_checked(folder / PROJECTIONS_CSV, PROJECTION_COLUMNS, dataset=SOURCE, what=_CSV_FORMAT, dtype=str, keep_default_na=False)
     if reports["uid"].duplicated().any():
         dup = reports.loc[reports["uid"].duplicated(), "uid"].head(5).tolist()
         raise DataFormatError(f"iu_xray: {folder / REPORTS_CSV} has repeated uid values (e.g. {dup}); expected one row per report.")

@@ -62,6 +62,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from radaudit.data.io import read_csv_checked
 from radaudit.data.schema import finalize
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.text.sections import split_sections
@@ -137,21 +138,6 @@ def find_file(folder: Path, name: str) -> Path | None:
     return None
 
 
-def read_csv_checked(path: Path, required: Iterable[str], what: str, doc: str, **kwargs) -> pd.DataFrame:
-    """Read a CSV and raise :class:`DataFormatError` naming the missing columns if it lacks any."""
-    try:
-        df = pd.read_csv(path, **kwargs)
-    except (ValueError, OSError, pd.errors.ParserError) as e:  # bad gzip, not a CSV, ...
-        raise DataFormatError(f"Could not read {path} as the {what} CSV ({e}). See {doc} for the format.") from e
-    missing = [c for c in required if c not in df.columns]
-    if missing:
-        raise DataFormatError(
-            f"{path} does not have the documented {what} format: missing column(s) {missing}; "
-            f"found {list(df.columns)}. See {doc} for the format."
-        )
-    return df
-
-
 def _first_dir(candidates: Iterable[Path]) -> list[Path]:
     return [c for c in candidates if c.is_dir()]
 
@@ -214,7 +200,7 @@ def load(
     meta_path = find_file(folder, METADATA_FILE)
     if meta_path is None:
         raise DataFormatError(f"{folder} has no {METADATA_FILE}; download it from {FORMAT_DOC}.")
-    meta = read_csv_checked(meta_path, METADATA_COLUMNS, "MIMIC-CXR-JPG metadata", FORMAT_DOC,
+    meta = read_csv_checked(meta_path, METADATA_COLUMNS, dataset=SOURCE, what="MIMIC-CXR-JPG metadata", doc=FORMAT_DOC,
                             dtype={"dicom_id": str, "ViewPosition": str})
     meta["study_id"] = pd.to_numeric(meta["study_id"], errors="raise").astype("int64")
     meta["subject_id"] = pd.to_numeric(meta["subject_id"], errors="raise").astype("int64")
@@ -239,7 +225,8 @@ def load(
     # --- split -----------------------------------------------------------------------------
     split_path = find_file(folder, SPLIT_FILE)
     if split_path is not None:
-        sp = read_csv_checked(split_path, SPLIT_COLUMNS, "MIMIC-CXR-JPG split", FORMAT_DOC, dtype={"dicom_id": str})
+        sp = read_csv_checked(split_path, SPLIT_COLUMNS, dataset=SOURCE, what="MIMIC-CXR-JPG split", doc=FORMAT_DOC,
+                              dtype={"dicom_id": str})
         sp["study_id"] = pd.to_numeric(sp["study_id"]).astype("int64")
         per_study = sp.drop_duplicates("study_id").set_index("study_id")["split"].astype("string")
         df["split"] = df["study"].map(per_study).replace({"validate": "valid"})
@@ -261,7 +248,8 @@ def load(
             notes.append(msg)
             lab = None
         else:
-            lab = read_csv_checked(lpath, ("study_id", *CHEXPERT_LABELS), f"MIMIC-CXR-JPG {labeler} label", FORMAT_DOC)
+            lab = read_csv_checked(lpath, ("study_id", *CHEXPERT_LABELS), dataset=SOURCE, what=f"MIMIC-CXR-JPG {labeler} label",
+                                   doc=FORMAT_DOC)
             lab["study_id"] = pd.to_numeric(lab["study_id"]).astype("int64")
             lab = lab.drop_duplicates("study_id").set_index("study_id")
     else:
@@ -288,7 +276,7 @@ def load(
         df["sex"] = pd.NA
         df["age"] = pd.NA
     else:
-        pat = read_csv_checked(ppath, PATIENTS_COLUMNS, "MIMIC-IV patients", PATIENTS_DOC)
+        pat = read_csv_checked(ppath, PATIENTS_COLUMNS, dataset=SOURCE, what="MIMIC-IV patients", doc=PATIENTS_DOC)
         pat["subject_id"] = pd.to_numeric(pat["subject_id"]).astype("int64")
         pat = pat.drop_duplicates("subject_id").set_index("subject_id")
         df["sex"] = df["subject_id"].map(pat["gender"])

@@ -23,21 +23,22 @@ Two loaders: :func:`load_cases` (``radpref``, one row per case) and :func:`load_
 from __future__ import annotations
 
 import ast
-import json
 import logging
 import re
 from pathlib import Path
 
 import pandas as pd
 
+from radaudit.data.io import read_json_checked
 from radaudit.data.schema import finalize, normalize_sex
-from radaudit.errors import DatasetNotFoundError, DataFormatError, ParamsError
+from radaudit.errors import DataFormatError, ParamsError
 
 log = logging.getLogger(__name__)
 
 CASES_FILE = "preference_data.json"
 RATER_FILES = {1: "radiologist_annotations/user_1.json", 2: "radiologist_annotations/user_2.json",
                3: "radiologist_annotations/user_3.json"}
+_RATER_EXPECTED = "a JSON object with 'user_id' and 'annotations' ({case_id: {'C1': ..., 'C2': ...}})"
 CASE_FIELDS = (
     "id", "ground_truth_report", "ground_truth_findings", "C1_report", "C1_findings", "C1_source",
     "C2_report", "C2_findings", "C2_source", "PatientAge", "PatientSex", "Indication", "Comparison",
@@ -95,22 +96,8 @@ def _findings_list(value: object, where: str) -> list[str]:
 
 
 def _read_cases(folder: Path) -> list[dict]:
-    path = folder / CASES_FILE
-    if not path.exists():
-        raise DatasetNotFoundError(f"radpref: {path} does not exist.")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(f"radpref: {path} is not valid JSON ({exc}).") from None
-    if not isinstance(data, list):
-        raise DataFormatError(f"radpref: {path} should hold a JSON list of cases, found a {type(data).__name__}.")
-    for i, rec in enumerate(data):
-        if not isinstance(rec, dict):
-            raise DataFormatError(f"radpref: {path}: entry {i} is a {type(rec).__name__}, expected an object.")
-        lacking = [f for f in CASE_FIELDS if f not in rec]
-        if lacking:
-            raise DataFormatError(f"radpref: {path}: case {rec.get('id', i)!r} lacks the field(s) {lacking}; expected {list(CASE_FIELDS)}.")
-    return data
+    return read_json_checked(folder / CASES_FILE, dataset="radpref", top_level=list, record_fields=CASE_FIELDS,
+                             record="case", id_field="id", expected="a JSON list of cases")
 
 
 def load_cases(folder: Path, **options) -> pd.DataFrame:
@@ -236,17 +223,9 @@ def load_annotations(folder: Path, **options) -> pd.DataFrame:
     raters: dict[int, dict] = {}
     for n, rel in RATER_FILES.items():
         path = folder / rel
-        if not path.exists():
-            raise DatasetNotFoundError(f"radpref_annotations: {path} does not exist.")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise DataFormatError(f"radpref_annotations: {path} is not valid JSON ({exc}).") from None
-        if not isinstance(data, dict) or "annotations" not in data or not isinstance(data["annotations"], dict):
-            raise DataFormatError(
-                f"radpref_annotations: {path} should be an object with 'user_id' and 'annotations' "
-                "({case_id: {'C1': ..., 'C2': ...}})."
-            )
+        data = read_json_checked(path, dataset="radpref_annotations", top_level=dict, expected=_RATER_EXPECTED)
+        if not isinstance(data.get("annotations"), dict):
+            raise DataFormatError(f"radpref_annotations: {path} should hold {_RATER_EXPECTED}; its 'annotations' is missing or not an object.")
         rater_id = int(data.get("user_id", n))
         raters[rater_id] = {"path": path, "annotations": data["annotations"]}
 

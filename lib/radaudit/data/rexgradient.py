@@ -46,7 +46,6 @@ Choices
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -55,9 +54,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from radaudit.data.mimic_cxr import key_image_index, read_csv_checked
+from radaudit.data.io import read_csv_checked, read_json_checked
+from radaudit.data.mimic_cxr import key_image_index
 from radaudit.data.schema import finalize
-from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
+from radaudit.errors import DatasetNotFoundError, ParamsError
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +66,7 @@ HUB_ID = "rajpurkarlab/ReXGradient-160K"
 HUB_URL = f"https://huggingface.co/datasets/{HUB_ID}"
 SPLITS = ("train", "valid", "test")
 REQUIRED_COLUMNS = ("id", "Findings", "Impression")
+_JSON_EXPECTED = "a JSON object keyed by study id (ReXGradient *_metadata_view_position.json)"
 HUB_PATTERNS = ["metadata/*_metadata.csv", "metadata/*_metadata_view_position.json", "README.md"]
 
 _VIEW_MAP = {"POSTERO_ANTERIOR": "PA", "ANTERO_POSTERIOR": "AP", "LL": "LATERAL", "LATERAL": "LATERAL",
@@ -126,17 +127,6 @@ def _hub_download(hub_id: str, folder: Path | None, revision: str | None) -> Pat
     return Path(local)
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        raise DataFormatError(f"Could not read {path} as the ReXGradient per-study JSON ({e}).") from e
-    if not isinstance(data, dict):
-        raise DataFormatError(f"{path} should be a JSON object keyed by study id (ReXGradient *_metadata_view_position.json).")
-    return data
-
-
 def load(
     folder: Path | None,
     *,
@@ -179,13 +169,13 @@ def load(
         if not csv_path.is_file():
             notes.append(f"no {csv_path.name}: split {split!r} not loaded")
             continue
-        t = read_csv_checked(csv_path, REQUIRED_COLUMNS, "ReXGradient-160K metadata", HUB_URL,
+        t = read_csv_checked(csv_path, REQUIRED_COLUMNS, dataset=SOURCE, what="ReXGradient-160K metadata", doc=HUB_URL,
                              dtype=str, keep_default_na=False, na_values=[""])
         t["split"] = split
         json_path = next((p for p in (mdir / f"{split}_metadata_view_position.json", mdir / f"{split}_metadata.json")
                           if p.is_file()), None)
         if json_path is not None:
-            entries = _read_json(json_path)
+            entries = read_json_checked(json_path, dataset=SOURCE, top_level=dict, expected=_JSON_EXPECTED)
             t["_images"] = [list((entries.get(i) or {}).get("ImagePath") or []) for i in t["id"]]
             t["_views"] = [list((entries.get(i) or {}).get("ImageViewPosition") or []) for i in t["id"]]
         else:

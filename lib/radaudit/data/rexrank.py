@@ -20,7 +20,6 @@ Plus file contains bare ``NaN`` tokens, which :func:`json.load` accepts (and whi
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -29,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 from rapidfuzz import fuzz
 
+from radaudit.data.io import read_json_checked
 from radaudit.data.schema import finalize
 from radaudit.errors import DatasetNotFoundError, DataFormatError, ParamsError
 from radaudit.text.demographics import SEX_RULE, age_from_text, sex_from_text
@@ -71,22 +71,9 @@ def _clean(v: object) -> object:
 
 
 def _read_json_dict(path: Path, fields: tuple[str, ...], name: str) -> dict[str, dict]:
-    if not path.exists():
-        raise DatasetNotFoundError(f"{name}: {path} does not exist.")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)  # accepts the bare NaN tokens of ReXRank_CheXpertPlus.json
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(f"{name}: {path} is not valid JSON ({exc}).") from None
-    if not isinstance(data, dict):
-        raise DataFormatError(f"{name}: {path} should hold a JSON object keyed by study id, found a {type(data).__name__}.")
-    for key, rec in data.items():
-        if not isinstance(rec, dict):
-            raise DataFormatError(f"{name}: {path}: study {key!r} is a {type(rec).__name__}, expected an object with fields {list(fields)}.")
-        lacking = [f for f in fields if f not in rec]
-        if lacking:
-            raise DataFormatError(f"{name}: {path}: study {key!r} lacks the field(s) {lacking}; expected {list(fields)}.")
-    return data
+    """A ReXrank file: a JSON object keyed by study id whose values are objects with ``fields``."""
+    return read_json_checked(path, dataset=name, top_level=dict, record_fields=fields, record="study",
+                             expected="a JSON object keyed by study id")  # json.load accepts the bare NaN tokens
 
 
 def _as_list(v: object) -> list:

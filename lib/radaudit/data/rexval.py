@@ -49,7 +49,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from radaudit.data.mimic_cxr import read_csv_checked
+from radaudit.data.io import read_csv_checked
 from radaudit.data.schema import finalize
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.text.sections import split_sections
@@ -78,7 +78,8 @@ _FALSE = {"false", "0", "0.0", "no", "n", "f"}
 
 def _read_candidates(folder: Path) -> tuple[pd.DataFrame, list[str]]:
     path = folder / CANDIDATES_FILE
-    cand = read_csv_checked(path, CANDIDATE_COLUMNS, "ReXVal candidates", FORMAT_DOC, dtype=str, keep_default_na=False)
+    cand = read_csv_checked(path, CANDIDATE_COLUMNS, dataset=SOURCE, what="ReXVal candidates", doc=FORMAT_DOC,
+                            dtype=str, keep_default_na=False)
     types = [c for c in cand.columns if c not in CANDIDATE_COLUMNS and not str(c).startswith("Unnamed")]
     if not types:
         raise DataFormatError(f"{path} has no candidate-report columns after study_id, gt_report (expected radgraph, bertscore, s_emb, bleu); see {FORMAT_DOC}.")
@@ -87,7 +88,7 @@ def _read_candidates(folder: Path) -> tuple[pd.DataFrame, list[str]]:
 
 def _read_errors(folder: Path, cand: pd.DataFrame, types: list[str]) -> pd.DataFrame:
     path = folder / ERRORS_FILE
-    err = read_csv_checked(path, ERROR_COLUMNS, "ReXVal rater error", FORMAT_DOC)
+    err = read_csv_checked(path, ERROR_COLUMNS, dataset=SOURCE, what="ReXVal rater error", doc=FORMAT_DOC)
     sig = err["clinically_significant"].astype(str).str.strip().str.lower()
     bad_sig = sorted(set(sig) - _TRUE - _FALSE)
     if bad_sig:
