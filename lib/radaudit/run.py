@@ -150,6 +150,20 @@ def kernel_python(kernel_name: str = "python3") -> str:
     return argv0
 
 
+def _kernel_config():
+    """Run the kernel over local IPC sockets rather than TCP where the platform has them: nothing
+    listens on a network port, and ipykernel's "TCP without encryption" warning goes away."""
+    from traitlets.config import Config
+
+    if os.name != "posix":
+        return Config()
+    import tempfile
+
+    # for IPC, `ip` is the socket files' path prefix: keep them out of the working directory
+    prefix = os.path.join(tempfile.gettempdir(), f"radaudit-kernel-{os.getpid()}")
+    return Config({"KernelManager": {"transport": "ipc", "ip": prefix}})
+
+
 def _file_logger(path: Path) -> logging.Handler:
     h = logging.FileHandler(path, encoding="utf-8")
     h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -210,6 +224,7 @@ def run_experiment(
             parameters={**pdict, "run_dir": str(run_dir)},
             progress_bar=progress, log_output=True, cwd=str(project), kernel_name=kernel_name,
             request_save_on_cell_execute=True,
+            config=_kernel_config(),
         )
     except pm.PapermillExecutionError as err:
         status = "failed"
