@@ -96,6 +96,10 @@ def test_smoke_run_end_to_end_and_reproducible(shared_data, tmp_path):
     m = json.loads((a.run_dir / "manifest.json").read_text())
     assert m["status"] == "succeeded" and m["params"]["max_rows"] == 60 and m["params"]["data_root"] == str(shared_data)
     assert len(m["steps"]) >= 6 and m["git"]["commit"]
+    recorded = {d["dataset"]: d for d in m["recorded"]["datasets"]}
+    from radaudit.data import fingerprint
+
+    assert recorded["iu_xray"]["fingerprint"] == fingerprint("iu_xray", data_root=shared_data)
     html = (a.run_dir / "data_overview.html").read_text()
     assert "Data overview" in html and "data:image/png;base64" in html
 

@@ -164,6 +164,17 @@ def _kernel_config():
     return Config({"KernelManager": {"transport": "ipc", "ip": prefix}})
 
 
+def _recorded(run_dir: Path) -> dict[str, Any]:
+    """What the notebook kept with ``run.record(...)`` (see :class:`radaudit.session.Run`)."""
+    import json
+
+    p = run_dir / "recorded.json"
+    try:
+        return json.loads(p.read_text(encoding="utf-8")) if p.exists() else {}
+    except json.JSONDecodeError as err:
+        return {"_error": f"recorded.json unreadable: {err}"}
+
+
 def _file_logger(path: Path) -> logging.Handler:
     h = logging.FileHandler(path, encoding="utf-8")
     h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -243,6 +254,7 @@ def run_experiment(
             duration_s=round(time.perf_counter() - t0, 3),
             steps=notebook_steps(nb_out) if nb_out.exists() else {},
             outputs=_outputs_listing(run_dir),
+            recorded=_recorded(run_dir),
         )
         pm_logger.propagate = pm_propagate
         for name_ in ("radaudit", "papermill"):

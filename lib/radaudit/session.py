@@ -60,6 +60,17 @@ class Run:
     def step_seed(self, *keys: object) -> int:
         return stable_seed(self.seed, *keys)
 
+    def record(self, key: str, value: Any) -> None:
+        """Keep ``value`` (JSON-serialisable) in the run's manifest under ``recorded.<key>``: the data
+        versions read, model revisions, counts of unparseable outputs, ... (written to
+        ``recorded.json``, merged into ``manifest.json`` when the run ends)."""
+        import json
+
+        path = self.dir / "recorded.json"
+        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        data[key] = value
+        path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+
     def figure(self, fig: Any, name: str, *, close: bool = False) -> dict[str, Path]:
         """Save ``fig`` as ``figures/<name>.png`` (300 dpi) and ``.pdf``."""
         from radaudit.plots import save_figure

@@ -87,3 +87,17 @@ def test_report_text_joins_sections():
     df = finalize(pd.DataFrame({"study_id": ["a", "b", "c"], "findings": ["F.", None, None], "impression": ["I.", "I.", None]}), source="t")
     out = report_text(df)
     assert out.iloc[0] == "F.\n\nI." and out.iloc[1] == "I." and out.isna().iloc[2]
+
+
+def test_fingerprint_identifies_the_data_version(shared_data, tmp_path):
+    import shutil
+
+    from radaudit.data import fingerprint
+
+    src = shared_data / "crimson-radpref"
+    copy = tmp_path / "crimson-radpref"
+    shutil.copytree(src, copy)
+    fp = fingerprint("radpref", data_root=shared_data)
+    assert len(fp) == 16 and fingerprint("radpref", data_root=tmp_path) == fp  # same bytes, same print
+    (copy / "preference_data.json").write_bytes((src / "preference_data.json").read_bytes() + b" ")
+    assert fingerprint("radpref", data_root=tmp_path) != fp

@@ -28,7 +28,7 @@ import pandas as pd
 from pydantic import Field
 
 from radaudit.config import BaseParams
-from radaudit.data import DATASETS, get_spec, is_present, load_dataset, report_text, require
+from radaudit.data import DATASETS, fingerprint, get_spec, is_present, load_dataset, report_text, require
 from radaudit.stats import bootstrap_ci, paired_bootstrap
 from radaudit.tables import format_ci
 
@@ -69,6 +69,7 @@ def load_all(params: Params) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
     """Load every requested dataset that is present; return them and a status table.
 
     ``max_rows`` subsamples rows with a seed derived from ``params.seed`` and the dataset name.
+    The status table carries each dataset's :func:`~radaudit.data.fingerprint` (its data version).
     """
     from radaudit.session import stable_seed
 
@@ -79,7 +80,8 @@ def load_all(params: Params) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
         if not is_present(name, params.data_root, path):
             if not params.skip_missing:
                 require(name, params.data_root, path)  # raises with where to get it
-            rows.append({"dataset": name, "title": spec.title, "access": spec.access, "status": "not present", "rows": 0})
+            rows.append({"dataset": name, "title": spec.title, "access": spec.access, "status": "not present", "rows": 0,
+                         "fingerprint": None})
             continue
         kwargs = {"format": params.iu_xray_format} if name == "iu_xray" else {}
         df = load_dataset(name, params.data_root, path=path, **kwargs)
@@ -88,7 +90,8 @@ def load_all(params: Params) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
             df = df.sample(n=params.max_rows, random_state=stable_seed(params.seed, "subsample", name) % (2**32)).sort_index()
         data[name] = df
         rows.append({"dataset": name, "title": spec.title, "access": spec.access,
-                     "status": "loaded" + (f" (subsample of {n_all})" if len(df) < n_all else ""), "rows": len(df)})
+                     "status": "loaded" + (f" (subsample of {n_all})" if len(df) < n_all else ""), "rows": len(df),
+                     "fingerprint": fingerprint(name, params.data_root, path)})
     return data, pd.DataFrame(rows)
 
 

@@ -479,6 +479,28 @@ def load_dataset(name: str, data_root: str | os.PathLike | None = None, *, path:
     return df
 
 
+def fingerprint(name: str, data_root: str | os.PathLike | None = None, path: str | os.PathLike | None = None) -> str:
+    """SHA-256 (first 16 hex digits) over the dataset's required files, names and bytes.
+
+    It identifies the data version a run read: two runs with the same fingerprint read the same
+    files. Images and other bulk files are not hashed (only the ``required`` metadata/report files).
+    """
+    import hashlib
+
+    spec = get_spec(name)
+    folder = require(name, data_root, path)
+    h = hashlib.sha256()
+    for rel in sorted(spec.required):
+        p = folder / rel
+        files = sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
+        for f in files:
+            h.update(str(f.relative_to(folder)).encode() + b"\0")
+            with open(f, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+    return h.hexdigest()[:16]
+
+
 def list_datasets(data_root: str | os.PathLike | None = None) -> pd.DataFrame:
     """One row per registered dataset: name, title, kind, access, and whether it is present."""
     rows = []
