@@ -4,8 +4,9 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.radaudit-installed
 PRESET ?= demo
+DATA   ?= $(HOME)/radaudit-data
 
-.PHONY: install demo test test-all lint clean-venv
+.PHONY: install data demo test test-all clean-venv
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +15,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+## Download the public datasets from their canonical sources (only if you lack the lab's shared data).
+data: $(STAMP)
+	$(BIN)/radaudit data fetch public --data-root $(DATA)
+	@echo "Now: export RADAUDIT_DATA=$(DATA)"
 
 ## Run every experiment that exists on the demo preset; prints where the outputs are.
 demo: $(STAMP)
