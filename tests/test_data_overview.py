@@ -87,6 +87,8 @@ def test_smoke_run_end_to_end_and_reproducible(shared_data, tmp_path):
     assert a.run_dir != b.run_dir
     ta, tb = _digests(a.run_dir / "tables"), _digests(b.run_dir / "tables")
     assert ta and ta == tb
+    fa, fb = _digests(a.run_dir / "figures"), _digests(b.run_dir / "figures")
+    assert fa and fa == fb  # figures (PNG and PDF) are reproducible too
     for name in ("counts", "sex", "age", "report_length", "label_prevalence", "radpref_ratings"):
         assert {f"{name}.csv", f"{name}.md", f"{name}.tex"} <= set(ta), name
     for name in ("sex", "age", "report_length", "label_prevalence", "radpref_ratings", "example_images"):
