@@ -96,3 +96,22 @@ def test_notebook_defaults_equal_the_demo_preset():
     assert values.pop("run_dir") is None
     demo = resolve_params(Params, PARAMS, "data_overview", "demo").model_dump(mode="json")
     assert values == demo
+
+
+def test_registry_refuses_duplicates_and_lists_known_names():
+    from dataclasses import dataclass
+
+    from radaudit.registry import Registry
+
+    @dataclass
+    class Thing:
+        name: str
+
+    reg: Registry[Thing] = Registry("thing")
+    reg.register(Thing("a"))
+    reg.register(Thing("b"))
+    with pytest.raises(ValueError, match="thing 'a' registered twice"):
+        reg.register(Thing("a"))
+    assert reg.lookup("b").name == "b"
+    with pytest.raises(ParamsError, match="Unknown thing 'c'. Known things: a, b."):
+        reg.lookup("c")

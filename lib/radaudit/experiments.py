@@ -10,7 +10,7 @@ import importlib
 from dataclasses import dataclass
 
 from radaudit.config import BaseParams
-from radaudit.errors import ParamsError
+from radaudit.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -28,14 +28,8 @@ class Experiment:
         return getattr(importlib.import_module(module), cls)
 
 
-EXPERIMENTS: dict[str, Experiment] = {}
-
-
-def register(exp: Experiment) -> Experiment:
-    if exp.name in EXPERIMENTS:
-        raise ValueError(f"experiment {exp.name!r} registered twice")
-    EXPERIMENTS[exp.name] = exp
-    return exp
+EXPERIMENTS: Registry[Experiment] = Registry("experiment")
+register = EXPERIMENTS.register
 
 
 register(Experiment(
@@ -47,7 +41,5 @@ register(Experiment(
 
 
 def get_experiment(name: str) -> Experiment:
-    try:
-        return EXPERIMENTS[name]
-    except KeyError:
-        raise ParamsError(f"Unknown experiment {name!r}. Known experiments: {', '.join(EXPERIMENTS)}.") from None
+    """The registered experiment ``name``; an unknown name raises a ``ParamsError`` listing the known ones."""
+    return EXPERIMENTS.lookup(name)

@@ -40,11 +40,11 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-import pandas as pd
 from tqdm.auto import tqdm
 
 from radaudit import __version__
-from radaudit.data.registry import DATASETS, DatasetSpec, Source, get_spec
+from radaudit.data.io import read_csv_checked
+from radaudit.data.registry import COVID_CXR_REPO, DATASETS, DatasetSpec, Source, get_spec, github_file
 from radaudit.data.root import resolve_data_root
 from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
 
@@ -56,8 +56,6 @@ CHUNK = 1 << 16
 TIMEOUT_S = 60
 
 #: upstream of the covid-chestxray-dataset snapshot the lab's copy was taken from (see its SOURCE.md)
-COVID_REPO = "hida6/covid-chestxray-dataset"
-COVID_COMMIT = "584034aa7fbf06496741f11008d72fd791c8e443"
 
 
 class FetchError(DatasetNotFoundError):
@@ -150,16 +148,13 @@ def _covid_images(spec: DatasetSpec, folder: Path, limit: int | None) -> list[So
     meta = folder / "metadata.csv"
     if not meta.is_file():
         return []
-    df = pd.read_csv(meta, dtype=str, keep_default_na=False)
-    for col in ("modality", "folder", "filename"):
-        if col not in df.columns:
-            raise DataFormatError(f"{meta} has no {col!r} column; cannot list the X-ray images to fetch.")
+    df = read_csv_checked(meta, ("modality", "folder", "filename"), dataset="covid_cxr", what="metadata",
+                          doc="the repository's SCHEMA.md", dtype=str, keep_default_na=False)
     xray = df[(df["modality"] == "X-ray") & (df["folder"] == "images") & (df["filename"].str.strip() != "")]
     names = list(dict.fromkeys(xray["filename"].str.strip()))
     if limit is not None:
         names = names[: max(0, int(limit))]
-    base = f"https://raw.githubusercontent.com/{COVID_REPO}/{COVID_COMMIT}/images/"
-    return [Source(url=base + urllib.parse.quote(n), dest=f"images/{n}") for n in names]
+    return [github_file(COVID_CXR_REPO, "images/" + urllib.parse.quote(n), dest=f"images/{n}") for n in names]
 
 
 #: second-phase source lists computed from files of the first phase, per dataset
