@@ -1,0 +1,185 @@
+"""The CheXpert-style labeler on real reports, hand-labelled from the rules in its docstring.
+
+Phrase lists: ``shared/data/cxr-label-phrases`` (through the ``shared_data`` fixture). Reports
+(verbatim): IU X-ray ``iu-xray-openi/indiana_reports.csv`` (findings + "\\n\\n" + impression, uid
+given), ReXrank CheXpert Plus ``rexrank-chexpertplus-iu/ReXRank_CheXpertPlus.json`` (impression,
+study key given), ReXrank IU X-ray test ``ReXRank_IUXray_test.json``, and the four sample reports
+of stanfordmlgroup/chexpert-labeler (MIT) with the labels its own pipeline printed
+(``labeled_reports.csv``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from radaudit.errors import DatasetNotFoundError
+from radaudit.text.labeler import OBSERVATIONS, TOP5, ChexpertLabeler, load_phrases
+
+NAN = math.nan
+
+
+@pytest.fixture(scope="module")
+def labeler(shared_data):
+    return ChexpertLabeler(shared_data)
+
+
+@pytest.fixture(scope="module")
+def iu(shared_data):
+    df = pd.read_csv(shared_data / "iu-xray-openi" / "indiana_reports.csv", dtype=str, keep_default_na=False)
+    return df.set_index("uid")
+
+
+def iu_text(iu, uid: str) -> str:
+    return iu.loc[uid, "findings"] + "\n\n" + iu.loc[uid, "impression"]
+
+
+def nonblank(row: pd.Series) -> dict[str, float]:
+    return {k: float(v) for k, v in row.items() if v == v}
+
+
+# chexpert-labeler sample_reports.csv -> labeled_reports.csv (the labeler's published output)
+CHEXPERT_SAMPLES = [
+    ("Heart size normal and lungs are clear. No edema or pneumonia. No effusion",
+     {"No Finding": 1, "Cardiomegaly": 0, "Edema": 0, "Pneumonia": 0, "Pleural Effusion": 0}),
+    ("1. Left pleural effusion with adjacent atelectasis. Right effusion is also present.\n\n2. Cardiomegaly without overt edema.",
+     {"Cardiomegaly": 1, "Edema": 0, "Atelectasis": 1, "Pleural Effusion": 1}),
+    ("Minimal patchy airspace disease within the lingula, may reflect atelectasis or consolidation.",
+     {"Lung Opacity": 1, "Consolidation": -1, "Atelectasis": -1}),
+    ("1. Stable mild cardiomegaly. 2. Hyperexpanded but clear lungs.", {"Cardiomegaly": 1}),
+]
+
+
+@pytest.mark.parametrize("text, expected", CHEXPERT_SAMPLES)
+def test_matches_the_chexpert_labelers_own_output(labeler, text, expected):
+    assert nonblank(labeler.label([text]).iloc[0]) == expected
+
+
+def test_output_schema(labeler):
+    texts = pd.Series(["No acute cardiopulmonary process.", ""], index=["a", "b"])
+    out = labeler.label(texts)
+    assert list(out.columns) == list(OBSERVATIONS) and len(OBSERVATIONS) == 14
+    assert list(out.index) == ["a", "b"] and (out.dtypes == float).all()
+    assert set(TOP5) <= set(OBSERVATIONS)
+    assert labeler.label([]).shape == (0, 14)
+
+
+def test_iu_3721(labeler, iu):
+    # "Streaky opacity is noted within the left lung base which may represent focal area of atelectasis. Right
+    #  lung is grossly clear. Cardiac silhouette and mediastinal contours are within normal limits. There is no
+    #  pneumothorax. No large pleural effusion. || Left lower lobe atelectasis otherwise no acute cardiopulmonary
+    #  disease."  MeSH: Opacity/lung/base/left/streaky; Pulmonary Atelectasis/lower lobe/left
+    # opacity positive; atelectasis uncertain then positive -> 1; cardiac silhouette + mediastinal contours
+    # negated by "within normal limits" (Cardiomegaly 0, Enlarged Cardiomediastinum 0); pneumothorax, effusion 0;
+    # No Finding blank (positive findings).
+    out = labeler.label([iu_text(iu, "3721")]).iloc[0]
+    assert nonblank(out) == {"Enlarged Cardiomediastinum": 0, "Cardiomegaly": 0, "Lung Opacity": 1, "Atelectasis": 1,
+                             "Pneumothorax": 0, "Pleural Effusion": 0}
+
+
+def test_iu_88_chf_adds_uncertain_cardiomegaly(labeler, iu):
+    # "... There is mild diffuse interstitial prominence suggestive of edema. ... || 1. Findings consistent with
+    #  mild congestive heart failure."  "heart failure" is an Edema phrase (positive -> Edema 1) and, by the
+    #  labeler's CHF exception, adds an uncertain Cardiomegaly; "prominence" and "Degenerative" (no_finding.txt)
+    #  block No Finding.  MeSH: Cardiomegaly/mild; ...; Heart Failure/mild
+    out = labeler.label([iu_text(iu, "88")]).iloc[0]
+    assert nonblank(out) == {"Enlarged Cardiomediastinum": 0, "Cardiomegaly": -1, "Edema": 1, "Consolidation": 0,
+                             "Pleural Effusion": 0}
+    ms = labeler.mentions(iu_text(iu, "88"))
+    assert ms.loc[ms.text == "heart failure", "status"].tolist() == ["positive"]
+
+
+def test_iu_627_vascular_congestion_is_uncertain(labeler, iu):
+    # "Stable cardiomegaly. ... No consolidating airspace disease is seen. No pleural effusion or pneumothorax.
+    #  || Cardiomegaly and pulmonary vascular congestion."  (CheXpert: "vascular congestion" is uncertain)
+    out = labeler.label([iu_text(iu, "627")]).iloc[0]
+    assert nonblank(out) == {"Cardiomegaly": 1, "Lung Opacity": 0, "Edema": -1, "Consolidation": 0,
+                             "Pneumothorax": 0, "Pleural Effusion": 0}
+
+
+def test_rexrank_chexpert_plus_impressions(labeler):
+    p64660 = ("ET TUBE, NG TUBE, AND FEEDING TUBE REMOVED.  LEFT IJ CATHETER \nREMAINS IN   PLACE.  PERSISTENTLY LOW LUNG "
+              "VOLUMES WITH FOCAL \nRETROCARDIAC OPACITY AND VASCULAR INDISTINCTNESS, CONSISTENT WITH \nEDEMA.  NO NEW "
+              "OPACITY OR PNEUMOTHORAX.")
+    p64672 = "1.STABLE DIFFUSE RETICULAR INTERSTITIAL THICKENING, LIKELY EDEMA.\n \n2.UNCHANGED CARDIOMEGALY.\n \n3.NO NEW CONSOLIDATION."
+    out = labeler.label([p64660, p64672])
+    # tubes removed (0) but the catheter remains (1) -> 1; "no new" -> uncertain; indistinctness -1, edema 1 -> 1
+    assert nonblank(out.iloc[0]) == {"Lung Opacity": 1, "Edema": 1, "Pneumothorax": -1, "Support Devices": 1}
+    # "likely edema" -1, cardiomegaly 1, "no new consolidation" -1 (CheXpert's pre-negation uncertainty)
+    assert nonblank(out.iloc[1]) == {"Cardiomegaly": 1, "Edema": -1, "Consolidation": -1}
+    neg = ChexpertLabeler(phrases_dir=labeler.phrases_dir, no_new="negative")
+    assert neg.label([p64672]).iloc[0]["Consolidation"] == 0
+
+
+def test_rexrank_iu_normal_report(labeler, shared_data):
+    import json
+
+    rec = json.loads((shared_data / "rexrank-chexpertplus-iu" / "ReXRank_IUXray_test.json").read_text())["CXR3030_IM-1405"]
+    # "Normal cardiomediastinal silhouette." matches "mediastinal silhouette" (ECM) inside the word, as the
+    # labeler's substring matching does, and "normal" negates it; everything else is "no ..." -> No Finding 1
+    assert nonblank(labeler.label([rec["report"]]).iloc[0]) == {
+        "No Finding": 1, "Enlarged Cardiomediastinum": 0, "Consolidation": 0, "Pneumothorax": 0, "Pleural Effusion": 0}
+
+
+def test_no_finding_ignores_support_devices_only(labeler, iu):
+    # IU uid 596: "The heart is normal in size. The mediastinum is unremarkable. The right chest XXXX tip is
+    # visualized in the mid SVC. There is no pneumothorax. The lungs are clear. || No acute disease."
+    # nothing positive (the device word was de-identified) -> No Finding 1
+    assert labeler.label([iu_text(iu, "596")]).iloc[0]["No Finding"] == 1
+    # a device alone does not block No Finding (IU uid 174, first sentence)
+    out = labeler.label(["There is a left-sided PICC with tip at the caval atrial junction."]).iloc[0]
+    assert nonblank(out) == {"No Finding": 1, "Support Devices": 1}
+
+
+def test_unmentions(labeler):
+    # CheXpert unmentions and this module's extra ones (real IU sentences)
+    assert nonblank(labeler.label(["There is a 22 x 14 mm calcified nodule in the left lower lobe."]).iloc[0]) \
+        == {}  # uid 1290: "calcified nodul" unmention; "calcifi" blocks No Finding
+    assert nonblank(labeler.label(["There are degenerative endplate changes throughout the thoracic spine."]).iloc[0]) == {}
+    out = labeler.label(["Radiodensity overlying the middle cardiac silhouette, XXXX representing a hiatal hernia."]).iloc[0]
+    assert "Cardiomegaly" not in nonblank(out)  # uid 288: positional unmention
+
+
+def test_mentions_explain(labeler):
+    text = CHEXPERT_SAMPLES[2][0]
+    ms = labeler.mentions(text)
+    assert list(ms.columns) == ["observation", "phrase", "text", "start", "end", "sentence", "sentence_start", "status", "rule"]
+    assert ms[["observation", "text", "status", "rule"]].values.tolist() == [
+        ["Lung Opacity", "airspace disease", "positive", ""],
+        ["Atelectasis", "atelectasis", "uncertain", "may represent"],
+        ["Consolidation", "consolidation", "uncertain", "or"],
+    ]
+    assert all(text[s:e] == t for s, e, t in zip(ms.start, ms.end, ms.text))
+
+
+def test_empty_and_bad_inputs(labeler):
+    out = labeler.label(["", "   "])
+    assert out.isna().all().all()
+    with pytest.raises(ValueError, match=r"texts \[1\] are missing"):
+        labeler.label(["No effusion.", None])
+    with pytest.raises(ValueError, match="missing"):
+        labeler.label([float("nan")])
+    with pytest.raises(TypeError, match="sequence"):
+        labeler.label("No effusion.")
+    with pytest.raises(TypeError, match="not a str"):
+        labeler.label([3])
+
+
+def test_non_english_and_long_reports(labeler, iu):
+    # German: no English phrase matches -> nothing but No Finding (defined, not an error)
+    assert nonblank(labeler.label(["Kein Pleuraerguss. Herz normal groß."]).iloc[0]) == {"No Finding": 1}
+    # a very long report (all IU impressions of 50 reports joined) is labelled whole, without truncation
+    long = " ".join(iu["impression"].head(50))
+    assert len(long) > 3000 and labeler.label([long]).shape == (1, 14)
+
+
+def test_missing_phrase_lists(tmp_path):
+    with pytest.raises(FileNotFoundError, match="phrases folder"):
+        ChexpertLabeler(phrases_dir=tmp_path)
+    (tmp_path / "mention").mkdir()
+    with pytest.raises(FileNotFoundError, match="lacks the phrase lists"):
+        load_phrases(tmp_path)
+    with pytest.raises(DatasetNotFoundError):
+        ChexpertLabeler(tmp_path / "no-data-root")
