@@ -5,6 +5,7 @@
     radaudit run data_overview --preset demo [-p key=value ...] [--data-root PATH] [--out DIR]
     radaudit run all --preset demo
     radaudit sweep data_overview --preset smoke --grid seed=0,1 [--grid key=v1,v2 ...]
+    radaudit metrics
     radaudit data list [--data-root PATH]
     radaudit data fetch iu_xray [--data-root PATH] [--mirror URL]
 
@@ -143,6 +144,18 @@ def sweep_cmd(experiment, preset, grid, overrides, data_root, out, no_progress) 
     click.echo(f"\nsweep index: {sweep_dir / 'index.md'}")
     if (index["status"] != "succeeded").any():
         sys.exit(1)
+
+
+@main.command("metrics")
+def metrics_cmd() -> None:
+    """The report metrics in the registry, and whether each can run in this environment."""
+    from radaudit.metrics import list_metrics
+
+    df = list_metrics()
+    for r in df.itertuples():
+        mark = "[x]" if r.available else "[ ]"
+        extra = f"  (needs radaudit[{r.extra}])" if (not r.available and r.extra) else ""
+        click.echo(f"  {mark} {r.name:<26} {r.kind:<10} {r.description}{extra}")
 
 
 @main.group("data")

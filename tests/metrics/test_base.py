@@ -71,3 +71,15 @@ def test_registering_a_name_twice_fails():
             METRICS.register(spec)
     finally:
         del METRICS["__dup__"]
+
+
+def test_cli_metrics_lists_every_registered_metric_and_availability():
+    from click.testing import CliRunner
+
+    from radaudit.cli import main
+
+    r = CliRunner().invoke(main, ["metrics"])
+    assert r.exit_code == 0
+    for name in METRICS:
+        assert f" {name} " in r.output
+    assert "[x] bleu4" in r.output
