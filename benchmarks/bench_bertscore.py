@@ -1,0 +1,103 @@
+"""Speed of radaudit's BERTScore against the reference ``bert_score.score`` (bert-score 0.3.13).
+
+Same local model (the PyPI all-MiniLM-L6-v2 unless ``--model``), same layer, same 200 RadEval
+CheXpert impression pairs, same batch size, same device, in the same process; printed as time ratios
+ours / reference (best of ``--repeats``). No absolute targets and no assertions:
+
+    .venv/bin/python benchmarks/bench_bertscore.py [--n 200] [--repeats 3] [--batch-size 64] [--threads 1]
+
+Two ratios per idf setting: against the body of ``bert_score.score`` with its model already loaded
+(``bert_cos_score_idf`` plus its idf step: the fair comparison, since our metric object loads its
+model once), and against the full ``bert_score.score`` call (which reloads the model every call).
+Runs are interleaved (ours, reference, ours, ...) and the best of each is kept. ``--threads 1``
+(default) pins torch to one thread for both sides: on a small shared machine multi-threaded
+timings swing by 3x with the load from other processes; ``--threads 0`` keeps torch's default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+
+
+def best_of(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--model", default=None, help="model spec (default: the PyPI MiniLM)")
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads for both sides (0: torch's default)")
+    ap.add_argument("--data", default=os.environ.get("RADAUDIT_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")))
+    a = ap.parse_args()
+
+    from collections import defaultdict
+
+    import bert_score
+    import torch
+    from bert_score.utils import bert_cos_score_idf, get_idf_dict, get_model, get_tokenizer
+
+    from radaudit.metrics.embedding import BERTScore
+    from radaudit.models.resolver import DEFAULT_TEXT_ENCODER, resolve_device, resolve_model
+
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
+
+    folder = Path(a.data) / "rexrank-chexpertplus-iu"
+    refs = (folder / "radeval_refs_chexpert_impression.txt").read_text().splitlines()[: a.n]
+    cands = (folder / "radeval_preds_chexpert_impression.txt").read_text().splitlines()[: a.n]
+    spec = a.model or DEFAULT_TEXT_ENCODER
+    path = resolve_model(spec).path_or_id
+    device = resolve_device(a.device)
+    print(f"{len(refs)} pairs, model {spec}, device {device}, torch threads {torch.get_num_threads()}")
+
+    for idf in (False, True):
+        ours = BERTScore(model=spec, idf=idf, batch_size=a.batch_size, device=device)
+        layers = ours.num_layers
+        # The reference with its model loaded once (bert_score.score's body minus get_tokenizer/get_model).
+        tok = get_tokenizer(path, False)
+        model = get_model(path, layers, False).to(device)
+
+        def reference() -> None:
+            if idf:
+                idf_dict = get_idf_dict(refs, tok, nthreads=4)
+            else:
+                idf_dict = defaultdict(lambda: 1.0)
+                idf_dict[tok.sep_token_id] = 0
+                idf_dict[tok.cls_token_id] = 0
+            bert_cos_score_idf(model, refs, cands, tok, idf_dict, device=device, batch_size=a.batch_size)
+
+        # interleaved (ours, reference, ours, reference, ...) so that load from other processes hits both alike
+        ours_ts, ref_ts, full_ts = [], [], []
+        for _ in range(a.repeats):
+            ours_ts.append(best_of(lambda: ours.compute(refs, cands), 1))
+            ref_ts.append(best_of(reference, 1))
+            full_ts.append(best_of(lambda: bert_score.score(cands, refs, model_type=path, num_layers=layers, idf=idf,
+                                                            batch_size=a.batch_size, device=device), 1))
+        ours_t, ref_t, full_t = min(ours_ts), min(ref_ts), min(full_ts)
+        P, R, F = bert_score.score(cands, refs, model_type=path, num_layers=layers, idf=idf, batch_size=a.batch_size,
+                                   device=device)
+        res = ours.compute(refs, cands)
+        diff = max(float(np.abs(res.details[k] - v.numpy()).max()) for k, v in (("precision", P), ("recall", R), ("f1", F)))
+        print(f"idf={idf!s:<5} layer {layers}: radaudit / bert-score scoring time ratio {ours_t / ref_t:5.2f}  "
+              f"(bert-score {ref_t * 1e3:.0f} ms, radaudit {ours_t * 1e3:.0f} ms); "
+              f"vs bert_score.score incl. its model load {ours_t / full_t:5.2f}; max |diff| P/R/F1 {diff:.1e}")
+
+
+if __name__ == "__main__":
+    main()
