@@ -380,5 +380,7 @@ def test_meteor_with_the_real_wordnet_matches_nltks_documented_example():
     ref = "It is a guide to action that ensures that the military will forever heed Party commands"
     hyp = "It is a guide to action which ensures that the military always obeys the commands of the party"
     assert round(build_metric("meteor").compute([ref], [hyp]).score, 4) == 0.6944
-    # without the synonym stage "obeys"/"heed" cannot match, so the exact+stem variant scores lower
-    assert build_metric("meteor_exact_stem").compute([ref], [hyp]).score < 0.6944
+    # a WordNet synonym ("fluid"/"liquid") matches only with the synonym stage
+    syn = build_metric("meteor").compute(["fluid in the chest"], ["liquid in the chest"]).score
+    exact = build_metric("meteor_exact_stem").compute(["fluid in the chest"], ["liquid in the chest"]).score
+    assert syn > exact
