@@ -18,21 +18,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
-
-
-def best_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 
 def main() -> None:

@@ -11,22 +11,13 @@ DataFrame statistic of the kind the notebooks use, to show what the cluster/fram
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
 from radaudit.stats import bootstrap_ci, paired_bootstrap
-
-
-def best_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from radaudit.data import load_dataset
-from radaudit.text.labeler import OBSERVATIONS, ChexpertLabeler
+from radaudit.text.labeler import CHEXPERT_LABELER_EXAMPLES, OBSERVATIONS, ChexpertLabeler
 
 MIN_SUPPORT = 30
 TARGET = 0.80
@@ -157,17 +157,6 @@ def macro(res: pd.DataFrame) -> pd.Series:
     return sub.groupby("uncertain_as")["f1"].mean()
 
 
-# The CheXpert labeler's own documented examples: stanfordmlgroup/chexpert-labeler (MIT),
-# sample_reports.csv -> labeled_reports.csv at commit 33be19fd (the labeler's published output).
-CHEXPERT_EXAMPLES = (
-    ("Heart size normal and lungs are clear. No edema or pneumonia. No effusion",
-     {"No Finding": 1, "Cardiomegaly": 0, "Edema": 0, "Pneumonia": 0, "Pleural Effusion": 0}),
-    ("1. Left pleural effusion with adjacent atelectasis. Right effusion is also present.\n\n2. Cardiomegaly without overt edema.",
-     {"Cardiomegaly": 1, "Edema": 0, "Atelectasis": 1, "Pleural Effusion": 1}),
-    ("Minimal patchy airspace disease within the lingula, may reflect atelectasis or consolidation.",
-     {"Lung Opacity": 1, "Consolidation": -1, "Atelectasis": -1}),
-    ("1. Stable mild cardiomegaly. 2. Hyperexpanded but clear lungs.", {"Cardiomegaly": 1}),
-)
 
 
 #: What the error analysis found (written for this data version; the error lists below are generated).
@@ -241,8 +230,8 @@ def main() -> None:
 
     # the labeler's own examples
     ex_rows = []
-    ex_labels = labeler.label([t for t, _ in CHEXPERT_EXAMPLES])
-    for i, (t, expected) in enumerate(CHEXPERT_EXAMPLES):
+    ex_labels = labeler.label([t for t, _ in CHEXPERT_LABELER_EXAMPLES])
+    for i, (t, expected) in enumerate(CHEXPERT_LABELER_EXAMPLES):
         got = {o: ex_labels.iloc[i][o] for o in OBSERVATIONS if ex_labels.iloc[i][o] == ex_labels.iloc[i][o]}
         ex_rows.append((t, expected, {k: int(v) for k, v in got.items()}, {k: float(v) for k, v in expected.items()} == got))
 

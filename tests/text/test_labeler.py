@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from radaudit.errors import DatasetNotFoundError
-from radaudit.text.labeler import OBSERVATIONS, TOP5, ChexpertLabeler, load_phrases
+from radaudit.text.labeler import CHEXPERT_LABELER_EXAMPLES, OBSERVATIONS, TOP5, ChexpertLabeler, load_phrases
 
 NAN = math.nan
 
@@ -40,16 +40,7 @@ def nonblank(row: pd.Series) -> dict[str, float]:
     return {k: float(v) for k, v in row.items() if v == v}
 
 
-# chexpert-labeler sample_reports.csv -> labeled_reports.csv (the labeler's published output)
-CHEXPERT_SAMPLES = [
-    ("Heart size normal and lungs are clear. No edema or pneumonia. No effusion",
-     {"No Finding": 1, "Cardiomegaly": 0, "Edema": 0, "Pneumonia": 0, "Pleural Effusion": 0}),
-    ("1. Left pleural effusion with adjacent atelectasis. Right effusion is also present.\n\n2. Cardiomegaly without overt edema.",
-     {"Cardiomegaly": 1, "Edema": 0, "Atelectasis": 1, "Pleural Effusion": 1}),
-    ("Minimal patchy airspace disease within the lingula, may reflect atelectasis or consolidation.",
-     {"Lung Opacity": 1, "Consolidation": -1, "Atelectasis": -1}),
-    ("1. Stable mild cardiomegaly. 2. Hyperexpanded but clear lungs.", {"Cardiomegaly": 1}),
-]
+CHEXPERT_SAMPLES = CHEXPERT_LABELER_EXAMPLES  # the labeler's published output on its sample reports
 
 
 @pytest.mark.parametrize("text, expected", CHEXPERT_SAMPLES)

@@ -382,3 +382,16 @@ class ChexpertLabeler:
 def _check_text(text: object, i: int) -> None:
     if not isinstance(text, str):
         raise TypeError(f"text {i} is a {type(text).__name__}, not a str.")
+
+
+#: The CheXpert labeler's own documented examples: stanfordmlgroup/chexpert-labeler (MIT),
+# sample_reports.csv -> labeled_reports.csv at commit 33be19fd (the labeler's published output).
+CHEXPERT_LABELER_EXAMPLES = (
+    ("Heart size normal and lungs are clear. No edema or pneumonia. No effusion",
+     {"No Finding": 1, "Cardiomegaly": 0, "Edema": 0, "Pneumonia": 0, "Pleural Effusion": 0}),
+    ("1. Left pleural effusion with adjacent atelectasis. Right effusion is also present.\n\n2. Cardiomegaly without overt edema.",
+     {"Cardiomegaly": 1, "Edema": 0, "Atelectasis": 1, "Pleural Effusion": 1}),
+    ("Minimal patchy airspace disease within the lingula, may reflect atelectasis or consolidation.",
+     {"Lung Opacity": 1, "Consolidation": -1, "Atelectasis": -1}),
+    ("1. Stable mild cardiomegaly. 2. Hyperexpanded but clear lungs.", {"Cardiomegaly": 1}),
+)
