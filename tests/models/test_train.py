@@ -1,0 +1,168 @@
+"""The demo-model training utility (radaudit.models.train): learning, seeding, the model folder, the time budget."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from radaudit.errors import ParamsError  # noqa: E402
+from radaudit.models.train import (  # noqa: E402
+    FeatureClassifier,
+    FeatureClassifierConfig,
+    TrainingError,
+    train_model,
+)
+
+STEPS = 40
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    """A learnable toy task: two Gaussian blobs in 8-d (class means -1 and +1), 200 train / 100 held out."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(-1.0, 1.0, (150, 8)), rng.normal(1.0, 1.0, (150, 8))]).astype(np.float32)
+    y = np.repeat([0, 1], 150)
+    order = rng.permutation(300)
+    x, y = x[order], y[order]
+    train = torch.utils.data.TensorDataset(torch.from_numpy(x[:200]), torch.from_numpy(y[:200]))
+    x_eval, y_eval = torch.from_numpy(x[200:]), torch.from_numpy(y[200:])
+
+    def accuracy(model) -> dict[str, float]:
+        return {"accuracy": float((model(x_eval).logits.argmax(-1) == y_eval).float().mean())}
+
+    def factory():
+        model = FeatureClassifier(FeatureClassifierConfig(n_features=8, hidden_size=16, dropout=0.1, num_labels=2))
+        model.set_standardization(x[:200])
+        return model
+
+    return {"train": train, "eval_fn": accuracy, "factory": factory}
+
+
+@pytest.fixture(scope="module")
+def two_runs(blobs, tmp_path_factory):
+    """The same training twice (seed 0) into two folders, and once with seed 1 (not saved)."""
+    kw = dict(steps=STEPS, lr=1e-2, batch_size=32, log_every=5, data_description="Two Gaussian blobs in 8-d.",
+              model_name="blob-classifier")
+    a = train_model(blobs["factory"], blobs["train"], blobs["eval_fn"], seed=0,
+                    output_dir=tmp_path_factory.mktemp("run-a"), **kw)
+    b = train_model(blobs["factory"], blobs["train"], blobs["eval_fn"], seed=0,
+                    output_dir=tmp_path_factory.mktemp("run-b"), **kw)
+    c = train_model(blobs["factory"], blobs["train"], blobs["eval_fn"], seed=1, **kw)
+    return a, b, c
+
+
+def test_loss_decreases_on_a_learnable_task(two_runs):
+    a, _, _ = two_runs
+    assert a.steps == a.planned_steps == STEPS and not a.stopped_early and a.stop_reason is None
+    assert len(a.loss_curve) == STEPS
+    assert np.mean(a.loss_curve[-5:]) < 0.3 * np.mean(a.loss_curve[:5])
+    assert a.metrics["accuracy"] > 0.9
+    assert a.epochs == pytest.approx(STEPS / 7)  # 200 examples in batches of 32: 7 per epoch
+
+
+def test_same_seed_same_weights_and_curve_other_seed_differs(two_runs):
+    a, b, c = two_runs
+    assert a.loss_curve == b.loss_curve and a.metrics == b.metrics
+    sa, sb = a.model.state_dict(), b.model.state_dict()
+    assert sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert a.loss_curve != c.loss_curve
+    for name in ("README.md", "loss_curve.png", "loss_curve.pdf", "model.safetensors", "config.json"):
+        assert (a.output_dir / name).read_bytes() == (b.output_dir / name).read_bytes(), name
+
+
+def test_model_card_log_and_reload(two_runs, blobs):
+    a, _, _ = two_runs
+    folder: Path = a.output_dir
+    assert {p.name for p in folder.iterdir()} >= {"README.md", "config.json", "model.safetensors", "loss_curve.png",
+                                                  "loss_curve.pdf", "training_log.json"}
+    assert a.files["loss_curve_png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    card = (folder / "README.md").read_text()
+    assert "# blob-classifier" in card and "Two Gaussian blobs in 8-d." in card
+    assert f"| steps | {STEPS} of {STEPS} planned" in card and "| seed | 0 |" in card
+    assert f"| accuracy | {a.metrics['accuracy']:.4f} |" in card and "![Training loss per step](loss_curve.png)" in card
+    assert "library_name: transformers" in card and "FeatureClassifier.from_pretrained" in card
+    log = json.loads((folder / "training_log.json").read_text())
+    assert log["loss"] == a.loss_curve and log["metrics"] == a.metrics and log["seed"] == 0
+    assert log["steps"] == STEPS and log["stopped_early"] is False and log["n_train"] == 200
+    assert [e["step"] for e in log["logged_loss"]] == list(range(5, STEPS + 1, 5))
+
+    reloaded = FeatureClassifier.from_pretrained(folder).eval()
+    with torch.no_grad():
+        assert blobs["eval_fn"](reloaded) == a.metrics  # the held-out metric, reproduced from the saved folder
+    assert torch.equal(reloaded.feature_std, a.model.feature_std)  # standardisation is saved with the weights
+
+
+def test_max_seconds_stops_cleanly_and_says_so(blobs, tmp_path):
+    res = train_model(blobs["factory"], blobs["train"], blobs["eval_fn"], steps=100_000, lr=1e-2, seed=0,
+                      max_seconds=0, output_dir=tmp_path)
+    assert res.stopped_early and res.steps == 1 and res.planned_steps == 100_000
+    assert "time budget max_seconds=0 reached after 1 of 100000 steps" in res.stop_reason
+    assert "accuracy" in res.metrics  # still evaluated and saved
+    assert "**Stopped early:** time budget" in (tmp_path / "README.md").read_text()
+    log = json.loads((tmp_path / "training_log.json").read_text())
+    assert log["stopped_early"] is True and log["stop_reason"] == res.stop_reason
+
+
+def test_plain_module_tuple_batches_epochs_and_rng_restored(blobs, tmp_path):
+    state = torch.get_rng_state()
+    res = train_model(lambda: torch.nn.Linear(8, 2), blobs["train"], epochs=2, lr=5e-2, batch_size=50, seed=3,
+                      log_every=2, output_dir=tmp_path)
+    assert torch.equal(torch.get_rng_state(), state)  # the caller's RNG is untouched
+    assert res.steps == 8 and res.epochs == 2 and res.metrics == {}
+    assert res.loss_curve[-1] < res.loss_curve[0]
+    assert (tmp_path / "model.safetensors").is_file() and not (tmp_path / "config.json").exists()
+    card = (tmp_path / "README.md").read_text()
+    assert "library_name" not in card and "No held-out evaluation" in card
+
+
+def test_tiny_text_model_with_dict_batches_and_tokenizer(tmp_path):
+    """A tiny BERT sequence classifier (dict batches, model(**batch).loss), saved with its tokenizer."""
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "no", "small", "large", "left", "right", "pleural",
+             "effusion", "pneumothorax", "."]
+    tok = transformers.BertTokenizer(vocab={w: i for i, w in enumerate(words)})
+    texts = [f"{neg}{size} {side} {finding} ." for neg in ("", "no ") for size in ("small", "large")
+             for side in ("left", "right") for finding in ("pleural effusion", "pneumothorax")]
+    labels = [0 if t.startswith("no ") else 1 for t in texts]
+    examples = [{"text": t, "label": y} for t, y in zip(texts, labels)]
+
+    def collate(batch):
+        enc = tok([e["text"] for e in batch], padding=True, return_tensors="pt")
+        return {**enc, "labels": torch.tensor([e["label"] for e in batch])}
+
+    def accuracy(model):
+        enc = tok(texts, padding=True, return_tensors="pt")
+        return float((model(**enc).logits.argmax(-1) == torch.tensor(labels)).float().mean())
+
+    def factory():
+        cfg = transformers.BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                      intermediate_size=32, max_position_embeddings=16, num_labels=2)
+        return transformers.BertForSequenceClassification(cfg)
+
+    res = train_model(factory, examples, accuracy, steps=30, lr=5e-3, batch_size=8, seed=0, collate_fn=collate,
+                      output_dir=tmp_path, processors=[tok], metric_name="train_accuracy")
+    assert np.mean(res.loss_curve[-5:]) < np.mean(res.loss_curve[:5])
+    assert set(res.metrics) == {"train_accuracy"}
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path).eval()
+    assert (tmp_path / "tokenizer_config.json").is_file()
+    with torch.no_grad():
+        assert accuracy(model) == res.metrics["train_accuracy"]
+
+
+def test_bad_params_and_non_finite_loss(blobs):
+    with pytest.raises(ParamsError, match="exactly one of steps"):
+        train_model(blobs["factory"], blobs["train"], steps=5, epochs=1)
+    with pytest.raises(ParamsError, match="exactly one of steps"):
+        train_model(blobs["factory"], blobs["train"])
+    with pytest.raises(ParamsError, match="steps must be a positive integer"):
+        train_model(blobs["factory"], blobs["train"], steps=0)
+    with pytest.raises(ParamsError, match="train_data is empty"):
+        train_model(blobs["factory"], [], steps=1)
+    with pytest.raises(TrainingError, match="loss is nan at step 1"):
+        train_model(blobs["factory"], blobs["train"], steps=3,
+                    loss_fn=lambda m, b: m(b[0]).logits.sum() * float("nan"))

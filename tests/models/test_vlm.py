@@ -1,0 +1,417 @@
+"""VLM inference, first-token scores and attention by modality on two tiny random VLMs.
+
+The models are built from transformers configs (a LLaVA-style model: tiny CLIP vision tower + tiny
+Llama; a Qwen2-VL-style model: ``Qwen2VLConfig`` with tiny vision/text configs), with processors
+built offline (an image processor with small sizes, a byte-level BPE tokenizer trained here with
+the ``tokenizers`` library, a chat template string), saved with ``save_pretrained`` and reloaded
+through ``load_vlm`` (``AutoProcessor`` / ``AutoModelForImageTextToText``). Random weights: the tests
+check plumbing and invariants, not answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+tokenizers = pytest.importorskip("tokenizers")
+
+from PIL import Image  # noqa: E402
+
+from radaudit.errors import ParamsError  # noqa: E402
+from radaudit.models.attention import attention_by_modality, image_token_mask, modality_shares  # noqa: E402
+from radaudit.models.vlm import (  # noqa: E402
+    build_messages,
+    count_answers,
+    encode_batch,
+    first_token_scores,
+    image_hash,
+    load_vlm,
+    pair_probabilities,
+    parse_yes_no,
+    vlm_generate,
+)
+
+CORPUS = ["Yes", "No", "yes", "no", "Yes.", "No.", "yes no Yes No",
+          "Is there a pleural effusion? Answer yes or no.", "Does the patient have any condition?",
+          "Based on the image only, is the heart enlarged?", "The lungs are clear. No pneumothorax.",
+          "user assistant system USER ASSISTANT"]
+
+LLAVA_TEMPLATE = (
+    "{% for m in messages %}{{ m['role'].upper() }}: {% if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{% for c in m['content'] %}{% if c['type'] == 'image' %}<image>{{ '\\n' }}{% elif c['type'] == 'text' %}"
+    "{{ c['text'] }}{% endif %}{% endfor %}{% endif %}{{ '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}ASSISTANT:{% endif %}")
+
+QWEN_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}{{ '\\n' }}{% if m['content'] is string %}{{ m['content'] }}"
+    "{% else %}{% for c in m['content'] %}{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>{{ '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant{{ '\\n' }}{% endif %}")
+
+
+def _tokenizer(specials: list[str], bos: str | None, **tokens):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=360, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(CORPUS * 10, trainer)
+    if bos is not None:
+        tok.post_processor = processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A {bos} $B",
+                                                           special_tokens=[(bos, tok.token_to_id(bos))])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, **({"bos_token": bos} if bos else {}), **tokens)
+
+
+def _build_llava(folder):
+    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+
+    tok = _tokenizer(["<pad>", "<s>", "</s>", "<image>"], "<s>", eos_token="</s>", pad_token="<pad>",
+                     extra_special_tokens={"image_token": "<image>"})
+    image_processor = CLIPImageProcessorPil(size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28})
+    processor = LlavaProcessor(image_processor=image_processor, tokenizer=tok, patch_size=14,
+                               vision_feature_select_strategy="default", num_additional_image_tokens=1,
+                               chat_template=LLAVA_TEMPLATE)
+    ids = tok.convert_tokens_to_ids
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                       image_size=28, patch_size=14, projection_dim=16),
+        text_config=LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                                bos_token_id=ids("<s>"), eos_token_id=ids("</s>"), pad_token_id=ids("<pad>")),
+        image_token_index=ids("<image>"), image_seq_length=4, vision_feature_select_strategy="default",
+        vision_feature_layer=-2)
+    torch.manual_seed(0)
+    model = LlavaForConditionalGeneration(config)
+    model.generation_config.eos_token_id = ids("</s>")
+    model.generation_config.pad_token_id = ids("<pad>")
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+def _build_qwen2vl(folder):
+    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>",
+                "<|video_pad|>"]
+    tok = _tokenizer(specials, None, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    ids = tok.convert_tokens_to_ids
+    config = Qwen2VLConfig(
+        vision_config=dict(depth=2, embed_dim=16, hidden_size=32, num_heads=2, mlp_ratio=2, patch_size=14,
+                           spatial_merge_size=2, temporal_patch_size=2),
+        text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                         rope_parameters={"rope_type": "default", "mrope_section": [2, 1, 1], "rope_theta": 10000.0},
+                         bos_token_id=None, eos_token_id=ids("<|im_end|>"), pad_token_id=ids("<|endoftext|>")),
+        image_token_id=ids("<|image_pad|>"), video_token_id=ids("<|video_pad|>"),
+        vision_start_token_id=ids("<|vision_start|>"), vision_end_token_id=ids("<|vision_end|>"))
+    torch.manual_seed(0)
+    model = Qwen2VLForConditionalGeneration(config)
+    model.generation_config.eos_token_id = ids("<|im_end|>")
+    model.generation_config.pad_token_id = ids("<|endoftext|>")
+    model.save_pretrained(folder)
+    # Qwen2VLProcessor(...) cannot be built (nor saved) without torchvision: its video processor
+    # needs it. Save the parts the way hub checkpoints ship them; load_vlm reassembles them.
+    tok.save_pretrained(folder)
+    Qwen2VLImageProcessorPil(min_pixels=28 * 28, max_pixels=56 * 56).save_pretrained(folder)
+    (folder / "chat_template.jinja").write_text(QWEN_TEMPLATE, encoding="utf-8")
+    (folder / "processor_config.json").write_text('{"processor_class": "Qwen2VLProcessor"}\n', encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module", params=["llava", "qwen2vl"])
+def vlm(request, tmp_path_factory):
+    """``(name, processor, model)`` loaded through load_vlm from a saved folder."""
+    build = {"llava": _build_llava, "qwen2vl": _build_qwen2vl}[request.param]
+    folder = build(tmp_path_factory.mktemp(request.param))
+    processor, model = load_vlm(str(folder), device="cpu")
+    return request.param, processor, model
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    folder = tmp_path_factory.mktemp("images")
+    out = []
+    for i, (h, w) in enumerate([(40, 50), (30, 30)]):
+        img = Image.fromarray((rng.random((h, w, 3)) * 255).astype("uint8"))
+        img.save(folder / f"img{i}.png")
+        out.append(folder / f"img{i}.png")
+    return out
+
+
+def _items(images):
+    prompts = ["Is there a pleural effusion? Answer yes or no.", "Does the patient have any condition?", None,
+               "Based on the image only, is the heart enlarged?", "yes or no?"]
+    imgs = [images[0], None, images[1], Image.open(images[1]), None]
+    return prompts, imgs
+
+
+def _expected_image_tokens(name, processor, image_path):
+    """Image tokens the model needs for one image, computed from the vision geometry (not the ids)."""
+    if name == "llava":
+        cfg = processor.image_processor.crop_size
+        return (cfg["height"] // processor.patch_size) * (cfg["width"] // processor.patch_size)
+    feats = processor.image_processor(images=[Image.open(image_path).convert("RGB")], return_tensors="pt")
+    return int(feats["image_grid_thw"][0].prod()) // processor.image_processor.merge_size ** 2
+
+
+# --- loading, prompts, hashing -------------------------------------------------------------------
+
+def test_load_vlm_through_from_pretrained(vlm):
+    name, processor, model = vlm
+    assert type(model).__name__ == {"llava": "LlavaForConditionalGeneration",
+                                    "qwen2vl": "Qwen2VLForConditionalGeneration"}[name]
+    assert not model.training and model.device.type == "cpu" and model.dtype == torch.float32
+    assert processor.chat_template
+    if name == "qwen2vl" and not transformers.utils.is_torchvision_available():
+        assert type(processor).__name__ == "Qwen2VLProcessorWithoutVideo"
+
+
+def test_load_vlm_missing_path_is_clear():
+    from radaudit.models.resolver import ModelUnavailableError
+
+    with pytest.raises(ModelUnavailableError, match="does not exist"):
+        load_vlm("./no/such/vlm")
+
+
+def test_build_messages_kinds():
+    assert build_messages("Q?", "img") == [{"role": "user",
+                                            "content": [{"type": "image"}, {"type": "text", "text": "Q?"}]}]
+    assert build_messages("Q?") == [{"role": "user", "content": [{"type": "text", "text": "Q?"}]}]
+    assert build_messages(None, "img") == [{"role": "user", "content": [{"type": "image"}]}]
+    assert build_messages("", "img", system="S")[0] == {"role": "system", "content": [{"type": "text", "text": "S"}]}
+    with pytest.raises(ParamsError, match="needs a prompt, an image"):
+        build_messages("  ", None)
+
+
+def test_image_hash_pixels(images):
+    h = image_hash(images[0])
+    assert h == image_hash(Image.open(images[0])) == image_hash(Image.open(images[0]).convert("RGBA").convert("RGB"))
+    assert len(h) == 64 and h != image_hash(images[1])
+    assert image_hash(None) is None
+    with pytest.raises(ParamsError, match="does not exist"):
+        image_hash(images[0].parent / "missing.png")
+
+
+# --- generation ----------------------------------------------------------------------------------
+
+def test_generate_mixed_batch_in_order_and_deterministic(vlm, images):
+    name, processor, model = vlm
+    prompts, imgs = _items(images)
+    a = vlm_generate(processor, model, prompts, imgs, max_new_tokens=5, batch_size=3)
+    b = vlm_generate(processor, model, prompts, imgs, max_new_tokens=5, batch_size=3)
+    assert list(a["item"]) == [0, 1, 2, 3, 4]
+    assert list(a["prompt"]) == prompts
+    assert list(a["has_image"]) == [True, False, True, True, False]
+    assert list(a["kind"]) == ["image+text", "text", "image", "image+text", "text"]
+    assert a["image_hash"].tolist() == [image_hash(i) for i in imgs]
+    assert a.loc[2, "image_hash"] == a.loc[3, "image_hash"]  # same picture as a path and as PIL
+    assert (a["n_generated_tokens"] >= 1).all() and (a["n_generated_tokens"] <= 5).all()
+    assert set(a["finish"]) <= {"eos", "length"}
+    assert a["text"].tolist() == b["text"].tolist()
+    image_token = processor.image_token
+    assert image_token in a.loc[0, "rendered_prompt"] and image_token not in a.loc[1, "rendered_prompt"]
+
+
+def test_batched_equals_unbatched_greedy(vlm, images):
+    _, processor, model = vlm
+    prompts, imgs = _items(images)
+    batched = vlm_generate(processor, model, prompts, imgs, max_new_tokens=5, batch_size=5)
+    single = vlm_generate(processor, model, prompts, imgs, max_new_tokens=5, batch_size=1)
+    assert batched["text"].tolist() == single["text"].tolist()
+    assert batched["n_input_tokens"].tolist() == single["n_input_tokens"].tolist()
+
+
+def test_sampling_reproducible_by_seed_and_batch_independent(vlm, images):
+    _, processor, model = vlm
+    prompts, imgs = _items(images)
+    kw = dict(strategy="nucleus", max_new_tokens=6)
+    a = vlm_generate(processor, model, prompts[:3], imgs[:3], seeds=[3, 4, 5], batch_size=3, **kw)
+    b = vlm_generate(processor, model, prompts[:3], imgs[:3], seeds=[3, 4, 5], batch_size=1, **kw)
+    c = vlm_generate(processor, model, prompts[:3], imgs[:3], seeds=[13, 14, 15], batch_size=3, **kw)
+    assert a["text"].tolist() == b["text"].tolist() and a["seed"].tolist() == [3, 4, 5]
+    assert a["text"].tolist() != c["text"].tolist()
+
+
+def test_generate_cache_hits_resume_and_misses(vlm, images, tmp_path):
+    from radaudit.models.cache import ContentCache
+
+    _, processor, model = vlm
+    prompts, imgs = _items(images)
+    with ContentCache(tmp_path / "cache") as cache:
+        part = vlm_generate(processor, model, prompts[:2], imgs[:2], max_new_tokens=4, cache=cache)  # "interrupted"
+        full = vlm_generate(processor, model, prompts, imgs, max_new_tokens=4, cache=cache, batch_size=2)
+        again = vlm_generate(processor, model, prompts, imgs, max_new_tokens=4, cache=cache)
+        longer = vlm_generate(processor, model, prompts[:1], imgs[:1], max_new_tokens=5, cache=cache)
+    assert not part["cached"].any()
+    assert full["cached"].tolist() == [True, True, False, False, False]
+    assert again["cached"].all() and again["text"].tolist() == full["text"].tolist()
+    assert full["text"].tolist() == vlm_generate(processor, model, prompts, imgs, max_new_tokens=4)["text"].tolist()
+    assert not longer["cached"].any()
+
+
+def test_generate_rejects_mismatched_images(vlm):
+    _, processor, model = vlm
+    with pytest.raises(ParamsError, match="one image"):
+        vlm_generate(processor, model, ["a", "b"], [None])
+
+
+# --- first-token scores ---------------------------------------------------------------------------
+
+def test_first_token_logits_equal_forward_pass(vlm, images):
+    _, processor, model = vlm
+    prompts, imgs = _items(images)
+    scores = first_token_scores(processor, model, prompts, imgs, batch_size=3, max_new_tokens=3)
+    assert len(scores) == 5 and list(scores["item"]) == list(range(5))
+    cand = {c["candidate"]: c["token_id"] for c in scores.attrs["candidates"]}
+    tok = processor.tokenizer
+    for c in ("Yes", "No", "yes", "no"):
+        assert cand[c] == tok("%s" % c, add_special_tokens=False)["input_ids"][0]
+    for i, (p, im) in enumerate(zip(prompts, imgs)):
+        inputs, _, _ = encode_batch(processor, model, [p], [im])  # batch of one: no padding
+        with torch.inference_mode():
+            last = model(**inputs).logits[0, -1].float()
+        for c, tid in cand.items():
+            assert scores.loc[i, f"logit_{c}"] == pytest.approx(float(last[tid]), abs=1e-4)
+        assert scores.loc[i, "first_token_id"] == int(last.argmax())
+
+
+def test_pair_softmax_probabilities(vlm, images):
+    _, processor, model = vlm
+    prompts, imgs = _items(images)
+    s = first_token_scores(processor, model, prompts, imgs, max_new_tokens=2)
+    for r in s.itertuples():
+        e = {c: math.exp(getattr(r, f"logit_{c}")) for c in ("Yes", "No", "yes", "no")}
+        assert r.p_yes_capitalised == pytest.approx(e["Yes"] / (e["Yes"] + e["No"]))
+        assert r.p_yes_lower == pytest.approx(e["yes"] / (e["yes"] + e["no"]))
+        assert r.p_yes_both == pytest.approx((e["Yes"] + e["yes"]) / sum(e.values()))
+        assert r.p_yes + r.p_no == pytest.approx(1.0) and r.p_yes == r.p_yes_both and r.pair == "both"
+        assert 0 < r.mass_candidates < 1
+    cap = first_token_scores(processor, model, prompts[:2], imgs[:2], pair="capitalised", max_new_tokens=2)
+    assert (cap["p_yes"] == cap["p_yes_capitalised"]).all() and (cap["pair"] == "capitalised").all()
+    with pytest.raises(ParamsError, match="pair must be"):
+        first_token_scores(processor, model, prompts[:1], imgs[:1], pair="upper")
+
+
+def test_pair_probabilities_hand_values():
+    p = pair_probabilities({"Yes": np.array([2.0]), "No": np.array([0.0]), "yes": np.array([0.0]),
+                            "no": np.array([1.0])})
+    assert p["p_yes_capitalised"][0] == pytest.approx(1 / (1 + math.exp(-2)))
+    assert p["p_yes_lower"][0] == pytest.approx(1 / (1 + math.e))
+    assert p["p_yes_both"][0] == pytest.approx((math.exp(2) + 1) / (math.exp(2) + 1 + 1 + math.e))
+    only_cap = pair_probabilities({"Yes": np.array([0.0]), "No": np.array([0.0])})
+    assert only_cap["p_yes_capitalised"][0] == 0.5 and np.isnan(only_cap["p_yes_lower"][0])
+
+
+def test_multi_token_candidate_scored_by_first_subtoken(vlm, images, caplog):
+    _, processor, model = vlm
+    prompts, imgs = _items(images)
+    with caplog.at_level(logging.WARNING, logger="radaudit.models.vlm"):
+        s = first_token_scores(processor, model, prompts[:2], imgs[:2], candidates=("Yes", "No", "Perhaps"),
+                               max_new_tokens=2)
+    info = {c["candidate"]: c for c in s.attrs["candidates"]}
+    ids = processor.tokenizer("Perhaps", add_special_tokens=False)["input_ids"]
+    assert len(ids) > 1 and info["Perhaps"]["n_tokens"] == len(ids) and info["Perhaps"]["token_id"] == ids[0]
+    assert "'Perhaps' tokenises to" in caplog.text
+    inputs, _, _ = encode_batch(processor, model, prompts[:1], imgs[:1])
+    with torch.inference_mode():
+        last = model(**inputs).logits[0, -1]
+    assert s.loc[0, "logit_Perhaps"] == pytest.approx(float(last[ids[0]]), abs=1e-4)
+    assert np.isnan(s["p_yes_lower"]).all() and not np.isnan(s["p_yes_capitalised"]).any()
+
+
+def test_unparseable_answers_are_counted_not_dropped(vlm, images):
+    _, processor, model = vlm
+    prompts, imgs = _items(images)
+    s = first_token_scores(processor, model, prompts, imgs, max_new_tokens=4)
+    assert len(s) == len(prompts)
+    counts = count_answers(s)
+    assert counts.sum() == len(s) and set(s["answer"]) <= {"yes", "no", "unknown"}
+    assert s.attrs["n_unknown"] == counts["unknown"] == int((s["answer"] == "unknown").sum())
+    assert (s["answer"] == [parse_yes_no(t) for t in s["generated"]]).all()
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Yes", "yes"), ("no.", "no"), ("**No**", "no"), ("Yes, there is an effusion.", "yes"), ("Answer: yes", "yes"),
+    (" N ", "no"), ("Not sure", "unknown"), ("nothing", "unknown"), ("", "unknown"), (None, "unknown"),
+    ("The lungs are clear", "unknown"), ("yes-ish", "unknown")])
+def test_parse_yes_no(text, expected):
+    assert parse_yes_no(text) == expected
+
+
+def test_parse_yes_no_patterns_no_first():
+    no, yes = [r"\bno evidence\b"], [r"\beffusion\b"]
+    assert parse_yes_no("There is no evidence of effusion", no_patterns=no, yes_patterns=yes) == "no"
+    assert parse_yes_no("Small effusion", no_patterns=no, yes_patterns=yes) == "yes"
+    assert count_answers(["yes", "unknown", "unknown"]).to_dict() == {"yes": 1, "no": 0, "unknown": 2}
+
+
+# --- attention by modality ------------------------------------------------------------------------
+
+def test_modality_shares_hand_computed():
+    # 2 layers, 1 head, 4 keys: 3 input tokens (0 = BOS, 1 = image, 2 = text) + 1 generated token.
+    rows = np.array([[[0.5, 0.2, 0.2, 0.1]], [[0.7, 0.0, 0.3, 0.0]]])
+    mask = np.array([False, True, False])
+    s = modality_shares(rows, mask)
+    assert s["image_share"] == pytest.approx((0.5 + 0.0) / 2) and s["text_share"] == pytest.approx((0.5 + 1.0) / 2)
+    assert s["first_position_attention"] == pytest.approx(0.6) and s["generated_attention"] == pytest.approx(0.05)
+    m = modality_shares(rows, mask, normalise="after_mean")
+    assert m["image_share"] == pytest.approx(0.1 / 0.35) and m["image_share"] + m["text_share"] == pytest.approx(1)
+    assert modality_shares(rows, np.zeros(3, bool))["image_share"] == 0.0
+
+
+def test_attention_shares_per_generated_token(vlm, images):
+    name, processor, model = vlm
+    table, positions = attention_by_modality(processor, model, "Is there a pleural effusion?", images[0],
+                                             max_new_tokens=4, return_positions=True)
+    assert 1 <= len(table) <= 4 and list(table["step"]) == list(range(len(table)))
+    assert table["image_share"].between(0, 1).all() and table["text_share"].between(0, 1).all()
+    assert np.allclose(table["image_share"] + table["text_share"], 1.0)
+    assert (table["image_share"] > 0).all()
+    n = table["n_input_tokens"].iloc[0]
+    assert table["query_position"].tolist() == [n - 1 + t for t in range(len(table))]
+    assert (table["n_image_tokens"] == _expected_image_tokens(name, processor, images[0])).all()
+    per_step = positions.groupby("step")["attention"].sum()
+    assert np.allclose(per_step, 1.0) and (positions.query("position == 0")["attention"] == 0).all()
+    img = positions[positions["modality"] == "image"].groupby("step")["attention"].sum()
+    assert np.allclose(img.to_numpy(), table["image_share"].to_numpy())
+
+
+def test_attention_first_row_equals_forward_pass(vlm, images):
+    _, processor, model = vlm
+    prompt = "Does the patient have any condition?"
+    table = attention_by_modality(processor, model, prompt, images[1], max_new_tokens=1)
+    inputs, _, _ = encode_batch(processor, model, [prompt], [images[1]])
+    mask = image_token_mask(inputs["input_ids"][0], model.config)
+    assert mask.sum() == table.loc[0, "n_image_tokens"]
+    from radaudit.models.attention import eager_attention
+
+    with eager_attention(model), torch.inference_mode():
+        att = model(**inputs, output_attentions=True).attentions
+    rows = np.stack([a[0, :, -1, :].numpy() for a in att])
+    assert table.loc[0, "image_share"] == pytest.approx(modality_shares(rows, mask)["image_share"], abs=1e-6)
+
+
+def test_attention_text_only_has_zero_image_share(vlm):
+    _, processor, model = vlm
+    table = attention_by_modality(processor, model, "Does the patient have any condition?", None, max_new_tokens=3)
+    assert (table["n_image_tokens"] == 0).all()
+    assert (table["image_share"] == 0.0).all() and np.allclose(table["text_share"], 1.0)
+
+
+def test_attention_restores_attn_implementation(vlm, images):
+    _, processor, model = vlm
+    before = model.config._attn_implementation
+    attention_by_modality(processor, model, None, images[0], max_new_tokens=2)  # image-only item
+    assert model.config._attn_implementation == before
