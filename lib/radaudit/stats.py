@@ -17,6 +17,10 @@ The interval formulas are the textbook ones and match scipy's on iid data (teste
 
 * percentile interval: the ``α/2`` and ``1 − α/2`` quantiles of the replicates (linear
   interpolation, ``numpy.quantile(method="linear")``, as scipy does);
+* basic (reverse percentile) interval: ``[2θ̂ − q_{1−α/2}, 2θ̂ − q_{α/2}]`` (Davison & Hinkley 1997,
+  eq. 5.6; scipy's ``method="basic"``). Use it for statistics whose bootstrap distribution is
+  shifted away from the estimate (e.g. means of squared z-scores, whose replicates add sampling
+  noise a second time): the percentile interval may then not even contain the estimate;
 * BCa (bias-corrected and accelerated; Efron 1987, JASA 82:171; Efron & Tibshirani 1993, §14.3)::
 
       z0 = Φ⁻¹( (#{θ*_b < θ̂} + #{θ*_b ≤ θ̂}) / 2B )                (bias correction, mid-rank)
@@ -66,7 +70,7 @@ __all__ = [
     "wilson_ci",
 ]
 
-METHODS: tuple[str, ...] = ("percentile", "bca")
+METHODS: tuple[str, ...] = ("percentile", "bca", "basic")
 """The bootstrap interval methods :func:`bootstrap_ci` accepts."""
 
 BootstrapData = np.ndarray | Sequence[Any] | tuple[Any, ...] | pd.DataFrame | pd.Series
@@ -308,7 +312,7 @@ def _safe_eval(rows: _Rows, statistic: Statistic, idx: np.ndarray, errors: list[
         return math.nan
 
 
-def _interval(
+def interval_from_replicates(
     estimate: float,
     replicates: np.ndarray,
     jackknife: np.ndarray | None,
@@ -319,7 +323,11 @@ def _interval(
     max_failed: float,
     first_error: BaseException | None = None,
 ) -> BootstrapResult:
-    """CI from replicates (NaN = failed) and, for BCa, leave-one-unit-out jackknife values."""
+    """CI from replicates (NaN = failed) and, for BCa, leave-one-unit-out jackknife values.
+
+    Public so that code which computes its replicates vectorised (e.g. CAD/WAE over count matrices)
+    gets exactly these intervals without re-implementing them.
+    """
     n_resamples = len(replicates)
     ok = np.isfinite(replicates)
     n_failed = int((~ok).sum())
@@ -350,6 +358,8 @@ def _interval(
         else:
             levels = levels_bca
     low, high = np.quantile(theta, levels, method="linear")
+    if method == "basic":  # reflect the quantiles around the estimate: corrects a shifted bootstrap distribution
+        low, high = 2.0 * estimate - high, 2.0 * estimate - low
     return BootstrapResult(
         estimate=float(estimate),
         low=float(low),
@@ -413,7 +423,7 @@ def bootstrap_ci(
     units: Any = None,
     n_resamples: int = 2000,
     confidence: float = 0.95,
-    method: Literal["percentile", "bca"] = "bca",
+    method: Literal["percentile", "bca", "basic"] = "bca",
     seed: int | None = 0,
     max_failed: float = 0.1,
 ) -> BootstrapResult:
@@ -430,7 +440,7 @@ def bootstrap_ci(
             row is its own unit (ordinary iid bootstrap).
         n_resamples: bootstrap replicates B.
         confidence: two-sided coverage, e.g. 0.95.
-        method: ``"percentile"`` or ``"bca"`` (see the module docstring for the formulas).
+        method: ``"percentile"``, ``"bca"`` or ``"basic"`` (see the module docstring for the formulas).
         seed: seed of ``numpy.random.default_rng``.
         max_failed: the largest fraction of replicates allowed to fail (non-finite value or an
             exception, e.g. a resample with a single class). Failed replicates are dropped from
@@ -493,7 +503,7 @@ def paired_bootstrap(
     units: Any = None,
     n_resamples: int = 2000,
     confidence: float = 0.95,
-    method: Literal["percentile", "bca"] = "bca",
+    method: Literal["percentile", "bca", "basic"] = "bca",
     seed: int | None = 0,
     differences: bool | Sequence[tuple[str, str]] = False,
     max_failed: float = 0.1,
@@ -674,3 +684,6 @@ def wilson_ci(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
         raise ValueError(f"wilson_ci needs 0 <= k <= n and n >= 1, got k={k}, n={n}")
     ci = _sps.binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
     return float(ci.low), float(ci.high)
+
+
+_interval = interval_from_replicates  # backwards-compatible private name

@@ -1,0 +1,487 @@
+"""CAD and WAE (radaudit.metrics.association): hand-computed values, planted effects, inference, bad inputs.
+
+Paper: Parikh et al., arXiv 2603.01625, §2 (equation numbers as in the module docstring).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from radaudit.metrics.association import (
+    CATEGORY_ORDER,
+    AssociationInputError,
+    association_audit,
+    cad,
+    cad_summary,
+    classify_shift,
+    count_reports,
+    load_stopwords,
+    tokenize_for_association,
+    wae,
+    wae_inference,
+)
+from radaudit.stats import bootstrap_ci
+
+ALPHA = 0.1
+
+# ------------------------------------------------------------------------------------------------
+# the hand-computed corpus: 4 reports, vocabulary V = 4 after stop-word removal
+#
+#   group  reference                 -> tokens                  prediction              -> tokens
+#   F      "Mastectomy. Effusion."   -> mastectomy, effusion    "Effusion."             -> effusion
+#   F      "Effusion."               -> effusion                "Normal."               -> normal
+#   M      "Pacemaker."              -> pacemaker               "Pacemaker. Effusion."  -> pacemaker, effusion
+#   M      "Normal."                 -> normal                  ""                      -> (none)
+#
+# counts c_g(w)         ref F  ref M  pred F  pred M
+#   effusion              2      0      1       1
+#   mastectomy            1      0      0       0
+#   normal                0      1      1       0
+#   pacemaker             0      1      0       1
+#   N_g                   3      2      2       2          α V = 0.1 · 4 = 0.4
+
+HAND = pd.DataFrame({
+    "reference": ["Mastectomy. Effusion.", "Effusion.", "Pacemaker.", "Normal."],
+    "prediction": ["Effusion.", "Normal.", "Pacemaker. Effusion.", ""],
+    "group": ["F", "F", "M", "M"],
+})
+
+# Eq. (1): s = log[(c_F + α)/(N_F + αV)] − log[(c_M + α)/(N_M + αV)]; Eq. (2): Var = 1/(c_F+α) + 1/(c_M+α)
+# reference denominators: N_F + αV = 3.4, N_M + αV = 2.4; prediction: 2.4 and 2.4 (they cancel)
+S_REF = {
+    "effusion": math.log(2.1 / 3.4) - math.log(0.1 / 2.4),    # log(0.617647 / 0.041667) = log(14.8235) = 2.696216
+    "mastectomy": math.log(1.1 / 3.4) - math.log(0.1 / 2.4),  # log(0.323529 / 0.041667) = log(7.7647) = 2.049589
+    "normal": math.log(0.1 / 3.4) - math.log(1.1 / 2.4),      # log(0.029412 / 0.458333) = −2.746202
+    "pacemaker": math.log(0.1 / 3.4) - math.log(1.1 / 2.4),   # same counts as "normal": −2.746202
+}
+VAR_REF = {
+    "effusion": 1 / 2.1 + 1 / 0.1,    # 0.476190 + 10 = 10.476190
+    "mastectomy": 1 / 1.1 + 1 / 0.1,  # 0.909091 + 10 = 10.909091
+    "normal": 1 / 0.1 + 1 / 1.1,      # 10.909091
+    "pacemaker": 1 / 0.1 + 1 / 1.1,   # 10.909091
+}
+S_PRED = {
+    "effusion": math.log(1.1 / 2.4) - math.log(1.1 / 2.4),    # 0 (1 vs 1)
+    "mastectomy": math.log(0.1 / 2.4) - math.log(0.1 / 2.4),  # 0: absent from the predictions, both cells smoothed
+    "normal": math.log(1.1 / 2.4) - math.log(0.1 / 2.4),      # log 11 = 2.397895
+    "pacemaker": math.log(0.1 / 2.4) - math.log(1.1 / 2.4),   # −log 11 = −2.397895
+}
+VAR_PRED = {
+    "effusion": 1 / 1.1 + 1 / 1.1,    # 1.818182
+    "mastectomy": 1 / 0.1 + 1 / 0.1,  # 20: 1/α per empty cell
+    "normal": 1 / 1.1 + 1 / 0.1,      # 10.909091
+    "pacemaker": 1 / 0.1 + 1 / 1.1,   # 10.909091
+}
+# z = s / sqrt(Var): effusion 2.696216/3.236694 = 0.833015, mastectomy 0.620544, normal/pacemaker −0.831454 (ref);
+# pred: 0, 0, 2.397895/3.302891 = 0.725999, −0.725999
+# Eq. (3): z_disp = (s_pred − s_ref) / sqrt(Var_pred + Var_ref):
+#   effusion   (0 − 2.696216)/sqrt(1.818182 + 10.476190)  = −0.768956
+#   mastectomy (0 − 2.049589)/sqrt(20 + 10.909091)        = −0.368658
+#   normal     (2.397895 + 2.746202)/sqrt(21.818182)      =  1.101285
+#   pacemaker  (−2.397895 + 2.746202)/sqrt(21.818182)     =  0.074568
+Z_DISP = {"effusion": -0.768956, "mastectomy": -0.368658, "normal": 1.101285, "pacemaker": 0.074568}
+
+
+def _hand_table() -> pd.DataFrame:
+    return association_audit(HAND, n_resamples=0, n_permutations=0).words.set_index("word")
+
+
+def test_cad_hand_computed_log_ratios_variances_z():
+    t = _hand_table()
+    assert list(t.index) == ["effusion", "mastectomy", "normal", "pacemaker"]
+    assert t.attrs["V"] == 4
+    assert t[["c_ref_F", "c_ref_M", "c_pred_F", "c_pred_M"]].loc["effusion"].tolist() == [2, 0, 1, 1]
+    assert t[["c_ref", "c_pred"]].loc["mastectomy"].tolist() == [1, 0]
+    for w in S_REF:
+        assert t.loc[w, "s_ref"] == pytest.approx(S_REF[w], abs=1e-12)
+        assert t.loc[w, "var_ref"] == pytest.approx(VAR_REF[w], abs=1e-12)
+        assert t.loc[w, "z_ref"] == pytest.approx(S_REF[w] / math.sqrt(VAR_REF[w]), abs=1e-12)
+        assert t.loc[w, "s_pred"] == pytest.approx(S_PRED[w], abs=1e-12)
+        assert t.loc[w, "var_pred"] == pytest.approx(VAR_PRED[w], abs=1e-12)
+        assert t.loc[w, "z_pred"] == pytest.approx(S_PRED[w] / math.sqrt(VAR_PRED[w]), abs=1e-12)
+        assert t.loc[w, "z_disp"] == pytest.approx(Z_DISP[w], abs=1e-6)
+    assert t.loc["effusion", "s_ref"] == pytest.approx(2.696216, abs=1e-6)
+    assert t.loc["normal", "z_pred"] == pytest.approx(0.725999, abs=1e-6)
+
+
+def test_cad_hand_computed_pvalues_bh_and_categories():
+    t = _hand_table()
+    # two-sided p = 2 Φ(−|z_disp|): normal 0.270772, effusion 0.441919, mastectomy 0.712383, pacemaker 0.940558
+    p = {w: 2 * sps.norm.sf(abs(Z_DISP[w])) for w in Z_DISP}
+    for w in p:
+        assert t.loc[w, "p"] == pytest.approx(p[w], abs=1e-6)
+    # BH over the m = 4 words, sorted p ascending (k = 1..4): p̃_(k) = min_{j>=k} 4 p_(j) / j
+    #   pacemaker  k=4: 0.940558
+    #   mastectomy k=3: min(0.940558, 4/3 · 0.712383 = 0.949844) = 0.940558
+    #   effusion   k=2: min(0.940558, 4/2 · 0.441919 = 0.883839) = 0.883839
+    #   normal     k=1: min(0.883839, 4 · 0.270772 = 1.083090)  = 0.883839
+    assert t.loc["pacemaker", "p_adj"] == pytest.approx(p["pacemaker"], abs=1e-6)
+    assert t.loc["mastectomy", "p_adj"] == pytest.approx(p["pacemaker"], abs=1e-6)
+    assert t.loc["effusion", "p_adj"] == pytest.approx(2 * p["effusion"], abs=1e-6)
+    assert t.loc["normal", "p_adj"] == pytest.approx(2 * p["effusion"], abs=1e-6)
+    # nothing reaches p* = 0.05, so every word is stable
+    assert not t["displaced"].any()
+    assert (t["category"] == "Stable").all()
+    assert t.attrs["z_crit"] == pytest.approx(1.959964, abs=1e-6)  # Φ⁻¹(1 − 0.05/2)
+
+
+def test_wae_hand_computed_weights():
+    t = _hand_table()
+    z2 = {w: (t.loc[w, "z_disp"]) ** 2 for w in Z_DISP}
+    # Eq. (4), prediction weights ω = c_pred: effusion 2, mastectomy 0, normal 1, pacemaker 1 (Σω = 4)
+    #   WAE_pred = (2·0.768956² + 0·0.368658² + 1·1.101285² + 1·0.074568²) / 4 = (1.182587 + 1.212829 + 0.005560)/4
+    wae_pred = (2 * z2["effusion"] + 0 * z2["mastectomy"] + z2["normal"] + z2["pacemaker"]) / 4
+    assert wae_pred == pytest.approx(0.600244, abs=1e-6)
+    # reference weights ω = c_ref: 2, 1, 1, 1 (Σω = 5)
+    wae_ref = (2 * z2["effusion"] + z2["mastectomy"] + z2["normal"] + z2["pacemaker"]) / 5
+    # group sets with τ = 0 (sign of z_ref): F = {effusion, mastectomy}, M = {normal, pacemaker}
+    #   WAE_pred_F = (2·z²_eff + 0·z²_mast) / (2 + 0) = z²_eff;  WAE_pred_M = (z²_norm + z²_pace) / 2
+    #   WAE_ref_F  = (2·z²_eff + 1·z²_mast) / 3;                 WAE_ref_M  = (z²_norm + z²_pace) / 2
+    expected = {
+        "WAE_pred": wae_pred, "WAE_ref": wae_ref,
+        "WAE_pred_F": z2["effusion"], "WAE_pred_M": (z2["normal"] + z2["pacemaker"]) / 2,
+        "WAE_ref_F": (2 * z2["effusion"] + z2["mastectomy"]) / 3, "WAE_ref_M": (z2["normal"] + z2["pacemaker"]) / 2,
+    }
+    expected["delta_WAE_pred"] = expected["WAE_pred_F"] - expected["WAE_pred_M"]
+    expected["delta_WAE_ref"] = expected["WAE_ref_F"] - expected["WAE_ref_M"]
+    got = wae(t.reset_index(), assoc_z=0.0)
+    for k, v in expected.items():
+        assert got[k] == pytest.approx(v, abs=1e-12), k
+    # the vectorised engine (association_audit -> wae_inference) gives the same estimates
+    res = association_audit(HAND, assoc_z=0.0, n_resamples=0, n_permutations=0).wae.set_index("metric")
+    for k, v in expected.items():
+        assert res.loc[k, "estimate"] == pytest.approx(v, abs=1e-12), k
+    assert res.loc["WAE_pred", "n_words"] == 3 and res.loc["WAE_ref_F", "n_words"] == 2
+    # with the default τ = z_neutral = 1 no word is associated (|z_ref| <= 0.83): WAE_g is 0/0 = NaN
+    default = wae(t.reset_index())
+    assert math.isnan(default["WAE_pred_F"]) and math.isnan(default["delta_WAE_ref"])
+    assert default["WAE_pred"] == pytest.approx(wae_pred)
+
+
+def test_cad_token_mapping_api_matches_text_api_and_direction():
+    ref = {"F": ["mastectomy", "effusion", "effusion"], "M": ["pacemaker", "normal"]}
+    pred = {"F": [["effusion"], ["normal"]], "M": Counter({"pacemaker": 1, "effusion": 1})}
+    t = cad(ref, pred).set_index("word")
+    h = _hand_table()
+    np.testing.assert_allclose(t["z_disp"], h["z_disp"], atol=1e-12)
+    # swapping the groups negates every log ratio and z (s = log p_{groups[0]} / p_{groups[1]})
+    sw = cad(ref, pred, groups=("M", "F")).set_index("word")
+    np.testing.assert_allclose(sw["s_ref"], -t["s_ref"], atol=1e-12)
+    np.testing.assert_allclose(sw["z_disp"], -t["z_disp"], atol=1e-12)
+    # a {word: 0} entry keeps a word in V: V = 5 changes αV and thus every s
+    ref0 = {"F": Counter({"mastectomy": 1, "effusion": 2, "unused": 0}), "M": ["pacemaker", "normal"]}
+    t5 = cad(ref0, pred).set_index("word")
+    assert t5.attrs["V"] == 5
+    assert t5.loc["effusion", "s_ref"] == pytest.approx(math.log(2.1 / 3.5) - math.log(0.1 / 2.5))
+    # min_count = 2 keeps words with >= 2 tokens over both corpora and groups (effusion 4, normal 2, pacemaker 2);
+    # V = 3 (αV = 0.3) and N_g sums over the kept words only: ref N_F = 2 (mastectomy dropped), N_M = 2
+    #   -> s = log(2.1/2.3) − log(0.1/2.3) = log 21 = 3.044522
+    t3 = cad(ref, pred, min_count=2).set_index("word")
+    assert list(t3.index) == ["effusion", "normal", "pacemaker"] and t3.attrs["V"] == 3
+    assert t3.loc["effusion", "s_ref"] == pytest.approx(math.log(21))
+
+
+# ------------------------------------------------------------------------------------------------
+# categories
+
+
+def test_classify_shift_rules_and_boundaries():
+    z_ref = [3.0, 0.5, 1.5, 2.5, 1.5, 3.0, 2.0, 0.0, -1.0]
+    z_pred = [0.5, -1.2, -1.5, 4.0, 0.2, 0.5, 0.0, 1.0, -1.0]
+    displaced = [True, True, True, True, True, False, True, True, True]
+    got = classify_shift(z_ref, z_pred, displaced).tolist()
+    assert got == [
+        "Erasure",        # |z_ref| 3 > 2, |z_pred| 0.5 < 1
+        "New Bias",       # |z_ref| 0.5 < 1, |z_pred| 1.2 >= 1
+        "Bias Flip",      # both >= 1, signs differ
+        "Preservation",   # both >= 1, same sign
+        "Unclassified",   # moderate reference association (1 <= 1.5 <= 2) that became neutral
+        "Stable",         # not displaced, whatever the z
+        "Unclassified",   # |z_ref| = 2 is not > z_strong
+        "New Bias",       # |z_pred| = 1 counts as non-neutral (>= z_neutral)
+        "Preservation",   # −1, −1: both non-neutral, same sign
+    ]
+    assert set(got) <= set(CATEGORY_ORDER)
+
+
+def _planted() -> tuple[dict, dict]:
+    """Counts per (corpus, group): 20 balanced filler words plus one planted word per category."""
+    filler = {f"filler{i:02d}": 300 for i in range(20)}
+    ref = {"F": Counter(filler), "M": Counter(filler)}
+    pred = {"F": Counter(filler), "M": Counter(filler)}
+    planted = {  # word: (ref F, ref M, pred F, pred M)
+        "mastectomy": (120, 2, 30, 30),     # strongly F in the reference, neutral in predictions -> Erasure
+        "pneumothorax": (60, 60, 10, 150),  # neutral in the reference, M in predictions -> New Bias
+        "nodule": (100, 30, 30, 100),       # F in the reference, M in predictions -> Bias Flip
+        "implant": (40, 20, 200, 10),       # F in both, amplified (displaced) -> Preservation
+        "aicd": (5, 80, 5, 80),             # M in both, unchanged -> Stable (not displaced)
+    }
+    for w, (rf, rm, pf, pm) in planted.items():
+        ref["F"][w], ref["M"][w], pred["F"][w], pred["M"][w] = rf, rm, pf, pm
+    return ref, pred
+
+
+def test_planted_effects_are_flagged():
+    ref, pred = _planted()
+    t = cad(ref, pred).set_index("word")
+    assert t.loc["mastectomy", "category"] == "Erasure"
+    assert t.loc["mastectomy", "z_ref"] > 2 and abs(t.loc["mastectomy", "z_pred"]) < 1
+    assert t.loc["pneumothorax", "category"] == "New Bias"
+    assert t.loc["pneumothorax", "z_pred"] < -1  # male-associated in predictions
+    assert t.loc["nodule", "category"] == "Bias Flip"
+    assert t.loc["implant", "category"] == "Preservation"
+    # an unchanged association is not displaced: the paper excludes it as stable
+    assert t.loc["aicd", "category"] == "Stable" and t.loc["aicd", "z_ref"] < -2
+    assert (t.filter(like="filler", axis=0)["category"] == "Stable").all()
+    summary = cad_summary(t.reset_index()).set_index("category")["n_words"]
+    assert summary.to_dict() == {"Erasure": 1, "New Bias": 1, "Bias Flip": 1, "Preservation": 1,
+                                 "Unclassified": 0, "Stable": 21}
+    # a stricter p* keeps fewer (or equal) displaced words; correction="none" flags at least as many as BH
+    strict = cad(ref, pred, p_star=1e-12)
+    assert strict["displaced"].sum() <= t["displaced"].sum()
+    assert cad(ref, pred, correction="none")["displaced"].sum() >= t["displaced"].sum()
+
+
+def _erasure_corpus() -> pd.DataFrame:
+    """Template collapse: every prediction is the same text; "effusion"/"small" were female-associated."""
+    refs = ["Small effusion. Heart normal."] * 100 + ["Heart normal."] * 80 + ["Small effusion. Heart normal."] * 20
+    return pd.DataFrame({"reference": refs, "prediction": ["Small effusion. Heart normal."] * 200,
+                         "group": ["F"] * 100 + ["M"] * 100})
+
+
+def test_planted_erasure_end_to_end_from_text():
+    # V = 4 words only: most relabellings leave a group with no associated word, so ΔWAE's null is
+    # mostly undefined (warned about and counted in perm_n_undefined)
+    with pytest.warns(RuntimeWarning, match="undefined"):
+        res = association_audit(_erasure_corpus(), n_resamples=200, n_permutations=99)
+    t = res.words.set_index("word")
+    # effusion: ref F 100/400 tokens vs M 20/240 -> s = log(100.1/400.4) − log(20.1/240.4) = 1.095290,
+    # Var = 1/100.1 + 1/20.1 = 0.059741, z_ref = 1.095290/0.244420 = 4.481176; identical predictions -> s_pred = 0
+    assert t.loc["effusion", "s_ref"] == pytest.approx(math.log(100.1 / 400.4) - math.log(20.1 / 240.4))
+    assert t.loc["effusion", "z_ref"] == pytest.approx(4.481176, abs=1e-6)
+    assert t.loc["effusion", "z_pred"] == pytest.approx(0.0, abs=1e-12)
+    assert t.loc["effusion", "category"] == "Erasure"
+    assert t.loc["small", "category"] == "Erasure"
+    cats = res.categories.set_index("category")["n_words"]
+    assert cats["Erasure"] >= 2 and cats["New Bias"] == 0 and cats["Bias Flip"] == 0
+    w = res.wae.set_index("metric")
+    # the erased words are F-associated in the reference: reference-weighted WAE_F exceeds WAE_M
+    assert w.loc["WAE_ref", "estimate"] > 1
+    assert w.loc["WAE_ref", "perm_pvalue"] < 0.05  # far above the label-permutation null
+    assert w.loc["delta_WAE_ref", "perm_n_undefined"] > 0
+
+
+def test_word_absent_from_one_corpus_is_defined_by_smoothing():
+    ref = {"F": Counter({"mastectomy": 30, "lung": 50}), "M": Counter({"lung": 50})}
+    pred = {"F": Counter({"lung": 50}), "M": Counter({"lung": 50})}
+    t = cad(ref, pred).set_index("word")
+    # V = 2, αV = 0.2; prediction: N_F = N_M = 50 -> s_pred(mastectomy) = log[(0.1/50.2)/(0.1/50.2)] = 0, Var = 1/0.1 + 1/0.1 = 20
+    assert t.loc["mastectomy", "s_pred"] == pytest.approx(0.0, abs=1e-12)
+    assert t.loc["mastectomy", "var_pred"] == pytest.approx(20.0)
+    # reference: s = log(30.1/80.2) − log(0.1/50.2) = log(188.39) = 5.2384, Var = 1/30.1 + 10 = 10.03322
+    assert t.loc["mastectomy", "s_ref"] == pytest.approx(math.log(30.1 / 80.2) - math.log(0.1 / 50.2))
+    assert t.loc["mastectomy", "var_ref"] == pytest.approx(1 / 30.1 + 10)
+    # z_disp = −5.2384 / sqrt(30.03322) = −0.9559: a word the model never writes has Var_pred = 2/α,
+    # so its displacement is bounded and here not significant
+    assert t.loc["mastectomy", "z_disp"] == pytest.approx(-5.2384 / math.sqrt(30.03322), abs=1e-4)
+    assert np.isfinite(t[["s_ref", "s_pred", "z_ref", "z_pred", "z_disp", "p"]].to_numpy()).all()
+
+
+# ------------------------------------------------------------------------------------------------
+# inference: bootstrap and permutation
+
+
+def _random_corpus(seed: int, n: int = 60, vocab: int = 20) -> pd.DataFrame:
+    """Reports with labels independent of the text (exchangeable)."""
+    rng = np.random.default_rng(seed)
+    words = [f"term{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(vocab)]
+    prob = 1.0 / np.arange(1, vocab + 1)
+    prob /= prob.sum()
+    refs, preds = [], []
+    for _ in range(n):
+        ref = list(rng.choice(words, size=int(rng.integers(3, 9)), p=prob))
+        pred = [w if rng.random() < 0.6 else str(rng.choice(words, p=prob)) for w in ref]
+        refs.append(" ".join(ref))
+        preds.append(" ".join(pred))
+    return pd.DataFrame({"reference": refs, "prediction": preds, "group": rng.choice(["F", "M"], size=n)})
+
+
+def test_permutation_null_pvalues_are_roughly_uniform():
+    pvals = {"delta_WAE_pred": [], "WAE_pred": []}
+    for seed in range(50):
+        df = _random_corpus(1000 + seed)
+        counts = count_reports(df["reference"], df["prediction"], df["group"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = wae_inference(counts, n_resamples=0, n_permutations=99, permutation_seed=seed,
+                                permuted=tuple(pvals)).set_index("metric")
+        for k in pvals:
+            pvals[k].append(res.loc[k, "perm_pvalue"])
+    for k, p in pvals.items():
+        p = np.asarray(p)
+        assert np.isfinite(p).all() and ((p > 0) & (p <= 1)).all()
+        assert sps.kstest(p, "uniform").pvalue > 0.01, (k, np.sort(p))
+
+
+def test_permutation_exact_on_tiny_corpus_and_alternatives():
+    res = association_audit(HAND, assoc_z=0.0, n_resamples=0, n_permutations=1000).wae.set_index("metric")
+    # 4 reports, 2 per group: C(4, 2) = 6 distinct relabellings <= 1000 -> enumerated exactly
+    assert bool(res.loc["WAE_pred", "perm_exact"]) and res.loc["WAE_pred", "n_permutations"] == 6
+    assert res.loc["WAE_pred", "perm_alternative"] == "greater"
+    assert res.loc["delta_WAE_pred", "perm_alternative"] == "two-sided"
+    assert math.isnan(res.loc["WAE_pred_F", "perm_pvalue"])  # not tested by default
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+@pytest.mark.parametrize("n", [4, 30])  # C(8, 4) = 70 <= 200: exact; 30 + 30: Monte Carlo
+def test_conditional_pvalue_is_scipys_formula_when_all_defined(alternative, n):
+    from radaudit.metrics.association import _conditional_pvalue
+    from radaudit.stats import permutation_test
+
+    rng = np.random.default_rng(n)
+    res = permutation_test(rng.normal(size=n), rng.normal(0.3, 1, size=n), n_resamples=200, alternative=alternative,
+                           seed=2)
+    assert _conditional_pvalue(res.null_distribution, res.statistic, alternative, res.exact) == pytest.approx(res.pvalue)
+    # an undefined relabelling is left out of the p-value instead of counting as "not extreme"
+    null = np.append(res.null_distribution, np.nan)
+    assert _conditional_pvalue(null, res.statistic, alternative, res.exact) == pytest.approx(res.pvalue)
+
+
+def _fixed_vocab_statistic(df: pd.DataFrame, name: str, assoc_z: float):
+    """WAE statistic `name` of the reports idx, through the public cad()/wae() with V fixed (reference path)."""
+    toks_r = [tokenize_for_association(t) for t in df["reference"]]
+    toks_p = [tokenize_for_association(t) for t in df["prediction"]]
+    vocab = sorted({w for d in toks_r + toks_p for w in d})
+    groups = df["group"].tolist()
+
+    def stat(idx: np.ndarray) -> float:
+        ref = {g: Counter(dict.fromkeys(vocab, 0)) for g in ("F", "M")}
+        pred = {g: Counter(dict.fromkeys(vocab, 0)) for g in ("F", "M")}
+        for i in np.asarray(idx, dtype=int):
+            ref[groups[i]].update(toks_r[i])
+            pred[groups[i]].update(toks_p[i])
+        return wae(cad(ref, pred), assoc_z=assoc_z)[name]
+
+    stat.__name__ = name
+    return stat
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_bootstrap_matches_radaudit_stats_bootstrap_ci(method):
+    df = _random_corpus(7, n=30, vocab=12)
+    counts = count_reports(df["reference"], df["prediction"], df["group"])
+    ours = wae_inference(counts, assoc_z=0.0, n_resamples=60, ci_method=method, bootstrap_seed=11,
+                         n_permutations=0).set_index("metric")
+    for name in ("WAE_pred", "delta_WAE_ref"):
+        ref = bootstrap_ci(np.arange(len(df)), _fixed_vocab_statistic(df, name, 0.0), n_resamples=60, method=method,
+                           seed=11)
+        row = ours.loc[name]
+        assert row["estimate"] == pytest.approx(ref.estimate, rel=1e-9)
+        assert row["low"] == pytest.approx(ref.low, rel=1e-9)
+        assert row["high"] == pytest.approx(ref.high, rel=1e-9)
+        assert row["se"] == pytest.approx(ref.se, rel=1e-9)
+        assert row["method"] == ref.method and row["n_failed"] == ref.n_failed
+        assert row["bias"] == pytest.approx(np.nanmean(ref.replicates) - ref.estimate, rel=1e-9, abs=1e-12)
+
+
+def test_bootstrap_ci_contains_estimate_and_is_reproducible():
+    kw = dict(n_resamples=300, n_permutations=0)
+    a = association_audit(_erasure_corpus(), bootstrap_seed=3, **kw).wae
+    b = association_audit(_erasure_corpus(), bootstrap_seed=3, **kw).wae
+    c = association_audit(_erasure_corpus(), bootstrap_seed=4, **kw).wae
+    pd.testing.assert_frame_equal(a, b)
+    assert not np.allclose(a["low"].dropna(), c["low"].dropna())
+    w = a.set_index("metric")
+    for k in ("WAE_pred", "WAE_ref", "WAE_ref_F", "delta_WAE_ref"):
+        assert w.loc[k, "low"] <= w.loc[k, "estimate"] <= w.loc[k, "high"], k
+        assert w.loc[k, "n_resamples"] == 300 and w.loc[k, "method"] == "percentile"
+
+
+# ------------------------------------------------------------------------------------------------
+# bad inputs
+
+
+def test_one_group_empty_is_a_clear_error():
+    df = HAND.assign(group=["M", "M", "M", "O"])
+    with pytest.raises(AssociationInputError, match=r"group 'F' has no reports.*'F': 0, 'M': 3.*'O': 1"):
+        association_audit(df, n_resamples=0, n_permutations=0)
+
+
+def test_unknown_group_values_are_excluded_and_counted_or_strict_error():
+    extra = pd.DataFrame({"reference": ["Effusion.", "Nodule.", "Mass."], "prediction": ["", "Nodule.", "Mass."],
+                          "group": ["O", None, np.nan]})
+    df = pd.concat([HAND, extra], ignore_index=True)
+    res = association_audit(df, n_resamples=0, n_permutations=0)
+    assert res.excluded == {"<NA>": 2, "O": 1} and res.n_excluded == 3
+    assert res.n_reports == {"F": 2, "M": 2}
+    pd.testing.assert_frame_equal(res.words, _hand_table().reset_index(), check_like=False)
+    with pytest.raises(AssociationInputError, match=r"3 rows .*outside groups.*'<NA>': 2, 'O': 1"):
+        association_audit(df, strict=True, n_resamples=0, n_permutations=0)
+
+
+def test_other_group_columns_work():
+    df = HAND.assign(band=["<60", "<60", ">=60", ">=60"])
+    df = pd.concat([df, df.iloc[[0]].assign(band="unknown")], ignore_index=True)
+    res = association_audit(df, group="band", groups=("<60", ">=60"), n_resamples=0, n_permutations=0)
+    assert res.groups == ("<60", ">=60") and res.excluded == {"unknown": 1}
+    assert "c_ref_<60" in res.words.columns
+    np.testing.assert_allclose(res.words["z_disp"], _hand_table()["z_disp"].to_numpy(), atol=1e-12)
+
+
+def test_empty_predictions_are_defined():
+    df = HAND.assign(prediction="")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = association_audit(df, n_resamples=50, n_permutations=20)
+    t = res.words.set_index("word")
+    # N_F = N_M = 0 in the predictions: p_g(w) = α/(αV) = 1/V for both groups -> s_pred = 0, Var_pred = 20
+    assert (t["s_pred"] == 0).all() and np.allclose(t["var_pred"], 20.0)
+    assert t.loc["effusion", "z_disp"] == pytest.approx(-S_REF["effusion"] / math.sqrt(20 + VAR_REF["effusion"]))
+    assert res.n_tokens == {"ref_F": 3, "ref_M": 2, "pred_F": 0, "pred_M": 0}
+    w = res.wae.set_index("metric")
+    assert math.isnan(w.loc["WAE_pred", "estimate"]) and math.isnan(w.loc["WAE_pred", "low"])  # Σω = 0
+    assert np.isfinite(w.loc["WAE_ref", "estimate"])
+
+
+def test_missing_texts_columns_and_bad_params_raise():
+    with pytest.raises(AssociationInputError, match=r"'prediction' is missing .*index \[1\].*''"):
+        association_audit(HAND.assign(prediction=["a", None, "b", "c"]), n_resamples=0, n_permutations=0)
+    with pytest.raises(AssociationInputError, match="no column"):
+        association_audit(HAND.rename(columns={"group": "sex"}), n_resamples=0, n_permutations=0)
+    with pytest.raises(AssociationInputError, match="alpha"):
+        association_audit(HAND, alpha=0, n_resamples=0, n_permutations=0)
+    with pytest.raises(AssociationInputError, match="z_neutral"):
+        cad({"F": ["a"], "M": ["b"]}, {"F": ["a"], "M": ["b"]}, z_neutral=3, z_strong=2)
+    with pytest.raises(AssociationInputError, match="expected exactly"):
+        cad({"F": ["a"], "X": ["b"]}, {"F": ["a"], "M": ["b"]})
+    with pytest.raises(AssociationInputError, match="no token"):
+        association_audit(HAND.assign(reference="the and of", prediction="12 ."), n_resamples=0, n_permutations=0)
+
+
+# ------------------------------------------------------------------------------------------------
+# tokenisation
+
+
+def test_tokenize_for_association():
+    text = "No acute disease. The patient's X-ray shows a 2.5 cm nodule at T12; Pneumothorax, née café."
+    assert tokenize_for_association(text) == ["acute", "disease", "patient", "ray", "shows", "cm", "nodule",
+                                              "pneumothorax", "née", "café"]
+    assert tokenize_for_association("") == [] and tokenize_for_association("  \n") == []
+    assert tokenize_for_association("no effusion", stopwords=()) == ["no", "effusion"]
+    assert tokenize_for_association("x ray", min_length=1) == ["x", "ray"]
+    with pytest.raises(TypeError):
+        tokenize_for_association(None)  # type: ignore[arg-type]
+
+
+def test_default_stopword_list_is_nltk_english():
+    stop = load_stopwords()
+    assert len(stop) == 179  # NLTK's English list (nltk_data stopwords/english, 2018+)
+    assert {"the", "no", "not", "nor", "don", "wouldn't", "should've"} <= stop
+    assert not {"effusion", "left", "right", "normal"} & stop
