@@ -99,17 +99,24 @@ def check_pairs(references: Sequence[str], candidates: Sequence[str]) -> tuple[l
     refs, cands = list(references), list(candidates)
     if len(refs) != len(cands):
         raise MetricInputError(f"{len(refs)} references but {len(cands)} candidates: pass one candidate per reference.")
-    for label, seq in (("references", refs), ("candidates", cands)):
-        bad = [i for i, x in enumerate(seq) if x is None or (isinstance(x, float) and math.isnan(x))]
-        if bad:
-            raise MetricInputError(
-                f"{label} {bad[:10]}{' ...' if len(bad) > 10 else ''} are missing (None/NaN). Drop those pairs "
-                "upstream and report how many, or use '' for a report that is genuinely empty."
-            )
-        wrong = [i for i, x in enumerate(seq) if not isinstance(x, str)]
-        if wrong:
-            raise MetricInputError(f"{label} {wrong[:10]} are not strings (got {type(seq[wrong[0]]).__name__}).")
+    check_texts(refs, "references")
+    check_texts(cands, "candidates")
     return refs, cands
+
+
+def check_texts(texts: list, label: str) -> list[str]:
+    """Every item of ``texts`` must be a ``str``: ``None``/NaN and non-strings raise
+    :class:`MetricInputError` naming their indices (``label`` names the sequence in the message)."""
+    bad = [i for i, x in enumerate(texts) if x is None or (isinstance(x, float) and math.isnan(x))]
+    if bad:
+        raise MetricInputError(
+            f"{label} {bad[:10]}{' ...' if len(bad) > 10 else ''} are missing (None/NaN). Drop those "
+            "upstream and report how many, or use '' for a report that is genuinely empty."
+        )
+    wrong = [i for i, x in enumerate(texts) if not isinstance(x, str)]
+    if wrong:
+        raise MetricInputError(f"{label} {wrong[:10]} are not strings (got {type(texts[wrong[0]]).__name__}).")
+    return texts
 
 
 @runtime_checkable

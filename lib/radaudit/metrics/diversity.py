@@ -130,7 +130,7 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import ParamsError
-from radaudit.metrics.base import MetricInputError
+from radaudit.metrics.base import MetricInputError, check_texts
 
 log = logging.getLogger(__name__)
 
@@ -172,15 +172,7 @@ def _check_reports(reports: Sequence[str]) -> list[str]:
     out = list(reports)
     if not out:
         raise MetricInputError("reports is empty: a diversity metric needs at least one report.")
-    bad = [i for i, x in enumerate(out) if x is None or (isinstance(x, float) and math.isnan(x))]
-    if bad:
-        raise MetricInputError(
-            f"reports {bad[:10]}{' ...' if len(bad) > 10 else ''} are missing (None/NaN). Drop them upstream and "
-            "report how many, or use '' for a report that is genuinely empty."
-        )
-    wrong = [i for i, x in enumerate(out) if not isinstance(x, str)]
-    if wrong:
-        raise MetricInputError(f"reports {wrong[:10]} are not strings (got {type(out[wrong[0]]).__name__}).")
+    check_texts(out, "reports")
     return out
 
 
