@@ -18,9 +18,13 @@ The interval formulas are the textbook ones and match scipy's on iid data (teste
 * percentile interval: the ``α/2`` and ``1 − α/2`` quantiles of the replicates (linear
   interpolation, ``numpy.quantile(method="linear")``, as scipy does);
 * basic (reverse percentile) interval: ``[2θ̂ − q_{1−α/2}, 2θ̂ − q_{α/2}]`` (Davison & Hinkley 1997,
-  eq. 5.6; scipy's ``method="basic"``). Use it for statistics whose bootstrap distribution is
-  shifted away from the estimate (e.g. means of squared z-scores, whose replicates add sampling
-  noise a second time): the percentile interval may then not even contain the estimate;
+  eq. 5.6; scipy's ``method="basic"``). It corrects a bootstrap distribution shifted away from
+  the estimate, but also mirrors its skew (and can cross 0 for a non-negative statistic);
+* shifted percentile interval: ``[q_{α/2} − b̂, q_{1−α/2} − b̂]`` with the bootstrap bias estimate
+  ``b̂ = mean(θ*) − θ̂`` (Efron & Tibshirani 1993, §10.6): the percentile interval of the bias-removed
+  replicates ``θ* − b̂``. It keeps the shape (skew) of the bootstrap distribution and always sits
+  around the estimate; use it when the replicates are shifted away from θ̂ *and* the basic interval
+  would flip the skew (e.g. WAE, a mean of squared z-scores whose replicates all lie above θ̂);
 * BCa (bias-corrected and accelerated; Efron 1987, JASA 82:171; Efron & Tibshirani 1993, §14.3)::
 
       z0 = Φ⁻¹( (#{θ*_b < θ̂} + #{θ*_b ≤ θ̂}) / 2B )                (bias correction, mid-rank)
@@ -70,7 +74,7 @@ __all__ = [
     "wilson_ci",
 ]
 
-METHODS: tuple[str, ...] = ("percentile", "bca", "basic")
+METHODS: tuple[str, ...] = ("percentile", "bca", "basic", "shifted")
 """The bootstrap interval methods :func:`bootstrap_ci` accepts."""
 
 BootstrapData = np.ndarray | Sequence[Any] | tuple[Any, ...] | pd.DataFrame | pd.Series
@@ -360,6 +364,9 @@ def interval_from_replicates(
     low, high = np.quantile(theta, levels, method="linear")
     if method == "basic":  # reflect the quantiles around the estimate: corrects a shifted bootstrap distribution
         low, high = 2.0 * estimate - high, 2.0 * estimate - low
+    elif method == "shifted":  # percentile interval of the bias-removed replicates θ* − (mean θ* − θ̂)
+        bias = float(theta.mean()) - float(estimate)
+        low, high = low - bias, high - bias
     return BootstrapResult(
         estimate=float(estimate),
         low=float(low),
@@ -423,7 +430,7 @@ def bootstrap_ci(
     units: Any = None,
     n_resamples: int = 2000,
     confidence: float = 0.95,
-    method: Literal["percentile", "bca", "basic"] = "bca",
+    method: Literal["percentile", "bca", "basic", "shifted"] = "bca",
     seed: int | None = 0,
     max_failed: float = 0.1,
 ) -> BootstrapResult:
@@ -440,7 +447,7 @@ def bootstrap_ci(
             row is its own unit (ordinary iid bootstrap).
         n_resamples: bootstrap replicates B.
         confidence: two-sided coverage, e.g. 0.95.
-        method: ``"percentile"``, ``"bca"`` or ``"basic"`` (see the module docstring for the formulas).
+        method: ``"percentile"``, ``"bca"``, ``"basic"`` or ``"shifted"`` (see the module docstring for the formulas).
         seed: seed of ``numpy.random.default_rng``.
         max_failed: the largest fraction of replicates allowed to fail (non-finite value or an
             exception, e.g. a resample with a single class). Failed replicates are dropped from
@@ -503,7 +510,7 @@ def paired_bootstrap(
     units: Any = None,
     n_resamples: int = 2000,
     confidence: float = 0.95,
-    method: Literal["percentile", "bca", "basic"] = "bca",
+    method: Literal["percentile", "bca", "basic", "shifted"] = "bca",
     seed: int | None = 0,
     differences: bool | Sequence[tuple[str, str]] = False,
     max_failed: float = 0.1,

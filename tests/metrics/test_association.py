@@ -401,7 +401,7 @@ def test_bootstrap_ci_contains_estimate_and_is_reproducible():
     w = a.set_index("metric")
     for k in ("WAE_pred", "WAE_ref", "WAE_ref_F", "delta_WAE_ref"):
         assert w.loc[k, "low"] <= w.loc[k, "estimate"] <= w.loc[k, "high"], k
-        assert w.loc[k, "n_resamples"] == 300 and w.loc[k, "method"] == "percentile"
+        assert w.loc[k, "n_resamples"] == 300 and w.loc[k, "method"] == "shifted"
 
 
 # ------------------------------------------------------------------------------------------------

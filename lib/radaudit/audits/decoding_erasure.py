@@ -109,8 +109,22 @@ class Params(BaseParams):
     n_permutations: int = Field(1000, ge=0, description="Label permutations for the WAE p-values (0 = no test).")
     strategies: list[str] = Field(default_factory=lambda: ["greedy", "beam4", "conservative", "rich", "topk50", "nucleus"],
                                   description="Decoding strategies to generate with (names from radaudit.models.decoding: greedy, beam4, conservative, rich, topk50, nucleus).")
-    report_model: str | None = Field(None, description="Report-writing model spec (hub id | local path); null = the demo model the project trains on public report text.")
-    n_reports: int = Field(200, ge=4, description="Reports generated per strategy (balanced by group where the data allows).")
+    report_model: str | None = Field(None, description="Report-writing vision-language model (hub id | local folder), e.g. Qwen/Qwen3-VL-8B-Instruct; null = the demo language model the project trains on public report text.")
+    report_adapter: str | None = Field(None, description="LoRA adapter folder applied to report_model (needs peft), e.g. the paper's ReX-BB fine-tune.")
+    skew_models: dict[str, str] = Field(default_factory=dict, description="With report_model: the model (or, with report_adapter set, the LoRA adapter) trained at each skew, keyed by the male share as written in skews ('0.67', '0.33'); the demo trains its own.")
+    image_dataset: Literal["rexgradient", "mimic_cxr"] = Field("rexgradient", description="Images and references for report_model (paper: ReXGradient-160K).")
+    dataset_path: str | None = Field(None, description="Folder of image_dataset (default: under the data root).")
+    report_prompt: str = Field("Write the findings and impression of the radiology report for this chest X-ray. Indication: {indication}.",
+                               description="Instruction given with each image to report_model; {indication} is filled from the study ('not given' when absent).")
+    model_dtype: str | None = Field(None, description="dtype of report_model: null (float32) | bf16 | fp16.")
+    batch_size: int = Field(16, ge=1, description="Generation batch size.")
+    lora: dict[str, Any] = Field(default_factory=lambda: {"r": 16, "alpha": 32, "dropout": 0.05, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]},
+                                 description="The paper's LoRA fine-tuning config (§3: r=16, α=32, attention and MLP layers); decoding_erasure_study.lora_config turns it into a peft.LoraConfig.")
+    train_skew: float | None = Field(0.5, gt=0, lt=1, description="Male share of the demo model's training reports for the strategy study (0.5 = the paper's balanced ReX-BB; null = the data's own mix).")
+    skews: list[float] = Field(default_factory=lambda: [0.67, 0.5, 0.33], description="Male training shares compared in Fig. 2c (paper: ReX-MB 0.67, ReX-BB 0.5, ReX-FB 0.33); [] = skip.")
+    skew_strategies: list[str] = Field(default_factory=lambda: ["greedy", "rich"], description="Decoding strategies under which each skewed model is evaluated (Fig. 2c).")
+    demo_model: dict[str, Any] = Field(default_factory=dict, description="Overrides of the demo model's training config (decoding_erasure_model.DEMO_CONFIG: steps, n_layer, d_model, ...).")
+    n_reports: int = Field(100, ge=4, description="Studies whose reports are generated per strategy, balanced by sex (paper: 2000; demo: the model's held-out test split).")
     max_new_tokens: int = Field(96, ge=1, description="Generation length limit in tokens (paper: 512).")
     surface_metrics: list[str] = Field(default_factory=lambda: list(SURFACE_METRICS), description="Surface-similarity metrics (registry names); ones that cannot run here (e.g. ratescore offline) are skipped and listed.")
     diversity_metrics: list[str] = Field(default_factory=lambda: list(DIVERSITY_METRICS), description="Diversity metrics (template_diversity, ttr, one_minus_self_bleu, semantic_diversity).")
@@ -129,7 +143,7 @@ class Params(BaseParams):
             raise ValueError(f"groups must be two distinct values, got {v!r}")
         return v
 
-    @field_validator("strategies")
+    @field_validator("strategies", "skew_strategies")
     @classmethod
     def _known_strategies(cls, v: list[str]) -> list[str]:
         from radaudit.models.decoding import strategies_from_params
@@ -138,6 +152,23 @@ class Params(BaseParams):
             strategies_from_params(v)
         except ParamsError as err:
             raise ValueError(str(err)) from None
+        return v
+
+    @field_validator("skews")
+    @classmethod
+    def _skews(cls, v: list[float]) -> list[float]:
+        if any(not (0 < x < 1) for x in v) or len(set(v)) != len(v):
+            raise ValueError(f"skews must be distinct male shares strictly between 0 and 1, got {v!r}")
+        return v
+
+    @field_validator("demo_model")
+    @classmethod
+    def _demo_model(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from radaudit.audits.decoding_erasure_model import DEMO_CONFIG
+
+        bad = sorted(set(v) - set(DEMO_CONFIG))
+        if bad:
+            raise ValueError(f"unknown demo_model setting(s) {bad}; allowed: {sorted(DEMO_CONFIG)}")
         return v
 
     @field_validator("p_grid")
@@ -646,3 +677,149 @@ def fig_surface_vs_diversity(results: Sequence[CorpusResult], metric: str | None
     ax.set_title("Surface similarity vs template diversity")
     fig.tight_layout()
     return fig
+
+
+# ----------------------------------------------------------------------------------------------
+# Figure 2b: vocabulary transitions; Figure 2c: skew sensitivity; generation summary
+
+
+def vocabulary_transitions(results: Sequence[CorpusResult]) -> pd.DataFrame:
+    """Paper Fig. 2b ("global lexical shift"): how each corpus's vocabulary relates to its references'.
+
+    Over the association vocabulary (stop words removed, the rows of the two groups; the words of
+    :attr:`CorpusResult.words`): ``ref_vocab`` words the references use, ``pred_vocab`` words the
+    predictions use, ``retained`` (both), ``lost`` (references only), ``emergent`` (predictions only),
+    and ``pred_share_of_ref`` = pred_vocab / ref_vocab (the paper: deterministic decoding keeps "5% of
+    the original reference vocabulary"). One row per corpus.
+    """
+    rows = []
+    for r in results:
+        w = r.association.words
+        in_ref, in_pred = w["c_ref"].to_numpy() > 0, w["c_pred"].to_numpy() > 0
+        n_ref, n_pred = int(in_ref.sum()), int(in_pred.sum())
+        rows.append({"corpus": r.name, "ref_vocab": n_ref, "pred_vocab": n_pred, "retained": int((in_ref & in_pred).sum()),
+                     "lost": int((in_ref & ~in_pred).sum()), "emergent": int((~in_ref & in_pred).sum()),
+                     "pred_share_of_ref": n_pred / n_ref if n_ref else math.nan})
+    return pd.DataFrame(rows)
+
+
+def fig_vocabulary_transitions(results: Sequence[CorpusResult]):
+    """Figure 2b: per corpus, one bar of the reference vocabulary split into retained / lost, and the
+    emergent words (never in the references) stacked beyond it; :func:`vocabulary_transitions`'s counts."""
+    import matplotlib.pyplot as plt
+
+    t = vocabulary_transitions(results)
+    fig, ax = plt.subplots(figsize=(7, 0.55 * len(t) + 1.6))
+    pos = np.arange(len(t))[::-1]
+    ax.barh(pos, t["retained"], color="#009E73", label="retained (in references and predictions)")
+    ax.barh(pos, t["lost"], left=t["retained"], color="#BBBBBB", label="lost (references only)")
+    ax.barh(pos, t["emergent"], left=t["retained"] + t["lost"], color="#D55E00", label="emergent (predictions only)")
+    for p, r in zip(pos, t.itertuples(index=False)):
+        ax.annotate(f"{r.pred_vocab} words used ({100 * r.pred_share_of_ref:.0f}% of ref.)", (r.ref_vocab + r.emergent, p),
+                    xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
+    ax.set_yticks(pos, t["corpus"])
+    ax.set_xlabel("distinct words (stop words removed)")
+    ax.set_xlim(0, float((t["ref_vocab"] + t["emergent"]).max()) * 1.45 + 1)
+    ax.set_title("Vocabulary kept, lost and invented per decoding strategy")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def skew_table(results: Mapping[float, Sequence[CorpusResult]]) -> pd.DataFrame:
+    """Paper Fig. 2c / "Robustness": per training skew and strategy, ΔWAE_pred and the conventional metrics.
+
+    ``results``: male training share -> the :class:`CorpusResult` of each strategy (names
+    ``"skew <s> · <strategy>"`` or plain strategy names). One row per (skew, strategy, metric) with
+    ``estimate``, ``low``, ``high``, ``pvalue`` (permutation p for the WAE rows) and ``cell``; metrics:
+    ``ΔWAE (pred)``, ``WAE (pred)``, ``WEAT ES`` (pred side) and every surface metric.
+    """
+    rows = []
+    for skew, corpora in results.items():
+        for r in corpora:
+            strat = r.name.split(" · ")[-1]
+            base = {"skew": float(skew), "strategy": strat, "corpus": r.name}
+            w = r.wae.set_index("metric")
+            for key, label in (("delta_WAE_pred", "ΔWAE (pred)"), ("WAE_pred", "WAE (pred)")):
+                x = w.loc[key]
+                rows.append({**base, **_row("Fairness", label, r.name, x["estimate"], x["low"], x["high"],
+                                            pvalue=x["perm_pvalue"])})
+            wp = r.weat.set_index("side").loc["pred"]
+            rows.append({**base, **_row("Fairness", "WEAT ES", r.name, wp["ES"], pvalue=wp["pvalue"], note=wp["note"])})
+            for s in r.surface.itertuples(index=False):
+                rows.append({**base, **_row("Surface Level Similarity", s.label, r.name, s.estimate, s.low, s.high)})
+    cols = ["skew", "strategy", "section", "metric", "estimate", "low", "high", "pvalue", "cell", "note"]
+    return pd.DataFrame(rows)[cols] if rows else pd.DataFrame(columns=cols)
+
+
+def skew_label(skew: float) -> str:
+    """``0.67`` -> ``"67% male"``; ``0.5`` -> ``"50/50"`` (axis labels of Fig. 2c)."""
+    return "50/50" if abs(skew - 0.5) < 1e-9 else f"{100 * skew:.0f}% male"
+
+
+def fig_skew_sensitivity(table: pd.DataFrame, surface_metric: str | None = None):
+    """Figure 2c: ΔWAE_pred (95% CI) per training skew, one line per strategy; beside it a conventional
+    metric (default the first surface metric in ``table``) to show it stays flat. ``table`` is
+    :func:`skew_table`'s. Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    if table.empty:
+        raise ParamsError("fig_skew_sensitivity: the skew table is empty (no skews were run)")
+    surf = table[table["section"] == "Surface Level Similarity"]
+    if surface_metric is None and not surf.empty:
+        surface_metric = str(surf["metric"].iloc[0])
+    panels = [("ΔWAE (pred)", "ΔWAE$_{pred}$ = WAE$_F$ − WAE$_M$ (95% CI)")]
+    if surface_metric:
+        panels.append((surface_metric, f"{surface_metric} (95% CI)"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
+    skews = sorted(table["skew"].unique(), reverse=True)
+    xpos = {s: i for i, s in enumerate(skews)}
+    strategies = list(dict.fromkeys(table["strategy"]))
+    for ax, (metric, ylabel) in zip(axes[0], panels):
+        sub = table[table["metric"] == metric]
+        for j, strat in enumerate(strategies):
+            part = sub[sub["strategy"] == strat].sort_values("skew", ascending=False)
+            x = np.array([xpos[s] for s in part["skew"]]) + (j - (len(strategies) - 1) / 2) * 0.08
+            e = part["estimate"].to_numpy(float)
+            err = np.vstack([e - part["low"].to_numpy(float), part["high"].to_numpy(float) - e])
+            err = np.where(np.isfinite(err), np.clip(err, 0, None), 0)
+            ax.errorbar(x, e, yerr=err, marker="o", ms=5, capsize=3, lw=1.2, label=strat)
+        if metric == "ΔWAE (pred)":
+            ax.axhline(0, color="#888888", lw=0.8, ls="--")
+        ax.set_xticks(range(len(skews)), [skew_label(s) for s in skews])
+        ax.set_xlabel("training data (male share)")
+        ax.set_ylabel(ylabel)
+    axes[0][0].set_title("Sex-skewed training: ΔWAE$_{pred}$")
+    if len(panels) > 1:
+        axes[0][1].set_title("…while conventional similarity")
+    axes[0][0].legend(fontsize=8, title="decoding", title_fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def generation_summary(gens: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy: reports, empty predictions (kept in the corpus, counted here), distinct reports,
+    mean generated tokens and the share that hit the length limit. ``gens``: ``study_generations`` rows."""
+    need = {"strategy", "prediction"}
+    if not need <= set(gens.columns):
+        raise ParamsError(f"generation_summary needs columns {sorted(need)}; got {list(gens.columns)}")
+    rows = []
+    for strat, g in gens.groupby("strategy", sort=False):
+        text = g["prediction"].fillna("").astype(str).str.strip()
+        row = {"strategy": strat, "reports": len(g), "empty": int((text == "").sum()), "distinct": int(text.nunique())}
+        if "n_new_tokens" in g:
+            row["mean_new_tokens"] = float(pd.to_numeric(g["n_new_tokens"], errors="coerce").mean())
+        if "finish_reason" in g:
+            row["hit_length_limit"] = float((g["finish_reason"] == "length").mean())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def words_table(results: Sequence[CorpusResult]) -> pd.DataFrame:
+    """The per-word CSV of the issue: every corpus's CAD table (counts, s, var, z, z_disp, p, p_adj,
+    category) stacked, with a leading ``corpus`` column."""
+    parts = [r.words for r in results]
+    if not parts:
+        raise ParamsError("words_table needs at least one CorpusResult")
+    out = pd.concat(parts, ignore_index=True)
+    return out[["corpus", *[c for c in out.columns if c != "corpus"]]]

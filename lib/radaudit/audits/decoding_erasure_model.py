@@ -417,12 +417,14 @@ def train_report_model(corpus: pd.DataFrame, out_dir: str | os.PathLike, *, seed
 
 
 def demo_model_path(data_root: str | os.PathLike | None, skew: float | None, seed: int = 0,
-                    cache_dir: str | os.PathLike | None = None, **overrides: Any) -> Path:
+                    cache_dir: str | os.PathLike | None = None, *, n_test_per_sex: int = 50,
+                    **overrides: Any) -> Path:
     """The demo model for ``(data, skew, seed)``: ``<cache>/demo_models/<config hash>``, trained on first use.
 
     ``cache_dir`` defaults to :func:`radaudit.models.cache.default_cache_dir`. The corpus is
     :func:`build_training_corpus` with ``skew`` and ``seed``; the hyperparameters are
-    :data:`DEMO_CONFIG` updated with ``overrides``. A changed corpus or parameter gives a new folder.
+    :data:`DEMO_CONFIG` updated with ``overrides``. ``n_test_per_sex``: the held-out test reports per
+    sex (:func:`build_training_corpus`). A changed corpus or parameter gives a new folder.
     """
     from radaudit.models.cache import default_cache_dir
 
@@ -430,7 +432,7 @@ def demo_model_path(data_root: str | os.PathLike | None, skew: float | None, see
     if unknown or "seed" in overrides:
         raise ParamsError(f"Unknown demo-model setting(s) {sorted(unknown | ({'seed'} & set(overrides)))}; "
                           f"allowed: {sorted(set(_TRAIN_DEFAULTS) - {'seed'})}.")
-    corpus = build_training_corpus(data_root, skew=skew, seed=seed)
+    corpus = build_training_corpus(data_root, skew=skew, seed=seed, n_test_per_sex=n_test_per_sex)
     hp = {**DEMO_CONFIG, **overrides, "seed": int(seed)}
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     folder = root / "demo_models" / config_hash(corpus, **hp)

@@ -60,7 +60,7 @@ Decisions where the paper is silent or ambiguous (each is repeated where it appl
    its group). Each replicate resamples rows with replacement, recomputes the group counts, the
    association sets and WAE with the vocabulary fixed at the full-data V. Replicates are drawn
    exactly as :func:`radaudit.stats.bootstrap_ci` draws them (same seed → same resamples; tested)
-   and the interval (percentile or BCa with a leave-one-report-out jackknife) is computed by the
+   and the interval (shifted percentile by default, or BCa with a leave-one-report-out jackknife) is computed by the
    stats module's own interval code; only the replicate *statistics* are vectorised here.
    **Caveat — WAE is an energy statistic.** It is a weighted mean of squared standardised
    displacements, so it carries the sampling noise of every z_disp (E[z_disp²] ≈ δ² + 1 for a
@@ -71,12 +71,14 @@ Decisions where the paper is silent or ambiguous (each is repeated where it appl
    becomes extreme (a narrow interval below the estimate, or undefined). The basic interval
    (2θ̂ − q) does not help either: when every replicate lies above θ̂ it puts θ̂ above the
    interval, and its lower bound can go negative for a non-negative statistic. We therefore
-   default to the percentile interval (``ci_method="percentile"``; ``"basic"`` and ``"bca"`` stay
-   available) and report the bootstrap bias mean(θ*) − θ̂ in a ``bias`` column, so a reader sees
-   when the interval describes a shifted distribution. (Open: a debiased WAE, e.g. subtracting the
-   noise floor E[z²|δ=0] = 1 per word, would make estimate and interval commensurable.) ΔWAE, a difference of two such means, is
-   much less affected (the noise largely cancels). Whether WAE exceeds chance is what the
-   permutation test answers.
+   default to the *shifted* percentile interval (``ci_method="shifted"``, :mod:`radaudit.stats`):
+   the percentile interval of the replicates minus their bias b̂ = mean(θ*) − θ̂, i.e. the
+   bootstrap distribution's spread and skew placed around the estimate. The raw bias is kept in
+   the ``bias`` column, so a reader sees how far the replicates sat above θ̂; ``"percentile"``,
+   ``"basic"`` and ``"bca"`` stay available. (The point estimate itself still carries the noise
+   floor E[z_disp²] ≈ 1 per word: WAE ≈ 1 means "no more displacement than noise"; the
+   permutation test says whether it exceeds chance.) ΔWAE, a difference of two such means, is
+   much less affected (the noise largely cancels).
 7. **Label permutation.** Group labels are shuffled across the corpus's reports (group sizes
    kept; a report's reference and prediction move together), everything is recomputed, via
    :func:`radaudit.stats.permutation_test` (scipy; p = (1 + #as-or-more-extreme) / (1 + R), exact
@@ -673,7 +675,7 @@ def wae_inference(
     min_count: int = 1,
     n_resamples: int = 1000,
     confidence: float = 0.95,
-    ci_method: Literal["percentile", "basic", "bca"] = "percentile",
+    ci_method: Literal["percentile", "basic", "bca", "shifted"] = "shifted",
     bootstrap_seed: int | None = 0,
     n_permutations: int = 1000,
     permutation_seed: int | None = 1,
@@ -883,7 +885,7 @@ def association_audit(
     min_length: int = 2,
     n_resamples: int = 1000,
     confidence: float = 0.95,
-    ci_method: Literal["percentile", "basic", "bca"] = "percentile",
+    ci_method: Literal["percentile", "basic", "bca", "shifted"] = "shifted",
     bootstrap_seed: int | None = 0,
     n_permutations: int = 1000,
     permutation_seed: int | None = 1,

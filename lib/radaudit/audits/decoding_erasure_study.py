@@ -1,0 +1,313 @@
+"""The decoding study of Experiment 1: generate reports under each strategy, evaluate them, vary the training skew.
+
+Paper: Parikh et al., "Measuring What VLMs Don't Say" (``../shared/papers/000_c11b3b836ef0a58a.txt``), §3
+("Inference Strategy Study", "Models") and §4 (Table 1, Fig. 2c "Robustness").
+
+Two report writers, one code path (only the params differ):
+
+* ``report_model = None`` (``demo``): the small language model the project trains on public report text
+  (:mod:`radaudit.audits.decoding_erasure_model`), prompted with the indication and the patient's
+  sex. The evaluated reports are its held-out test split (balanced by sex, the same prompts for
+  every training skew); the references are the radiologists' reports of those studies.
+* ``report_model = <hub id | folder>`` (``paper``): a vision-language model (e.g. Qwen3-VL-8B-Instruct,
+  with the LoRA adapter ``report_adapter``) writing a report from the chest X-ray
+  (:mod:`radaudit.models.vlm`), on ``image_dataset`` (ReXGradient-160K or MIMIC-CXR) frontal images,
+  ``n_reports`` studies balanced by sex (paper: N = 2,000).
+
+Every generation is cached (:class:`radaudit.models.cache.ContentCache`, keyed by model, prompt, image,
+strategy, seed and length), so an interrupted run resumes and a rerun regenerates nothing. Each
+report's sampling seed is ``stable_seed(seed, "report", study_id)``: the same study gets the same
+seed under every strategy and every skew, and adding studies does not change the others' samples.
+
+Choices (the paper is silent)
+-----------------------------
+- **Which strategies in Fig. 2c.** The paper reports one ΔWAE_pred per skewed model without naming
+  the strategy; its BERTScore range there (0.76–0.78) matches its greedy/beam/T=0.3 columns. We
+  evaluate each skew under ``skew_strategies`` (default greedy and T = 0.7) and show both.
+- **The paper's prompt** is not given; ``report_prompt`` is ours (a params string; ``{indication}``
+  is filled from the study when present).
+- **Image selection** (paper: frontal views filtered with a foundation model): we take the
+  dataset's own view labels (PA/AP), the first frontal image of each study, and studies with a
+  non-empty reference (findings, else impression) and sex F or M.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from radaudit.errors import DataFormatError, ParamsError, RadauditError
+from radaudit.session import stable_seed
+
+log = logging.getLogger(__name__)
+
+__all__ = ["GENERATION_COLUMNS", "corpus_kwargs", "evaluate_strategies", "lora_config", "report_seeds",
+           "select_image_studies", "skew_sensitivity", "study_generations"]
+
+GENERATION_COLUMNS: list[str] = ["strategy", "study_id", "prompt", "reference", "prediction", "group", "seed",
+                                 "n_new_tokens", "finish_reason"]
+"""Columns of :func:`study_generations` (one row per study x strategy)."""
+
+FRONTAL_VIEWS: tuple[str, ...] = ("PA", "AP")
+
+
+def report_seeds(seed: int, study_ids: Sequence[Any]) -> list[int]:
+    """Per-report sampling seeds: ``stable_seed(seed, "report", study_id)`` (same study -> same seed everywhere)."""
+    return [int(stable_seed(seed, "report", s)) for s in study_ids]
+
+
+def _cache(cache: Any) -> Any:
+    from radaudit.models.cache import ContentCache
+
+    if cache is None or cache is False:
+        return None
+    if isinstance(cache, ContentCache):
+        return cache
+    return ContentCache(None if cache is True else cache)
+
+
+# ----------------------------------------------------------------------------------------------
+# demo: the project's report-writing LM
+
+
+def _demo_generations(P: Any, skew: float | None, strategies: Sequence[str], data_root: Any, cache: Any,
+                      model_dir: Any) -> pd.DataFrame:
+    from radaudit.audits.decoding_erasure_model import build_training_corpus, demo_model_path, generate_reports
+
+    per_sex = int(math.ceil(P.n_reports / 2))
+    corpus = build_training_corpus(data_root, skew=skew, seed=P.seed, n_test_per_sex=per_sex)
+    test = corpus[corpus["split"] == "test"]
+    # balanced: alternate F and M so that any prefix is balanced too
+    by_sex = [test[test["sex"] == s].reset_index(drop=True) for s in ("F", "M")]
+    order = pd.concat([by_sex[0], by_sex[1]]).sort_index(kind="stable").reset_index(drop=True)
+    order = order.head(P.n_reports)
+    model_path = demo_model_path(data_root, skew, seed=P.seed, cache_dir=model_dir, n_test_per_sex=per_sex,
+                                 **dict(P.demo_model))
+    seeds = report_seeds(P.seed, order["study_id"].tolist())
+    gens = generate_reports(model_path, order["prompt"].tolist(), list(strategies), seeds=seeds,
+                            max_new_tokens=P.max_new_tokens, cache=_cache(cache), batch_size=P.batch_size)
+    n = len(order)
+    out = pd.DataFrame({
+        "strategy": gens["strategy"].to_numpy(), "study_id": np.tile(order["study_id"].to_numpy(), len(strategies)),
+        "prompt": gens["prompt"].to_numpy(), "reference": np.tile(order["target"].to_numpy(), len(strategies)),
+        "prediction": gens["text"].to_numpy(), "group": np.tile(order["sex"].to_numpy(), len(strategies)),
+        "seed": gens["seed"].to_numpy(), "n_new_tokens": gens["n_new_tokens"].to_numpy(),
+        "finish_reason": gens["finish_reason"].to_numpy()})
+    assert len(out) == n * len(strategies)
+    out.attrs["model"] = str(model_path)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# paper: a VLM on chest X-rays
+
+
+def select_image_studies(df: pd.DataFrame, n: int, *, seed: int, folder: str | Path | None = None,
+                         groups: Sequence[str] = ("F", "M"), views: Sequence[str] = FRONTAL_VIEWS) -> pd.DataFrame:
+    """``n`` studies balanced over ``groups`` with a frontal image and a reference report (paper §3: N = 2,000).
+
+    Keeps studies whose ``view`` is one of ``views`` and whose ``image_path`` is set, whose reference
+    (``findings``, else ``impression``) is non-empty and whose ``sex`` is one of ``groups``; draws
+    ``ceil(n / 2)`` per group with ``seed`` (fewer available: a :class:`ParamsError` with the counts).
+    Relative image paths are resolved against ``folder``; a missing image file raises a
+    :class:`DataFormatError` saying which archive to unpack. Returns ``study_id``, ``reference``,
+    ``group``, ``indication``, ``image`` (absolute path), interleaved F, M, F, M, ...
+    """
+    need = {"study_id", "sex", "view", "image_path", "findings", "impression"}
+    if not need <= set(df.columns):
+        raise DataFormatError(f"the image dataset needs columns {sorted(need)}; it has {sorted(df.columns)}")
+    ref = df["findings"].astype("string").fillna("").str.strip()
+    ref = ref.where(ref != "", df["impression"].astype("string").fillna("").str.strip())
+    view = df["view"].astype("string").str.upper()
+    ok = view.isin([v.upper() for v in views]).fillna(False) & df["image_path"].notna() & (ref != "")
+    cand = df.assign(reference=ref)[ok.to_numpy(dtype=bool)]
+    rng = np.random.default_rng(stable_seed(seed, "select_image_studies"))
+    per = int(math.ceil(n / 2))
+    parts = []
+    for g in groups:
+        rows = cand[cand["sex"] == g]
+        if len(rows) < per:
+            raise ParamsError(f"only {len(rows)} usable studies with sex {g!r} (frontal view, image and report); "
+                              f"n_reports={n} needs {per} per group. Lower n_reports or add data.")
+        parts.append(rows.iloc[np.sort(rng.choice(len(rows), size=per, replace=False))].reset_index(drop=True))
+    chosen = pd.concat(parts).sort_index(kind="stable").reset_index(drop=True).head(n)
+    base = Path(folder) if folder is not None else None
+    images = []
+    for p in chosen["image_path"].astype(str):
+        path = Path(p) if base is None or Path(p).is_absolute() else base / p
+        if not path.is_file():
+            raise DataFormatError(f"image {path} does not exist. Unpack the dataset's image archives (ReXGradient: "
+                                  f"deid_png.part*; MIMIC-CXR: MIMIC-CXR-JPG files/) into its folder {base}.")
+        images.append(str(path))
+    ind = chosen["indication"] if "indication" in chosen.columns else pd.Series([None] * len(chosen))
+    return pd.DataFrame({"study_id": chosen["study_id"].astype(str), "reference": chosen["reference"].astype(str),
+                         "group": chosen["sex"].astype(str), "indication": ind.astype(object).to_numpy(),
+                         "image": images})
+
+
+def lora_config(lora: Mapping[str, Any]) -> Any:
+    """The paper's LoRA fine-tuning config as a ``peft.LoraConfig`` (§3: r = 16, α = 32, attention + MLP layers).
+
+    ``lora`` is the ``lora`` params mapping (``r``, ``alpha``, ``dropout``, ``target_modules``). Needs
+    the optional ``peft`` package (``pip install 'radaudit[peft]'``).
+    """
+    try:
+        from peft import LoraConfig
+    except ImportError as err:
+        raise RadauditError("LoRA needs the optional package peft: pip install 'radaudit[peft]'") from err
+    known = {"r", "alpha", "dropout", "target_modules", "bias"}
+    bad = set(lora) - known
+    if bad:
+        raise ParamsError(f"unknown lora setting(s) {sorted(bad)}; allowed: {sorted(known)}")
+    return LoraConfig(r=int(lora.get("r", 16)), lora_alpha=int(lora.get("alpha", 32)),
+                      lora_dropout=float(lora.get("dropout", 0.05)),
+                      target_modules=list(lora.get("target_modules", ["q_proj", "k_proj", "v_proj", "o_proj",
+                                                                       "gate_proj", "up_proj", "down_proj"])),
+                      bias=str(lora.get("bias", "none")), task_type="CAUSAL_LM")
+
+
+def _load_report_vlm(model: str, adapter: str | None, dtype: Any) -> tuple[Any, Any]:
+    from radaudit.models.vlm import load_vlm
+
+    processor, vlm = load_vlm(model, dtype=dtype)
+    if adapter:
+        try:
+            from peft import PeftModel
+        except ImportError as err:
+            raise RadauditError("report_adapter needs the optional package peft: pip install 'radaudit[peft]'") from err
+        vlm = PeftModel.from_pretrained(vlm, adapter).eval()
+    return processor, vlm
+
+
+def _vlm_generations(P: Any, model: str, adapter: str | None, strategies: Sequence[str], data_root: Any,
+                     cache: Any) -> pd.DataFrame:
+    from radaudit.data.registry import dataset_folder, load_dataset
+    from radaudit.models.vlm import vlm_generate
+
+    df = load_dataset(P.image_dataset, data_root, path=P.dataset_path)
+    folder = dataset_folder(P.image_dataset, data_root, P.dataset_path)
+    studies = select_image_studies(df, P.n_reports, seed=P.seed, folder=folder, groups=P.groups)
+    prompts = [P.report_prompt.format(indication=(i if isinstance(i, str) and i.strip() else "not given"))
+               for i in studies["indication"]]
+    processor, vlm = _load_report_vlm(model, adapter, P.model_dtype)
+    seeds = report_seeds(P.seed, studies["study_id"].tolist())
+    parts = []
+    for strat in strategies:
+        g = vlm_generate(processor, vlm, prompts, studies["image"].tolist(), strat, max_new_tokens=P.max_new_tokens,
+                         batch_size=P.batch_size, seeds=seeds, cache=_cache(cache))
+        parts.append(pd.DataFrame({
+            "strategy": strat, "study_id": studies["study_id"].to_numpy(), "prompt": prompts,
+            "reference": studies["reference"].to_numpy(), "prediction": g["text"].to_numpy(),
+            "group": studies["group"].to_numpy(), "seed": seeds, "n_new_tokens": g["n_generated_tokens"].to_numpy(),
+            "finish_reason": g["finish"].to_numpy()}))
+    out = pd.concat(parts, ignore_index=True)
+    out.attrs["model"] = model if not adapter else f"{model} + {adapter}"
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# entry points
+
+
+def study_generations(P: Any, *, skew: float | None | str = "train", strategies: Sequence[str] | None = None,
+                      data_root: Any = None, cache: Any = True, model_dir: Any = None) -> pd.DataFrame:
+    """Reports written under each decoding strategy, one row per (strategy, study), with their references.
+
+    ``P``: :class:`radaudit.audits.decoding_erasure.Params`. ``skew``: the demo model's male training
+    share (``"train"`` = ``P.train_skew``); with a ``report_model`` it picks the model of that skew from
+    ``P.skew_models`` (the paper's ReX-MB / ReX-FB; ``"train"`` = ``report_model`` itself).
+    ``strategies``: default ``P.strategies``. ``cache``: the generation cache (``True`` = the default
+    folder, a folder, a ``ContentCache``, or ``None``). ``model_dir``: where demo models are kept
+    (default the radaudit cache). Columns :data:`GENERATION_COLUMNS`; ``attrs["model"]`` names the model.
+    """
+    strategies = list(P.strategies if strategies is None else strategies)
+    if not strategies:
+        raise ParamsError("no decoding strategy to generate with: strategies is empty")
+    root = data_root if data_root is not None else P.data_root
+    if P.report_model is None:
+        s = P.train_skew if skew == "train" else skew
+        out = _demo_generations(P, s, strategies, root, cache, model_dir)
+    else:
+        if skew == "train":
+            model, adapter = P.report_model, P.report_adapter
+        else:
+            key = _skew_key(skew)
+            if key not in P.skew_models:
+                raise ParamsError(f"no model for training skew {key} in skew_models (have {sorted(P.skew_models)}); "
+                                  "give the fine-tuned model or LoRA adapter of each skew, e.g. "
+                                  "-p skew_models.'0.67'=/path/to/adapter")
+            spec = P.skew_models[key]
+            model, adapter = (P.report_model, spec) if P.report_adapter is not None else (spec, None)
+        out = _vlm_generations(P, model, adapter, strategies, root, cache)
+    out = out[GENERATION_COLUMNS].copy() if set(GENERATION_COLUMNS) <= set(out.columns) else out
+    empty = out["prediction"].fillna("").astype(str).str.strip().eq("")
+    if empty.any():
+        log.warning("%d generated report(s) are empty; they stay in the corpus (counted per strategy)", int(empty.sum()))
+    return out
+
+
+def _skew_key(skew: Any) -> str:
+    return "none" if skew is None else f"{float(skew):g}"
+
+
+def corpus_kwargs(P: Any) -> dict[str, Any]:
+    """The keyword arguments of :func:`radaudit.audits.decoding_erasure.evaluate_corpus` taken from ``P``."""
+    return dict(groups=tuple(P.groups), seed=P.seed, n_bootstrap=P.n_bootstrap, confidence=P.confidence,
+                p_star=P.p_star, alpha=P.alpha, z_neutral=P.z_neutral, z_strong=P.z_strong, correction=P.correction,
+                min_count=P.min_count, n_permutations=P.n_permutations, surface_metrics=tuple(P.surface_metrics),
+                text_encoder=P.text_encoder, diversity_metrics=tuple(P.diversity_metrics), weat_k=P.weat_k,
+                weat_attributes=P.weat_attributes, dir_per_report=P.dir_per_report)
+
+
+def evaluate_strategies(gens: pd.DataFrame, P: Any, *, prefix: str = "", **overrides: Any) -> list[Any]:
+    """One :class:`~radaudit.audits.decoding_erasure.CorpusResult` per strategy of ``gens`` (in its order).
+
+    Corpus names are ``prefix + strategy``. ``overrides`` replace :func:`corpus_kwargs` entries (tests
+    pass a fast ``encoder`` / ``word_vectors``). The sentence encoder and GloVe are loaded once.
+    """
+    from radaudit.audits.decoding_erasure import evaluate_corpus
+
+    kw = {**corpus_kwargs(P), **overrides}
+    if "semantic_diversity" in kw["diversity_metrics"] and kw.get("encoder") is None:
+        from radaudit.models.encoders import TextEncoder
+
+        kw["encoder"] = TextEncoder(kw["text_encoder"]) if kw["text_encoder"] is not None else TextEncoder()
+    if kw.get("word_vectors") is None:
+        from radaudit.metrics.weat import load_glove
+
+        kw["word_vectors"] = load_glove()
+    out = []
+    for strat, part in gens.groupby("strategy", sort=False):
+        out.append(evaluate_corpus(part.reset_index(drop=True), name=f"{prefix}{strat}", **kw))
+    return out
+
+
+def skew_sensitivity(P: Any, *, data_root: Any = None, cache: Any = True, model_dir: Any = None,
+                     **overrides: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Paper Fig. 2c: ΔWAE_pred of the models trained on sex-skewed data, under ``P.skew_strategies``.
+
+    For each skew in ``P.skews`` (male training share; the paper's ReX-MB 0.67, ReX-BB 0.5, ReX-FB 0.33)
+    the model of that skew writes the same held-out, sex-balanced studies; each (skew, strategy)
+    corpus is evaluated with the full :func:`evaluate_corpus` (so conventional metrics can be
+    compared too). Returns ``(table, generations)``: ``table`` has one row per (skew, strategy, metric)
+    with ``estimate``, ``low``, ``high``, ``pvalue`` for ΔWAE_pred, WAE_pred, WEAT ES and each surface
+    metric (see :func:`radaudit.audits.decoding_erasure.skew_table`); ``generations`` the reports with a
+    ``skew`` column.
+    """
+    from radaudit.audits.decoding_erasure import skew_table
+
+    if not P.skews:
+        raise ParamsError("skews is empty: give the male training shares to compare, e.g. [0.67, 0.5, 0.33]")
+    results, gens = {}, []
+    for skew in P.skews:
+        g = study_generations(P, skew=skew, strategies=P.skew_strategies, data_root=data_root, cache=cache,
+                              model_dir=model_dir)
+        gens.append(g.assign(skew=skew))
+        results[float(skew)] = evaluate_strategies(g, P, prefix=f"skew {skew:g} · ", **overrides)
+    return skew_table(results), pd.concat(gens, ignore_index=True)

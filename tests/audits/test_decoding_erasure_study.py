@@ -1,0 +1,227 @@
+"""The decoding study: generation on the demo model and on a (tiny) VLM, skew sensitivity, Fig. 2b/2c tables."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from radaudit.audits import decoding_erasure as de  # noqa: E402
+from radaudit.audits import decoding_erasure_study as st  # noqa: E402
+from radaudit.config import validate_params  # noqa: E402
+from radaudit.errors import DataFormatError, ParamsError  # noqa: E402
+from radaudit.models.cache import ContentCache  # noqa: E402
+
+# a demo model small enough to train in seconds (the real one: DEMO_CONFIG)
+TINY_MODEL = {"steps": 15, "n_layer": 1, "d_model": 32, "n_head": 2, "d_ff": 64, "vocab_size": 300, "batch_size": 16,
+              "max_length": 96}
+FAST = dict(n_bootstrap=30, n_permutations=20, surface_metrics=["rouge1", "rougeL"],
+            diversity_metrics=["template_diversity", "ttr", "one_minus_self_bleu"])
+
+
+@pytest.fixture(scope="module")
+def tiny_params(shared_data):
+    return de.Params(data_root=str(shared_data), n_reports=6, max_new_tokens=12, strategies=["greedy", "nucleus"],
+                     demo_model=TINY_MODEL, skews=[0.67, 0.33], skew_strategies=["greedy"], **FAST)
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("study")
+    return {"models": root / "models", "cache": root / "cache"}
+
+
+@pytest.fixture(scope="module")
+def demo_gens(tiny_params, dirs):
+    return st.study_generations(tiny_params, cache=dirs["cache"], model_dir=dirs["models"])
+
+
+def test_report_seeds_depend_on_study_only():
+    a = st.report_seeds(0, ["s1", "s2", "s3"])
+    assert st.report_seeds(0, ["s3", "s1"]) == [a[2], a[0]]
+    assert len(set(a)) == 3
+    assert st.report_seeds(1, ["s1"])[0] != a[0]
+
+
+def test_demo_generations_shape_balance_and_seeds(demo_gens, tiny_params):
+    g = demo_gens
+    assert list(g.columns) == st.GENERATION_COLUMNS
+    assert len(g) == 6 * 2
+    assert g["strategy"].tolist() == ["greedy"] * 6 + ["nucleus"] * 6
+    for _, part in g.groupby("strategy"):
+        assert part["group"].tolist() == ["F", "M"] * 3  # balanced, interleaved
+        assert part["reference"].str.len().min() > 0
+        assert part["prompt"].str.contains("Sex: female").sum() == 3
+    # the same study gets the same seed under both strategies, and it is stable_seed(seed, "report", id)
+    nuc = g[g["strategy"] == "nucleus"]
+    assert nuc["seed"].tolist() == st.report_seeds(tiny_params.seed, nuc["study_id"].tolist())
+    assert g[g["strategy"] == "greedy"]["study_id"].tolist() == nuc["study_id"].tolist()
+
+
+def test_demo_generations_resume_from_cache(demo_gens, tiny_params, dirs):
+    cache = ContentCache(dirs["cache"])
+    again = st.study_generations(tiny_params, cache=cache, model_dir=dirs["models"])
+    assert cache.stats()["hits"] == 12 and cache.stats()["misses"] == 0
+    pd.testing.assert_frame_equal(again, demo_gens)
+
+
+def test_test_split_is_the_same_for_every_skew(demo_gens, tiny_params, dirs):
+    other = st.study_generations(tiny_params, skew=0.67, strategies=["greedy"], cache=None, model_dir=dirs["models"])
+    assert other["study_id"].tolist() == demo_gens[demo_gens["strategy"] == "greedy"]["study_id"].tolist()
+    assert other["reference"].tolist() == demo_gens[demo_gens["strategy"] == "greedy"]["reference"].tolist()
+
+
+def test_evaluate_strategies_and_tables(demo_gens, tiny_params):
+    res = st.evaluate_strategies(demo_gens, tiny_params)
+    assert [r.name for r in res] == ["greedy", "nucleus"]
+    t = de.strategy_table(res)
+    assert list(t.columns) == ["Ref.", "greedy", "nucleus"]
+    words = de.words_table(res)
+    assert words.columns[0] == "corpus" and set(words["corpus"]) == {"greedy", "nucleus"}
+    assert {"c_ref_F", "c_pred_M", "s_ref", "z_ref", "z_disp", "p_adj", "category"} <= set(words.columns)
+    s = de.generation_summary(demo_gens)
+    assert s["reports"].tolist() == [6, 6]
+    assert ((s["hit_length_limit"] >= 0) & (s["hit_length_limit"] <= 1)).all()
+
+
+def test_skew_sensitivity_runs_each_skew(tiny_params, dirs):
+    table, gens = st.skew_sensitivity(tiny_params, cache=dirs["cache"], model_dir=dirs["models"],
+)
+    assert sorted(gens["skew"].unique()) == [0.33, 0.67]
+    assert set(table["skew"]) == {0.33, 0.67} and set(table["strategy"]) == {"greedy"}
+    assert {"ΔWAE (pred)", "WAE (pred)", "WEAT ES", "ROUGE-1", "ROUGE-L"} == set(table["metric"])
+    d = table[table["metric"] == "ΔWAE (pred)"]
+    assert len(d) == 2 and (d["pvalue"].isna() | d["pvalue"].between(0, 1)).all()  # 6 tiny reports: may be undefined
+    fig = de.fig_skew_sensitivity(table)
+    assert len(fig.axes) == 2 and [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["67% male", "33% male"]
+    plt.close(fig)
+
+
+def test_skew_key_error_for_vlm_without_skew_model():
+    P = de.Params(report_model="/nonexistent", skews=[0.67])
+    with pytest.raises(ParamsError, match="skew_models"):
+        st.study_generations(P, skew=0.67)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fig. 2b and 2c on hand-made inputs
+
+
+def _result(refs, preds, name="x"):
+    df = pd.DataFrame({"reference": refs, "prediction": preds, "group": ["F", "M"] * (len(refs) // 2)})
+    return de.evaluate_corpus(df, name=name, encoder=None,
+                              **{**FAST, "diversity_metrics": ["template_diversity"], "surface_metrics": ["rouge1"]})
+
+
+def test_vocabulary_transitions_hand_counted():
+    # reference vocabulary {effusion, pleural, small, heart, normal}; predictions {heart, normal, pneumothorax}
+    r = _result(["small pleural effusion", "heart normal"] * 2, ["heart normal", "pneumothorax heart"] * 2)
+    t = de.vocabulary_transitions([r]).iloc[0]
+    assert (t.ref_vocab, t.pred_vocab, t.retained, t.lost, t.emergent) == (5, 3, 2, 3, 1)
+    assert t.pred_share_of_ref == pytest.approx(3 / 5)
+    fig = de.fig_vocabulary_transitions([r])
+    widths = sorted(p.get_width() for p in fig.axes[0].patches)
+    assert widths == [1, 2, 3]
+    plt.close(fig)
+
+
+def test_generation_summary_counts_empty_reports():
+    g = pd.DataFrame({"strategy": ["a", "a", "b"], "prediction": ["x", " ", None], "finish_reason": ["eos", "length", "eos"],
+                      "n_new_tokens": [3, 12, 0]})
+    s = de.generation_summary(g).set_index("strategy")
+    assert s.loc["a", "empty"] == 1 and s.loc["b", "empty"] == 1
+    assert s.loc["a", "hit_length_limit"] == 0.5 and s.loc["a", "mean_new_tokens"] == 7.5
+    with pytest.raises(ParamsError, match="needs columns"):
+        de.generation_summary(pd.DataFrame({"x": [1]}))
+
+
+def test_skew_table_rows_and_empty_figure_error():
+    r = _result(["small pleural effusion", "heart normal"] * 2, ["heart normal", "pneumothorax heart"] * 2,
+                name="skew 0.5 · greedy")
+    t = de.skew_table({0.5: [r]})
+    assert t["strategy"].unique().tolist() == ["greedy"] and t["skew"].unique().tolist() == [0.5]
+    assert t["metric"].tolist() == ["ΔWAE (pred)", "WAE (pred)", "WEAT ES", "ROUGE-1"]
+    with pytest.raises(ParamsError, match="empty"):
+        de.fig_skew_sensitivity(de.skew_table({}))
+    assert de.skew_label(0.5) == "50/50" and de.skew_label(0.67) == "67% male"
+
+
+# ---------------------------------------------------------------------------------------------
+# params
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"skews": [0.5, 1.2]}, "skews"),
+    ({"skews": [0.5, 0.5]}, "skews"),
+    ({"skew_strategies": ["greedy", "warm"]}, "warm"),
+    ({"demo_model": {"layers": 2}}, "demo_model"),
+])
+def test_bad_params_are_named(bad, match):
+    with pytest.raises(ParamsError, match=match):
+        validate_params(de.Params, bad, "test")
+
+
+def test_lora_config_is_the_papers():
+    pytest.importorskip("peft")
+    cfg = st.lora_config(de.Params().lora)
+    assert (cfg.r, cfg.lora_alpha) == (16, 32)
+    assert {"q_proj", "v_proj", "gate_proj", "down_proj"} <= set(cfg.target_modules)
+    with pytest.raises(ParamsError, match="rank"):
+        st.lora_config({"rank": 8})
+
+
+# ---------------------------------------------------------------------------------------------
+# the paper path: a VLM on images (tiny random LLaVA, ReXGradient fixture with images written here)
+
+
+def _image_frame(tmp_path, n_f=3, n_m=3):
+    from PIL import Image
+
+    rows = []
+    for i in range(n_f + n_m + 2):
+        sex = "F" if i < n_f else ("M" if i < n_f + n_m else "O")
+        rel = f"img/{i}.png"
+        (tmp_path / "img").mkdir(exist_ok=True)
+        Image.fromarray(np.full((32, 32), 10 * i, dtype=np.uint8)).save(tmp_path / rel)
+        rows.append({"study_id": f"s{i}", "sex": sex, "view": "LATERAL" if i == 0 else "PA", "image_path": rel,
+                     "findings": f"finding {i}" if i != 1 else "", "impression": f"impression {i}",
+                     "indication": "cough" if i % 2 else None})
+    return pd.DataFrame(rows)
+
+
+def test_select_image_studies_filters_and_balances(tmp_path):
+    df = _image_frame(tmp_path, n_f=4, n_m=4)  # F: s0 (lateral, dropped), s1 (no findings), s2, s3
+    s = st.select_image_studies(df, 6, seed=0, folder=tmp_path)
+    assert s["group"].tolist() == ["F", "M"] * 3
+    assert sorted(s["study_id"][s["group"] == "F"]) == ["s1", "s2", "s3"]  # lateral view dropped
+    assert s.set_index("study_id").loc["s1", "reference"] == "impression 1"  # empty findings -> impression
+    assert all(p.startswith(str(tmp_path)) for p in s["image"])
+    assert st.select_image_studies(df, 6, seed=0, folder=tmp_path).equals(s)
+    with pytest.raises(ParamsError, match="only 3 usable studies with sex 'F'"):
+        st.select_image_studies(df, 8, seed=0, folder=tmp_path)
+    with pytest.raises(DataFormatError, match="does not exist"):
+        st.select_image_studies(df, 4, seed=0, folder=tmp_path / "elsewhere")
+
+
+def test_vlm_path_generates_from_images(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    import tiny_vlms
+
+    import radaudit.data.registry as reg
+
+    df = _image_frame(tmp_path)
+    monkeypatch.setattr(reg, "load_dataset", lambda name, root=None, path=None, **kw: df)
+    model = tiny_vlms.build_llava(tmp_path / "vlm")
+    P = de.Params(report_model=str(model), dataset_path=str(tmp_path), n_reports=4, max_new_tokens=5,
+                  strategies=["greedy", "nucleus"], batch_size=3)
+    g = st.study_generations(P, cache=tmp_path / "cache")
+    assert list(g.columns) == st.GENERATION_COLUMNS and len(g) == 8
+    assert g["group"].tolist()[:4] == ["F", "M", "F", "M"]
+    assert g["prompt"].str.contains("Indication: (cough|not given)").all()
+    again = st.study_generations(P, cache=tmp_path / "cache")
+    pd.testing.assert_frame_equal(g, again)
