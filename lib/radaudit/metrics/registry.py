@@ -9,7 +9,7 @@ import importlib
 
 from radaudit.metrics.base import register_metric
 
-FAMILIES = ("lexical", "embedding", "clinical", "adapters")
+FAMILIES = ("lexical", "embedding", "clinical", "adapters", "factual")
 
 
 def _register_families() -> None:

@@ -1,0 +1,404 @@
+"""Atomic decomposition (AtomiMed §2.1): a report → its findings (Eq. 1) with their attributes (Eq. 2).
+
+Two backends behind one interface, ``decompose(reports) -> list[ReportFacts]``:
+
+:class:`RuleDecomposer` (deterministic, offline; the demo default)
+    Built on the text toolkit. The report is restricted to its FINDINGS and IMPRESSION sections
+    when it has section headers (so "INDICATION: eval for pneumonia" is not a finding), split into
+    sentences (:func:`radaudit.text.sections.sentences`), and in each sentence
+
+    1. findings are found with the vocabulary of :mod:`radaudit.atomic.lexicon` (abnormality and
+       anatomy patterns) and devices with :func:`radaudit.text.attributes.extract_devices`;
+    2. each mention is classified positive / negative / uncertain by
+       :mod:`radaudit.text.negation` ("no new X" read as a negation, ``no_new="negative"``, since
+       here it states absence rather than CheXpert's label uncertainty); uncertain mentions
+       ("consolidation versus atelectasis", "possible pneumonia") count as present by default
+       (``uncertain="yes"``; ``"no"`` or ``"drop"`` are the alternatives);
+    3. attributes are extracted with :mod:`radaudit.text.attributes` (laterality + lobe/zone →
+       location, size, severity, quantity, temporal change; device tip position → location) and
+       :data:`~radaudit.atomic.lexicon.MORPHOLOGY` (morphology), and each attribute is attached to
+       one finding of its clause (clauses end at ``;``/``:`` and but/however/whereas/while/
+       although): the finding whose span contains it, else the nearest finding *after* it (English
+       modifiers precede the noun: "small left pleural effusion"), else the nearest one before it
+       ("opacity in the right lower lobe", "effusion has increased"); with a finding on both
+       sides, the one before when a coordination (``,``/and/or/with/versus) separates the
+       attribute from the next finding but not from the previous one ("nodule in the right upper
+       lobe and a small effusion"). Size, severity, quantity and
+       morphology words inside a finding's own words ("small lung volumes") are part of its name.
+
+    Mentions of the same canonical finding are merged: present if any mention is positive (else
+    uncertain, else negative), the attribute values of its positive/uncertain mentions joined with
+    ``", "`` in order, and its ``evidence`` the sentences that decided it.
+
+:class:`LLMDecomposer` (any instruct model; paper preset: Qwen3-235B-A22B via vLLM, T = 0)
+    Formats ``prompt_template`` (must contain ``{report}``) per report and asks ``generate_fn``
+    for JSON matching :class:`~radaudit.atomic.schema.Decomposition` through
+    :func:`radaudit.models.llm_json.call_json_batch` (extraction, repair, bounded retries).
+    A reply that still fails is **not** turned into "no findings": its :class:`ReportFacts` has
+    ``ok=False`` and ``n_unparseable=1``, and every pair that uses it is scored NaN and counted.
+    ``generate_fn`` is a plain ``prompt -> str`` callable (``batched=True``: ``list -> list``);
+    :func:`greedy_generator` builds one from a model spec with the project's model layer
+    (greedy decoding = temperature 0).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from radaudit.atomic.lexicon import ANATOMY, FINDINGS, compile_alternation, morphology_terms
+from radaudit.atomic.schema import ATTRIBUTES, DECOMPOSITION_EXAMPLE, Attributes, Decomposition, Finding
+from radaudit.errors import ParamsError
+
+__all__ = ["ReportFacts", "RuleDecomposer", "LLMDecomposer", "DEFAULT_DECOMPOSE_PROMPT", "render_prompt",
+           "greedy_generator", "report_body"]
+
+#: The default decomposition prompt (``{report}`` is replaced by the report text). Our wording: the
+#: paper's template is not published (see ANCHORS.md §3).
+DEFAULT_DECOMPOSE_PROMPT = (
+    "You are an expert radiologist. Decompose the radiology report below into atomic clinical facts.\n"
+    "List every finding the report mentions, whether it is present or explicitly absent (pertinent negatives "
+    "such as 'no pneumothorax' count). For each finding give:\n"
+    '- "name": a short normalised clinical entity (e.g. "pleural effusion", "pneumothorax", "cardiomegaly", '
+    '"pulmonary nodule", "central venous catheter"), without location, size, severity or change words;\n'
+    '- "present": "yes" if the report states it is present or possibly present, "no" if it states it is absent;\n'
+    '- "attributes": for a present finding, the report\'s own words for each of "location", "size", "morphology", '
+    '"severity", "quantity" and "temporal" (change since a prior study); null when the report does not state it.\n'
+    "Do not add findings the report does not mention. Answer with only a JSON object of this form:\n"
+    f"{DECOMPOSITION_EXAMPLE}\n\n"
+    "Report:\n{report}\n"
+)
+
+
+def render_prompt(template: str, **fields: str) -> str:
+    """``template`` with each ``{name}`` replaced by ``fields[name]`` (plain replacement, so JSON
+    braces in the template need no escaping). Every field must occur in the template."""
+    missing = [k for k in fields if "{" + k + "}" not in template]
+    if missing:
+        raise ParamsError(f"The prompt template has no {', '.join('{' + k + '}' for k in missing)} placeholder; "
+                          "add it where the text should go.")
+    out = template
+    for k, v in fields.items():
+        out = out.replace("{" + k + "}", v)
+    return out
+
+
+@dataclass(frozen=True)
+class ReportFacts:
+    """The decomposition of one report.
+
+    ``findings``: the ACFs. ``ok``: whether the decomposition could be read (always true for the rule
+    backend). ``n_unparseable``: 1 when the LLM's output could not be parsed and validated after
+    repairs and retries (then ``findings`` is empty and must not be scored), else 0. ``repairs``:
+    the JSON repairs applied; ``attempts``: generator calls; ``error``: why it failed;
+    ``raw_output``: the last reply (LLM backend).
+    """
+
+    findings: tuple[Finding, ...]
+    ok: bool = True
+    n_unparseable: int = 0
+    repairs: tuple[str, ...] = ()
+    attempts: int = 0
+    error: str | None = None
+    raw_output: str = ""
+
+    def to_frame(self):
+        """One row per finding: ``name, present, <six facets>, evidence``."""
+        import pandas as pd
+
+        rows = [{"name": f.name, "present": f.present, **f.attributes.model_dump(), "evidence": f.evidence}
+                for f in self.findings]
+        return pd.DataFrame(rows, columns=["name", "present", *ATTRIBUTES, "evidence"])
+
+
+def report_body(text: str) -> str:
+    """The FINDINGS and IMPRESSION sections of ``text`` when it has section headers, else ``text``."""
+    from radaudit.text.sections import split_sections
+
+    secs = split_sections(text, inline=True)
+    body = " ".join(secs[k] for k in ("findings", "impression") if k in secs)
+    return body if body else text
+
+
+# ------------------------------------------------------------------------------------------ rule backend
+
+_CLAUSE_END = re.compile(r"[;:]|\b(?:but|however|whereas|while|although)\b", re.IGNORECASE)
+_COORD = re.compile(r",|\b(?:and|or|with|as\s+well\s+as|versus|vs)\b", re.IGNORECASE)
+_STATUS_RANK = {"positive": 2, "uncertain": 1, "negative": 0}
+
+
+@dataclass(frozen=True)
+class _Mention:
+    name: str
+    start: int
+    end: int
+    status: str
+    device: bool
+    tip: str = ""
+
+
+@dataclass
+class RuleDecomposer:
+    """Rule-based decomposition on the text toolkit (module docstring).
+
+    ``uncertain``: how a hedged-only finding is answered (``"yes"`` default, ``"no"``, or ``"drop"``
+    to leave it out). ``no_new``: passed to the negation module (``"negative"`` default).
+    ``findings``/``anatomy``: vocabularies replacing :data:`~radaudit.atomic.lexicon.FINDINGS` /
+    :data:`~radaudit.atomic.lexicon.ANATOMY`. ``sections``: restrict to FINDINGS/IMPRESSION when
+    present (default True).
+    """
+
+    uncertain: Literal["yes", "no", "drop"] = "yes"
+    no_new: Literal["uncertain", "negative"] = "negative"
+    findings: Mapping[str, str] | None = None
+    anatomy: Mapping[str, tuple[str, str]] | None = None
+    sections: bool = True
+    name: str = field(init=False, default="rule")
+
+    def __post_init__(self) -> None:
+        if self.uncertain not in ("yes", "no", "drop"):
+            raise ParamsError(f"uncertain={self.uncertain!r} is not allowed: use 'yes', 'no' or 'drop'.")
+        if self.no_new not in ("uncertain", "negative"):
+            raise ParamsError(f"no_new={self.no_new!r} is not allowed: use 'negative' or 'uncertain'.")
+        table = dict(FINDINGS if self.findings is None else self.findings)
+        anat = dict(ANATOMY if self.anatomy is None else self.anatomy)
+        if not table:
+            raise ParamsError("findings= must name at least one finding.")
+        self._names = list(table)
+        self._re = compile_alternation(table.values())
+        self._anat_names = list(anat)
+        self._anat_re = compile_alternation(v[0] for v in anat.values()) if anat else None
+        self._anat_pred = {k: re.compile(rf"\b(?:{v[1]})", re.IGNORECASE) for k, v in anat.items()}
+        self._cache: dict[str, ReportFacts] = {}
+
+    # ---------------------------------------------------------------------------------------- public
+    def decompose(self, reports: Sequence[str]) -> list[ReportFacts]:
+        """One :class:`ReportFacts` per report, in order (identical texts are decomposed once)."""
+        out = []
+        for i, text in enumerate(reports):
+            if not isinstance(text, str):
+                raise ParamsError(f"report {i} is a {type(text).__name__}, not a str (use '' for an empty report).")
+            if text not in self._cache:
+                self._cache[text] = ReportFacts(findings=tuple(self.decompose_one(text)))
+            out.append(self._cache[text])
+        return out
+
+    def decompose_one(self, text: str) -> list[Finding]:
+        """The findings of one report (module docstring)."""
+        from radaudit.text.sections import sentences
+
+        body = report_body(text) if self.sections else text
+        merged: dict[str, dict[str, Any]] = {}
+        for sent in sentences(body):
+            for m, attrs in self._sentence(sent.text):
+                slot = merged.setdefault(m.name, {"rank": -1, "attrs": {k: [] for k in ATTRIBUTES}, "ev": {}})
+                rank = _STATUS_RANK[m.status]
+                slot["ev"].setdefault(rank, [])
+                if sent.text not in slot["ev"][rank]:
+                    slot["ev"][rank].append(sent.text)
+                slot["rank"] = max(slot["rank"], rank)
+                if m.status != "negative":
+                    for k, vals in attrs.items():
+                        for v in vals:
+                            if v not in slot["attrs"][k]:
+                                slot["attrs"][k].append(v)
+        findings = []
+        for name, slot in merged.items():
+            rank = slot["rank"]
+            if rank == 1 and self.uncertain == "drop":
+                continue
+            present = "yes" if rank == 2 or (rank == 1 and self.uncertain == "yes") else "no"
+            attrs = {k: ", ".join(v) or None for k, v in slot["attrs"].items()} if present == "yes" else {}
+            findings.append(Finding(name=name, present=present, attributes=Attributes(**attrs),
+                                    evidence=" ".join(slot["ev"][rank])))
+        return findings
+
+    # ---------------------------------------------------------------------------------------- internals
+    def _mentions(self, sent: str) -> list[_Mention]:
+        from radaudit.text.attributes import extract_devices
+        from radaudit.text.negation import explain_mention, find_cues
+
+        raw: list[tuple[str, int, int, bool, str]] = []
+        for m in self._re.finditer(sent):
+            raw.append((self._names[int(m.lastgroup[1:])], m.start(), m.end(), False, ""))
+        for d in extract_devices(sent):
+            if any(d.start < e and s < d.end for _, s, e, _, _ in raw):
+                raw = [r for r in raw if not (d.start < r[2] and r[1] < d.end)]
+            tip = ", ".join(loc.replace("_", " ") for loc in d.tip.locations) if d.tip else ""
+            if d.tip and d.tip.reference and d.tip.relation:
+                tip = ", ".join(x for x in (tip, d.tip.text) if x)
+            raw.append((d.value.replace("_", " "), d.start, d.end, True, tip))
+        anat: list[tuple[str, int, int]] = []
+        if self._anat_re is not None:
+            for m in self._anat_re.finditer(sent):
+                if not any(m.start() < e and s < m.end() for _, s, e, _, _ in raw):
+                    anat.append((self._anat_names[int(m.lastgroup[1:])], m.start(), m.end()))
+        if not raw and not anat:
+            return []
+        cues = find_cues(sent, no_new=self.no_new)
+        out = []
+        for name, s, e, device, tip in raw:
+            status, _ = explain_mention(sent, (s, e), cues=cues)
+            out.append(_Mention(name, s, e, status, device, tip))
+        for name, s, e in anat:
+            status, _ = explain_mention(sent, (s, e), cues=cues)
+            if status == "positive":
+                lo, hi = _clause_bounds(sent, s, e)
+                if not self._anat_pred[name].search(sent, lo, hi):
+                    continue  # "the heart size is stable": anatomy, not a finding
+            out.append(_Mention(name, s, e, status, False))
+        out.sort(key=lambda m: (m.start, m.end))
+        return out
+
+    def _sentence(self, sent: str) -> list[tuple[_Mention, dict[str, list[str]]]]:
+        mentions = self._mentions(sent)
+        if not mentions:
+            return []
+        items = _attribute_items(sent)
+        attrs: list[dict[str, list[str]]] = [{k: [] for k in ATTRIBUTES} for _ in mentions]
+        for facet, a, b in items:
+            k = _owner(mentions, sent, facet, a, b)
+            if k is not None:
+                t = sent[a:b]
+                if t not in attrs[k][facet]:
+                    attrs[k][facet].append(t)
+        for k, m in enumerate(mentions):
+            if m.tip:
+                attrs[k]["location"].append(f"tip: {m.tip}")
+        return list(zip(mentions, attrs))
+
+
+def _clause_bounds(sent: str, s: int, e: int) -> tuple[int, int]:
+    lo, hi = 0, len(sent)
+    for m in _CLAUSE_END.finditer(sent):
+        if m.end() <= s:
+            lo = m.end()
+        elif m.start() >= e:
+            hi = m.start()
+            break
+    return lo, hi
+
+
+def _attribute_items(sent: str) -> list[tuple[str, int, int]]:
+    """``(facet, start, end)`` of every attribute in the sentence (module docstring, step 3)."""
+    from radaudit.text.attributes import (
+        extract_laterality,
+        extract_location,
+        extract_quantity,
+        extract_severity,
+        extract_size,
+        extract_temporal,
+    )
+
+    items: list[tuple[str, int, int]] = []
+    locs = extract_location(sent)
+    items += [("location", a.start, a.end) for a in locs]
+    items += [("location", a.start, a.end) for a in extract_laterality(sent)
+              if not any(l.start <= a.start and a.end <= l.end for l in locs)]
+    items += [("size", a.start, a.end) for a in extract_size(sent) if a.measures == "size"]
+    items += [("severity", a.start, a.end) for a in extract_severity(sent)]
+    items += [("quantity", a.start, a.end) for a in extract_quantity(sent, articles=False)]
+    items += [("temporal", a.start, a.end) for a in extract_temporal(sent)]
+    items += [("morphology", a, b) for _, a, b in morphology_terms(sent)]
+    items.sort(key=lambda x: (x[1], x[2]))
+    return items
+
+
+def _owner(mentions: list[_Mention], sent: str, facet: str, a: int, b: int) -> int | None:
+    """Index of the mention an attribute at ``[a, b)`` belongs to (module docstring, step 3)."""
+    for k, m in enumerate(mentions):
+        if m.start <= a and b <= m.end:
+            if m.device or facet == "location":
+                return k
+            return None  # part of the finding's own words
+        if a < m.end and m.start < b:
+            return None  # straddles a finding: ambiguous
+    lo, hi = _clause_bounds(sent, a, b)
+    after = [k for k, m in enumerate(mentions) if m.start >= b and m.start < hi]
+    before = [k for k, m in enumerate(mentions) if m.end <= a and m.end > lo]
+    nxt = min(after, key=lambda k: mentions[k].start) if after else None
+    prev = max(before, key=lambda k: mentions[k].end) if before else None
+    if nxt is not None and prev is not None:
+        # "nodule in the right upper lobe and ... effusion": a coordination after the attribute and
+        # none before it attaches it to the preceding finding
+        if _COORD.search(sent, b, mentions[nxt].start) and not _COORD.search(sent, mentions[prev].end, a):
+            return prev
+        return nxt
+    return nxt if nxt is not None else prev
+
+
+# ------------------------------------------------------------------------------------------ LLM backend
+
+@dataclass
+class LLMDecomposer:
+    """Decomposition by an instruct LLM returning JSON (module docstring).
+
+    ``generate_fn``: ``prompt -> str`` (or ``list -> list`` with ``batched=True``), e.g.
+    :func:`greedy_generator`. ``prompt_template``: must contain ``{report}``. ``max_retries``,
+    ``repair``: as in :func:`radaudit.models.llm_json.call_json`. A generator that raises is
+    recorded as an unparseable decomposition (``on_generate_error="record"``) or propagates
+    (``"raise"``).
+    """
+
+    generate_fn: Callable[..., Any]
+    prompt_template: str = DEFAULT_DECOMPOSE_PROMPT
+    batched: bool = False
+    max_retries: int = 2
+    repair: bool = True
+    on_generate_error: Literal["raise", "record"] = "record"
+    name: str = field(init=False, default="llm")
+
+    def __post_init__(self) -> None:
+        if not callable(self.generate_fn):
+            raise ParamsError("LLMDecomposer needs generate_fn, a callable prompt -> str (see greedy_generator).")
+        render_prompt(self.prompt_template, report="")  # fail early on a template without {report}
+        self._cache: dict[str, ReportFacts] = {}
+
+    def decompose(self, reports: Sequence[str]) -> list[ReportFacts]:
+        """One :class:`ReportFacts` per report; empty reports have no findings and need no call."""
+        from radaudit.models.llm_json import call_json_batch
+
+        for i, text in enumerate(reports):
+            if not isinstance(text, str):
+                raise ParamsError(f"report {i} is a {type(text).__name__}, not a str (use '' for an empty report).")
+        todo = [t for t in dict.fromkeys(reports) if t not in self._cache]
+        for t in [t for t in todo if not t.strip()]:
+            self._cache[t] = ReportFacts(findings=())
+        todo = [t for t in todo if t.strip()]
+        if todo:
+            prompts = [render_prompt(self.prompt_template, report=t) for t in todo]
+            results, _ = call_json_batch(self.generate_fn, prompts, Decomposition, batched=self.batched,
+                                         max_retries=self.max_retries, repair=self.repair,
+                                         on_generate_error=self.on_generate_error)
+            for t, r in zip(todo, results):
+                self._cache[t] = ReportFacts(
+                    findings=tuple(r.value.findings) if r.ok else (), ok=r.ok, n_unparseable=0 if r.ok else 1,
+                    repairs=tuple(r.repairs), attempts=r.attempts, error=r.error,
+                    raw_output=r.raw_outputs[-1] if r.raw_outputs else "")
+        return [self._cache[t] for t in reports]
+
+
+def greedy_generator(model: Any, *, max_new_tokens: int = 1024, batch_size: int = 8, backend: str = "transformers",
+                     cache: Any = None, device: str | None = None, dtype: Any = None,
+                     **backend_kwargs: Any) -> Callable[[list[str]], list[str]]:
+    """A batched ``generate_fn`` (use with ``batched=True``) built on the model layer:
+    :func:`radaudit.models.generate.generate` with the ``greedy`` strategy (temperature 0, as the
+    paper). ``model``: a spec (paper preset ``"Qwen/Qwen3-235B-A22B"`` with ``backend="vllm"``), a
+    loaded model or a backend. The backend is built on the first call and kept; ``cache`` (a
+    :class:`~radaudit.models.cache.ContentCache`, a folder or ``True``) makes reruns free."""
+    from radaudit.models.backends import get_backend
+    from radaudit.models.generate import generate
+
+    @functools.lru_cache(maxsize=1)
+    def _backend() -> Any:
+        return get_backend(model, backend, device=device, dtype=dtype, **backend_kwargs)
+
+    def fn(prompts: list[str]) -> list[str]:
+        gens = generate(_backend(), list(prompts), "greedy", max_new_tokens=max_new_tokens, batch_size=batch_size,
+                        cache=cache)
+        return [g.text for g in gens]
+
+    return fn

@@ -1,0 +1,234 @@
+"""AtomiMed end to end: decompose both reports, cross-verify both ways, score (Eq. 3, Eq. 4), trace.
+
+:func:`score_pairs` is what notebooks and the ``atomimed`` metric call::
+
+    from radaudit.atomic import score_pairs, trace_of, format_trace
+    scores = score_pairs(refs, preds)                 # rule backend: deterministic, offline
+    scores[["precision", "recall", "f1", "disease_f1", "attribute_f1"]]
+    print(format_trace(trace_of(scores), pair=0))
+
+    # paper preset: any instruct model through the model layer, temperature 0
+    fn = greedy_generator("Qwen/Qwen3-235B-A22B", backend="vllm")
+    scores = score_pairs(refs, preds, backend="llm", generate_fn=fn, batched=True)
+
+Per pair, in order (§2.2):
+
+1. each report is decomposed once (identical texts share one decomposition);
+2. disease level: GT→INF questions are answered from the prediction, INF→GT from the reference;
+   ``C``/``N`` counts give P/R/F1 by Eq. 3;
+3. the findings that are present and matched in both directions are aligned by fuzzy name
+   similarity ≥ θ (:func:`~radaudit.atomic.score.align_findings`); their stated facets become
+   attribute questions, answered and counted the same way (attribute P/R/F1);
+4. Eq. 4 combines the levels (equal weights), or uses the disease level alone when no attribute
+   question was asked (:mod:`radaudit.atomic.score`).
+
+A pair whose decomposition could not be parsed (LLM backend) gets NaN scores, ``ok=False`` and
+its count in ``n_unparseable``; answers the reader could not parse count as non-matches and in
+``n_unparseable`` too. Nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import pandas as pd
+
+from radaudit.atomic.decompose import LLMDecomposer, RuleDecomposer
+from radaudit.atomic.schema import TraceRow
+from radaudit.atomic.score import SCORERS, aggregate, align_findings, level_scores
+from radaudit.atomic.trace import trace_frame
+from radaudit.atomic.verify import (
+    LLMReader,
+    ReadRequest,
+    RuleReader,
+    attribute_questions,
+    disease_questions,
+    judge,
+)
+from radaudit.errors import ParamsError
+
+__all__ = ["BACKENDS", "SCORE_COLUMNS", "score_pairs", "score_pair", "trace_of", "make_backend"]
+
+BACKENDS = ("rule", "llm")
+#: The columns of :func:`score_pairs`' table, in order.
+SCORE_COLUMNS: tuple[str, ...] = (
+    "pair", "precision", "recall", "f1",
+    "disease_precision", "disease_recall", "disease_f1",
+    "attribute_precision", "attribute_recall", "attribute_f1",
+    "n_disease_gt", "n_disease_inf", "c_disease_gt_inf", "c_disease_inf_gt",
+    "n_attribute_gt", "n_attribute_inf", "c_attribute_gt_inf", "c_attribute_inf_gt",
+    "n_aligned", "n_unparseable", "n_repaired", "ok", "error",
+)
+
+
+def make_backend(backend: str = "rule", *, generate_fn: Callable[..., Any] | None = None, batched: bool = False,
+                 max_retries: int = 2, theta: float = 0.8, scorer: str = "ratio",
+                 uncertain: Literal["yes", "no", "drop"] = "yes", decompose_prompt: str | None = None,
+                 disease_prompt: str | None = None, attribute_prompt: str | None = None) -> tuple[Any, Any]:
+    """``(decomposer, reader)`` for ``backend`` ``"rule"`` (toolkit; deterministic) or ``"llm"``
+    (``generate_fn`` required; prompt templates optional, defaults in :mod:`~radaudit.atomic.decompose`
+    and :mod:`~radaudit.atomic.verify`)."""
+    if backend == "rule":
+        return RuleDecomposer(uncertain=uncertain), RuleReader(theta=theta, scorer=scorer)
+    if backend == "llm":
+        if generate_fn is None:
+            raise ParamsError("backend='llm' needs generate_fn (a prompt -> str callable, e.g. "
+                              "radaudit.atomic.greedy_generator(<model spec>)); use backend='rule' offline.")
+        dkw = {"prompt_template": decompose_prompt} if decompose_prompt else {}
+        rkw = {k: v for k, v in (("disease_prompt", disease_prompt), ("attribute_prompt", attribute_prompt)) if v}
+        return (LLMDecomposer(generate_fn, batched=batched, max_retries=max_retries, **dkw),
+                LLMReader(generate_fn, batched=batched, max_retries=max_retries, **rkw))
+    raise ParamsError(f"backend={backend!r} is not allowed: use one of {', '.join(map(repr, BACKENDS))}.")
+
+
+def _check(theta: float, scorer: str, weight: float, unmentioned: str) -> None:
+    if not isinstance(theta, (int, float)) or not 0.0 <= theta <= 1.0:
+        raise ParamsError(f"theta must be a number in [0, 1] (paper: 0.8), got {theta!r}.")
+    if scorer not in SCORERS:
+        raise ParamsError(f"scorer={scorer!r} is not allowed: use one of {', '.join(SCORERS)}.")
+    if not 0.0 <= weight <= 1.0:
+        raise ParamsError(f"weight must be in [0, 1] (paper: 0.5), got {weight!r}.")
+    if unmentioned not in ("no", "mismatch"):
+        raise ParamsError(f"unmentioned={unmentioned!r} is not allowed: use 'no' or 'mismatch'.")
+
+
+def score_pairs(references: Sequence[str], predictions: Sequence[str], backend: str = "rule", *,
+                generate_fn: Callable[..., Any] | None = None, decomposer: Any = None, reader: Any = None,
+                theta: float = 0.8, scorer: str = "ratio", weight: float = 0.5,
+                unmentioned: Literal["no", "mismatch"] = "no", uncertain: Literal["yes", "no", "drop"] = "yes",
+                batched: bool = False, max_retries: int = 2) -> pd.DataFrame:
+    """AtomiMed scores of each (reference, prediction) pair: one row per pair (:data:`SCORE_COLUMNS`).
+
+    ``precision``/``recall``/``f1``: Eq. 4; ``disease_*``: Eq. 3 at the disease level;
+    ``attribute_*``: Eq. 3 over the aligned findings' attributes (NaN when no attribute question was
+    asked); ``n_*``/``c_*``: question and match counts per direction (``_gt``: asked from the
+    reference, ``c_*_gt_inf``: of those, matched in the prediction); ``n_aligned``: findings aligned
+    for the attribute level; ``n_unparseable``: failed decompositions + unparseable answers;
+    ``n_repaired``: decompositions accepted only after a JSON repair; ``ok``/``error``: whether the
+    pair could be scored and why not. The audit trace (one row per question, see
+    :mod:`radaudit.atomic.trace`) is in ``frame.attrs["trace"]`` (:func:`trace_of`).
+
+    ``backend``: ``"rule"`` or ``"llm"`` (needs ``generate_fn``; ``batched``/``max_retries`` go to the
+    JSON calls); ``decomposer``/``reader`` objects override the backend's (e.g. an LLM decomposer
+    with the rule reader). ``theta``: name-similarity threshold (paper 0.8) with rapidfuzz
+    ``scorer``; ``weight``: Eq. 4's disease weight (paper ½); ``unmentioned``: see
+    :func:`~radaudit.atomic.verify.judge`; ``uncertain``: the rule decomposer's reading of hedged
+    findings (:class:`~radaudit.atomic.decompose.RuleDecomposer`; an LLM's hedged "present" reads as
+    yes, :mod:`~radaudit.atomic.schema`).
+    """
+    from radaudit.metrics.base import check_pairs
+
+    refs, preds = check_pairs(references, predictions)
+    _check(theta, scorer, weight, unmentioned)
+    if decomposer is None or reader is None:
+        dec, rdr = make_backend(backend, generate_fn=generate_fn, batched=batched, max_retries=max_retries,
+                                theta=theta, scorer=scorer, uncertain=uncertain)
+        dec, rdr = decomposer or dec, reader or rdr
+    else:
+        dec, rdr = decomposer, reader
+    facts = dec.decompose(refs + preds)
+    gt_facts, inf_facts = facts[: len(refs)], facts[len(refs):]
+    ok = [g.ok and f.ok for g, f in zip(gt_facts, inf_facts)]
+    live = [i for i in range(len(refs)) if ok[i]]
+    slot = {i: k for k, i in enumerate(live)}
+
+    # disease level (Eq. 1, Eq. 3)
+    d_req: list[ReadRequest] = []
+    for i in live:
+        d_req.append(ReadRequest(tuple(disease_questions(gt_facts[i], "gt->inf")), preds[i], inf_facts[i]))
+        d_req.append(ReadRequest(tuple(disease_questions(inf_facts[i], "inf->gt")), refs[i], gt_facts[i]))
+    d_ans = rdr.read(d_req)
+
+    # alignment and attribute level (Eq. 2)
+    a_req: list[ReadRequest] = []
+    aligned: dict[int, list[tuple[int, int, float]]] = {}
+    d_match: dict[int, tuple[list[bool], list[bool]]] = {}
+    for k, i in enumerate(live):
+        g_q, f_q = d_req[2 * k].questions, d_req[2 * k + 1].questions
+        g_m = [judge(q, a, unmentioned=unmentioned, theta=theta) for q, a in zip(g_q, d_ans[2 * k])]
+        f_m = [judge(q, a, unmentioned=unmentioned, theta=theta) for q, a in zip(f_q, d_ans[2 * k + 1])]
+        d_match[i] = (g_m, f_m)
+        g_find, f_find = gt_facts[i].findings, inf_facts[i].findings
+        al = align_findings([f.name for f in g_find], [f.name for f in f_find],
+                            [f.present == "yes" and m for f, m in zip(g_find, g_m)],
+                            [f.present == "yes" and m for f, m in zip(f_find, f_m)], theta=theta, scorer=scorer)
+        aligned[i] = al
+        gq = [q for a, b, _ in al for q in attribute_questions(g_find[a], f_find[b], "gt->inf")]
+        fq = [q for a, b, _ in al for q in attribute_questions(f_find[b], g_find[a], "inf->gt")]
+        a_req.append(ReadRequest(tuple(gq), preds[i], inf_facts[i]))
+        a_req.append(ReadRequest(tuple(fq), refs[i], gt_facts[i]))
+    a_ans = rdr.read(a_req)
+
+    rows, trace = [], []
+    for i in range(len(refs)):
+        n_unp = gt_facts[i].n_unparseable + inf_facts[i].n_unparseable
+        n_rep = int(bool(gt_facts[i].repairs)) + int(bool(inf_facts[i].repairs))
+        if not ok[i]:
+            err = "; ".join(f"{side} report: {f.error}" for side, f in (("reference", gt_facts[i]), ("prediction", inf_facts[i]))
+                            if not f.ok)
+            rows.append({"pair": i, **dict.fromkeys(SCORE_COLUMNS[1:10], math.nan), "n_unparseable": n_unp,
+                         "n_repaired": n_rep, "ok": False, "error": err, "n_aligned": 0})
+            continue
+        k = slot[i]
+        counts = {}
+        for level, req, ans, matches in (
+            ("disease", d_req, d_ans, d_match[i]),
+            ("attribute", a_req, a_ans, None),
+        ):
+            per_dir = []
+            for side in (0, 1):
+                r, answers = req[2 * k + side], ans[2 * k + side]
+                if matches is not None:
+                    ms = matches[side]
+                else:
+                    ms = [judge(q, a, unmentioned=unmentioned, theta=theta) for q, a in zip(r.questions, answers)]
+                for q, a, m in zip(r.questions, answers, ms):
+                    n_unp += int(a.unparseable)
+                    trace.append(TraceRow(i, q.direction, q.level, q.finding, q.attribute, q.text, q.expected,
+                                          a.found, bool(m), a.evidence, q.source_evidence, q.target, a.unparseable))
+                per_dir.append((sum(ms), len(ms)))
+            counts[level] = per_dir  # [(C_gt→inf, N_gt), (C_inf→gt, N_inf)]
+        (cd_g, nd_g), (cd_f, nd_f) = counts["disease"]
+        (ca_g, na_g), (ca_f, na_f) = counts["attribute"]
+        p_d, r_d, f_d = level_scores(cd_f, nd_f, cd_g, nd_g)
+        if na_g + na_f:
+            p_a, r_a, f_a = level_scores(ca_f, na_f, ca_g, na_g)
+        else:
+            p_a = r_a = f_a = math.nan
+        p, r, f = aggregate(p_d, r_d, p_a, r_a, weight)
+        rows.append({
+            "pair": i, "precision": p, "recall": r, "f1": f,
+            "disease_precision": p_d, "disease_recall": r_d, "disease_f1": f_d,
+            "attribute_precision": p_a, "attribute_recall": r_a, "attribute_f1": f_a,
+            "n_disease_gt": nd_g, "n_disease_inf": nd_f, "c_disease_gt_inf": cd_g, "c_disease_inf_gt": cd_f,
+            "n_attribute_gt": na_g, "n_attribute_inf": na_f, "c_attribute_gt_inf": ca_g, "c_attribute_inf_gt": ca_f,
+            "n_aligned": len(aligned[i]), "n_unparseable": n_unp, "n_repaired": n_rep, "ok": True, "error": "",
+        })
+    frame = pd.DataFrame(rows, columns=list(SCORE_COLUMNS))
+    for c in SCORE_COLUMNS[10:21]:
+        frame[c] = frame[c].fillna(0).astype(int)
+    frame["ok"] = frame["ok"].astype(bool)
+    frame.attrs["trace"] = trace_frame(trace)
+    frame.attrs["params"] = {"backend": backend, "decomposer": getattr(dec, "name", type(dec).__name__),
+                             "reader": getattr(rdr, "name", type(rdr).__name__), "theta": theta, "scorer": scorer,
+                             "weight": weight, "unmentioned": unmentioned, "uncertain": uncertain}
+    return frame
+
+
+def score_pair(reference: str, prediction: str, **kwargs: Any) -> pd.Series:
+    """:func:`score_pairs` on one pair: its row as a Series (the trace in ``.attrs["trace"]``)."""
+    frame = score_pairs([reference], [prediction], **kwargs)
+    row = frame.iloc[0].copy()
+    row.attrs["trace"] = frame.attrs["trace"]
+    return row
+
+
+def trace_of(scores: pd.DataFrame | pd.Series) -> pd.DataFrame:
+    """The audit trace attached by :func:`score_pairs` (one row per question)."""
+    trace = scores.attrs.get("trace")
+    if trace is None:
+        raise ParamsError("This table has no AtomiMed trace: pass the DataFrame returned by score_pairs "
+                          "(pandas drops .attrs on some operations such as concat; keep the original).")
+    return trace
