@@ -11,6 +11,7 @@ import pytest
 from radaudit.audits.data_overview import Params
 from radaudit.config import load_preset, parse_overrides, resolve_params
 from radaudit.errors import ParamsError
+from radaudit.experiments import EXPERIMENTS
 
 REPO = Path(__file__).resolve().parents[1]
 PARAMS = REPO / "params"
@@ -90,11 +91,13 @@ def _parameters_cell(nb_path: Path) -> dict:
     return values
 
 
-def test_notebook_defaults_equal_the_demo_preset():
-    """Opened in Jupyter, the notebook must run the demo preset: its parameters cell says so."""
-    values = _parameters_cell(REPO / "notebooks" / "00_data_overview.ipynb")
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_notebook_defaults_equal_the_demo_preset(name):
+    """Opened in Jupyter, every notebook must run its demo preset: its parameters cell says so."""
+    exp = EXPERIMENTS.lookup(name)
+    values = _parameters_cell(REPO / "notebooks" / exp.notebook)
     assert values.pop("run_dir") is None
-    demo = resolve_params(Params, PARAMS, "data_overview", "demo").model_dump(mode="json")
+    demo = resolve_params(exp.params_model(), PARAMS, name, "demo").model_dump(mode="json")
     assert values == demo
 
 

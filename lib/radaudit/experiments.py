@@ -40,6 +40,15 @@ register(Experiment(
 ))
 
 
+register(Experiment(
+    name="decoding_erasure",
+    notebook="01_decoding_erasure.ipynb",
+    params="radaudit.audits.decoding_erasure:Params",
+    description="Does the decoding strategy erase sex-associated clinical terms? CAD, WAE, diversity, WEAT, ΔDIR "
+                "(Parikh et al., 'Measuring What VLMs Don't Say').",
+))
+
+
 def get_experiment(name: str) -> Experiment:
     """The registered experiment ``name``; an unknown name raises a ``ParamsError`` listing the known ones."""
     return EXPERIMENTS.lookup(name)

@@ -6,6 +6,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import re  # noqa: E402
+
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -225,3 +227,54 @@ def test_vlm_path_generates_from_images(tmp_path, monkeypatch):
     assert g["prompt"].str.contains("Indication: (cough|not given)").all()
     again = st.study_generations(P, cache=tmp_path / "cache")
     pd.testing.assert_frame_equal(g, again)
+
+
+# ---------------------------------------------------------------------------------------------
+# Table 2 analog, ranking across p*, collapse floor
+
+
+def test_ranking_reversals_counts_strict_reversals_only():
+    sweep = pd.DataFrame({
+        "corpus": ["a", "b", "c"] * 3, "p_star": [0.01] * 3 + [0.05] * 3 + [0.1] * 3, "category": "Erasure",
+        #        a  b  c      a  b  c      a  b  c
+        "count": [1, 0, 0] + [2, 2, 1] + [3, 4, 1]})
+    r = de.ranking_reversals(sweep).iloc[0]
+    # a vs b: a>b at 0.01, a<b at 0.1 -> reversed; a vs c: never a<c; b vs c: tie then b>c -> not reversed
+    assert (r.pairs, r.reversed_pairs, bool(r.preserved)) == (3, 1, False)
+
+
+def _planted(n=200):
+    """F: every report mentions mastectomy; M: one in ten. Neither uses the default template's words."""
+    refs = ["mastectomy changes. chest stable." if i % 2 == 0 or i % 20 == 1 else "chest stable." for i in range(n)]
+    return pd.DataFrame({"reference": refs, "group": ["F", "M"] * (n // 2)})
+
+
+def test_collapse_floor_detects_erasure_only_for_words_the_template_writes():
+    df = _planted()
+    # all four words are strongly female-associated in the references (chest/stable through the token totals)
+    written = de.collapse_floor(df, template="mastectomy changes. chest stable.")
+    assert written == {"n_reports": 200, "strong_reference_words": 4, "Erasure": 4, "New Bias": 0, "Bias Flip": 0,
+                       "Preservation": 0, "Unclassified": 0}
+    # the default normal template writes none of them: total omission is (almost) never flagged (note 8)
+    omitted = de.collapse_floor(df)
+    assert omitted["Erasure"] == 0 and omitted["strong_reference_words"] == 4
+
+
+def test_system_table_cells():
+    r = _result(["small pleural effusion", "heart normal"] * 2, ["heart normal", "pneumothorax heart"] * 2, name="sys")
+    t = de.system_table([r]).set_index("metric")["sys"]
+    assert t["Div. (Temp./Sem. %)"].startswith("50")  # 2 distinct of 4 predictions; no semantic diversity -> n/a
+    assert re.fullmatch(r"\d+/\d+/\d+", t["Erasure/NB/BF"])
+    assert t["WAE (pred/ref)"].count("/") == 1 and "ROUGE-1" in t.index
+
+
+def test_summary_lines_state_the_numbers():
+    refs = ["small pleural effusion", "heart normal", "mild edema", "no pneumothorax"]
+    g = _result(refs, ["heart normal"] * 4, name="greedy")
+    n = _result(refs, ["small effusion", "heart big", "edema mild", "lungs clear"], name="nucleus")
+    lines = de.summary_lines([g, n], {"n_reports": 4, "strong_reference_words": 0, "Erasure": 0})
+    assert lines[0].startswith("**Template collapse.**")
+    assert "(greedy) writes 25% distinct reports" in lines[0] and "sampling (nucleus) writes 100%" in lines[0]
+    assert "greedy: 0 erased" in lines[1]
+    assert "no power" in lines[-1]
+    assert "most Erasure" in de.summary_lines([g], {"n_reports": 4, "strong_reference_words": 2, "Erasure": 2})[-1]

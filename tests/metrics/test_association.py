@@ -485,3 +485,12 @@ def test_default_stopword_list_is_nltk_english():
     assert len(stop) == 179  # NLTK's English list (nltk_data stopwords/english, 2018+)
     assert {"the", "no", "not", "nor", "don", "wouldn't", "should've"} <= stop
     assert not {"effusion", "left", "right", "normal"} & stop
+
+
+def test_wae_interval_is_clipped_at_zero_and_contains_the_estimate():
+    """A corpus whose predictions barely move: the shifted interval would dip below 0 for WAE (a mean of squares)."""
+    refs = ["small left pleural effusion", "heart size normal lungs clear"] * 10
+    df = pd.DataFrame({"ref": refs, "pred": ["no acute cardiopulmonary process"] * 20, "g": ["F", "M"] * 10})
+    w = association_audit(df, "ref", "pred", "g", ("F", "M"), n_resamples=200, n_permutations=0).wae.set_index("metric")
+    for k in ("WAE_pred", "WAE_ref"):
+        assert w.loc[k, "low"] >= 0.0 and w.loc[k, "low"] <= w.loc[k, "estimate"] <= w.loc[k, "high"], k

@@ -133,6 +133,7 @@ class Params(BaseParams):
     weat_attributes: Literal["terms", "family", "both"] = Field("terms", description="WEAT attribute word sets (female/male terms from WEFE's WEAT.json).")
     dir_per_report: bool = Field(False, description="ΔDIR from mean tokens per report instead of total tokens (use on group-unbalanced corpora).")
     baselines: bool = Field(True, description="Also audit the real model outputs (CheXpert Plus generated impressions, RadPref GPT and MedGemma).")
+    max_baseline_reports: int | None = Field(None, ge=4, description="Use only the first N reports of each real system (null = all; the smoke preset uses a few).")
     p_grid: list[float] = Field(default_factory=lambda: [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5], description="p* values of the threshold sweep (Figure 3).")
     top_k_words: int = Field(12, ge=0, description="Most displaced words labelled in Figure 1.")
 
@@ -475,7 +476,7 @@ def strategy_table(results: Sequence[CorpusResult]) -> pd.DataFrame:
 # baselines: real model outputs
 
 
-def baseline_corpora(data_root: str | Path | None = None) -> dict[str, pd.DataFrame]:
+def baseline_corpora(data_root: str | Path | None = None, max_reports: int | None = None) -> dict[str, pd.DataFrame]:
     """The real systems of the Table 2 analog: (reference, prediction, group) corpora, no generation.
 
     - ``"CheXpert Plus (generated)"``: the 200 CheXpert Plus impressions (``impression``) and the
@@ -484,8 +485,8 @@ def baseline_corpora(data_root: str | Path | None = None) -> dict[str, pd.DataFr
       per case, the candidate (``c1_report`` or ``c2_report``) whose source is that system (100 each).
 
     The group column is the patient's sex, kept as is: missing and ``"O"`` values are excluded and
-    counted by :func:`evaluate_corpus`. Columns: ``study_id``, ``reference``, ``prediction``,
-    ``group``, ``system``.
+    counted by :func:`evaluate_corpus`. ``max_reports``: keep only the first N rows of each (for quick
+    runs). Columns: ``study_id``, ``reference``, ``prediction``, ``group``, ``system``.
     """
     from radaudit.data import load_dataset
 
@@ -506,8 +507,10 @@ def baseline_corpora(data_root: str | Path | None = None) -> dict[str, pd.DataFr
         out[name] = pd.DataFrame({
             "study_id": rp["study_id"].astype(str).to_numpy(), "reference": rp["findings"].astype(object).to_numpy(),
             "prediction": pred, "group": rp["sex"].astype(object).to_numpy(), "system": source})
-    for df in out.values():
+    for name, df in list(out.items()):
         df["group"] = df["group"].map(lambda v: None if pd.isna(v) else v)
+        if max_reports is not None:
+            out[name] = df.head(int(max_reports)).reset_index(drop=True)
     return out
 
 
@@ -823,3 +826,141 @@ def words_table(results: Sequence[CorpusResult]) -> pd.DataFrame:
         raise ParamsError("words_table needs at least one CorpusResult")
     out = pd.concat(parts, ignore_index=True)
     return out[["corpus", *[c for c in out.columns if c != "corpus"]]]
+
+
+# ----------------------------------------------------------------------------------------------
+# Table 2 analog, ranking across p*, and what a reference set can show at all
+
+
+def system_table(results: Sequence[CorpusResult]) -> pd.DataFrame:
+    """The paper's Table 2 layout (systems x strategy, compact cells), one column per corpus.
+
+    Rows: ``Div. (Temp./Sem. %)``; ``Erasure/NB/BF``; ``WAE (pred/ref)`` (each with its 95% CI);
+    ``WEAT (S/ES)`` (prediction side); ``<first surface metric>`` with CI, since the paper only says
+    text similarity is "comparable (Δ ≤ 2%, unshown)" and we show it.
+    """
+    if not results:
+        raise ParamsError("system_table needs at least one CorpusResult")
+    cols: dict[str, dict[str, str]] = {}
+    for r in results:
+        d = r.diversity_pred.set_index("metric")["estimate"]
+        c = r.category_counts()
+        w = r.wae.set_index("metric")
+        wp = r.weat.set_index("side").loc["pred"]
+        cell = {
+            "Div. (Temp./Sem. %)": "/".join(format_number(100 * d.get(k, math.nan)) for k in ("template_diversity",
+                                                                                               "semantic_diversity")),
+            "Erasure/NB/BF": f"{c['Erasure']}/{c['New Bias']}/{c['Bias Flip']}",
+            "WAE (pred/ref)": " / ".join(format_ci(w.loc[k, "estimate"], w.loc[k, "low"], w.loc[k, "high"])
+                                         for k in ("WAE_pred", "WAE_ref")),
+            "WEAT (S/ES)": f"{format_number(wp['S'])}/{format_number(wp['ES'])}",
+        }
+        if not r.surface.empty:
+            s = r.surface.iloc[0]
+            cell[str(s["label"])] = format_ci(s["estimate"], s["low"], s["high"])
+        cols[r.name] = cell
+    out = pd.DataFrame(cols)
+    out.index.name = "metric"
+    return out.fillna("").reset_index()
+
+
+def ranking_reversals(sweep: pd.DataFrame) -> pd.DataFrame:
+    """Is the ranking of corpora preserved as p* sweeps (paper Fig. 3, "strictly preserves")?
+
+    ``sweep``: :func:`pstar_sweep_table`. Per category, over every pair of corpora: ``reversed_pairs``
+    = pairs ordered a > b at some p* and a < b at another (ties do not count as an order), of
+    ``pairs``; ``preserved`` = no reversed pair. One row per category.
+    """
+    rows = []
+    for cat, part in sweep.groupby("category", sort=False):
+        wide = part.pivot_table(index="p_star", columns="corpus", values="count", aggfunc="first")
+        names = list(wide.columns)
+        rev = 0
+        pairs = 0
+        for i in range(len(names)):
+            for j in range(i + 1, len(names)):
+                diff = np.sign(wide[names[i]].to_numpy() - wide[names[j]].to_numpy())
+                pairs += 1
+                rev += int((diff > 0).any() and (diff < 0).any())
+        rows.append({"category": cat, "pairs": pairs, "reversed_pairs": rev, "preserved": rev == 0})
+    return pd.DataFrame(rows, columns=["category", "pairs", "reversed_pairs", "preserved"])
+
+
+DEFAULT_TEMPLATE = ("No acute cardiopulmonary abnormality. The lungs are clear. Heart size is normal. "
+                    "No pleural effusion or pneumothorax.")
+"""A normal chest X-ray report: the template a fully collapsed generator writes for every study."""
+
+
+def collapse_floor(df: pd.DataFrame, *, reference: str = "reference", group: str = "group",
+                   groups: Sequence[Any] = ("F", "M"), template: str = DEFAULT_TEMPLATE,
+                   **cad_kwargs: Any) -> dict[str, Any]:
+    """What CAD can detect on these references at all: the categories when *every* prediction is ``template``.
+
+    A generator that writes the same normal report for every study is the extreme of template
+    collapse. Because a word the model never writes is almost never flagged (Eqs. 1–3, see
+    :mod:`radaudit.metrics.association` note 8) and Erasure needs a significant displacement, this
+    is the most Erasure this reference set can show at the chosen p*; with few reports or weak
+    reference associations it is 0, and a 0 for a real model then says "no power", not "no erasure".
+    Returns ``{"n_reports", "strong_reference_words" (|z_ref| > z_strong), <category>: count, ...}``.
+    """
+    from radaudit.metrics.association import association_audit
+
+    kw = {k: v for k, v in cad_kwargs.items() if k in {"alpha", "p_star", "z_neutral", "z_strong", "correction",
+                                                       "min_count"}}
+    d = pd.DataFrame({"reference": df[reference].to_numpy(), "prediction": template, "group": df[group].to_numpy()})
+    a = association_audit(d, "reference", "prediction", "group", tuple(groups), n_resamples=0, n_permutations=0, **kw)
+    w = a.words
+    counts = w["category"].value_counts()
+    z_strong = float(w.attrs.get("z_strong", kw.get("z_strong", 2.0)))
+    out: dict[str, Any] = {"n_reports": int(sum(a.n_reports.values())),
+                           "strong_reference_words": int((w["z_ref"].abs() > z_strong).sum())}
+    out.update({c: int(counts.get(c, 0)) for c in (*CATEGORIES, "Unclassified")})
+    return out
+
+
+def summary_lines(results: Sequence[CorpusResult], floor: Mapping[str, Any] | None = None,
+                  deterministic: Sequence[str] = ("greedy", "beam4")) -> list[str]:
+    """Plain-language findings of a run, computed from its numbers (the notebook prints them as Markdown).
+
+    Compares the deterministic corpora (``deterministic`` names present in ``results``) with the
+    others on template diversity, vocabulary kept, category counts and WAE_pred, and states what the
+    collapse floor (:func:`collapse_floor`) says about CAD's power here.
+    """
+    by = {r.name: r for r in results}
+    det = [n for n in deterministic if n in by]
+    sto = [n for n in by if n not in det]
+    voc = vocabulary_transitions(results).set_index("corpus")
+    lines = []
+
+    def td(n: str) -> float:
+        return 100 * float(by[n].diversity_pred.set_index("metric")["estimate"].get("template_diversity", math.nan))
+
+    def rng(names: Sequence[str], f: Any, fmt: str = "{:.0f}") -> str:
+        vals = [f(n) for n in names]
+        lo, hi = min(vals), max(vals)
+        return fmt.format(lo) if lo == hi else f"{fmt.format(lo)}–{fmt.format(hi)}"
+
+    if det and sto:
+        lines.append(f"**Template collapse.** Deterministic decoding ({', '.join(det)}) writes "
+                     f"{rng(det, td)}% distinct reports and uses {rng(det, lambda n: 100 * voc.loc[n, 'pred_share_of_ref'])}% "
+                     f"of the reference vocabulary; sampling ({', '.join(sto)}) writes {rng(sto, td)}% distinct reports "
+                     f"with {rng(sto, lambda n: 100 * voc.loc[n, 'pred_share_of_ref'])}% of the vocabulary and "
+                     f"{rng(sto, lambda n: voc.loc[n, 'emergent'])} words never seen in the references.")
+    cats = {n: by[n].category_counts() for n in by}
+    lines.append("**CAD categories at p\\* = {:g}.** ".format(float(results[0].association.params.get("p_star", 0.05)))
+                 + "; ".join(f"{n}: {c['Erasure']} erased, {c['New Bias']} new bias, {c['Bias Flip']} flipped"
+                             for n, c in cats.items()) + ".")
+    wae = {n: by[n].wae.set_index("metric").loc["WAE_pred"] for n in by}
+    lines.append("**WAE (pred).** " + "; ".join(
+        f"{n}: {format_ci(w['estimate'], w['low'], w['high'])} (permutation p = {format_number(w['perm_pvalue'])})"
+        for n, w in wae.items()) + ". WAE ≈ 1 is the noise floor (no more displacement than sampling noise).")
+    if floor is not None:
+        if floor.get("Erasure", 0) == 0:
+            lines.append(f"**Power.** Even if every one of these {floor['n_reports']} studies got the same normal template, "
+                         f"CAD would flag 0 erased words at this p\\* ({floor['strong_reference_words']} reference words "
+                         "are strongly sex-associated, but too rarely for a significant displacement). Zero categories "
+                         "here mean *no power*, not *no erasure*; the paper used N = 2,000.")
+        else:
+            lines.append(f"**Power.** A fully collapsed generator would have {floor['Erasure']} erased words on these "
+                         f"{floor['n_reports']} studies: that is the most Erasure this reference set can show.")
+    return lines

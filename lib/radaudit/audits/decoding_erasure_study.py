@@ -48,7 +48,7 @@ from radaudit.session import stable_seed
 log = logging.getLogger(__name__)
 
 __all__ = ["GENERATION_COLUMNS", "corpus_kwargs", "evaluate_strategies", "lora_config", "report_seeds",
-           "select_image_studies", "skew_sensitivity", "study_generations"]
+           "select_image_studies", "skew_sensitivity", "skew_study_plan", "study_generations"]
 
 GENERATION_COLUMNS: list[str] = ["strategy", "study_id", "prompt", "reference", "prediction", "group", "seed",
                                  "n_new_tokens", "finish_reason"]
@@ -302,12 +302,33 @@ def skew_sensitivity(P: Any, *, data_root: Any = None, cache: Any = True, model_
     """
     from radaudit.audits.decoding_erasure import skew_table
 
-    if not P.skews:
-        raise ParamsError("skews is empty: give the male training shares to compare, e.g. [0.67, 0.5, 0.33]")
+    skews, note = skew_study_plan(P)
+    if not skews:
+        raise ParamsError(note or "skews is empty: give the male training shares to compare, e.g. [0.67, 0.5, 0.33]")
+    if note:
+        log.warning(note)
     results, gens = {}, []
-    for skew in P.skews:
+    for skew in skews:
         g = study_generations(P, skew=skew, strategies=P.skew_strategies, data_root=data_root, cache=cache,
                               model_dir=model_dir)
         gens.append(g.assign(skew=skew))
         results[float(skew)] = evaluate_strategies(g, P, prefix=f"skew {skew:g} · ", **overrides)
     return skew_table(results), pd.concat(gens, ignore_index=True)
+
+
+def skew_study_plan(P: Any) -> tuple[list[float], str]:
+    """The skews Fig. 2c can run with these params, and a note on any that cannot.
+
+    The demo trains a model per skew itself. With a ``report_model``, a skew needs its own model or
+    adapter in ``skew_models`` (0.5 may reuse ``report_model`` when not listed): the others are left
+    out and named in the note.
+    """
+    if not P.skews:
+        return [], "skews is empty: the skew study is not run."
+    if P.report_model is None:
+        return list(P.skews), ""
+    ready = [s for s in P.skews if _skew_key(s) in P.skew_models]
+    missing = [_skew_key(s) for s in P.skews if s not in ready]
+    note = (f"No model for training skew(s) {', '.join(missing)} in skew_models: left out. Fine-tune one per skew "
+            "(lora config in params) and list it, e.g. -p skew_models.'0.67'=/path/to/adapter.") if missing else ""
+    return ready, note

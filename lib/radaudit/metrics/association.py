@@ -74,7 +74,8 @@ Decisions where the paper is silent or ambiguous (each is repeated where it appl
    default to the *shifted* percentile interval (``ci_method="shifted"``, :mod:`radaudit.stats`):
    the percentile interval of the replicates minus their bias b̂ = mean(θ*) − θ̂, i.e. the
    bootstrap distribution's spread and skew placed around the estimate. The raw bias is kept in
-   the ``bias`` column, so a reader sees how far the replicates sat above θ̂; ``"percentile"``,
+   the ``bias`` column, so a reader sees how far the replicates sat above θ̂ (a lower bound below 0
+   is clipped to 0: WAE is non-negative); ``"percentile"``,
    ``"basic"`` and ``"bca"`` stay available. (The point estimate itself still carries the noise
    floor E[z_disp²] ≈ 1 per word: WAE ≈ 1 means "no more displacement than noise"; the
    permutation test says whether it exceeds chance.) ΔWAE, a difference of two such means, is
@@ -780,7 +781,9 @@ def wae_inference(
         p = perms.get(k, (math.nan, None, 0, False, 0))
         rows.append({
             "metric": k, "weighting": wt, "group": grp, "estimate": est[k],
-            "low": r.low if r else math.nan, "high": r.high if r else math.nan, "se": r.se if r else math.nan,
+            # WAE is a mean of squares: a bound below 0 (shifted/basic intervals) is clipped to 0
+            "low": (r.low if k.startswith("delta_") else max(r.low, 0.0)) if r else math.nan,
+            "high": r.high if r else math.nan, "se": r.se if r else math.nan,
             "bias": float(np.nanmean(r.replicates)) - est[k] if r else math.nan,
             "confidence": confidence, "method": r.method if r else None, "n_units": eng.n,
             "n_resamples": r.n_resamples if r else 0, "n_failed": r.n_failed if r else 0,
