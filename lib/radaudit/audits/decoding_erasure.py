@@ -565,7 +565,8 @@ def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: 
     The diagonal is "no change"; the grey band |z_pred − z_ref| ≤ z_crit marks where associations
     are roughly stable (a guide to the eye: whether a word is displaced is decided by its own
     z_disp, Eq. 3, which the colours show). Dotted lines at ±z_neutral mark neutrality. Colours
-    are the §2.1.2 categories; the ``top_k`` displaced words with the largest |z_disp| are labelled.
+    are the §2.1.2 categories; the ``top_k`` displaced words with the largest |z_disp| are labelled
+    (fewer displaced words: the most sex-associated stable words fill the labels, in grey italics).
     Positive z = associated with ``groups[0]`` (female by default), as in CAD.
     Returns the Figure.
     """
@@ -594,19 +595,27 @@ def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: 
     for cat in ("Stable", "Unclassified", "Preservation", "Bias Flip", "New Bias", "Erasure"):
         m = (words_table["category"] == cat).to_numpy() & finite
         if m.any():
-            ax.scatter(x[m], y[m], s=8 if cat == "Stable" else 22, color=CATEGORY_COLORS[cat],
-                       alpha=0.5 if cat == "Stable" else 0.9, label=f"{cat} ({int(m.sum())})", zorder=2 if cat == "Stable" else 3,
+            ax.scatter(x[m], y[m], s=12 if cat == "Stable" else 22, color="#999999" if cat == "Stable" else CATEGORY_COLORS[cat],
+                       alpha=0.6 if cat == "Stable" else 0.9, label=f"{cat} ({int(m.sum())})", zorder=2 if cat == "Stable" else 3,
                        edgecolor="none")
+    disp = words_table[words_table["category"] != "Stable"]
     if top_k:
-        disp = words_table[words_table["category"] != "Stable"]
         top = disp.reindex(disp["z_disp"].abs().sort_values(ascending=False).index).head(top_k)
         for r in top.itertuples(index=False):
             ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, 3), textcoords="offset points", fontsize=8, zorder=4)
+        if len(top) < top_k:  # fill with the most sex-associated stable words, in grey: which words these are
+            stable = words_table[words_table["category"] == "Stable"]
+            strength = np.maximum(stable["z_ref"].abs(), stable["z_pred"].abs())
+            for r in stable.reindex(strength.sort_values(ascending=False).index).head(top_k - len(top)).itertuples(index=False):
+                ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, 3), textcoords="offset points", fontsize=7,
+                            color="#666666", style="italic", zorder=4)
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
     ax.set_aspect("equal")
     ax.set_xlabel(_axis_label("ref", groups))
     ax.set_ylabel(_axis_label("pred", groups))
+    if disp.empty:
+        title = (f"{title} — " if title else "") + "no word displaced at this p*"
     if title:
         ax.set_title(title)
     ax.legend(fontsize=7, loc="upper left", frameon=True)
@@ -622,6 +631,8 @@ def fig_pstar_sweep(results: Sequence[CorpusResult], p_grid: Sequence[float],
     """
     import matplotlib.pyplot as plt
 
+    from matplotlib.ticker import MaxNLocator
+
     table = pstar_sweep_table(results, p_grid)
     fig, axes = plt.subplots(1, len(categories), figsize=(4 * len(categories), 3.6), sharex=True, squeeze=False)
     for ax, cat in zip(axes[0], categories):
@@ -632,6 +643,11 @@ def fig_pstar_sweep(results: Sequence[CorpusResult], p_grid: Sequence[float],
         ax.set_title(cat)
         ax.set_xlabel("$p^\\star$ (BH-adjusted)")
         ax.set_ylabel("words (#)")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(0, max(3, int(sub["count"].max()) + 1) if len(sub) else 3)
+        if len(sub) and sub["count"].max() == 0:
+            ax.text(0.5, 0.6, "no word in this category\nat any $p^\\star$ of the grid", transform=ax.transAxes,
+                    ha="center", fontsize=9, color="#555555")
     axes[0][-1].legend(fontsize=7, loc="best")
     fig.tight_layout()
     return fig
@@ -712,19 +728,21 @@ def fig_vocabulary_transitions(results: Sequence[CorpusResult]):
     import matplotlib.pyplot as plt
 
     t = vocabulary_transitions(results)
-    fig, ax = plt.subplots(figsize=(7, 0.55 * len(t) + 1.6))
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(t) + 2.0))
     pos = np.arange(len(t))[::-1]
     ax.barh(pos, t["retained"], color="#009E73", label="retained (in references and predictions)")
     ax.barh(pos, t["lost"], left=t["retained"], color="#BBBBBB", label="lost (references only)")
     ax.barh(pos, t["emergent"], left=t["retained"] + t["lost"], color="#D55E00", label="emergent (predictions only)")
     for p, r in zip(pos, t.itertuples(index=False)):
-        ax.annotate(f"{r.pred_vocab} words used ({100 * r.pred_share_of_ref:.0f}% of ref.)", (r.ref_vocab + r.emergent, p),
+        ax.annotate(f"{r.pred_vocab} words used; {r.retained} of the {r.ref_vocab} reference words kept",
+                    (r.ref_vocab + r.emergent, p),
                     xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
     ax.set_yticks(pos, t["corpus"])
     ax.set_xlabel("distinct words (stop words removed)")
-    ax.set_xlim(0, float((t["ref_vocab"] + t["emergent"]).max()) * 1.45 + 1)
+    ax.set_xlim(0, float((t["ref_vocab"] + t["emergent"]).max()) * 1.75 + 1)
     ax.set_title("Vocabulary kept, lost and invented per decoding strategy")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(axis="y", visible=False)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
     fig.tight_layout()
     return fig
 
