@@ -1,0 +1,383 @@
+"""Metrics of Selective Modality Shifting, all computed from the long results table of
+:func:`radaudit.audits.modality_shift.run_conditions` (one row per model x sample x condition).
+
+Paper: ``../shared/papers/003_528df7f4b7accfa0.txt`` §2.4 (ECE), §3.2 (accuracy, precision, recall,
+F1, NFR). Every headline number carries a 95% bootstrap CI over **samples** (the paper has none;
+``radaudit.stats``); pass ``units="patient_id"`` to resample patients instead.
+
+Unknown answers (``answer`` not yes/no) are never dropped silently (the anchor drops them):
+:func:`answer_rates` reports them per model x condition, and the metrics treat them by the policy
+``unknown``:
+
+* ``"wrong"`` (default): an unknown answer is a prediction that is neither yes nor no, so it is
+  never correct. Accuracy counts it as an error; recall counts an unknown on a positive as a miss
+  (denominator = all positives); specificity counts an unknown on a negative as a miss
+  (denominator = all negatives); precision is over the *yes* answers only, so unknowns do not enter.
+* ``"drop"``: the anchor's choice: unknown rows are removed before computing the metric (the
+  unknown rate still sits beside it in :func:`answer_rates`).
+
+Definitions (TP, FP, TN, FN over yes/no answers; U+ / U- unknown answers on positives / negatives)::
+
+    accuracy    = (TP + TN) / (TP + FP + TN + FN + U+ + U-)
+    precision   = TP / (TP + FP)                       (NaN when the model never says yes)
+    recall      = TP / (TP + FN + U+)
+    specificity = TN / (TN + FP + U-)
+    F1          = 2 TP / (2 TP + FP + FN + U+)         (= harmonic mean of precision and recall when
+                                                        both exist; 0 when TP = 0, as sklearn's set F1)
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from radaudit.errors import ParamsError
+from radaudit.stats import BootstrapError, bootstrap_ci, paired_bootstrap, wilson_ci
+
+__all__ = [
+    "CLASSIFICATION_METRICS", "UNKNOWN_POLICIES", "answer_rates", "classification_metrics", "confusion_counts",
+    "ece_table", "expected_calibration_error", "metrics_table", "negative_flip_rate", "nfr_table",
+    "reliability_bins", "reliability_table",
+]
+
+log = logging.getLogger(__name__)
+
+CLASSIFICATION_METRICS: tuple[str, ...] = ("accuracy", "precision", "recall", "f1", "specificity")
+UNKNOWN_POLICIES: tuple[str, ...] = ("wrong", "drop")
+CI_COLUMNS = ["estimate", "low", "high", "n"]
+
+
+def _check_policy(unknown: str) -> None:
+    if unknown not in UNKNOWN_POLICIES:
+        raise ParamsError(f"unknown={unknown!r} is not allowed; use one of {', '.join(UNKNOWN_POLICIES)}.")
+
+
+def _check_columns(results: pd.DataFrame, columns: Sequence[str], where: str) -> None:
+    missing = [c for c in columns if c not in results.columns]
+    if missing:
+        raise ParamsError(f"{where}: the results table lacks {missing}; build it with run_conditions.")
+
+
+def _as_pred(pred: Any) -> np.ndarray:
+    """Predictions as floats 1/0/NaN: accepts 1/0/NaN numbers or 'yes'/'no'/other strings."""
+    arr = np.asarray(pred, dtype=object)
+    out = np.full(arr.shape, np.nan)
+    for i, v in enumerate(arr):
+        if isinstance(v, str):
+            out[i] = 1.0 if v == "yes" else 0.0 if v == "no" else np.nan
+        elif v is not None and v is not pd.NA and not (isinstance(v, float) and math.isnan(v)):
+            out[i] = float(v)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# answers
+
+
+def answer_rates(results: pd.DataFrame, by: Sequence[str] = ("model", "condition"),
+                 confidence: float = 0.95) -> pd.DataFrame:
+    """Counts of parsed answers per group and the unknown rate with a Wilson CI (never hidden).
+
+    Columns: ``by..., n, n_yes, n_no, n_unmatched, n_unknown, unknown_rate, unknown_low, unknown_high,
+    yes_rate`` (share of all rows answered yes). ``unknown`` here means "not a yes/no answer"
+    (unknown + unmatched).
+    """
+    _check_columns(results, [*by, "answer"], "answer_rates")
+    rows = []
+    for key, g in results.groupby(list(by), sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        counts = g["answer"].value_counts()
+        n = len(g)
+        n_unk = int(counts.get("unknown", 0))
+        n_unm = int(counts.get("unmatched", 0))
+        lo, hi = wilson_ci(n_unk + n_unm, n, confidence)
+        rows.append({**dict(zip(by, key)), "n": n, "n_yes": int(counts.get("yes", 0)),
+                     "n_no": int(counts.get("no", 0)), "n_unmatched": n_unm, "n_unknown": n_unk,
+                     "unknown_rate": (n_unk + n_unm) / n, "unknown_low": lo, "unknown_high": hi,
+                     "yes_rate": int(counts.get("yes", 0)) / n})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------------
+# classification metrics
+
+
+def confusion_counts(y_true: Any, pred: Any) -> dict[str, int]:
+    """``tp, fp, tn, fn`` over yes/no predictions and ``unknown_pos``/``unknown_neg`` (no yes/no answer)."""
+    y = np.asarray(y_true, dtype=float)
+    p = _as_pred(pred)
+    if y.shape != p.shape:
+        raise ParamsError(f"y_true and pred differ in length ({y.shape[0]} vs {p.shape[0]}).")
+    known = ~np.isnan(p)
+    return {"tp": int(np.sum(known & (p == 1) & (y == 1))), "fp": int(np.sum(known & (p == 1) & (y == 0))),
+            "tn": int(np.sum(known & (p == 0) & (y == 0))), "fn": int(np.sum(known & (p == 0) & (y == 1))),
+            "unknown_pos": int(np.sum(~known & (y == 1))), "unknown_neg": int(np.sum(~known & (y == 0)))}
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else math.nan
+
+
+def _metrics_from_counts(c: Mapping[str, int], unknown: str) -> dict[str, float]:
+    up, un = (c["unknown_pos"], c["unknown_neg"]) if unknown == "wrong" else (0, 0)
+    tp, fp, tn, fn = c["tp"], c["fp"], c["tn"], c["fn"]
+    return {"accuracy": _ratio(tp + tn, tp + fp + tn + fn + up + un), "precision": _ratio(tp, tp + fp),
+            "recall": _ratio(tp, tp + fn + up), "f1": _ratio(2 * tp, 2 * tp + fp + fn + up),
+            "specificity": _ratio(tn, tn + fp + un)}
+
+
+def classification_metrics(y_true: Any, pred: Any, *, unknown: str = "wrong") -> dict[str, float]:
+    """Accuracy, precision, recall, F1, specificity (paper §3.2; formulas in the module docstring).
+
+    ``pred``: 1/0/NaN or ``"yes"``/``"no"``/other answers; ``unknown``: the policy for non-yes/no answers.
+    """
+    _check_policy(unknown)
+    return _metrics_from_counts(confusion_counts(y_true, pred), unknown)
+
+
+def _metric_fn(name: str, unknown: str) -> Callable[[np.ndarray, np.ndarray], float]:
+    def fn(y: np.ndarray, p: np.ndarray) -> float:
+        return _metrics_from_counts(confusion_counts(y, p), unknown)[name]
+    return fn
+
+
+def _ci_rows(data: tuple[np.ndarray, ...], stats: Mapping[str, Callable[..., float]], *, units: Any, n_resamples: int,
+             seed: int, confidence: float, method: str) -> dict[str, dict[str, float]]:
+    """Point estimate and bootstrap CI per statistic, all on the same resamples where possible.
+
+    A statistic that is undefined on the full data (e.g. precision when the model never says yes)
+    gets NaN everywhere; one whose replicates fail too often gets its estimate and a NaN interval.
+    """
+    est = {k: float(f(*data)) for k, f in stats.items()}
+    ok = {k: f for k, f in stats.items() if np.isfinite(est[k])}
+    out = {k: {"estimate": est[k], "low": math.nan, "high": math.nan} for k in stats}
+    if len(data[0]) < 2 or not ok:
+        return out
+    try:
+        table = paired_bootstrap(data, ok, units=units, n_resamples=n_resamples, seed=seed, confidence=confidence,
+                                 method=method)
+        for r in table.itertuples():
+            out[r.metric].update(low=float(r.low), high=float(r.high))
+    except BootstrapError:
+        for k, f in ok.items():
+            try:
+                r = bootstrap_ci(data, f, units=units, n_resamples=n_resamples, seed=seed, confidence=confidence,
+                                 method=method)
+                out[k].update(low=r.low, high=r.high)
+            except BootstrapError as err:
+                log.info("No bootstrap CI for %s: %s", k, err)
+    return out
+
+
+def metrics_table(results: pd.DataFrame, *, by: Sequence[str] = ("model", "condition"),
+                  metrics: Sequence[str] = CLASSIFICATION_METRICS, unknown: str = "wrong", units: str | None = None,
+                  n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
+                  method: str = "percentile") -> pd.DataFrame:
+    """Paper Fig. 2a/b: each metric per model x condition with a bootstrap CI over samples.
+
+    Long table: ``by..., metric, estimate, low, high, n, n_unknown, unknown_policy``. All metrics of a
+    group are bootstrapped on the same resampled samples (:func:`radaudit.stats.paired_bootstrap`,
+    ``method`` interval, seeded). ``units``: a column to resample as clusters (e.g.
+    ``"patient_id"``); default one unit per row, i.e. per sample within a model x condition.
+    """
+    _check_policy(unknown)
+    bad = [m for m in metrics if m not in CLASSIFICATION_METRICS]
+    if bad:
+        raise ParamsError(f"Unknown metric(s) {bad}; use any of {', '.join(CLASSIFICATION_METRICS)}.")
+    _check_columns(results, [*by, "label", "prediction"] + ([units] if units else []), "metrics_table")
+    rows = []
+    for key, g in results.groupby(list(by), sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        if unknown == "drop":
+            g = g[g["prediction"].notna()]
+        data = (g["label"].to_numpy(dtype=float), g["prediction"].to_numpy(dtype=float))
+        stats = {m: _metric_fn(m, unknown) for m in metrics}
+        cis = _ci_rows(data, stats, units=None if units is None else g[units].to_numpy(), n_resamples=n_resamples,
+                       seed=seed, confidence=confidence, method=method)
+        n_unknown = int(g["prediction"].isna().sum())
+        for m in metrics:
+            rows.append({**dict(zip(by, key)), "metric": m, **cis[m], "n": len(g), "n_unknown": n_unknown,
+                         "unknown_policy": unknown})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------------
+# negative flip rate
+
+
+def negative_flip_rate(y_true: Any, base_pred: Any, shift_pred: Any) -> dict[str, float]:
+    """Negative flip rate of a shift against the base condition (paper §3.2, after Yan et al. 2021).
+
+    The paper's formula, over the N paired samples::
+
+        nfr = (1/N) * sum_i 1(y_shift_i != y_i  and  y_base_i == y_i)
+
+    and beside it the same flips over the base-correct samples only::
+
+        nfr_base_correct = sum_i 1(y_shift_i != y_i and y_base_i == y_i) / sum_i 1(y_base_i == y_i)
+
+    (``nfr`` can never exceed the base accuracy; ``nfr_base_correct`` is "of the answers that were
+    right, how many did the shift break" and reaches 1 when all did). An unknown answer is never
+    correct: an unknown base answer is not base-correct, an unknown shifted answer is a flip.
+    Returns both rates and ``n``, ``n_base_correct``, ``n_flipped``.
+    """
+    y = np.asarray(y_true, dtype=float)
+    b, s = _as_pred(base_pred), _as_pred(shift_pred)
+    if not (y.shape == b.shape == s.shape):
+        raise ParamsError("negative_flip_rate: y_true, base_pred and shift_pred must be paired (same length).")
+    base_ok = b == y  # NaN compares False: unknown is not correct
+    flipped = base_ok & ~(s == y)
+    n, n_ok, n_flip = len(y), int(base_ok.sum()), int(flipped.sum())
+    return {"nfr": _ratio(n_flip, n), "nfr_base_correct": _ratio(n_flip, n_ok), "n": n, "n_base_correct": n_ok,
+            "n_flipped": n_flip}
+
+
+def _paired(results: pd.DataFrame, base: str, shift: str, by: Sequence[str]) -> pd.DataFrame:
+    keys = [*by, "sample_id"]
+    left = results[results["condition"] == base][keys + ["label", "prediction"]]
+    right = results[results["condition"] == shift][keys + ["prediction"]]
+    for side, frame in (("base", left), ("shift", right)):
+        if frame.duplicated(keys).any():
+            raise ParamsError(f"nfr_table: more than one {side} row per {keys}; one result per sample x condition.")
+    return left.merge(right, on=keys, suffixes=("_base", "_shift"), validate="one_to_one")
+
+
+def nfr_table(results: pd.DataFrame, *, base: str = "no_shift", shifts: Sequence[str] | None = None,
+              by: Sequence[str] = ("model",), units: str | None = None, n_resamples: int = 1000, seed: int = 0,
+              confidence: float = 0.95, method: str = "percentile") -> pd.DataFrame:
+    """Paper Fig. 2c/d: NFR of every shift against ``base`` per model, both forms, with bootstrap CIs.
+
+    Samples are paired on ``sample_id`` (inner join of base and shift rows; samples missing on
+    either side are counted in ``n_unpaired``). Long table: ``by..., condition, measure`` (``nfr`` =
+    the paper's formula over all N paired samples, ``nfr_base_correct`` = over base-correct samples),
+    ``estimate, low, high, n, n_base_correct, n_flipped, n_unpaired``. Both measures are bootstrapped
+    on the same resampled samples.
+    """
+    _check_columns(results, [*by, "sample_id", "condition", "label", "prediction"], "nfr_table")
+    if base not in set(results["condition"]):
+        raise ParamsError(f"nfr_table: base condition {base!r} is not in the results (conditions: "
+                          f"{sorted(set(results['condition']))}).")
+    if shifts is None:
+        shifts = [c for c in pd.unique(results["condition"]) if c != base]
+    rows = []
+    for shift in shifts:
+        pairs = _paired(results, base, shift, by)
+        seen = results[results["condition"].isin([base, shift])].groupby(list(by), sort=False)["sample_id"].nunique()
+        for key, g in pairs.groupby(list(by), sort=False):
+            n_all = int(seen.loc[key])
+            key = key if isinstance(key, tuple) else (key,)
+            data = (g["label"].to_numpy(float), g["prediction_base"].to_numpy(float),
+                    g["prediction_shift"].to_numpy(float))
+            counts = negative_flip_rate(*data)
+            stats = {m: (lambda y, b, s, m=m: negative_flip_rate(y, b, s)[m]) for m in ("nfr", "nfr_base_correct")}
+            cis = _ci_rows(data, stats, units=None if units is None else g[units].to_numpy(), n_resamples=n_resamples,
+                           seed=seed, confidence=confidence, method=method)
+            for m in ("nfr", "nfr_base_correct"):
+                rows.append({**dict(zip(by, key)), "condition": shift, "measure": m, **cis[m], "n": counts["n"],
+                             "n_base_correct": counts["n_base_correct"], "n_flipped": counts["n_flipped"],
+                             "n_unpaired": n_all - counts["n"]})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------------
+# calibration
+
+CALIBRATION_KINDS = ("positive", "confidence")
+
+
+def reliability_bins(prob_yes: Any, y_true: Any, n_bins: int = 10, *, kind: str = "positive") -> pd.DataFrame:
+    """Reliability-diagram data: one row per uniform bin of ``[0, 1]`` (empty bins kept, ``n = 0``).
+
+    ``kind="positive"`` (default, the anchor's ``calibration_curve(y, p_yes, n_bins=10,
+    strategy="uniform")`` and the paper's Fig. 3c,d curves, which can be *inverted*): the binned
+    value is P(yes); ``conf(B)`` is the mean P(yes) in the bin and ``acc(B)`` the fraction of
+    positives. ``kind="confidence"`` (top-label calibration): the binned value is
+    ``max(P(yes), 1 - P(yes))`` and ``acc(B)`` is the fraction whose argmax answer equals the label.
+    Bins are right-closed, ``((m-1)/M, m/M]``, with 0 in the first bin (as sklearn's
+    ``calibration_curve``). Columns: ``bin, bin_low, bin_high, n, conf, acc, gap`` (``acc - conf``).
+    """
+    if kind not in CALIBRATION_KINDS:
+        raise ParamsError(f"kind={kind!r} is not allowed; use one of {', '.join(CALIBRATION_KINDS)}.")
+    if int(n_bins) < 1:
+        raise ParamsError(f"n_bins must be >= 1, got {n_bins}.")
+    p = np.asarray(prob_yes, dtype=float)
+    y = np.asarray(y_true, dtype=float)
+    if p.shape != y.shape:
+        raise ParamsError("reliability_bins: probabilities and labels differ in length.")
+    if np.isnan(p).any():
+        raise ParamsError(f"reliability_bins: {int(np.isnan(p).sum())} probabilities are NaN (check the candidates' "
+                          "first-token logits).")
+    if ((p < 0) | (p > 1)).any():
+        raise ParamsError("reliability_bins: probabilities must lie in [0, 1].")
+    if kind == "positive":
+        value, hit = p, y
+    else:
+        value = np.maximum(p, 1 - p)
+        hit = ((p >= 0.5).astype(float) == y).astype(float)
+    edges = np.linspace(0.0, 1.0, int(n_bins) + 1)
+    ids = np.searchsorted(edges[1:-1], value)  # right-closed bins, as sklearn
+    rows = []
+    for m in range(int(n_bins)):
+        sel = ids == m
+        k = int(sel.sum())
+        conf = float(value[sel].mean()) if k else math.nan
+        acc = float(hit[sel].mean()) if k else math.nan
+        rows.append({"bin": m, "bin_low": edges[m], "bin_high": edges[m + 1], "n": k, "conf": conf, "acc": acc,
+                     "gap": acc - conf})
+    return pd.DataFrame(rows)
+
+
+def expected_calibration_error(prob_yes: Any, y_true: Any, n_bins: int = 10, *, kind: str = "positive") -> float:
+    """ECE (paper §2.4): ``sum_m |B_m|/n * |acc(B_m) - conf(B_m)|`` over ``n_bins`` uniform bins.
+
+    Empty bins contribute 0. See :func:`reliability_bins` for ``kind`` and the bin edges.
+    """
+    bins = reliability_bins(prob_yes, y_true, n_bins, kind=kind)
+    n = bins["n"].sum()
+    if n == 0:
+        return math.nan
+    full = bins[bins["n"] > 0]
+    return float((full["n"] / n * (full["acc"] - full["conf"]).abs()).sum())
+
+
+def reliability_table(results: pd.DataFrame, *, by: Sequence[str] = ("model", "condition"), n_bins: int = 10,
+                      prob_column: str = "p_yes", kind: str = "positive") -> pd.DataFrame:
+    """Paper Fig. 3c,d data: :func:`reliability_bins` per model x condition (long: ``by..., bin, ...``).
+
+    Every row counts, unknown answers included: the first-token probability exists for all of them.
+    """
+    _check_columns(results, [*by, "label", prob_column], "reliability_table")
+    parts = []
+    for key, g in results.groupby(list(by), sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        bins = reliability_bins(g[prob_column].to_numpy(float), g["label"].to_numpy(float), n_bins, kind=kind)
+        parts.append(bins.assign(**dict(zip(by, key))))
+    table = pd.concat(parts, ignore_index=True)
+    return table[[*by] + [c for c in table.columns if c not in by]]
+
+
+def ece_table(results: pd.DataFrame, *, by: Sequence[str] = ("model", "condition"), n_bins: int = 10,
+              prob_column: str = "p_yes", kind: str = "positive", units: str | None = None, n_resamples: int = 1000,
+              seed: int = 0, confidence: float = 0.95, method: str = "percentile") -> pd.DataFrame:
+    """Paper Fig. 3a,b: ECE per model x condition with a bootstrap CI over samples.
+
+    Columns: ``by..., metric`` (``"ece"``), ``estimate, low, high, n, n_bins, kind, prob_column``.
+    Note: ECE is biased upwards on small samples (Posocco & Bonnefoy 2021, the paper's [16]); the
+    CI shows the sampling spread, not that bias.
+    """
+    _check_columns(results, [*by, "label", prob_column] + ([units] if units else []), "ece_table")
+    rows = []
+    for key, g in results.groupby(list(by), sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        data = (g[prob_column].to_numpy(float), g["label"].to_numpy(float))
+        stats = {"ece": lambda p, y: expected_calibration_error(p, y, n_bins, kind=kind)}
+        cis = _ci_rows(data, stats, units=None if units is None else g[units].to_numpy(), n_resamples=n_resamples,
+                       seed=seed, confidence=confidence, method=method)
+        rows.append({**dict(zip(by, key)), "metric": "ece", **cis["ece"], "n": len(g), "n_bins": int(n_bins),
+                     "kind": kind, "prob_column": prob_column})
+    return pd.DataFrame(rows)

@@ -1,0 +1,228 @@
+"""Figures of Selective Modality Shifting, each computed from the long results table (or, for Fig. 4,
+the attention tables of :func:`radaudit.audits.modality_shift.attention_table`) — never from typed-in
+numbers (the anchor's notebooks plot "sample data (replace with your actual computed values)").
+
+* :func:`plot_metric_bars` — paper Fig. 2a/b: metric bars per model x condition with bootstrap CIs;
+* :func:`plot_nfr_heatmap` — Fig. 2c/d: NFR (paper formula) and NFR over base-correct, model x shift;
+* :func:`plot_ece_bars`, :func:`plot_reliability` — Fig. 3a/b and 3c/d;
+* :func:`plot_attention_shares`, :func:`plot_text_attention` — Fig. 4.
+
+Each function returns a matplotlib Figure; save it with :func:`radaudit.plots.save_figure`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from radaudit.audits.modality_shift import CONDITION_LABELS, CONDITIONS
+from radaudit.audits.modality_shift_metrics import ece_table, metrics_table, nfr_table, reliability_table
+from radaudit.errors import ParamsError
+from radaudit.plots import PALETTE, bar_with_ci
+
+__all__ = ["CONDITION_COLORS", "plot_attention_shares", "plot_ece_bars", "plot_metric_bars", "plot_nfr_heatmap",
+           "plot_reliability", "plot_text_attention"]
+
+#: One colour per condition (Okabe-Ito), No Shift in blue as in the paper's Fig. 2.
+CONDITION_COLORS: dict[str, str] = {CONDITION_LABELS[c]: PALETTE[i] for i, c in enumerate(CONDITIONS)}
+NFR_LABELS = {"nfr": "NFR (paper: flips / all N)", "nfr_base_correct": "NFR over base-correct (flips / base-correct)"}
+
+
+def _subplots(n: int, width: float = 5.0, height: float = 3.6, sharey: bool = False) -> tuple[Any, list[Any]]:
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, n, figsize=(width * n, height), sharey=sharey, squeeze=False)
+    return fig, list(axes[0])
+
+
+def _conditions_present(table: pd.DataFrame) -> list[str]:
+    present = set(table["condition"])
+    return [c for c in CONDITIONS if c in present] + sorted(present - set(CONDITIONS))
+
+
+def _label(cond: str) -> str:
+    return CONDITION_LABELS.get(cond, cond)
+
+
+def plot_metric_bars(results: pd.DataFrame, metrics: Sequence[str] = ("accuracy", "f1"), *, unknown: str = "wrong",
+                     n_resamples: int = 1000, seed: int = 0, units: str | None = None) -> Any:
+    """Fig. 2a/b: one panel per metric; bars = models x conditions, error bars = 95% bootstrap CIs.
+
+    The unknown-answer rate is printed under each panel's title, as the metrics depend on its policy.
+    """
+    table = metrics_table(results, metrics=metrics, unknown=unknown, n_resamples=n_resamples, seed=seed, units=units)
+    conds = _conditions_present(table)
+    table = table.assign(condition_label=table["condition"].map(_label))
+    unk = results.groupby("condition")["prediction"].apply(lambda s: s.isna().mean())
+    fig, axes = _subplots(len(metrics), width=max(4.5, 1.2 * table["model"].nunique() * len(conds) / 2))
+    for ax, metric in zip(axes, metrics):
+        sub = table[table["metric"] == metric]
+        bar_with_ci(sub, x="model", y="estimate", low="low", high="high", hue="condition_label", ax=ax, orient="v",
+                    hue_order=[_label(c) for c in conds], palette=CONDITION_COLORS)
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel("")
+        ax.set_ylabel(metric.capitalize() if metric != "f1" else "F1")
+        ax.set_title(f"{ax.get_ylabel()}  (unknown answers: max {unk.max():.1%}, policy '{unknown}')", fontsize=9)
+        if ax is not axes[-1] and ax.get_legend() is not None:
+            ax.get_legend().remove()
+    if axes[-1].get_legend() is not None:
+        axes[-1].legend(title="", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_nfr_heatmap(results: pd.DataFrame, measures: Sequence[str] = ("nfr", "nfr_base_correct"), *,
+                     base: str = "no_shift", n_resamples: int = 1000, seed: int = 0, units: str | None = None) -> Any:
+    """Fig. 2c/d: heatmaps (rows = models, columns = shifts) of each NFR measure, annotated with the
+    estimate and its CI; colour map ``YlGnBu_r`` as the anchor's ``plot_nfr_heatmap``."""
+    import seaborn as sns
+
+    table = nfr_table(results, base=base, n_resamples=n_resamples, seed=seed, units=units)
+    if table.empty:
+        raise ParamsError(f"No shifted condition to compare with {base!r} in the results.")
+    conds = _conditions_present(table)
+    fig, axes = _subplots(len(measures), width=1.6 * len(conds) + 2.0, height=0.7 * table["model"].nunique() + 1.8)
+    for ax, measure in zip(axes, measures):
+        sub = table[table["measure"] == measure]
+        est = sub.pivot(index="model", columns="condition", values="estimate").reindex(columns=conds)
+        lo = sub.pivot(index="model", columns="condition", values="low").reindex(columns=conds)
+        hi = sub.pivot(index="model", columns="condition", values="high").reindex(columns=conds)
+        annot = est.map(lambda v: f"{v:.2f}") + "\n[" + lo.map(lambda v: f"{v:.2f}") + ", " + hi.map(
+            lambda v: f"{v:.2f}") + "]"
+        sns.heatmap(est.rename(columns=_label), annot=annot.to_numpy(), fmt="", cmap="YlGnBu_r", vmin=0, vmax=1,
+                    ax=ax, cbar=ax is axes[-1], annot_kws={"fontsize": 8})
+        ax.set_title(NFR_LABELS.get(measure, measure), fontsize=10)
+        ax.set_xlabel("")
+        ax.set_ylabel("")
+    fig.tight_layout()
+    return fig
+
+
+def plot_ece_bars(results: pd.DataFrame, *, n_bins: int = 10, prob_column: str = "p_yes", kind: str = "positive",
+                  n_resamples: int = 1000, seed: int = 0, units: str | None = None) -> Any:
+    """Fig. 3a/b: ECE (10 uniform bins on the first-token P(yes)) per model x condition with CIs."""
+    table = ece_table(results, n_bins=n_bins, prob_column=prob_column, kind=kind, n_resamples=n_resamples, seed=seed,
+                      units=units)
+    conds = _conditions_present(table)
+    table = table.assign(condition_label=table["condition"].map(_label))
+    fig, (ax,) = _subplots(1, width=max(5.0, 1.0 * table["model"].nunique() * len(conds) / 2))
+    bar_with_ci(table, x="model", y="estimate", low="low", high="high", hue="condition_label", ax=ax, orient="v",
+                hue_order=[_label(c) for c in conds], palette=CONDITION_COLORS)
+    ax.set_ylabel(f"ECE ({n_bins} bins, {kind})")
+    ax.set_xlabel("")
+    if ax.get_legend() is not None:
+        ax.legend(title="", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_reliability(results: pd.DataFrame, *, n_bins: int = 10, prob_column: str = "p_yes", kind: str = "positive",
+                     conditions: Sequence[str] | None = None) -> Any:
+    """Fig. 3c/d: reliability diagrams, one panel per condition, one line per model (non-empty bins;
+    marker area proportional to the bin count), the diagonal = perfect calibration."""
+    table = reliability_table(results, n_bins=n_bins, prob_column=prob_column, kind=kind)
+    conds = list(conditions) if conditions is not None else _conditions_present(table)
+    models = list(pd.unique(table["model"]))
+    fig, axes = _subplots(len(conds), width=3.4, height=3.6, sharey=True)
+    total = table.groupby(["model", "condition"])["n"].transform("sum")
+    table = table.assign(share=table["n"] / total)
+    for ax, cond in zip(axes, conds):
+        lo = 0.0 if kind == "positive" else 0.5
+        ax.plot([lo, 1], [lo, 1], ls="--", color="0.6", lw=1)
+        for i, m in enumerate(models):
+            sub = table[(table["condition"] == cond) & (table["model"] == m) & (table["n"] > 0)]
+            color = PALETTE[i % len(PALETTE)]
+            ax.plot(sub["conf"], sub["acc"], color=color, lw=1.2, label=m)
+            ax.scatter(sub["conf"], sub["acc"], s=10 + 200 * sub["share"], color=color, zorder=3)
+        ax.set_title(_label(cond), fontsize=10)
+        ax.set_xlim(lo - 0.02, 1.02)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("mean P(yes)" if kind == "positive" else "mean confidence")
+    axes[0].set_ylabel("fraction positive" if kind == "positive" else "accuracy")
+    axes[-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_attention_shares(shares: pd.DataFrame, *, sample_id: str | None = None, model: str | None = None) -> Any:
+    """Fig. 4 (top): image vs text share of attention for each generated token, one panel per condition
+    (stacked bars summing to 1), for one sample (default: the first in the table)."""
+    if shares.empty:
+        raise ParamsError("plot_attention_shares: the attention table is empty.")
+    sample_id = sample_id if sample_id is not None else shares["sample_id"].iloc[0]
+    model = model if model is not None else shares["model"].iloc[0]
+    sel = shares[(shares["sample_id"] == sample_id) & (shares["model"] == model)]
+    if sel.empty:
+        raise ParamsError(f"No attention rows for sample {sample_id!r} and model {model!r}.")
+    conds = _conditions_present(sel)
+    fig, axes = _subplots(len(conds), width=max(3.0, 0.45 * sel["step"].max() + 2.0), height=3.4, sharey=True)
+    for ax, cond in zip(axes, conds):
+        sub = sel[sel["condition"] == cond].sort_values("step")
+        x = np.arange(len(sub))
+        ax.bar(x, sub["image_share"], color=PALETTE[0], label="image tokens")
+        ax.bar(x, sub["text_share"], bottom=sub["image_share"], color=PALETTE[1], label="text tokens")
+        ax.set_xticks(x, [repr(t.strip())[1:-1] or "␣" for t in sub["token"]], rotation=60, fontsize=7)
+        ax.set_title(_label(cond), fontsize=10)
+        ax.set_ylim(0, 1)
+    axes[0].set_ylabel("attention share")
+    axes[-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
+    fig.suptitle(f"{model} — sample {sample_id}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_text_attention(tokens: pd.DataFrame, *, sample_id: str | None = None, condition: str = "no_shift",
+                        steps: Sequence[int] = (0,), model: str | None = None, width_chars: int = 90,
+                        skip_special: bool = True) -> Any:
+    """Fig. 4 (panels): the input prompt's text tokens shaded by the attention a generated token pays
+    them (blue intensity = weight / the panel's max text weight), one panel per generated step; the
+    image tokens are shown as one ``[image: share]`` box. ``tokens`` is ``attention_table(...)[1]``."""
+    import matplotlib.pyplot as plt
+
+    if tokens.empty:
+        raise ParamsError("plot_text_attention: the token table is empty (attention_table(..., positions=True)).")
+    sample_id = sample_id if sample_id is not None else tokens["sample_id"].iloc[0]
+    model = model if model is not None else tokens["model"].iloc[0]
+    sel = tokens[(tokens["sample_id"] == sample_id) & (tokens["condition"] == condition) & (tokens["model"] == model)]
+    if sel.empty:
+        raise ParamsError(f"No token rows for sample {sample_id!r}, condition {condition!r}, model {model!r}.")
+    steps = [s for s in steps if s in set(sel["step"])]
+    if not steps:
+        raise ParamsError(f"None of the requested steps exist; available: {sorted(set(sel['step']))}.")
+    cmap = plt.get_cmap("Blues")
+    fig, axes = plt.subplots(len(steps), 1, figsize=(0.11 * width_chars, 2.4 * len(steps)), squeeze=False)
+    for ax, step in zip(axes[:, 0], steps):
+        sub = sel[sel["step"] == step].sort_values("position")
+        text = sub[sub["modality"] == "text"]
+        wmax = float(text["attention"].max()) or 1.0
+        col, line = 0, 0
+        image_done = False
+        for r in sub.itertuples():
+            if r.modality == "image":
+                if image_done:
+                    continue
+                image_done = True
+                label, weight = f"[image: {sub.loc[sub['modality'] == 'image', 'attention'].sum():.2f}]", 0.0
+                face = PALETTE[1]
+            else:
+                label = str(r.token).replace("\n", "⏎")
+                special = label.startswith("<") and label.endswith(">")
+                if not label.strip() or (skip_special and special):
+                    continue
+                weight = float(r.attention) / wmax
+                face = cmap(0.05 + 0.9 * weight)
+            if col + len(label) > width_chars:
+                col, line = 0, line + 1
+            ax.text(col / width_chars, 1 - 0.12 * line, label, fontsize=7, va="top", ha="left", family="monospace",
+                    color="white" if weight > 0.6 else "black",
+                    bbox={"facecolor": face, "edgecolor": "none", "pad": 1.0})
+            col += len(label) + 1
+        ax.set_axis_off()
+        ax.set_title(f"generated token {step}", fontsize=9, loc="left")
+        ax.set_ylim(min(0, 1 - 0.12 * (line + 1)), 1.02)
+    fig.suptitle(f"{model} — sample {sample_id} — {_label(condition)}", fontsize=10)
+    fig.tight_layout()
+    return fig
