@@ -46,6 +46,28 @@ register(Experiment(
     params="radaudit.audits.decoding_erasure:Params",
     description="Does the decoding strategy erase sex-associated clinical terms? CAD, WAE, diversity, WEAT, ΔDIR "
                 "(Parikh et al., 'Measuring What VLMs Don't Say').",
+    paper="000_c11b3b836ef0a58a.txt",
+))
+
+
+register(Experiment(
+    name="metric_metaeval",
+    notebook="02_metric_metaeval.ipynb",
+    params="radaudit.audits.metric_metaeval:Params",
+    description="Are report metrics clinically sound? Discriminative and Robustness Scores, AUROC, monotonicity "
+                "and inter-radiologist agreement on GT-ME report pairs (Li et al., 'ReEvalMed').",
+    paper="001_d2362e1e05417774.txt",
+))
+
+
+register(Experiment(
+    name="atomic_facts",
+    notebook="03_atomic_facts.ipynb",
+    params="radaudit.audits.atomic_facts:Params",
+    description="Hierarchical atomic fact-checking (AtomiMed): disease/attribute facts verified both ways, with an "
+                "audit trace, and its agreement with radiologists' error counts, ratings and preferences "
+                "(Chang et al., 'AtomiMed').",
+    paper="002_fa40d23387a3f426.txt",
 ))
 
 

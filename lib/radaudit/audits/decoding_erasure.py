@@ -810,9 +810,9 @@ def fig_skew_sensitivity(table: pd.DataFrame, surface_metric: str | None = None)
         ax.set_xticks(range(len(skews)), [skew_label(s) for s in skews])
         ax.set_xlabel("training data (male share)")
         ax.set_ylabel(ylabel)
-    axes[0][0].set_title("Sex-skewed training: ΔWAE$_{pred}$")
+    axes[0][0].set_title("ΔWAE$_{pred}$ by training skew")
     if len(panels) > 1:
-        axes[0][1].set_title("…while conventional similarity")
+        axes[0][1].set_title(f"{surface_metric} by training skew")
     axes[0][0].legend(fontsize=8, title="decoding", title_fontsize=8)
     fig.tight_layout()
     return fig
