@@ -1,0 +1,597 @@
+"""The modality-shift study's ``demo`` vision-language model: a tiny LLaVA trained here on covid-chestxray.
+
+The paper (``../shared/papers/003_528df7f4b7accfa0.txt``) audits large VLMs (Qwen2-VL, LLaVA-1.5, ...)
+that cannot run offline on 2 CPU cores, and no VLM ships on PyPI. The ``demo`` preset therefore uses a
+**scaled-down stand-in** built only from transformers classes and trained from scratch on the demo
+training split, in about two minutes:
+
+* vision tower: a ``CLIPVisionModel`` ViT (``image_size`` 112 px, ``patch_size`` 14: 64 patches + CLS,
+  hidden 64, 2 layers), trained from scratch; the LLaVA projector (linear-GELU-linear) maps its 64
+  patch features (``vision_feature_select_strategy="default"``: CLS dropped, last layer) to the LM;
+* language model: a 2-layer ``LlamaForCausalLM`` (hidden 128) with its own byte-level BPE tokenizer
+  (``tokenizers``) trained on the training notes and prompts, ``<image>`` expanded to 64 tokens;
+* ``LlavaForConditionalGeneration`` + ``LlavaProcessor`` (image processor ``CLIPImageProcessorPil``:
+  PIL/numpy preprocessing; torchvision does not work with the pinned CPU torch) + a LLaVA-1.5-style
+  chat template (``USER: <image>\\n{prompt}\\nASSISTANT:``), saved with ``save_pretrained`` so
+  :func:`radaudit.models.vlm.load_vlm` loads it like any hub VLM and
+  :func:`radaudit.audits.modality_shift.run_conditions` runs it unchanged.
+
+Training task (the experiment's own prompts)
+    Items are :func:`radaudit.audits.modality_shift.build_items` rows of the *training* samples with
+    the ``covid_cxr`` template, rendered by the chat template exactly as at inference; the target is
+    ``Yes</s>`` (COVID-19) or ``No</s>``, and the loss is on those two tokens only (the answer token,
+    plus end-of-sequence so that greedy generation stops after the answer). Each time a sample is
+    drawn its condition is drawn too: ``only_image`` with probability ``p_only_image`` (0.2),
+    ``only_text`` with ``p_only_text`` (0.2), else ``no_shift`` — so both pathways learn to answer on
+    their own. Shifted pairs are never trained on (as for the paper's models). Images get a light
+    seeded augmentation (random shift, contrast/brightness jitter) in training only.
+
+Expected behaviour (what the demo shows): the notes often name the diagnosis (136 of 464 mention
+COVID-19/SARS-CoV-2, 96% of them positive), while a from-scratch ViT on ~320 images learns little,
+so the stand-in leans on the text — swapping the text flips many answers, swapping the image few.
+That is the paper's phenomenon in miniature, not a claim about the paper's models.
+
+::
+
+    from radaudit.audits.modality_shift_model import demo_vlm_path
+    from radaudit.models.vlm import load_vlm
+
+    path = demo_vlm_path(data_root, seed=0)          # trains on first use (~2-3 min), then reused
+    processor, model = load_vlm(path, device="cpu")
+    results = run_conditions(processor, model, items, model_name="demo-tiny-llava")
+
+Reuse: the folder is ``<cache>/demo_models/vlm-<config hash>``; the hash covers the samples (rows,
+split, text, labels, metadata and the bytes of every image file), the prompt template, every
+hyperparameter and :data:`RECIPE_VERSION`. ``radaudit_vlm_model.json`` in the folder records it with
+the held-out metrics and the training time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from radaudit.errors import DataFormatError, ParamsError
+
+__all__ = ["CHAT_TEMPLATE", "CONFIG_FILE", "DEMO_VLM_CONFIG", "RECIPE_VERSION", "TRAIN_CONDITIONS", "config_hash",
+           "demo_vlm_path", "samples_fingerprint", "train_demo_vlm"]
+
+log = logging.getLogger(__name__)
+
+#: Written into the model folder; its ``config_hash`` decides whether a folder can be reused.
+CONFIG_FILE = "radaudit_vlm_model.json"
+#: Bump when the recipe changes in a way the hyperparameters do not show.
+RECIPE_VERSION = 1
+#: The conditions the model is trained on (never the shifted ones).
+TRAIN_CONDITIONS: tuple[str, ...] = ("no_shift", "only_image", "only_text")
+
+#: LLaVA-1.5-style chat template (``USER: <image>\n{prompt}\nASSISTANT:``), no BOS in the text (the
+#: tokenizer adds it), one line per message; system messages render as ``SYSTEM: ...``.
+CHAT_TEMPLATE = (
+    "{% for m in messages %}{{ m['role'].upper() }}: {% if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{% for c in m['content'] %}{% if c['type'] == 'image' %}<image>{{ '\\n' }}{% elif c['type'] == 'text' %}"
+    "{{ c['text'] }}{% endif %}{% endfor %}{% endif %}{{ '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}ASSISTANT:{% endif %}")
+
+#: The real demo configuration (~1.1M parameters). ``steps`` is the planned length, chosen to finish in
+#: <= 3 min on 2 busy CPU cores (~1.3 s/step measured under load: 127 steps in 170 s), so the model is
+#: a function of the seed, not of the machine's speed; ``max_seconds`` is only the budget guard (the
+#: design allows 5 min per demo model). With 319 training images a from-scratch ViT learns nearly
+#: nothing (a ViT classifier trained alone for 40 epochs stays at the label prior), so the image
+#: pathway is weak by construction and the text carries the answers: see the module docstring.
+DEMO_VLM_CONFIG: dict[str, Any] = {
+    # data / task
+    "dataset": "covid_cxr", "p_only_image": 0.2, "p_only_text": 0.2, "augment": True,
+    "max_train": None, "max_eval": None,
+    # tokenizer
+    "vocab_size": 2000,
+    # vision tower (CLIP ViT, from scratch)
+    "image_size": 112, "patch_size": 14, "vision_hidden": 64, "vision_layers": 2, "vision_heads": 4,
+    "vision_mlp": 256,
+    # language model (Llama)
+    "text_hidden": 128, "text_layers": 2, "text_heads": 4, "text_mlp": 384,
+    # optimisation (radaudit.models.train.train_model)
+    "steps": 120, "batch_size": 16, "lr": 2e-3, "weight_decay": 0.01, "max_grad_norm": 1.0,
+    "max_seconds": 240.0,
+}
+
+_INT_KEYS = ("vocab_size", "image_size", "patch_size", "vision_hidden", "vision_layers", "vision_heads", "vision_mlp",
+             "text_hidden", "text_layers", "text_heads", "text_mlp", "steps", "batch_size")
+_FLOAT_KEYS = ("p_only_image", "p_only_text", "lr", "weight_decay")
+_OPTIONAL_INT_KEYS = ("max_train", "max_eval")
+_OPTIONAL_FLOAT_KEYS = ("max_grad_norm", "max_seconds")
+_SPECIALS = ["<pad>", "<s>", "</s>", "<image>"]
+_ANSWERS = {1: "Yes", 0: "No"}
+
+
+# --- configuration and identity ----------------------------------------------------------------------
+
+def _hyperparameters(seed: int = 0, **hp: Any) -> dict[str, Any]:
+    """:data:`DEMO_VLM_CONFIG` updated with ``hp``, validated and normalised (the hashed settings)."""
+    unknown = sorted(set(hp) - set(DEMO_VLM_CONFIG))
+    if unknown:
+        raise ParamsError(f"Unknown demo-VLM setting(s) {unknown}; allowed: {sorted(DEMO_VLM_CONFIG)} (and seed).")
+    out: dict[str, Any] = {**DEMO_VLM_CONFIG, **hp}
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ParamsError(f"seed must be an integer, got {seed!r}.")
+    for k in _INT_KEYS:
+        v = out[k]
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or int(v) < 1:
+            raise ParamsError(f"{k} must be a positive integer, got {v!r}.")
+        out[k] = int(v)
+    for k in _OPTIONAL_INT_KEYS:
+        v = out[k]
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or int(v) < 2):
+            raise ParamsError(f"{k} must be an integer >= 2 or None (all samples), got {v!r}.")
+        out[k] = None if v is None else int(v)
+    for k in _FLOAT_KEYS:
+        out[k] = float(out[k])
+    for k in _OPTIONAL_FLOAT_KEYS:
+        out[k] = None if out[k] is None else float(out[k])
+    out["augment"] = bool(out["augment"])
+    out["dataset"] = str(out["dataset"])
+    if not (0.0 <= out["p_only_image"] and 0.0 <= out["p_only_text"] and out["p_only_image"] + out["p_only_text"] < 1):
+        raise ParamsError("p_only_image and p_only_text must be >= 0 and sum to < 1 (the rest is no_shift), got "
+                          f"{out['p_only_image']} and {out['p_only_text']}.")
+    if out["image_size"] % out["patch_size"]:
+        raise ParamsError(f"image_size ({out['image_size']}) must be a multiple of patch_size ({out['patch_size']}).")
+    for width, heads in (("vision_hidden", "vision_heads"), ("text_hidden", "text_heads")):
+        if out[width] % out[heads]:
+            raise ParamsError(f"{width} ({out[width]}) must be a multiple of {heads} ({out[heads]}).")
+    out["seed"] = int(seed)
+    out["recipe_version"] = RECIPE_VERSION
+    return dict(sorted(out.items()))
+
+
+def _file_digest(path: str) -> str:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError as err:
+        raise DataFormatError(f"Cannot read image {path!r} ({err}); check the data root.") from err
+    return h.hexdigest()
+
+
+_FINGERPRINT_COLUMNS = ("sample_id", "patient_id", "text", "label", "split")
+
+
+def samples_fingerprint(samples: pd.DataFrame) -> str:
+    """SHA-256 (16 hex) of the samples: every column's value (images by file content, not by path), in order."""
+    _check_samples(samples)
+    h = hashlib.sha256()
+    cols = sorted(c for c in samples.columns if c != "image_path")
+    for row in samples[cols].itertuples(index=False):
+        values = [None if (isinstance(v, float) and math.isnan(v)) else v for v in row]
+        h.update(json.dumps(dict(zip(cols, values)), sort_keys=True, default=str, ensure_ascii=False).encode())
+    for path in samples["image_path"]:
+        h.update(_file_digest(str(path)).encode())
+    return h.hexdigest()[:16]
+
+
+def _check_samples(samples: Any) -> None:
+    if not isinstance(samples, pd.DataFrame):
+        raise ParamsError(f"samples must be a DataFrame from covid_samples/build_samples, got {type(samples).__name__}.")
+    missing = [c for c in (*_FINGERPRINT_COLUMNS, "image_path") if c not in samples.columns]
+    if missing:
+        raise ParamsError(f"samples lack column(s) {missing}; build them with modality_shift.build_samples.")
+
+
+def _template_of(dataset: str) -> dict[str, Any]:
+    from radaudit.audits.modality_shift import get_template
+
+    return get_template(dataset)
+
+
+def _digest(fingerprint: str, hp: Mapping[str, Any]) -> str:
+    blob = json.dumps({"samples": fingerprint, "template": _template_of(hp["dataset"]), "hyperparameters": hp},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def config_hash(samples: pd.DataFrame, seed: int = 0, **hyperparameters: Any) -> str:
+    """The identity of a trained demo VLM: SHA-256 (16 hex) of the samples, the template and every setting."""
+    return _digest(samples_fingerprint(samples), _hyperparameters(seed, **hyperparameters))
+
+
+def _is_trained(folder: Path, digest: str) -> bool:
+    meta = folder / CONFIG_FILE
+    needed = ("config.json", "model.safetensors", "tokenizer.json", "processor_config.json")
+    if not meta.is_file() or not all((folder / f).is_file() for f in needed):
+        return False
+    try:
+        return json.loads(meta.read_text()).get("config_hash") == digest
+    except (OSError, ValueError):
+        return False
+
+
+# --- building blocks ---------------------------------------------------------------------------------
+
+def _subset(frame: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
+    """At most ``n`` rows, both labels kept when possible (seeded, stratified by label); order kept."""
+    if n is None or len(frame) <= n:
+        return frame
+    rng = np.random.default_rng(seed)
+    pos = frame.index[frame["label"] == 1].to_numpy()
+    neg = frame.index[frame["label"] == 0].to_numpy()
+    n_pos = min(len(pos), max(1, int(round(n * len(pos) / len(frame)))))
+    n_neg = min(len(neg), n - n_pos)
+    keep = np.concatenate([rng.choice(pos, n_pos, replace=False), rng.choice(neg, n_neg, replace=False)])
+    return frame.loc[np.sort(keep)]
+
+
+def _items(samples: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    """Training/eval items: build_items rows of the unshifted conditions (no partners needed)."""
+    from radaudit.audits.modality_shift import build_items
+
+    partners = pd.DataFrame({"sample_id": pd.Series(dtype=object), "image_partner": pd.Series(dtype=object),
+                             "text_partner": pd.Series(dtype=object)})
+    return build_items(samples, partners, dataset, conditions=TRAIN_CONDITIONS)
+
+
+def _build_processor(texts: Sequence[str], hp: Mapping[str, Any]) -> Any:
+    """LlavaProcessor: a byte-level BPE tokenizer trained on ``texts`` + the PIL CLIP image processor."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import LlavaProcessor, PreTrainedTokenizerFast
+    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+
+    tk = Tokenizer(models.BPE(unk_token=None))
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=int(hp["vocab_size"]), min_frequency=2, special_tokens=_SPECIALS,
+                                  show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    # The candidate answers (radaudit.models.vlm.DEFAULT_CANDIDATES) must be single tokens: repeat them so
+    # their merges come first whatever the vocabulary size.
+    answers = ["Yes", "No", "yes", "no"] * 200
+    tk.train_from_iterator(list(texts) + answers, trainer=trainer)
+    tk.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
+                                                      special_tokens=[("<s>", tk.token_to_id("<s>"))])
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+                                  extra_special_tokens={"image_token": "<image>"}, model_max_length=1_000_000)
+    for word in ("Yes", "No", "yes", "no"):
+        if len(tok(word, add_special_tokens=False)["input_ids"]) != 1:
+            raise ParamsError(f"The demo tokenizer splits the answer {word!r} into several tokens; raise vocab_size.")
+    size = int(hp["image_size"])
+    image_processor = CLIPImageProcessorPil(size={"shortest_edge": size}, crop_size={"height": size, "width": size})
+    return LlavaProcessor(image_processor=image_processor, tokenizer=tok, patch_size=int(hp["patch_size"]),
+                          vision_feature_select_strategy="default", num_additional_image_tokens=1,
+                          chat_template=CHAT_TEMPLATE)
+
+
+def _model_config(processor: Any, hp: Mapping[str, Any]) -> Any:
+    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig
+
+    tok = processor.tokenizer
+    ids = tok.convert_tokens_to_ids
+    n_image_tokens = (hp["image_size"] // hp["patch_size"]) ** 2
+    return LlavaConfig(
+        vision_config=CLIPVisionConfig(hidden_size=hp["vision_hidden"], intermediate_size=hp["vision_mlp"],
+                                       num_hidden_layers=hp["vision_layers"], num_attention_heads=hp["vision_heads"],
+                                       image_size=hp["image_size"], patch_size=hp["patch_size"],
+                                       projection_dim=hp["vision_hidden"]),
+        text_config=LlamaConfig(vocab_size=len(tok), hidden_size=hp["text_hidden"], intermediate_size=hp["text_mlp"],
+                                num_hidden_layers=hp["text_layers"], num_attention_heads=hp["text_heads"],
+                                num_key_value_heads=hp["text_heads"], max_position_embeddings=4096,
+                                bos_token_id=ids("<s>"), eos_token_id=ids("</s>"), pad_token_id=ids("<pad>")),
+        image_token_index=ids("<image>"), image_seq_length=n_image_tokens, vision_feature_select_strategy="default",
+        vision_feature_layer=-1, projector_hidden_act="gelu")
+
+
+def _encode_items(processor: Any, items: pd.DataFrame) -> list[dict[str, Any]]:
+    """Token ids of every item's prompt exactly as :func:`radaudit.models.vlm.vlm_generate` encodes it.
+
+    The chat template is rendered by :func:`radaudit.models.vlm.render_prompt`; the processor expands
+    ``<image>`` and adds BOS. The image token count depends only on the processor's crop size, so a
+    blank image stands in for the pixels here (the pixels are preprocessed once per image file).
+    """
+    from PIL import Image
+
+    from radaudit.audits.modality_shift import _is_missing
+    from radaudit.models.vlm import render_prompt
+
+    blank = Image.new("RGB", (8, 8))
+    out = []
+    for it in items.itertuples(index=False):
+        image = None if _is_missing(it.image_path) else str(it.image_path)
+        text = render_prompt(processor, it.prompt, image)
+        enc = processor(text=[text], images=[blank] if image is not None else None, add_special_tokens=True)
+        out.append({"sample_id": it.sample_id, "condition": it.condition, "label": int(it.label), "image": image,
+                    "input_ids": list(enc["input_ids"][0])})
+    return out
+
+
+def _pixel_values(processor: Any, paths: Sequence[str]) -> dict[str, Any]:
+    """``{path: pixel tensor [3, H, W]}`` for every distinct image path (the processor's own preprocessing)."""
+    from radaudit.models.vlm import load_image
+
+    out = {}
+    for path in sorted(set(paths)):
+        out[path] = processor.image_processor(images=[load_image(path)], return_tensors="pt")["pixel_values"][0]
+    return out
+
+
+class _Examples:
+    """The training set: one entry per sample, holding its encoded prompt per training condition."""
+
+    def __init__(self, encoded: Sequence[Mapping[str, Any]]) -> None:
+        by_sample: dict[str, dict[str, Any]] = {}
+        for e in encoded:
+            rec = by_sample.setdefault(e["sample_id"], {"sample_id": e["sample_id"], "label": e["label"],
+                                                        "prompts": {}, "image": None})
+            rec["prompts"][e["condition"]] = e["input_ids"]
+            if e["image"] is not None:
+                rec["image"] = e["image"]
+        self.rows = list(by_sample.values())
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return self.rows[i]
+
+
+class _LengthGroupedBatches:
+    """A batch sampler that keeps padding small: each epoch, a random permutation (torch's global RNG,
+    seeded by train_model) is cut into pools of 8 batches, each pool sorted by prompt length and cut
+    into batches, and the batches are shuffled."""
+
+    def __init__(self, lengths: Sequence[int], batch_size: int) -> None:
+        self.lengths = list(lengths)
+        self.batch_size = int(batch_size)
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.lengths) / self.batch_size)
+
+    def __iter__(self):
+        import torch
+
+        perm = torch.randperm(len(self.lengths)).tolist()
+        pool = 8 * self.batch_size
+        batches = []
+        for s in range(0, len(perm), pool):
+            chunk = sorted(perm[s:s + pool], key=lambda i: self.lengths[i])
+            batches += [chunk[j:j + self.batch_size] for j in range(0, len(chunk), self.batch_size)]
+        for b in torch.randperm(len(batches)).tolist():
+            yield batches[b]
+
+
+def _augment(pixels: Any, max_shift: int) -> Any:
+    """Seeded light augmentation of a normalised image batch: a random translation (zero = mean padding)
+    of up to ``max_shift`` pixels, and contrast/brightness jitter of +-10% / +-0.1."""
+    import torch
+
+    n, _, h, w = pixels.shape
+    out = torch.zeros_like(pixels)
+    shifts = torch.randint(-max_shift, max_shift + 1, (n, 2)).tolist()
+    for i, (dy, dx) in enumerate(shifts):
+        ys, yd = (slice(0, h - dy), slice(dy, h)) if dy >= 0 else (slice(-dy, h), slice(0, h + dy))
+        xs, xd = (slice(0, w - dx), slice(dx, w)) if dx >= 0 else (slice(-dx, w), slice(0, w + dx))
+        out[i, :, yd, xd] = pixels[i, :, ys, xs]
+    contrast = 1.0 + 0.2 * (torch.rand(n, 1, 1, 1) - 0.5)
+    brightness = 0.2 * (torch.rand(n, 1, 1, 1) - 0.5)
+    return out * contrast + brightness
+
+
+def _pad_left(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
+    """Left-padded ``(input_ids, attention_mask)``: every row ends at the last position, as at inference."""
+    import torch
+
+    n = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), n), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), n), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        if len(s):
+            ids[i, n - len(s):] = torch.tensor(list(s))
+            mask[i, n - len(s):] = 1
+    return ids, mask
+
+
+def _make_collate(pixels: Mapping[str, Any], answer_ids: Mapping[int, list[int]], pad_id: int, hp: Mapping[str, Any]):
+    """Training batches: a condition drawn per row (torch's global RNG, seeded by train_model), prompt +
+    answer left-padded, ``targets`` = the answer ids (same length for every row), augmented pixels."""
+    import torch
+
+    p_img, p_txt = float(hp["p_only_image"]), float(hp["p_only_text"])
+    max_shift = max(1, int(hp["image_size"]) // 14) if hp["augment"] else 0
+
+    def collate(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        draws = torch.rand(len(rows)).tolist()
+        seqs, targets, images = [], [], []
+        for row, u in zip(rows, draws):
+            cond = "only_image" if u < p_img else "only_text" if u < p_img + p_txt else "no_shift"
+            answer = answer_ids[row["label"]]
+            seqs.append(row["prompts"][cond] + answer)
+            targets.append(answer)
+            if cond != "only_text":
+                images.append(pixels[row["image"]])
+        ids, mask = _pad_left(seqs, pad_id)
+        batch = {"input_ids": ids, "attention_mask": mask, "targets": torch.tensor(targets, dtype=torch.long)}
+        if images:
+            pv = torch.stack(images)
+            batch["pixel_values"] = _augment(pv, max_shift) if max_shift else pv
+        return batch
+
+    return collate
+
+
+def _answer_loss(model: Any, batch: Mapping[str, Any]) -> Any:
+    """Cross-entropy on the answer tokens only (answer + end of sequence).
+
+    Rows are left-padded and end with the ``A`` answer tokens, so only the logits of the last ``A + 1``
+    positions are computed (``logits_to_keep``): the LM head over the whole prompt would cost more than
+    the model itself. The logits at positions ``-A-1 .. -2`` predict the answer tokens.
+    """
+    import torch
+
+    targets = batch["targets"]
+    a = targets.shape[1]
+    kwargs = {"pixel_values": batch["pixel_values"]} if "pixel_values" in batch else {}
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=a + 1,
+                   **kwargs).logits[:, :a]
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
+
+
+def _first_token_accuracy(model: Any, encoded: Sequence[Mapping[str, Any]], pixels: Mapping[str, Any],
+                          yes_id: int, no_id: int, pad_id: int, batch_size: int = 16) -> dict[str, float]:
+    """Accuracy per condition of argmax(first-token logit of Yes vs No), left-padded as at inference."""
+    import torch
+
+    correct: dict[str, list[int]] = {}
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]["input_ids"]))
+    for s in range(0, len(order), batch_size):
+        rows = [encoded[i] for i in order[s:s + batch_size]]
+        ids, mask = _pad_left([r["input_ids"] for r in rows], pad_id)
+        images = [pixels[r["image"]] for r in rows if r["image"] is not None]
+        kwargs = {"pixel_values": torch.stack(images)} if images else {}
+        final = model(input_ids=ids, attention_mask=mask, logits_to_keep=1, **kwargs).logits[:, -1]
+        pred = (final[:, yes_id] > final[:, no_id]).long().tolist()
+        for r, p in zip(rows, pred):
+            correct.setdefault(r["condition"], []).append(int(p == r["label"]))
+    return {f"acc_{c}": float(np.mean(v)) for c, v in sorted(correct.items())}
+
+
+# --- training ----------------------------------------------------------------------------------------
+
+def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: int = 0,
+                   **hyperparameters: Any) -> Path:
+    """Train the tiny LLaVA on ``samples`` (its ``train`` rows) and save it to ``out_dir``; return ``out_dir``.
+
+    ``samples``: :func:`radaudit.audits.modality_shift.covid_samples` (or ``build_samples``) output, with
+    ``split``. ``hyperparameters``: any key of :data:`DEMO_VLM_CONFIG` (defaults from there);
+    ``max_train`` / ``max_eval`` cap the training / held-out samples (seeded, stratified by label:
+    for tests). The held-out metrics (model card, ``training_log.json``, ``radaudit_vlm_model.json``)
+    are first-token accuracies (Yes vs No logit) of the ``test`` rows per condition ``acc_no_shift``,
+    ``acc_only_image``, ``acc_only_text``, and ``train_acc_*`` on up to 64 training samples.
+
+    Reuse: when ``out_dir`` already holds a model with the same :func:`config_hash` it is returned
+    without training; a non-empty folder holding anything else is an error. Training writes into a
+    temporary sibling folder renamed at the end, so an interruption never leaves a half-written model.
+    """
+    hp = _hyperparameters(seed, **hyperparameters)
+    _check_samples(samples)
+    fingerprint = samples_fingerprint(samples)
+    digest = _digest(fingerprint, hp)
+    out = Path(out_dir)
+    if _is_trained(out, digest):
+        log.info("Reusing the demo VLM in %s (config hash %s).", out, digest)
+        return out
+    if out.exists() and any(out.iterdir()):
+        raise ParamsError(f"{out} is not empty and holds no demo VLM with config hash {digest}: pass an empty or new "
+                          "out_dir (demo_vlm_path() gives a content-addressed one).")
+
+    split = samples["split"].astype(str)
+    train = _subset(samples[split.to_numpy() == "train"], hp["max_train"], hp["seed"])
+    test = _subset(samples[split.to_numpy() == "test"], hp["max_eval"], hp["seed"])
+    if len(train) == 0:
+        raise ParamsError("The samples have no training rows (split == 'train').")
+    if train["label"].nunique() < 2:
+        raise ParamsError("The training rows hold one label only; the demo VLM needs both (COVID-19 and other).")
+
+    from transformers import GenerationConfig, LlavaForConditionalGeneration
+
+    from radaudit.models.train import train_model
+
+    start = time.monotonic()
+    train_items = _items(train, hp["dataset"])
+    test_items = _items(test, hp["dataset"]) if len(test) else None
+    processor = _build_processor(train_items["prompt"].tolist(), hp)
+    tok = processor.tokenizer
+    yes_id, no_id = (tok(w, add_special_tokens=False)["input_ids"][0] for w in ("Yes", "No"))
+    answer_ids = {1: [yes_id, tok.eos_token_id], 0: [no_id, tok.eos_token_id]}
+    train_enc = _encode_items(processor, train_items)
+    test_enc = _encode_items(processor, test_items) if test_items is not None else []
+    paths = [e["image"] for e in (*train_enc, *test_enc) if e["image"] is not None]
+    pixels = _pixel_values(processor, paths)
+    examples = _Examples(train_enc)
+    probe_ids = set(pd.Series([r["sample_id"] for r in examples.rows]).iloc[:64])
+    probe_enc = [e for e in train_enc if e["sample_id"] in probe_ids]
+    prep_seconds = time.monotonic() - start
+    config = _model_config(processor, hp)
+
+    def factory() -> Any:
+        model = LlavaForConditionalGeneration(config)
+        model.generation_config = GenerationConfig(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                                                   pad_token_id=tok.pad_token_id)
+        return model
+
+    def eval_fn(model: Any) -> dict[str, float]:
+        metrics = {f"train_{k}": v for k, v in
+                   _first_token_accuracy(model, probe_enc, pixels, yes_id, no_id, tok.pad_token_id).items()}
+        if test_enc:
+            metrics.update(_first_token_accuracy(model, test_enc, pixels, yes_id, no_id, tok.pad_token_id))
+        return metrics
+
+    import torch
+    from torch.utils.data import DataLoader
+
+    lengths = [len(r["prompts"]["no_shift"]) for r in examples.rows]
+    loader = DataLoader(examples, batch_sampler=_LengthGroupedBatches(lengths, hp["batch_size"]),
+                        collate_fn=_make_collate(pixels, answer_ids, tok.pad_token_id, hp), num_workers=0)
+    n_pos = int(train["label"].sum())
+    description = (f"{len(train)} covid-chestxray training samples ({n_pos} COVID-19, {len(train) - n_pos} other "
+                   f"findings; split by patient), {len(test)} held-out samples. Inputs: the chest X-ray and the "
+                   f"'{hp['dataset']}' prompt (metadata + clinical notes + yes/no question); target 'Yes'/'No' + "
+                   f"end of sequence. Conditions drawn per example: only_image {hp['p_only_image']:.0%}, only_text "
+                   f"{hp['p_only_text']:.0%}, else no_shift. Samples fingerprint {fingerprint}.")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        with torch.random.fork_rng():
+            torch.manual_seed(hp["seed"])  # the DataLoader's batch order and condition draws
+            result = train_model(factory, loader, eval_fn, steps=hp["steps"], lr=hp["lr"], seed=hp["seed"],
+                                 device="cpu", log_every=max(1, min(25, hp["steps"] // 10)), output_dir=tmp,
+                                 max_seconds=hp["max_seconds"], loss_fn=_answer_loss, weight_decay=hp["weight_decay"],
+                                 max_grad_norm=hp["max_grad_norm"], processors=[processor],
+                                 model_name="radaudit demo VLM (tiny LLaVA, modality_shift)",
+                                 data_description=description, metric_name="acc_no_shift",
+                                 notes=("A scaled-down CPU stand-in for the paper's VLMs: a CLIP ViT (from scratch) + "
+                                        "projector + 2-layer Llama trained here in minutes. Metrics are first-token "
+                                        "accuracies (Yes vs No logit) per condition; loss is cross-entropy on the "
+                                        "answer token and end of sequence."))
+        meta = {"config_hash": digest, "samples_fingerprint": fingerprint, "hyperparameters": hp,
+                "n_train": len(train), "n_test": len(test), "n_parameters": result.log.get("n_parameters"),
+                "steps_done": result.steps, "stopped_early": result.stopped_early, "metrics": result.metrics,
+                "prep_seconds": round(prep_seconds, 2), "train_seconds": round(result.elapsed_seconds, 2),
+                "total_seconds": round(time.monotonic() - start, 2)}
+        (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+        if out.exists():
+            out.rmdir()  # empty (checked above)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    log.info("Demo VLM trained in %.0f s (%d steps): %s", meta["total_seconds"], result.steps, result.metrics)
+    return out
+
+
+def demo_vlm_path(data_root: str | os.PathLike | None, seed: int = 0, cache_dir: str | os.PathLike | None = None, *,
+                  split_seed: int = 0, test_size: float = 0.3, **overrides: Any) -> Path:
+    """The demo VLM for ``(data, seed)``: ``<cache>/demo_models/vlm-<config hash>``, trained on first use.
+
+    ``cache_dir`` defaults to :func:`radaudit.models.cache.default_cache_dir`. The samples are
+    :func:`radaudit.audits.modality_shift.covid_samples` ``(data_root, test_size=test_size,
+    seed=split_seed)`` — use the same split when evaluating, so the held-out samples were never
+    trained on. ``seed`` seeds the training (initial weights, batches, condition draws, augmentation).
+    ``overrides``: keys of :data:`DEMO_VLM_CONFIG`. A changed sample, template or setting gives a new folder.
+    """
+    from radaudit.audits.modality_shift import covid_samples
+    from radaudit.models.cache import default_cache_dir
+
+    hp = _hyperparameters(seed, **overrides)  # validates the overrides before loading anything
+    samples = covid_samples(data_root, test_size=test_size, seed=split_seed)
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    folder = root / "demo_models" / f"vlm-{_digest(samples_fingerprint(samples), hp)}"
+    return train_demo_vlm(samples, folder, seed=seed, **{k: hp[k] for k in DEMO_VLM_CONFIG})

@@ -1,0 +1,92 @@
+"""The modality-shift study's demo VLM (tiny LLaVA): a tiny training run, reuse, reload, run_conditions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from safetensors.torch import load_file
+
+from radaudit.audits.modality_shift import build_items, covid_samples, draw_partners, run_conditions
+from radaudit.audits.modality_shift_model import (
+    CONFIG_FILE,
+    DEMO_VLM_CONFIG,
+    config_hash,
+    demo_vlm_path,
+    train_demo_vlm,
+)
+from radaudit.errors import ParamsError
+from radaudit.models.vlm import candidate_tokens, load_vlm
+
+#: A few steps on a handful of images with a very small model: plumbing, not accuracy.
+TINY = {"steps": 3, "batch_size": 4, "max_train": 8, "max_eval": 4, "vocab_size": 400, "vision_hidden": 16,
+        "vision_mlp": 32, "vision_heads": 2, "text_hidden": 32, "text_mlp": 64, "text_heads": 2, "max_seconds": 30.0}
+
+
+@pytest.fixture(scope="module")
+def samples(shared_data):
+    return covid_samples(shared_data, seed=0)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(shared_data, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("vlm_cache")
+    return demo_vlm_path(shared_data, seed=0, cache_dir=cache, **TINY), cache
+
+
+def test_saves_a_loadable_llava(tiny_model, samples):
+    path, cache = tiny_model
+    assert path.parent == cache / "demo_models" and path.name.startswith("vlm-")
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "processor_config.json", "chat_template.jinja",
+                 "README.md", "training_log.json", CONFIG_FILE):
+        assert (path / name).is_file(), name
+    meta = json.loads((path / CONFIG_FILE).read_text())
+    assert meta["config_hash"] == config_hash(samples, seed=0, **TINY) == path.name.removeprefix("vlm-")
+    assert meta["n_train"] == 8 and meta["n_test"] == 4 and meta["steps_done"] == 3
+    assert {"acc_no_shift", "acc_only_image", "acc_only_text"} <= set(meta["metrics"])
+
+    processor, model = load_vlm(path, device="cpu")
+    assert type(model).__name__ == "LlavaForConditionalGeneration"
+    assert model.config.vision_config.image_size == 112 and model.config.image_seq_length == 64
+    cands = candidate_tokens(processor)
+    assert not cands["multi_token"].any() and cands["token_id"].nunique() == 4  # Yes / No / yes / no: one token each
+
+
+def test_run_conditions_on_the_demo_vlm(tiny_model, samples):
+    path, _ = tiny_model
+    processor, model = load_vlm(path, device="cpu")
+    test = samples[samples["split"] == "test"]
+    items = build_items(test, draw_partners(test, seed=0), "covid_cxr", conditions=("no_shift", "text_shift"))
+    items = items.iloc[:2]
+    out = run_conditions(processor, model, items, model_name="demo", max_new_tokens=4, batch_size=2)
+    assert len(out) == 2 and list(out["condition"]) == ["no_shift", "text_shift"]
+    # trained on "Yes"/"No" + end of sequence: even three steps give a parseable answer
+    assert set(out["answer"]) <= {"yes", "no"}, out["generated"].tolist()
+    assert out["p_yes"].between(0, 1).all()
+
+
+def test_reuse_and_same_seed_same_weights(tiny_model, samples, shared_data, tmp_path):
+    path, cache = tiny_model
+    mtime = (path / "model.safetensors").stat().st_mtime_ns
+    assert demo_vlm_path(shared_data, seed=0, cache_dir=cache, **TINY) == path
+    assert (path / "model.safetensors").stat().st_mtime_ns == mtime  # reused, not retrained
+
+    again = train_demo_vlm(samples, tmp_path / "again", seed=0, **TINY)
+    a, b = load_file(path / "model.safetensors"), load_file(again / "model.safetensors")
+    assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
+    assert (path / "tokenizer.json").read_text() == (again / "tokenizer.json").read_text()
+    assert config_hash(samples, seed=1, **TINY) != config_hash(samples, seed=0, **TINY)
+
+
+def test_bad_settings_are_named(samples, tmp_path):
+    with pytest.raises(ParamsError, match="Unknown demo-VLM setting"):
+        train_demo_vlm(samples, tmp_path / "x", no_such_key=1)
+    with pytest.raises(ParamsError, match="multiple of patch_size"):
+        train_demo_vlm(samples, tmp_path / "x", image_size=100)
+    with pytest.raises(ParamsError, match="sum to < 1"):
+        train_demo_vlm(samples, tmp_path / "x", p_only_image=0.6, p_only_text=0.5)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "other.txt").write_text("x")
+    with pytest.raises(ParamsError, match="not empty"):
+        train_demo_vlm(samples, tmp_path / "full", **TINY)
+    assert set(TINY) <= set(DEMO_VLM_CONFIG)
