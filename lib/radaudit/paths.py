@@ -7,7 +7,11 @@ package was installed from in editable mode.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from radaudit.errors import RadauditError
@@ -48,3 +52,21 @@ def params_dir() -> Path:
 
 def outputs_dir() -> Path:
     return project_root() / "outputs"
+
+
+@contextlib.contextmanager
+def atomic_dir(out: str | os.PathLike[str]) -> Iterator[Path]:
+    """Write a folder all at once: yields a fresh temporary folder beside ``out``; when the block ends
+    without error it replaces ``out`` (which must be absent or empty), otherwise it is deleted, so a
+    crashed training run never leaves a half-written model folder behind."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        yield tmp
+        if out.exists():
+            out.rmdir()  # empty, or this raises: never overwrite a folder with content
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -45,8 +45,6 @@ import logging
 import math
 import os
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -56,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import ParamsError
+from radaudit.paths import atomic_dir
 
 __all__ = ["CONFIG_FILE", "DEMO_CONFIG", "PAPER_SKEWS", "build_training_corpus", "config_hash", "corpus_fingerprint",
            "demo_model_path", "format_prompt", "generate_reports", "train_report_model"]
@@ -389,9 +388,7 @@ def train_report_model(corpus: pd.DataFrame, out_dir: str | os.PathLike, *, seed
                    f"{corpus.attrs.get('skew')!r}); prompt 'Indication: ... Sex: female|male. Report:', target "
                    f"findings + impression; {len(test)} held-out reports balanced by sex. Corpus fingerprint "
                    f"{fingerprint}.")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:
         start = time.monotonic()
         result = train_model(factory, train_ex, eval_fn, steps=hp["steps"], lr=hp["lr"], batch_size=hp["batch_size"],
                              seed=hp["seed"], device="cpu", log_every=max(1, min(50, hp["steps"] // 10)),
@@ -407,12 +404,6 @@ def train_report_model(corpus: pd.DataFrame, out_dir: str | os.PathLike, *, seed
                 "steps_done": result.steps, "stopped_early": result.stopped_early, "metrics": result.metrics,
                 "train_seconds": round(result.elapsed_seconds, 2), "total_seconds": round(time.monotonic() - start, 2)}
         (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-        if out.exists():
-            out.rmdir()  # empty (checked above)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 

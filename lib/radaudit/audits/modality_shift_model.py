@@ -53,8 +53,6 @@ import json
 import logging
 import math
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -64,6 +62,7 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import DataFormatError, ParamsError
+from radaudit.paths import atomic_dir
 
 __all__ = ["CHAT_TEMPLATE", "CONFIG_FILE", "DEMO_VLM_CONFIG", "RECIPE_VERSION", "TRAIN_CONDITIONS", "config_hash",
            "demo_vlm_path", "samples_fingerprint", "train_demo_vlm"]
@@ -546,9 +545,7 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
                    f"'{hp['dataset']}' prompt (metadata + clinical notes + yes/no question); target 'Yes'/'No' + "
                    f"end of sequence. Conditions drawn per example: only_image {hp['p_only_image']:.0%}, only_text "
                    f"{hp['p_only_text']:.0%}, else no_shift. Samples fingerprint {fingerprint}.")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:
         with torch.random.fork_rng():
             torch.manual_seed(hp["seed"])  # the DataLoader's batch order and condition draws
             result = train_model(factory, loader, eval_fn, steps=hp["steps"], lr=hp["lr"], seed=hp["seed"],
@@ -567,12 +564,6 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
                 "prep_seconds": round(prep_seconds, 2), "train_seconds": round(result.elapsed_seconds, 2),
                 "total_seconds": round(time.monotonic() - start, 2)}
         (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
-        if out.exists():
-            out.rmdir()  # empty (checked above)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     log.info("Demo VLM trained in %.0f s (%d steps): %s", meta["total_seconds"], result.steps, result.metrics)
     return out
 

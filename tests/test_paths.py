@@ -1,0 +1,31 @@
+"""atomic_dir: a folder appears whole or not at all."""
+
+from __future__ import annotations
+
+import pytest
+
+from radaudit.paths import atomic_dir
+
+
+def test_atomic_dir_publishes_on_success(tmp_path):
+    out = tmp_path / "model"
+    with atomic_dir(out) as tmp:
+        (tmp / "weights.bin").write_text("w")
+        assert not out.exists()
+    assert (out / "weights.bin").read_text() == "w"
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]  # no temporary folder left
+
+
+def test_atomic_dir_leaves_nothing_on_error_and_never_overwrites(tmp_path):
+    out = tmp_path / "model"
+    with pytest.raises(RuntimeError):
+        with atomic_dir(out) as tmp:
+            (tmp / "half.bin").write_text("x")
+            raise RuntimeError("crash")
+    assert list(tmp_path.iterdir()) == []
+    out.mkdir()
+    (out / "keep.txt").write_text("k")
+    with pytest.raises(OSError):
+        with atomic_dir(out) as tmp:
+            (tmp / "new.bin").write_text("n")
+    assert (out / "keep.txt").read_text() == "k" and [p.name for p in tmp_path.iterdir()] == ["model"]
