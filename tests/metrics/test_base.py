@@ -83,3 +83,13 @@ def test_cli_metrics_lists_every_registered_metric_and_availability():
     for name in METRICS:
         assert f" {name} " in r.output
     assert "[x] bleu4" in r.output
+
+
+def test_metric_label_from_the_registry_with_overrides():
+    from radaudit.metrics.base import metric_label
+
+    assert metric_label("rougeL") == "ROUGE-L" and metric_label("bleu4") == "BLEU-4"
+    assert metric_label("chexpert_f1_micro_top5") == "CheXpert-label F1 (micro, 5)"
+    assert metric_label("cider", {"cider": "CIDEr-D (÷10)"}) == "CIDEr-D (÷10)"
+    assert metric_label("not_a_metric") == "not_a_metric"
+    assert all(spec.label for spec in METRICS.values())  # every built-in metric has a display name

@@ -67,6 +67,7 @@ from pydantic import Field, field_validator
 
 from radaudit.config import BaseParams
 from radaudit.errors import ParamsError, RadauditError
+from radaudit.metrics.base import metric_label
 from radaudit.session import stable_seed
 from radaudit.tables import format_ci, format_number
 
@@ -121,14 +122,10 @@ INTER_RATER = "inter-rater"
 
 METRIC_LABELS: dict[str, str] = {
     "atomimed": "AtomiMed F1", "atomimed_disease": "AtomiMed disease F1", "atomimed_attribute": "AtomiMed attribute F1",
-    "bleu1": "BLEU-1", "bleu2": "BLEU-2", "bleu3": "BLEU-3", "bleu4": "BLEU-4", "rouge1": "ROUGE-1",
-    "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "meteor": "METEOR", "meteor_exact_stem": "METEOR (exact+stem)",
-    "cider": "CIDEr", "bertscore": "BERTScore F1", "embedding_similarity": "Embedding cosine",
-    "chexpert_f1_micro_top5": "CheXpert-label F1 (micro, 5)", "chexpert_f1_micro_all14": "CheXpert-label F1 (micro, 14)",
-    "chexpert_f1_macro_top5": "CheXpert-label F1 (macro, 5)", "chexpert_f1_macro_all14": "CheXpert-label F1 (macro, 14)",
-    "radgraph_f1": "RadGraph F1", "ratescore": "RaTEScore", "green": "GREEN", "chexbert_f1": "CheXbert F1",
-    "alignscore": "AlignScore",
+    "cider": "CIDEr",
 }
+"""Display names of AtomiMed's sub-scores and those that differ from the registry's labels
+(:func:`radaudit.metrics.base.metric_label`)."""
 
 # ----------------------------------------------------------------------------------------------
 # anatomical systems (Fig. 4b)
@@ -703,7 +700,7 @@ def correlation_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequenc
                 t, rater = col.split("@", 1)
                 e = float(est[j, c])
                 low, high, se = _interval(e, reps[:, j, c], confidence, n_units, f"{m}/{col}/{coef}")
-                row = {"metric": m, "label": METRIC_LABELS.get(m, m), "target": t, "rater": rater, "coefficient": coef,
+                row = {"metric": m, "label": metric_label(m, METRIC_LABELS), "target": t, "rater": rater, "coefficient": coef,
                        "estimate": e, "low": low, "high": high, "se": se, "n_candidates": int(n_cand[j]),
                        "n_cases": n_units, "n_undefined": int(len(X) - n_cand[j]), **nan4}
                 if ref_j is not None and j != ref_j and rater == MEAN_RATER:
@@ -881,7 +878,7 @@ def preference_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequence
             for s in ("acc", "mae", "tau"):
                 e = float(est[s][0, j, c])
                 low, high, _ = _interval(e, reps[s][:, j, c], confidence, n_units, f"{m}/{r}/{s}")
-                out.append({"metric": m, "label": METRIC_LABELS.get(m, m), "rater": r, "statistic": s, "estimate": e,
+                out.append({"metric": m, "label": metric_label(m, METRIC_LABELS), "rater": r, "statistic": s, "estimate": e,
                             "low": low, "high": high, "n_cases": n_units, "n_entries": int(np.isfinite(M[:, j]).sum()),
                             "n_strict_pairs": int(strict_n[j, c]) // 2})
     raters = study.raters
@@ -1003,7 +1000,7 @@ def fig_correlation(corr: pd.DataFrame, coefficient: str = "kendall", metrics: S
     first = base[base["target"] == targets[0]].sort_values("estimate")
     order = first["metric"].tolist()
     n = first.set_index("metric")["n_candidates"]
-    labels = [METRIC_LABELS.get(m, m) + (f" (n={n[m]})" if n[m] < n.max() else "") for m in order]
+    labels = [metric_label(m, METRIC_LABELS) + (f" (n={n[m]})" if n[m] < n.max() else "") for m in order]
     fig, axes = plt.subplots(1, len(targets), figsize=(4.2 * len(targets) + 1.5, 0.32 * len(order) + 1.6),
                              sharey=True, squeeze=False)
     sym = "Kendall τ" if coefficient == "kendall" else "Spearman ρ"
@@ -1042,7 +1039,7 @@ def fig_preference(pref: pd.DataFrame, metrics: Sequence[str] | None = None):
     acc = base[base["statistic"] == "acc"].sort_values("estimate")
     order = acc["metric"].tolist()
     npairs = acc.set_index("metric")["n_strict_pairs"]
-    labels = [METRIC_LABELS.get(m, m) + (f" ({npairs[m]} pairs)" if npairs[m] < npairs.max() else "") for m in order]
+    labels = [metric_label(m, METRIC_LABELS) + (f" ({npairs[m]} pairs)" if npairs[m] < npairs.max() else "") for m in order]
     ceil = pref[pref["metric"] == INTER_RATER].set_index("statistic")
     fig, axes = plt.subplots(1, 2, figsize=(10, 0.32 * len(order) + 1.6), sharey=True)
     for ax, stat, scale, xl in ((axes[0], "acc", 100, "ranking accuracy ACC (%)"), (axes[1], "mae", 1, "MAE of the preference (lower is better)")):
@@ -1135,13 +1132,13 @@ def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str
         for m in headline:
             b = _get(corr, m, t)
             if b is None:
-                parts.append(f"{METRIC_LABELS.get(m, m)} not computed here")
+                parts.append(f"{metric_label(m, METRIC_LABELS)} not computed here")
                 continue
-            parts.append(f"{METRIC_LABELS.get(m, m)} {format_number(b.estimate, 2)}")
+            parts.append(f"{metric_label(m, METRIC_LABELS)} {format_number(b.estimate, 2)}")
             if math.isfinite(b.diff_p_bh):
                 sig = b.diff_p_bh < 0.05
                 direction = "higher" if b.diff_vs_reference > 0 else "lower"
-                verdict.append(f"{direction} than {METRIC_LABELS.get(m, m)} by {format_number(abs(b.diff_vs_reference), 2)}"
+                verdict.append(f"{direction} than {metric_label(m, METRIC_LABELS)} by {format_number(abs(b.diff_vs_reference), 2)}"
                                f" ({'distinguishable' if sig else 'not distinguishable'} from no difference, BH p = "
                                f"{format_number(b.diff_p_bh, 3)})")
         others = corr[(corr["rater"] == MEAN_RATER) & (corr["target"] == t) & (corr["coefficient"] == "kendall")
@@ -1164,7 +1161,7 @@ def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str
         s = (f"**Pairwise preference**: over the {int(a.n_strict_pairs)} candidate pairs where the radiologists' consensus "
              f"prefers one candidate, AtomiMed picks the same one in {format_ci(100 * a.estimate, 100 * a.low, 100 * a.high, 1)}% "
              "(a coin: 50%)")
-        hs = [f"{METRIC_LABELS.get(m, m)} {format_number(100 * acc.loc[m, 'estimate'], 1)}%" for m in headline if m in acc.index]
+        hs = [f"{metric_label(m, METRIC_LABELS)} {format_number(100 * acc.loc[m, 'estimate'], 1)}%" for m in headline if m in acc.index]
         if hs:
             s += "; " + ", ".join(hs)
         c = pref[(pref["metric"] == INTER_RATER) & (pref["statistic"] == "acc")]
@@ -1173,5 +1170,5 @@ def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str
         lines.append(s + ".")
     if skipped:
         lines.append("Not computed here (they need packages or weights this machine lacks): "
-                     + ", ".join(METRIC_LABELS.get(m, m) for m in skipped) + ".")
+                     + ", ".join(metric_label(m, METRIC_LABELS) for m in skipped) + ".")
     return lines

@@ -47,6 +47,7 @@ from pydantic import Field, field_validator
 from radaudit.config import BaseParams
 from radaudit.errors import ParamsError, RadauditError
 from radaudit.metrics.association import CATEGORIES, AssociationAudit, association_audit, classify_shift
+from radaudit.metrics.base import metric_label
 from radaudit.metrics.diversity import DIVERSITY_METRICS, diversity_table
 from radaudit.session import stable_seed
 from radaudit.stats import bootstrap_ci
@@ -72,11 +73,9 @@ __all__ = [
 SURFACE_METRICS: tuple[str, ...] = ("bertscore", "rouge1", "rougeL", "ratescore")
 """Surface-similarity metrics of the paper's Table 1 (registry names)."""
 
-SURFACE_LABELS: dict[str, str] = {
-    "bertscore": "BERTScore F1", "bertscore_precision": "BERTScore P", "bertscore_recall": "BERTScore R",
-    "rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "ratescore": "RaTEScore",
-}
-"""Row labels of the surface metrics (a registry name not listed here is shown as is)."""
+SURFACE_LABELS: dict[str, str] = {"bertscore_precision": "BERTScore P", "bertscore_recall": "BERTScore R"}
+"""Row labels of BERTScore's sub-scores; every registry metric is shown by its registry label
+(:func:`radaudit.metrics.base.metric_label`)."""
 
 DIVERSITY_LABELS: dict[str, str] = {
     "template_diversity": "Template Div. (%)", "ttr": "TTR (%)", "one_minus_self_bleu": "1 − Self-BLEU (%)",
@@ -274,7 +273,7 @@ def _surface(refs: list[str], preds: list[str], metrics: Sequence[str], options:
                 ci = bootstrap_ci(ok, np.mean, n_resamples=n_bootstrap, confidence=confidence, method="percentile",
                                   seed=stable_seed(seed, "surface", key))
                 low, high, se = ci.low, ci.high, ci.se
-            rows.append({"metric": key, "label": SURFACE_LABELS.get(key, key), "estimate": est, "low": low,
+            rows.append({"metric": key, "label": metric_label(key, SURFACE_LABELS), "estimate": est, "low": low,
                          "high": high, "se": se, "n": int(ok.size), "n_undefined": int(vals.size - ok.size)})
     return pd.DataFrame(rows, columns=["metric", "label", "estimate", "low", "high", "se", "n", "n_undefined"]), skipped
 
@@ -691,7 +690,7 @@ def fig_surface_vs_diversity(results: Sequence[CorpusResult], metric: str | None
         ax.annotate("n/a" if not np.isfinite(td) else f"{100 * td:.1f}% unique", (p, top), xytext=(0, 4),
                     textcoords="offset points", ha="center", fontsize=8)
     ax.set_xticks(pos, names, rotation=20, ha="right")
-    ax.set_ylabel(f"{SURFACE_LABELS.get(metric, metric)} (95% CI)")
+    ax.set_ylabel(f"{metric_label(metric, SURFACE_LABELS)} (95% CI)")
     ax.set_ylim(0, max(1.0, float(np.nanmax(np.asarray(hi, dtype=float))) * 1.15 if np.isfinite(hi).any() else 1.0))
     ax.set_title("Surface similarity vs template diversity")
     fig.tight_layout()

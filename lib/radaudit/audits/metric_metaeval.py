@@ -66,6 +66,7 @@ from scipy import stats as sps
 
 from radaudit.config import BaseParams
 from radaudit.errors import DataFormatError, ParamsError
+from radaudit.metrics.base import metric_label as registry_label
 from radaudit.session import stable_seed
 from radaudit.stats import benjamini_hochberg, bootstrap_ci
 from radaudit.tables import format_ci, format_number
@@ -83,16 +84,8 @@ __all__ = [
 
 #: Scores are shown x 100 (the paper's tables); a metric with another range is divided by its maximum first.
 METRIC_RANGES: dict[str, float] = {"cider": 10.0}
-#: Display names (a registry name not listed is shown as is).
-METRIC_LABELS: dict[str, str] = {
-    "bleu1": "BLEU-1", "bleu2": "BLEU-2", "bleu3": "BLEU-3", "bleu4": "BLEU-4", "rouge1": "ROUGE-1",
-    "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "meteor": "METEOR", "meteor_exact_stem": "METEOR (exact+stem)",
-    "cider": "CIDEr-D (÷10)", "bertscore": "BERTScore F1", "embedding_similarity": "Embedding cosine",
-    "chexpert_f1_micro_top5": "CheXpert F1 micro-5", "chexpert_f1_micro_all14": "CheXpert F1 micro-14",
-    "chexpert_f1_macro_top5": "CheXpert F1 macro-5", "chexpert_f1_macro_all14": "CheXpert F1 macro-14",
-    "radgraph_f1": "RadGraph-F1", "ratescore": "RaTEScore", "green": "GREEN", "chexbert_f1": "CheXbert-F1",
-    "alignscore": "AlignScore", "atomimed": "AtomiMed",
-}
+#: Display names that differ from the registry's labels (:func:`radaudit.metrics.base.metric_label`).
+METRIC_LABELS: dict[str, str] = {"cider": "CIDEr-D (÷10)"}
 #: Table 4/5 error-type codes (the paper's E/F/O; S = error types sampled, pooled).
 ERROR_CODES: dict[str, str] = {"inaccuracy": "E", "fabrication": "F", "omission": "O"}
 #: Short aspect names of Tables 4/5.
@@ -160,7 +153,8 @@ class Params(BaseParams):
 
 
 def metric_label(name: str) -> str:
-    return METRIC_LABELS.get(name, name)
+    """Display name: the registry's label, or this experiment's wording in :data:`METRIC_LABELS`."""
+    return registry_label(name, METRIC_LABELS)
 
 
 def resolve_metrics(names: Sequence[str] | None) -> list[str]:

@@ -486,16 +486,16 @@ def make_alignscore(**options: Any) -> AlignScoreAdapter:
 _A = "radaudit.metrics.adapters"
 
 SPECS: list[MetricSpec] = [
-    MetricSpec(name="radgraph_f1", factory=f"{_A}:make_radgraph_f1", kind="learned", requires=("radgraph",),
+    MetricSpec(name="radgraph_f1", label="RadGraph F1", factory=f"{_A}:make_radgraph_f1", kind="learned", requires=("radgraph",),
                extra="radgraph",
                description="RadGraph-F1 (radgraph 0.1.18, RadGraph-XL; entity+relation 'partial' F1), mean over pairs"),
-    MetricSpec(name="ratescore", factory=f"{_A}:make_ratescore", kind="learned", requires=("RaTEScore", "medspacy"),
+    MetricSpec(name="ratescore", label="RaTEScore", factory=f"{_A}:make_ratescore", kind="learned", requires=("RaTEScore", "medspacy"),
                extra="ratescore", description="RaTEScore (entity-aware NER + BioLORD similarity), mean over pairs"),
-    MetricSpec(name="green", factory=f"{_A}:make_green", kind="learned", requires=("green_score",), extra="green",
+    MetricSpec(name="green", label="GREEN", factory=f"{_A}:make_green", kind="learned", requires=("green_score",), extra="green",
                description="GREEN (LLM judge StanfordAIMI/GREEN-RadLlama2-7b: matched/(matched+significant errors))"),
-    MetricSpec(name="chexbert_f1", factory=f"{_A}:make_chexbert_f1", kind="learned", requires=("f1chexbert",),
+    MetricSpec(name="chexbert_f1", label="CheXbert F1", factory=f"{_A}:make_chexbert_f1", kind="learned", requires=("f1chexbert",),
                extra="f1chexbert",
                description="CheXbert-F1 (f1chexbert labels, uncertain=positive): corpus micro-F1 over the top-5 labels"),
-    MetricSpec(name="alignscore", factory=f"{_A}:make_alignscore", kind="learned", requires=("alignscore",),
+    MetricSpec(name="alignscore", label="AlignScore", factory=f"{_A}:make_alignscore", kind="learned", requires=("alignscore",),
                extra="alignscore", description="AlignScore (factual consistency of candidate with reference), mean"),
 ]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -140,6 +140,7 @@ class MetricSpec:
     requires: tuple[str, ...] = ()  # importable modules it needs beyond the base install
     extra: str | None = None  # the pip extra that provides them
     options: dict[str, Any] = field(default_factory=dict)  # default options passed to the factory
+    label: str = ""  # display name in tables and figures ("" = the registry name)
 
     def build(self, **options: Any) -> Metric:
         missing = [m for m in self.requires if importlib.util.find_spec(m) is None]
@@ -153,6 +154,15 @@ class MetricSpec:
 
 METRICS: Registry[MetricSpec] = Registry("metric")
 register_metric = METRICS.register
+
+
+def metric_label(name: str, overrides: Mapping[str, str] | None = None) -> str:
+    """The display name of a metric in tables and figures: ``overrides[name]`` if given (an experiment's
+    own wording, or a sub-score that is not a registry entry), else the registry's ``label``, else ``name``."""
+    if overrides and name in overrides:
+        return overrides[name]
+    spec = METRICS.get(name)
+    return (spec.label or spec.name) if spec is not None else name
 
 
 def build_metric(name: str, **options: Any) -> Metric:

@@ -227,7 +227,7 @@ _M = "radaudit.metrics.clinical"
 
 SPECS: list[MetricSpec] = [
     MetricSpec(
-        name=f"chexpert_f1_{avg}_{ls}", factory=f"{_M}:make_chexpert_f1", kind="clinical",
+        name=f"chexpert_f1_{avg}_{ls}", label=f"CheXpert-label F1 ({avg}, {5 if ls == 'top5' else 14})", factory=f"{_M}:make_chexpert_f1", kind="clinical",
         options={"average": avg, "label_set": ls},
         description=(f"CheXpert-label {avg} F1 over {'the top-5' if ls == 'top5' else 'all 14'} observations "
                      "(rule-based CheXpert labeler; uncertain=positive by default); example-based F1 per pair"),

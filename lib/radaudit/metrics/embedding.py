@@ -102,6 +102,7 @@ _warn_truncated = warn_truncated
 SPECS: list[MetricSpec] = [
     MetricSpec(
         name="bertscore",
+        label="BERTScore F1",
         factory="radaudit.metrics.embedding:BERTScore",
         kind="embedding",
         description="BERTScore F1 (Zhang et al. 2020): greedy cosine matching of contextual token embeddings; "
@@ -111,6 +112,7 @@ SPECS: list[MetricSpec] = [
     ),
     MetricSpec(
         name="embedding_similarity",
+        label="Embedding cosine",
         factory="radaudit.metrics.embedding:EmbeddingSimilarity",
         kind="embedding",
         description="Cosine similarity of mean-pooled, L2-normalised sentence embeddings (sentence-transformers "

@@ -92,7 +92,7 @@ def make_atomimed(backend: str = "rule", generate_fn: Callable[..., Any] | None 
 
 
 SPECS: list[MetricSpec] = [
-    MetricSpec(name="atomimed", factory="radaudit.metrics.factual:make_atomimed", kind="clinical",
+    MetricSpec(name="atomimed", label="AtomiMed", factory="radaudit.metrics.factual:make_atomimed", kind="clinical",
                options={"backend": "rule"},
                description=("AtomiMed (Eq. 4 F1): atomic disease/attribute facts verified both ways; "
                             "rule-based backend on the text toolkit by default, LLM backend with generate_fn")),

@@ -553,20 +553,20 @@ def make_cider(n: int = 4, sigma: float = 6.0, tokenize: str = "13a", lowercase:
 _M = "radaudit.metrics.lexical"
 
 SPECS: list[MetricSpec] = [
-    *(MetricSpec(name=f"bleu{k}", factory=f"{_M}:make_bleu", kind="lexical", options={"n": k},
+    *(MetricSpec(name=f"bleu{k}", label=f"BLEU-{k}", factory=f"{_M}:make_bleu", kind="lexical", options={"n": k},
                  description=f"BLEU-{k} (sacreBLEU, 13a tokens): corpus BLEU as score, smoothed sentence BLEU per pair")
       for k in (1, 2, 3, 4)),
-    MetricSpec(name="rouge1", factory=f"{_M}:make_rouge", kind="lexical", options={"rouge_type": "rouge1"},
+    MetricSpec(name="rouge1", label="ROUGE-1", factory=f"{_M}:make_rouge", kind="lexical", options={"rouge_type": "rouge1"},
                description="ROUGE-1 F-measure (rouge-score; its tokenizer drops non-ASCII), mean over pairs"),
-    MetricSpec(name="rouge2", factory=f"{_M}:make_rouge", kind="lexical", options={"rouge_type": "rouge2"},
+    MetricSpec(name="rouge2", label="ROUGE-2", factory=f"{_M}:make_rouge", kind="lexical", options={"rouge_type": "rouge2"},
                description="ROUGE-2 F-measure (rouge-score), mean over pairs"),
-    MetricSpec(name="rougeL", factory=f"{_M}:make_rouge", kind="lexical", options={"rouge_type": "rougeL"},
+    MetricSpec(name="rougeL", label="ROUGE-L", factory=f"{_M}:make_rouge", kind="lexical", options={"rouge_type": "rougeL"},
                description="ROUGE-L F-measure (longest common subsequence; rouge-score), mean over pairs"),
-    MetricSpec(name="meteor", factory=f"{_M}:make_meteor", kind="lexical", options={"synonyms": True},
+    MetricSpec(name="meteor", label="METEOR", factory=f"{_M}:make_meteor", kind="lexical", options={"synonyms": True},
                requires=("wn",), extra="meteor",
                description="METEOR (nltk: exact, Porter stem and WordNet 3.0 synonym stages), mean over pairs"),
-    MetricSpec(name="meteor_exact_stem", factory=f"{_M}:make_meteor", kind="lexical", options={"synonyms": False},
+    MetricSpec(name="meteor_exact_stem", label="METEOR (exact+stem)", factory=f"{_M}:make_meteor", kind="lexical", options={"synonyms": False},
                description="METEOR without the synonym stage (exact + Porter stem only; no WordNet needed)"),
-    MetricSpec(name="cider", factory=f"{_M}:make_cider", kind="lexical",
+    MetricSpec(name="cider", label="CIDEr-D", factory=f"{_M}:make_cider", kind="lexical",
                description="CIDEr-D (0-10; idf from the batch's references, so batch-dependent), mean over pairs"),
 ]
