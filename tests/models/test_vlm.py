@@ -14,6 +14,7 @@ import logging
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -195,6 +196,20 @@ def test_first_token_logits_equal_forward_pass(vlm, images):
         for c, tid in cand.items():
             assert scores.loc[i, f"logit_{c}"] == pytest.approx(float(last[tid]), abs=1e-4)
         assert scores.loc[i, "first_token_id"] == int(last.argmax())
+
+
+def test_first_token_scores_cache_resumes_and_misses_on_change(vlm, images, tmp_path):
+    _, processor, model = vlm
+    prompts, imgs = _items(images)
+    part = first_token_scores(processor, model, prompts[:2], imgs[:2], max_new_tokens=3, cache=tmp_path)
+    assert not part["cached"].any()
+    full = first_token_scores(processor, model, prompts, imgs, max_new_tokens=3, cache=tmp_path, batch_size=2)
+    assert full["cached"].tolist() == [True, True, False, False, False]
+    fresh = first_token_scores(processor, model, prompts, imgs, max_new_tokens=3)
+    cols = [c for c in fresh.columns if c != "cached"]
+    pd.testing.assert_frame_equal(full[cols], fresh[cols], check_exact=False, rtol=1e-5)
+    longer = first_token_scores(processor, model, prompts[:2], imgs[:2], max_new_tokens=4, cache=tmp_path)
+    assert not longer["cached"].any()  # a changed max_new_tokens is a different answer
 
 
 def test_pair_softmax_probabilities(vlm, images):

@@ -461,11 +461,11 @@ def run_conditions(processor: Any, model: Any, items: pd.DataFrame, *, model_nam
                    unmatched: bool | None = None) -> pd.DataFrame:
     """Run one VLM on every item: the long results table (one row per sample x condition).
 
-    Decoding is greedy (paper §3.2: temperature 0, no sampling) via
-    :func:`radaudit.models.vlm.vlm_generate` (with ``cache``: an interrupted run resumes, a changed
-    prompt/image/model misses). First-token scores come from
-    :func:`radaudit.models.vlm.first_token_scores` (raw logits of the first generated position, one
-    new token) and are kept raw: ``logit_<candidate>`` columns, the pair-softmax probabilities
+    Decoding is greedy (paper §3.2: temperature 0, no sampling). One greedy pass per item,
+    :func:`radaudit.models.vlm.first_token_scores`, gives both the answer (up to ``max_new_tokens``)
+    and the first-token scores (raw logits of the first generated position, as the anchor reads
+    ``outputs.scores[0]``); with ``cache`` an interrupted run resumes and a changed
+    prompt/image/model misses. The scores are kept raw: ``logit_<candidate>`` columns, the pair-softmax probabilities
     ``p_yes_capitalised``, ``p_yes_lower``, ``p_yes_both`` and ``p_yes``/``p_no`` for ``pair``
     (paper §2.4), ``mass_candidates``, ``first_token``, ``first_token_candidate``.
 
@@ -474,7 +474,7 @@ def run_conditions(processor: Any, model: Any, items: pd.DataFrame, *, model_nam
     1/0/NaN and ``correct`` is 1 when ``prediction == label`` and 0 otherwise (unknown counts as not
     correct). Columns: :data:`RESULT_COLUMNS`, then the score columns.
     """
-    from radaudit.models.vlm import DEFAULT_CANDIDATES, first_token_scores, vlm_generate
+    from radaudit.models.vlm import DEFAULT_CANDIDATES, first_token_scores
 
     missing = [c for c in ("sample_id", "condition", "label", "image_path", "prompt") if c not in items.columns]
     if missing:
@@ -486,10 +486,10 @@ def run_conditions(processor: Any, model: Any, items: pd.DataFrame, *, model_nam
     unm = bool(items.attrs.get("unmatched", False) if unmatched is None else unmatched)
     prompts = items["prompt"].tolist()
     images = [None if _is_missing(p) else p for p in items["image_path"].tolist()]
-    gens = vlm_generate(processor, model, prompts, images, "greedy", max_new_tokens=max_new_tokens,
-                        batch_size=batch_size, cache=cache, system=system)
     scores = first_token_scores(processor, model, prompts, images, tuple(candidates or DEFAULT_CANDIDATES),
-                                pair=pair, max_new_tokens=1, batch_size=batch_size, system=system)
+                                pair=pair, max_new_tokens=max_new_tokens, batch_size=batch_size, system=system,
+                                cache=cache)
+    gens = scores.rename(columns={"generated": "text"})
     name = model_name or getattr(model, "name_or_path", None) or type(model).__name__
     out = pd.DataFrame({"model": name, "sample_id": items["sample_id"].to_numpy(),
                         "patient_id": items["patient_id"].to_numpy() if "patient_id" in items else None,

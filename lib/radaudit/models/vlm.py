@@ -606,7 +606,8 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
                        images: Sequence[ImageLike] | ImageLike = None,
                        candidates: Sequence[str] = DEFAULT_CANDIDATES, *, pair: str = "both",
                        max_new_tokens: int = 8, batch_size: int = 8, system: str | None = None,
-                       no_patterns: Sequence[str] = (), yes_patterns: Sequence[str] = ()) -> pd.DataFrame:
+                       no_patterns: Sequence[str] = (), yes_patterns: Sequence[str] = (),
+                       cache: Any = None) -> pd.DataFrame:
     """First-token yes/no scores and the greedy answer, one row per item, in input order.
 
     One greedy ``generate`` call per left-padded batch (``max_new_tokens`` tokens, no sampling) with
@@ -630,9 +631,20 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
       the candidate whose first sub-token it is (``None`` if none).
     * ``generated``: the greedy answer (up to ``max_new_tokens``); ``answer``: :func:`parse_yes_no` of it
       (``yes``/``no``/``unknown``). Unknown rows are kept; :func:`count_answers` counts them and
-      ``df.attrs["n_unknown"]`` holds the count.
+      ``df.attrs["n_unknown"]`` holds the count. ``n_generated_tokens`` (incl. eos) and ``finish``
+      (``eos``/``length``) as in :func:`vlm_generate`.
+    * ``cached``: whether the row came from ``cache``.
+
+    ``cache`` (as in :func:`vlm_generate`: ``None``, ``True``, a folder or a
+    :class:`~radaudit.models.cache.ContentCache`): one record per item with the raw candidate logits,
+    the candidate mass, the first token and the greedy answer, keyed by the model + revision, the
+    rendered prompt, the image hash, ``max_new_tokens`` and the candidate token ids. A run that is
+    interrupted resumes from the items already scored; the one greedy pass gives both the answer and
+    the scores, so nothing is encoded twice.
     """
     import torch
+
+    from radaudit.models.cache import content_key, generation_key_parts, open_cache
 
     if pair not in PAIRS:
         raise ParamsError(f"pair must be one of {', '.join(PAIRS)}, got {pair!r}.")
@@ -647,28 +659,68 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
     eos_ids, pad_id = _special_ids(processor, model)
     greedy = _strategy("greedy", max_new_tokens)
     tok = _tokenizer(processor)
+    pil = [load_image(im) for im in images]
+    hashes = [image_hash(im) for im in pil]
+    owns_cache = cache is not None and cache is not False and not hasattr(cache, "get_many")
+    store = open_cache(cache, name="first_token_scores") if cache is not None else None
+    keys: list[str | None] = [None] * len(prompts)
+    parts: list[dict[str, Any] | None] = [None] * len(prompts)
+    records: dict[Any, dict[str, Any]] = {}
+    try:
+        if store is not None:
+            spec, revision = model_identity(model)
+            dtype = str(model.dtype).removeprefix("torch.")
+            for i in range(len(prompts)):
+                rendered = render_prompt(processor, prompts[i], pil[i], system=system)
+                parts[i] = generation_key_parts(model=spec, revision=revision, prompt=rendered, strategy=greedy,
+                                                seed=None, max_new_tokens=greedy.max_new_tokens,
+                                                backend="transformers", dtype=dtype, image_hash=hashes[i],
+                                                extra={"input": "vlm_chat_template", "kind": "first_token_scores",
+                                                       "candidates": cands[["candidate", "token_id"]]
+                                                       .to_dict("records")})
+                keys[i] = content_key(parts[i])
+            records = store.get_many([k for k in keys if k is not None])
+        cached = set(records)
+        todo = [i for i in range(len(prompts)) if keys[i] is None or keys[i] not in records]
+        logger.info("first_token_scores: %d items, %d to score", len(prompts), len(todo))
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start:start + batch_size]
+            inputs, _texts, _pil = encode_batch(processor, model, [prompts[i] for i in batch],
+                                                [pil[i] for i in batch], system=system)
+            out = _run_generate(model, inputs, greedy, [0] * len(batch), eos_ids, pad_id, output_logits=True,
+                                return_dict_in_generate=True)
+            first = out.logits[0].float().cpu()  # [batch, vocab], raw logits of the first generated position
+            cand_logits = first[:, cand_ids].numpy().astype(np.float64)
+            mass = torch.exp(torch.logsumexp(first[:, torch.unique(cand_ids)], dim=1)
+                             - torch.logsumexp(first, dim=1))
+            new = out.sequences[:, inputs["input_ids"].shape[1]:]
+            decoded = _decode_new(processor, new, eos_ids)
+            for j, i in enumerate(batch):
+                rec = {"logits": [float(v) for v in cand_logits[j]], "mass_candidates": float(mass[j]),
+                       "first_token_id": int(new[j, 0]), "text": decoded[j]["text"],
+                       "n_generated_tokens": decoded[j]["n_generated_tokens"], "finish": decoded[j]["finish"]}
+                key = keys[i] if keys[i] is not None else i
+                records[key] = rec
+                if store is not None:
+                    store.put(keys[i], rec, parts[i])  # written now: an interruption loses at most this batch
+    finally:
+        if owns_cache and store is not None:
+            store.close()
     rows: list[dict[str, Any]] = []
-    for start in range(0, len(prompts), batch_size):
-        bp, bi = prompts[start:start + batch_size], images[start:start + batch_size]
-        inputs, _texts, pil = encode_batch(processor, model, bp, bi, system=system)
-        out = _run_generate(model, inputs, greedy, [0] * len(bp), eos_ids, pad_id, output_logits=True,
-                            return_dict_in_generate=True)
-        first = out.logits[0].float().cpu()  # [batch, vocab], raw logits of the first generated position
-        cand_logits = first[:, cand_ids].numpy().astype(np.float64)
-        mass = torch.exp(torch.logsumexp(first[:, torch.unique(cand_ids)], dim=1) - torch.logsumexp(first, dim=1))
-        new = out.sequences[:, inputs["input_ids"].shape[1]:]
-        decoded = _decode_new(processor, new, eos_ids)
-        for j, (p, im) in enumerate(zip(bp, pil)):
-            ft = int(new[j, 0])
-            row = {"item": start + j, "prompt": p, "has_image": im is not None, "image_hash": image_hash(im),
-                   "kind": _kind(p, im)}
-            row.update({f"logit_{c}": float(cand_logits[j, k]) for k, c in enumerate(cands["candidate"])})
-            text = decoded[j]["text"]
-            row.update({"mass_candidates": float(mass[j]), "first_token_id": ft,
-                        "first_token": tok.decode([ft], skip_special_tokens=False),
-                        "first_token_candidate": first_of.get(ft), "generated": text,
-                        "answer": parse_yes_no(text, no_patterns=no_patterns, yes_patterns=yes_patterns)})
-            rows.append(row)
+    for i, (p, im) in enumerate(zip(prompts, pil)):
+        key = keys[i] if keys[i] is not None else i
+        rec = records[key]
+        ft = int(rec["first_token_id"])
+        row = {"item": i, "prompt": p, "has_image": im is not None, "image_hash": hashes[i], "kind": _kind(p, im)}
+        row.update({f"logit_{c}": float(rec["logits"][k]) for k, c in enumerate(cands["candidate"])})
+        text = rec["text"]
+        row.update({"mass_candidates": float(rec["mass_candidates"]), "first_token_id": ft,
+                    "first_token": tok.decode([ft], skip_special_tokens=False),
+                    "first_token_candidate": first_of.get(ft), "generated": text,
+                    "answer": parse_yes_no(text, no_patterns=no_patterns, yes_patterns=yes_patterns),
+                    "n_generated_tokens": int(rec["n_generated_tokens"]), "finish": rec["finish"],
+                    "cached": keys[i] is not None and keys[i] in cached})
+        rows.append(row)
     frame = pd.DataFrame(rows)
     for col in _OBJECT_COLUMNS.intersection(frame.columns):
         frame[col] = pd.Series([r.get(col) for r in rows], index=frame.index, dtype=object)
@@ -681,7 +733,8 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
         frame["p_no"] = 1.0 - frame["p_yes"]
     order = (["item", "prompt", "has_image", "image_hash", "kind"] + [f"logit_{c}" for c in cands["candidate"]]
              + ["p_yes_capitalised", "p_yes_lower", "p_yes_both", "pair", "p_yes", "p_no", "mass_candidates",
-                "first_token_id", "first_token", "first_token_candidate", "generated", "answer"])
+                "first_token_id", "first_token", "first_token_candidate", "generated", "answer",
+                "n_generated_tokens", "finish", "cached"])
     frame = frame.reindex(columns=order)
     counts = count_answers(frame) if rows else count_answers([])
     frame.attrs["candidates"] = cands.to_dict("records")
