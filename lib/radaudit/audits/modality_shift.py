@@ -244,16 +244,18 @@ def split_by_patient(frame: pd.DataFrame, *, test_size: float = 0.3, seed: int =
 def build_samples(frame: pd.DataFrame, *, text_column: str = "clinical_notes", label_column: str = "label",
                   id_column: str = "study_id", patient_column: str = "patient_id", image_column: str = "image_path",
                   metadata_columns: Sequence[str] = ("sex", "age", "view"), test_size: float = 0.3,
-                  seed: int = 0) -> pd.DataFrame:
+                  seed: int = 0, split_column: str | None = None) -> pd.DataFrame:
     """(image, text, label) samples in the tidy SMS schema (paper §2.1: ``(I, T, y)``), split by patient.
 
     Columns: ``sample_id, patient_id, image_path, text, label`` (int 0/1), ``split`` (``train``/``test``,
-    :func:`split_by_patient`), then ``metadata_columns`` (used by the prompt header). Rows without a
+    :func:`split_by_patient`; or the dataset's own split from ``split_column``, e.g. MIMIC-CXR's), then
+    ``metadata_columns`` (used by the prompt header). Rows without a
     label, a text or an image cannot be an SMS sample and are left out; their counts are in
     ``attrs["dropped"]`` (``{"no_label": n, "no_text": n, "no_image": n}``, checked in that order) and
     logged, never silent. Rows are sorted by ``sample_id``.
     """
-    needed = [id_column, patient_column, image_column, text_column, label_column, *metadata_columns]
+    needed = [id_column, patient_column, image_column, text_column, label_column, *metadata_columns,
+              *([split_column] if split_column else [])]
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         raise DataFormatError(f"build_samples: columns {missing} are missing; the frame has {list(frame.columns)}.")
@@ -279,20 +281,24 @@ def build_samples(frame: pd.DataFrame, *, text_column: str = "clinical_notes", l
         raise DataFormatError(f"build_samples: {id_column!r} repeats; sample ids must be unique.")
     if len(out) and out["label"].nunique() < 2:
         raise DataFormatError("build_samples: SMS needs both labels (swaps take a partner of the opposite label).")
-    out["split"] = split_by_patient(out, test_size=test_size, seed=seed).to_numpy() if len(out) else []
+    if split_column:
+        out["split"] = df[split_column].astype(str).to_numpy()
+    else:
+        out["split"] = split_by_patient(out, test_size=test_size, seed=seed).to_numpy() if len(out) else []
     out = out[SAMPLE_COLUMNS + list(metadata_columns)].sort_values("sample_id", kind="stable").reset_index(drop=True)
     out.attrs["dropped"] = dropped
     out.attrs["n_input_rows"] = int(len(frame))
     return out
 
 
-def covid_samples(data_root: Any = None, *, test_size: float = 0.3, seed: int = 0, **kwargs: Any) -> pd.DataFrame:
+def covid_samples(data_root: Any = None, *, test_size: float = 0.3, seed: int = 0, path: Any = None,
+                  **kwargs: Any) -> pd.DataFrame:
     """SMS samples from covid-chestxray (demo data): label = COVID-19 vs any other finding, text = the
     clinical notes (case descriptions from papers/websites; they often name the diagnosis, which is
     the textual shortcut SMS measures), metadata = sex, age, view; split by patient."""
     from radaudit.data import load_dataset
 
-    frame = load_dataset("covid_cxr", data_root)
+    frame = load_dataset("covid_cxr", data_root, path=path)
     return build_samples(frame, test_size=test_size, seed=seed, **kwargs)
 
 

@@ -31,7 +31,8 @@ Choices
   order) with the best view in the order PA, AP, LATERAL, LL, then anything else, then missing.
   ``image_path`` is that image's JPG, absolute if it exists under ``images_dir`` (default
   ``<folder>/files``), else the relative ``files/...`` path. ``dicom_ids`` and ``views`` list all
-  images of the study in metadata order.
+  images of the study in metadata order. ``procedure`` is the key image's
+  ``PerformedProcedureStepDescription`` (``<NA>`` when the column is absent or blank).
 - ``age`` at the study = ``anchor_age + (study year - anchor_year)``, where the study year is the
   year of ``StudyDate`` (YYYYMMDD). MIMIC-CXR dates are shifted per patient with the same shift as
   MIMIC-IV, so the difference to ``anchor_year`` is real elapsed time. Patients whose
@@ -216,6 +217,11 @@ def load(
     df["key_dicom"] = df["study"].map(key["dicom_id"])
     key_view = key["ViewPosition"].astype("string").str.strip()
     df["view"] = df["study"].map(key_view.where(key_view != "", pd.NA)).astype("string")
+    if "PerformedProcedureStepDescription" in meta.columns:  # e.g. "CHEST (PA AND LAT)"; the SMS prompt header
+        proc = key["PerformedProcedureStepDescription"].astype("string").str.strip()
+        df["procedure"] = df["study"].map(proc.where(proc != "", pd.NA)).astype("string")
+    else:
+        df["procedure"] = pd.Series(pd.NA, index=df.index, dtype="string")
     df["dicom_ids"] = df["study"].map(grouped["dicom_id"].agg(list))
     df["views"] = [[v.strip() if isinstance(v, str) and v.strip() else None for v in vs]
                    for vs in df["study"].map(grouped["ViewPosition"].agg(list))]
@@ -332,7 +338,7 @@ def load(
     df["study_id"] = df["study"].astype(str)
     df["patient_id"] = df["subject_id"].astype(str)
     out = df.drop(columns=["study", "key_dicom", "study_date_int"])
-    extra = ["subject_id", "study_date", "dicom_ids", "views", "labels", *label_cols, "comparison", "report", "age_over_89"]
+    extra = ["subject_id", "study_date", "procedure", "dicom_ids", "views", "labels", *label_cols, "comparison", "report", "age_over_89"]
     out = finalize(out, SOURCE, extra_first=extra)
     out.attrs["notes"] = notes
     out.attrs["labeler"] = labeler
