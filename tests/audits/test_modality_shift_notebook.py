@@ -1,0 +1,61 @@
+"""The modality_shift notebook end to end on its smoke preset: every table and figure, computed from the long table."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from radaudit.audits import modality_shift_metrics as msm
+from radaudit.run import run_experiment
+from radaudit.session import stable_seed
+
+
+@pytest.fixture(scope="module")
+def smoke_run(shared_data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("ms_runs")
+    return run_experiment("modality_shift", "smoke", data_root=str(shared_data), out=out, progress=False)
+
+
+def test_smoke_run_writes_every_table_and_figure(smoke_run):
+    d = smoke_run.run_dir
+    m = json.loads((d / "manifest.json").read_text())
+    assert m["status"] == "succeeded"
+    tables = {p.stem for p in (d / "tables").glob("*.csv")}
+    assert {"results_long", "answer_rates", "fig2ab_metrics", "fig2cd_nfr", "fig3ab_ece", "fig3cd_reliability",
+            "fig4_attention_shares", "fig4_attention_tokens", "swap_partners", "samples_by_split"} <= tables
+    figures = {p.stem for p in (d / "figures").glob("*.png")}
+    assert {"fig2ab_metrics", "fig2cd_nfr", "fig3ab_ece", "fig3cd_reliability", "fig4_attention_shares",
+            "fig4_text_attention"} <= figures
+    assert m["recorded"]["samples"]["evaluated"] == 12 and len(m["recorded"]["summary"]) >= 5
+
+
+def test_long_table_holds_every_sample_condition_and_the_raw_scores(smoke_run):
+    res = pd.read_parquet(smoke_run.run_dir / "tables" / "results_long.parquet")
+    assert len(res) == 12 * 5 and res.groupby("sample_id")["condition"].nunique().eq(5).all()
+    for col in ("generated", "answer", "prediction", "logit_Yes", "logit_No", "logit_yes", "logit_no", "p_yes", "p_no"):
+        assert col in res.columns
+    assert set(res["answer"]) <= {"yes", "no", "unknown", "unmatched"}
+    assert res["p_yes"].between(0, 1).all()
+    # the swaps: every partner has the opposite label, the ground truth stays the sample's
+    partners = pd.read_csv(smoke_run.run_dir / "tables" / "swap_partners.csv", dtype=str)
+    label = res.drop_duplicates("sample_id").set_index("sample_id")["label"]
+    assert (partners["image_partner"].map(label).to_numpy() != partners["sample_id"].map(label).to_numpy()).all()
+    shifted = res[res["condition"] == "image_shift"]
+    assert (shifted["image_source"] != shifted["sample_id"]).all()
+    assert (shifted["label"].to_numpy() == shifted["sample_id"].map(label).to_numpy()).all()
+
+
+def test_figure_tables_are_recomputed_from_the_long_table(smoke_run):
+    d = smoke_run.run_dir / "tables"
+    res = pd.read_parquet(d / "results_long.parquet")
+    saved = pd.read_csv(d / "fig2cd_nfr.csv")
+    again = msm.nfr_table(res, n_resamples=30, seed=stable_seed(0, "nfr"))
+    pd.testing.assert_frame_equal(saved[["condition", "measure", "estimate", "low", "high"]].reset_index(drop=True),
+                                  again[["condition", "measure", "estimate", "low", "high"]].reset_index(drop=True),
+                                  check_dtype=False, rtol=1e-9)
+    rates = pd.read_csv(d / "answer_rates.csv")
+    assert rates["n"].sum() == len(res) and {"unknown_rate", "unknown_low", "unknown_high"} <= set(rates.columns)
+    ece = pd.read_csv(d / "fig3ab_ece.csv")
+    assert ece[["low", "high"]].notna().all().all() and (ece["low"] <= ece["estimate"] + 1e-12).all()
