@@ -174,6 +174,42 @@ def plot_attention_shares(shares: pd.DataFrame, *, sample_id: str | None = None,
     return fig
 
 
+def _token_layout(sub: pd.DataFrame, width_chars: int, skip_special: bool) -> list[tuple[int, int, str, float, bool]]:
+    """Word-wrap the prompt's tokens into ``(column, line, label, weight, is_image)`` boxes; the image tokens
+    become one ``[image: share]`` box; weights are relative to the largest text weight."""
+    text = sub[sub["modality"] == "text"]
+    wmax = float(text["attention"].max()) if len(text) else 1.0
+    wmax = wmax or 1.0
+    boxes: list[tuple[int, int, str, float, bool]] = []
+    col, line, image_done = 0, 0, False
+    for r in sub.itertuples():
+        if r.modality == "image":
+            if image_done:
+                continue
+            image_done = True
+            label = f"[image: {sub.loc[sub['modality'] == 'image', 'attention'].sum():.2f}]"
+            weight, is_image = 0.0, True
+        else:
+            raw = str(r.token)
+            special = raw.startswith("<") and raw.endswith(">")
+            if skip_special and special:
+                continue
+            if "\n" in raw:  # a newline token ends the line
+                col, line = 0, line + 1 if col else line
+                continue
+            label = raw.strip()
+            if not label:
+                continue
+            weight, is_image = float(r.attention) / wmax, False
+            if col and not raw[:1].isspace() and boxes and not boxes[-1][4]:
+                col -= 1  # a word piece: glue it to the previous token, as the text reads
+        if col + len(label) > width_chars and col:
+            col, line = 0, line + 1
+        boxes.append((col, line, label, weight, is_image))
+        col += len(label) + 1
+    return boxes
+
+
 def plot_text_attention(tokens: pd.DataFrame, *, sample_id: str | None = None, condition: str = "no_shift",
                         steps: Sequence[int] = (0,), model: str | None = None, width_chars: int = 90,
                         skip_special: bool = True) -> Any:
@@ -193,36 +229,24 @@ def plot_text_attention(tokens: pd.DataFrame, *, sample_id: str | None = None, c
     if not steps:
         raise ParamsError(f"None of the requested steps exist; available: {sorted(set(sel['step']))}.")
     cmap = plt.get_cmap("Blues")
-    fig, axes = plt.subplots(len(steps), 1, figsize=(0.11 * width_chars, 2.4 * len(steps)), squeeze=False)
-    for ax, step in zip(axes[:, 0], steps):
-        sub = sel[sel["step"] == step].sort_values("position")
-        text = sub[sub["modality"] == "text"]
-        wmax = float(text["attention"].max()) or 1.0
-        col, line = 0, 0
-        image_done = False
-        for r in sub.itertuples():
-            if r.modality == "image":
-                if image_done:
-                    continue
-                image_done = True
-                label, weight = f"[image: {sub.loc[sub['modality'] == 'image', 'attention'].sum():.2f}]", 0.0
-                face = PALETTE[1]
-            else:
-                label = str(r.token).replace("\n", "⏎")
-                special = label.startswith("<") and label.endswith(">")
-                if not label.strip() or (skip_special and special):
-                    continue
-                weight = float(r.attention) / wmax
-                face = cmap(0.05 + 0.9 * weight)
-            if col + len(label) > width_chars:
-                col, line = 0, line + 1
-            ax.text(col / width_chars, 1 - 0.12 * line, label, fontsize=7, va="top", ha="left", family="monospace",
+    panels = [_token_layout(sel[sel["step"] == step].sort_values("position"), width_chars, skip_special)
+              for step in steps]
+    # layout in character cells (x = column, y = line), so boxes never overlap whatever the text length:
+    # 7-pt monospace is ~0.06 in per character and ~0.19 in per line
+    heights = [max(1, max((ln for _, ln, *_ in boxes), default=0) + 1) for boxes in panels]
+    fig, axes = plt.subplots(len(steps), 1, figsize=(0.062 * width_chars + 0.4, 0.19 * sum(heights) + 0.6 * len(steps) + 0.4),
+                             squeeze=False, gridspec_kw={"height_ratios": heights})
+    for ax, step, boxes, n_lines in zip(axes[:, 0], steps, panels, heights):
+        for col, line, label, weight, is_image in boxes:
+            face = PALETTE[1] if is_image else cmap(0.05 + 0.9 * weight)
+            ax.text(col, line, label, fontsize=7, va="center", ha="left", family="monospace",
                     color="white" if weight > 0.6 else "black",
-                    bbox={"facecolor": face, "edgecolor": "none", "pad": 1.0})
-            col += len(label) + 1
+                    bbox={"facecolor": face, "edgecolor": "none", "pad": 0.8})
+        ax.set_xlim(-0.5, width_chars + 0.5)
+        ax.set_ylim(n_lines - 0.4, -0.6)
         ax.set_axis_off()
-        ax.set_title(f"generated token {step}", fontsize=9, loc="left")
-        ax.set_ylim(min(0, 1 - 0.12 * (line + 1)), 1.02)
+        ax.set_title(f"generated token {step} (blue = share of the text attention, darkest = largest)", fontsize=8,
+                     loc="left")
     fig.suptitle(f"{model} — sample {sample_id} — {_label(condition)}", fontsize=10)
     fig.tight_layout()
     return fig
