@@ -10,6 +10,8 @@ are not report-pair metrics, so they are not in the :mod:`radaudit.metrics` regi
   :func:`latent_distance`, :func:`reid_scores`, :func:`privacy_pairs`, :func:`per_prompt_privacy`,
   :func:`privacy_summary` (Table 3, δ = 0.85 count);
 - :mod:`~radaudit.metrics.image.ranking`: :func:`rank_table` (Table 8), :func:`rank_correlation`;
+- :mod:`~radaudit.metrics.image.uncertainty`: :func:`fidelity_intervals` (95% bootstrap CIs over
+  images for FID, KID and PRDC; FID by the Gram identity, :func:`fid_gram`);
 - :mod:`~radaudit.metrics.image.features`: :func:`extract_features`, :func:`iter_features`.
 """
 
@@ -39,10 +41,11 @@ from radaudit.metrics.image.privacy import (
     reid_scores,
 )
 from radaudit.metrics.image.ranking import HIGHER_IS_BETTER, rank_correlation, rank_table
+from radaudit.metrics.image.uncertainty import fid_gram, fidelity_intervals, prdc_indicators
 
 __all__ = [
     "DELTA", "FIDELITY_METRICS", "FID_EPS", "HIGHER_IS_BETTER", "FeatureStats", "KIDResult", "PairScorer",
     "as_float_image", "extract_features", "feature_stats", "fid", "frechet_distance", "iter_features", "kid",
-    "label_matrix", "latent_distance", "per_label_fidelity", "per_prompt_privacy", "pixel_distance", "prdc",
+    "fid_gram", "fidelity_intervals", "label_matrix", "latent_distance", "prdc_indicators", "per_label_fidelity", "per_prompt_privacy", "pixel_distance", "prdc",
     "privacy_pairs", "privacy_summary", "rank_correlation", "rank_table", "reid_scores",
 ]

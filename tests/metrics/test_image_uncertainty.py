@@ -1,0 +1,60 @@
+"""Bootstrap intervals of the fidelity metrics: the Gram-identity FID and the conditional PRDC bootstrap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import linalg
+
+from radaudit.errors import ParamsError
+from radaudit.metrics.image.fidelity import fid, mmd2_unbiased, prdc
+from radaudit.metrics.image.uncertainty import fid_gram, fidelity_intervals, prdc_indicators
+
+
+def _scipy_fid(x, y):
+    mu1, mu2 = x.mean(0), y.mean(0)
+    s1, s2 = np.cov(x, rowvar=False), np.cov(y, rowvar=False)
+    return float((mu1 - mu2) @ (mu1 - mu2) + np.trace(s1) + np.trace(s2) - 2 * np.trace(linalg.sqrtm(s1 @ s2).real))
+
+
+@pytest.mark.parametrize("n,m,d", [(40, 30, 8), (25, 35, 64)])  # more images than dims, and fewer
+def test_gram_fid_equals_the_matrix_square_root(n, m, d):
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=(n, d)), rng.normal(size=(m, d)) * 1.3 + 0.2
+    if n > d:
+        assert fid_gram(x, y) == pytest.approx(_scipy_fid(x, y), rel=1e-6)
+    assert fid_gram(x, y) == pytest.approx(fid(x, y, method="eigvals"), rel=1e-6, abs=1e-6)
+    assert fid_gram(x, x) == pytest.approx(0.0, abs=1e-8)
+
+
+def test_prdc_indicators_average_to_prdc():
+    rng = np.random.default_rng(2)
+    x, y = rng.normal(size=(50, 5)), rng.normal(size=(40, 5)) + 0.5
+    ind, ref = prdc_indicators(x, y, 5), prdc(x, y, 5)
+    assert (ind["inside_count"] > 0).mean() == pytest.approx(ref["precision"])
+    assert ind["inside_count"].mean() / 5 == pytest.approx(ref["density"])
+    assert ind["recalled"].mean() == pytest.approx(ref["recall"])
+    assert ind["covered"].mean() == pytest.approx(ref["coverage"])
+
+
+def test_intervals_hold_the_point_values_and_are_seeded():
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(60, 12)), rng.normal(size=(50, 12)) + 0.4
+    t = fidelity_intervals(x, y, n_resamples=200, seed=7).set_index("metric")
+    assert t.loc["fid", "estimate"] == pytest.approx(fid(x, y), rel=1e-6)
+    assert t.loc["kid", "estimate"] == pytest.approx(mmd2_unbiased(x, y), rel=1e-9)
+    assert t.loc["coverage", "estimate"] == pytest.approx(prdc(x, y)["coverage"])
+    assert (t["low"] <= t["estimate"] + 1e-12).all() and (t["estimate"] <= t["high"] + 1e-12).all()
+    assert t.loc["fid", "bias"] > 0  # resamples repeat rows: the FID of a resample is biased upwards
+    again = fidelity_intervals(x, y, n_resamples=200, seed=7).set_index("metric")
+    assert t[["low", "high"]].equals(again[["low", "high"]])
+    far = fidelity_intervals(x, y + 3.0, metrics=("fid",), n_resamples=200).set_index("metric")
+    assert far.loc["fid", "low"] > t.loc["fid", "high"]  # a shifted set is clearly worse, CIs apart
+
+
+def test_bad_input_is_named():
+    x = np.zeros((10, 3))
+    with pytest.raises(ParamsError, match="Unknown metric"):
+        fidelity_intervals(x, x, metrics=("is",))
+    with pytest.raises(ParamsError, match="n_resamples"):
+        fidelity_intervals(x, x, n_resamples=1)
