@@ -276,3 +276,14 @@ def test_importing_encoders_and_train_imports_no_torch():
             "print(sorted(m for m in ('torch', 'transformers', 'PIL') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_float_images_on_unit_range_keep_their_intensities():
+    from radaudit.models.encoders import to_rgb
+
+    dim = np.full((4, 4), 0.3, dtype=np.float32)
+    dim[0, 0] = 0.5
+    arr = np.asarray(to_rgb(dim))
+    assert arr[0, 0, 0] == 128 and arr[1, 1, 0] == 76  # 0.5 * 255, 0.3 * 255: not stretched to 0..255
+    wide = np.array([[0.0, 2.0], [4.0, 8.0]])  # outside [0, 1]: min-max
+    assert np.asarray(to_rgb(wide))[1, 1, 0] == 255

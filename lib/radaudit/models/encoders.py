@@ -372,7 +372,11 @@ ImageInput = Union["PILImage.Image", str, os.PathLike, np.ndarray]
 
 
 def load_image(image: ImageInput) -> PILImage.Image:
-    """A ``PIL.Image`` from an image, a path, or a numpy array (``[H, W]``, ``[H, W, 3]`` or ``[H, W, 4]``)."""
+    """A ``PIL.Image`` from an image, a path, or a numpy array (``[H, W]``, ``[H, W, 3]`` or ``[H, W, 4]``).
+
+    Float arrays with values in [0, 1] are scaled by 255 (absolute intensities kept); other non-uint8
+    arrays (16-bit X-rays, floats outside [0, 1]) are min–max scaled per image to 0..255.
+    """
     from PIL import Image, UnidentifiedImageError
 
     if isinstance(image, Image.Image):
@@ -391,6 +395,10 @@ def load_image(image: ImageInput) -> PILImage.Image:
         arr = image
         if arr.ndim == 3 and arr.shape[2] == 1:
             arr = arr[:, :, 0]
+        if np.issubdtype(arr.dtype, np.floating) and arr.size and np.nanmin(arr) >= 0.0 and np.nanmax(arr) <= 1.0:
+            # a float image on [0, 1] (the lab's convention for image sets) keeps its absolute intensities:
+            # x * 255, never stretched per image (a dark or low-contrast synthetic image must stay so)
+            arr = np.clip(np.rint(arr * 255.0), 0, 255).astype(np.uint8)
         if arr.ndim == 3 and arr.shape[2] in (3, 4) and arr.dtype != np.uint8:
             arr = _to_uint8(arr)
         if arr.ndim == 2 and arr.dtype != np.uint8:
@@ -655,7 +663,8 @@ IMAGE_ENCODERS.register(partial(HFVisionEncoder, RAD_DINO, name="rad-dino"), nam
 def build_image_encoder(name_or_spec: str | os.PathLike[str] = "inception-fid", **kwargs: Any) -> ImageEncoder:
     """An image encoder by registry name (:data:`IMAGE_ENCODERS`) or model spec.
 
-    A spec ending in ``.pt``/``.pth`` (a TorchScript file) gives an :class:`InceptionFIDEncoder`; any other
+    A folder holding a radaudit chest X-ray encoder gives a :class:`~radaudit.models.cxr_nets.CXREncoder`;
+    a spec ending in ``.pt``/``.pth`` (a TorchScript file) gives an :class:`InceptionFIDEncoder`; any other
     spec an :class:`HFVisionEncoder`. ``kwargs`` go to the constructor (``device``, ``dtype``, ``batch_size``...).
     """
     key = os.fspath(name_or_spec) if isinstance(name_or_spec, os.PathLike) else name_or_spec
@@ -666,6 +675,10 @@ def build_image_encoder(name_or_spec: str | os.PathLike[str] = "inception-fid", 
     try:
         if key in IMAGE_ENCODERS:
             return IMAGE_ENCODERS.lookup(key)(**kwargs)
+        from radaudit.models.cxr_nets import cxr_encoder, is_cxr_encoder_folder
+
+        if is_cxr_encoder_folder(key):  # a chest X-ray encoder trained by radaudit (synthetic_cxr's demo)
+            return cxr_encoder(key, **kwargs)
         if key.lower().endswith((".pt", ".pth")):
             return InceptionFIDEncoder(key, **kwargs)
         return HFVisionEncoder(key, **kwargs)
