@@ -82,6 +82,17 @@ register(Experiment(
 ))
 
 
+register(Experiment(
+    name="synthetic_cxr",
+    notebook="05_synthetic_cxr.ipynb",
+    params="radaudit.audits.synthetic_cxr:Params",
+    description="Fidelity, privacy and utility of synthetic chest X-rays (CheXGenBench): FID/KID/PRDC on two encoders "
+                "with CIs, per-label FID, re-identification and distances to training images, a classifier trained on "
+                "synthetic images only, and rankings (Dutt et al., 'CheXGenBench').",
+    paper="004_175f666718a5c618.txt",
+))
+
+
 def get_experiment(name: str) -> Experiment:
     """The registered experiment ``name``; an unknown name raises a ``ParamsError`` listing the known ones."""
     return EXPERIMENTS.lookup(name)

@@ -1,0 +1,446 @@
+"""The synthetic_cxr experiment (CheXGenBench, paper 004) as the notebook runs it.
+
+Paper: Dutt et al., *CheXGenBench* (``../shared/papers/004_175f666718a5c618.txt``). The pieces:
+
+* real data, splits and prompts: :mod:`radaudit.audits.synthetic_cxr_data`;
+* generators (the demo diffusion model, memoriser, degrader, held-out real, a user's folder, hub
+  pipelines) and their cached image sets: :mod:`radaudit.audits.synthetic_cxr_generators`;
+* the demo encoders (chest X-ray encoder, CLIP-style alignment, Siamese re-ID):
+  :mod:`radaudit.audits.synthetic_cxr_models`, :mod:`radaudit.models.cxr_nets`;
+* metrics: :mod:`radaudit.metrics.image` (FID/KID/PRDC with CIs, per-label, privacy, ranks);
+* utility (Table 4): :mod:`radaudit.audits.synthetic_cxr_utility`; figures:
+  :mod:`radaudit.audits.synthetic_cxr_plots`.
+
+This module holds the experiment's parameters and the functions that turn the sets into the
+paper's tables (Table 1 fidelity, Table 2 per label, Table 3 privacy, Table 4 utility, Table 8
+ranks), every headline number with a 95% bootstrap CI.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from radaudit.config import BaseParams
+from radaudit.errors import ParamsError
+
+__all__ = ["GeneratorEntry", "Params", "Study", "alignment_table", "fidelity_long", "per_label_table", "prepare",
+           "privacy_long", "rank_summary", "summary_lines", "table1", "table3"]
+
+log = logging.getLogger(__name__)
+
+DEMO_LABELS = ("COVID-19", "Other pneumonia", "ARDS", "No Finding")
+
+
+class GeneratorEntry(BaseModel):
+    """One generator to benchmark: a name for the tables, a registered kind and its parameters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., description="Name in tables and figures.")
+    kind: str = Field(..., description="Registered generator: diffusion | memoriser | degrader | heldout_real | folder.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the generator kind (see radaudit.audits.synthetic_cxr_generators.GENERATORS).")
+
+
+def _demo_generators() -> list[GeneratorEntry]:
+    return [GeneratorEntry(name="demo diffusion", kind="diffusion", params={"model": "demo"}),
+            GeneratorEntry(name="held-out real", kind="heldout_real"),
+            GeneratorEntry(name="memoriser", kind="memoriser"),
+            GeneratorEntry(name="degrader", kind="degrader")]
+
+
+class Params(BaseParams):
+    """Parameters of the synthetic_cxr experiment (``params/synthetic_cxr/*.yaml``)."""
+
+    dataset: Literal["covid_cxr", "mimic_cxr"] = Field("covid_cxr", description="Real images: covid_cxr (demo, public) or mimic_cxr (paper; credentialed, by local path).")
+    dataset_path: str | None = Field(None, description="Folder of the dataset (default: under the data root).")
+    dataset_options: dict[str, Any] = Field(default_factory=dict, description="Options of the prompt builder (mimic_cxr: annotations_csv = the LLaVA-Rad annotations, images_dir, ...).")
+    labels: list[str] = Field(default_factory=lambda: list(DEMO_LABELS), description="Labels of the per-label tables (Table 2, Table 4); paper: the 14 CheXpert labels.")
+    image_size: int = Field(64, ge=16, description="Side of every image compared (real and synthetic), pixels (paper: 512 generated, 299/224/518 per encoder).")
+    resize: Literal["center_crop", "pad", "squash"] = Field("center_crop", description="How a non-square image becomes square.")
+    fractions: list[float] = Field(default_factory=lambda: [0.6, 0.2, 0.2], description="Patient shares of train / test / holdout (covid_cxr): the generators learn from train, fidelity and utility are measured on test, held-out real images come from holdout.")
+    split_seed: int = Field(0, description="Seed of the patient split.")
+    generators: list[GeneratorEntry] = Field(default_factory=_demo_generators, description="Generators to benchmark (demo: the small diffusion model and three references whose verdict is known in advance).")
+    fidelity_k: int = Field(1, ge=1, description="Synthetic images per test prompt for the fidelity metrics.")
+    cxr_encoder: str = Field("demo", description="Chest X-ray encoder for FID/KID/PRDC and latent distances: 'demo' (trained here) | a folder | microsoft/rad-dino (paper).")
+    use_inception: bool = Field(True, description="Also compute FID/KID on the InceptionV3 FID network shipped on PyPI (2048-d).")
+    alignment_model: str = Field("demo", description="Image-text alignment: 'demo' (CLIP-style model trained here) | 'biovil-t' (paper; needs hi-ml-multimodal) | 'none'.")
+    reid_model: str = Field("demo", description="Re-identification network: 'demo' (Siamese net trained here) | path to the Packhäuser ResNet-50 checkpoint (paper).")
+    demo_models: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Overrides of the demo models' training configs, keyed encoder / clip / reid / diffusion.")
+    nearest_k: int = Field(5, ge=1, description="k of precision/recall/density/coverage (paper: 5).")
+    min_label_images: int = Field(5, ge=2, description="Per-label FID is left blank (with a note) below this many real or synthetic images of the label.")
+    privacy_prompts: int = Field(60, ge=1, description="Training prompts audited for privacy (paper: 2000).")
+    privacy_seeds: int = Field(5, ge=1, description="Synthetic images per audited prompt, one seed each (paper: 10).")
+    delta: float = Field(0.85, gt=0, lt=1, description="Re-identification threshold δ of the Table 3 count (paper: 0.85).")
+    privacy_reference: Literal["own", "nearest"] = Field("own", description="Compare each synthetic image with its prompt's training image (paper §3.2) or with the nearest training image of the pool.")
+    utility_n: int | None = Field(None, ge=8, description="Synthetic images per generator for the utility classifier (paper: 20,000; null = as many as real training images).")
+    utility: dict[str, Any] = Field(default_factory=lambda: {"epochs": 20, "batch_size": 32, "n_repeats": 1}, description="Classifier settings (synthetic_cxr_utility.train_classifier: epochs, batch_size, lr, architecture, n_repeats, ...).")
+    cache: bool = Field(True, description="Keep generated sets, features and models in the content-addressed cache (an interrupted run resumes).")
+
+    @field_validator("fractions")
+    @classmethod
+    def _three(cls, v: list[float]) -> list[float]:
+        if len(v) != 3 or any(f <= 0 for f in v) or abs(sum(v) - 1) > 1e-6:
+            raise ValueError("fractions must be three positive shares (train, test, holdout) summing to 1")
+        return v
+
+    @field_validator("generators")
+    @classmethod
+    def _known(cls, v: list[GeneratorEntry]) -> list[GeneratorEntry]:
+        from radaudit.audits.synthetic_cxr_generators import GENERATORS
+
+        names = [g.name for g in v]
+        if not v or len(set(names)) != len(names):
+            raise ValueError(f"generators need at least one entry and unique names; got {names}")
+        bad = [g.kind for g in v if g.kind not in GENERATORS]
+        if bad:
+            raise ValueError(f"unknown generator kind(s) {bad}; registered: {sorted(GENERATORS)}")
+        return v
+
+    def preflight(self) -> None:
+        if self.dataset != "covid_cxr" and "demo" in (self.cxr_encoder, self.reid_model, self.alignment_model):
+            raise ParamsError("The demo encoders are trained on covid_cxr; with dataset=mimic_cxr set cxr_encoder "
+                              "(microsoft/rad-dino), reid_model (the re-ID checkpoint) and alignment_model (biovil-t).")
+
+
+@dataclass
+class Study:
+    """The real data of a run: metadata, the generators' shared context, and the real image sets."""
+
+    frame: pd.DataFrame
+    context: Any
+    train: np.ndarray
+    test: np.ndarray
+    train_meta: pd.DataFrame
+    test_meta: pd.DataFrame
+    models: dict[str, Any] = field(default_factory=dict)
+
+    def split_counts(self, labels: Sequence[str]) -> pd.DataFrame:
+        rows = []
+        for split, g in self.frame.groupby("split", sort=False):
+            row = {"split": split, "images": len(g), "patients": g["patient_id"].nunique()}
+            for lab in labels:
+                row[lab] = int(g["labels"].map(lambda ls, lab=lab: lab in list(ls)).sum())
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+def prepare(params: Params, cache_dir: str | os.PathLike | None = None) -> Study:
+    """Load the real data, split it by patient, and decode the train and test images (``image_size``)."""
+    from radaudit.audits.synthetic_cxr_data import demo_frame
+    from radaudit.audits.synthetic_cxr_generators import GenerationContext
+
+    if params.dataset == "covid_cxr":
+        frame = demo_frame(params.data_root, seed=params.split_seed, fractions=tuple(params.fractions),
+                           **params.dataset_options)
+    else:
+        from radaudit.audits.synthetic_cxr_data import mimic_prompts
+
+        frame = mimic_prompts(params.dataset_path, **params.dataset_options)
+    ctx = GenerationContext(frame=frame, size=params.image_size, cache_dir=cache_dir, resize=params.resize)
+    train_meta = frame[frame["split"] == "train"].reset_index(drop=True)
+    test_meta = frame[frame["split"] == "test"].reset_index(drop=True)
+    if train_meta.empty or test_meta.empty:
+        raise ParamsError("The split has no train or no test images; check fractions and the data.")
+    train = ctx.pixels(train_meta["study_id"].tolist())
+    test = ctx.pixels(test_meta["study_id"].tolist())
+    return Study(frame=frame, context=ctx, train=train, test=test, train_meta=train_meta, test_meta=test_meta)
+
+
+# --- models and image sets ------------------------------------------------------------------------
+
+def load_models(params: Params, study: Study, cache_dir: str | os.PathLike | None = None) -> dict[str, Any]:
+    """The run's encoders: ``cxr`` (ImageEncoder), ``inception`` (optional), ``alignment`` (scorer with
+    ``score(images, captions)``, or None), ``reid`` (a PairScorer), and ``cards``: the demo models'
+    held-out quality (from their model cards). Demo models train on the train split on first use."""
+    from radaudit.audits import synthetic_cxr_models as scm
+    from radaudit.models.cxr_nets import BioViLTAlignment, ClipAlignment, SiameseScorer, cxr_encoder, load_packhauser_reid
+    from radaudit.models.encoders import build_image_encoder
+
+    hp = params.demo_models
+    args = (study.train, study.train_meta, study.test, study.test_meta)
+    out: dict[str, Any] = {"cards": {}}
+    if params.cxr_encoder == "demo":
+        path = scm.demo_encoder_path(*args, seed=params.seed, cache_dir=cache_dir, **hp.get("encoder", {}))
+        out["cxr"], out["cards"]["encoder"] = cxr_encoder(path), scm.model_card(path)
+    else:
+        out["cxr"] = build_image_encoder(params.cxr_encoder)
+    if params.use_inception:
+        out["inception"] = build_image_encoder("inception-fid")
+    if params.alignment_model == "demo":
+        path = scm.demo_clip_path(*args, seed=params.seed, cache_dir=cache_dir, **hp.get("clip", {}))
+        out["alignment"], out["cards"]["clip"] = ClipAlignment(path), scm.model_card(path)
+    elif params.alignment_model == "biovil-t":
+        out["alignment"] = BioViLTAlignment()
+    else:
+        out["alignment"] = None
+    if params.reid_model == "demo":
+        path = scm.demo_reid_path(*args, seed=params.seed, cache_dir=cache_dir, **hp.get("reid", {}))
+        out["reid"], out["cards"]["reid"] = SiameseScorer(path), scm.model_card(path)
+    else:
+        out["reid"] = SiameseScorer(load_packhauser_reid(params.reid_model))
+    return out
+
+
+def card_table(cards: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """The demo models' held-out quality numbers, one row per (model, metric)."""
+    rows = [{"model": name, "metric": k, "value": v} for name, card in cards.items()
+            for k, v in (card.get("metrics") or {}).items() if isinstance(v, (int, float))]
+    return pd.DataFrame(rows, columns=["model", "metric", "value"])
+
+
+def generate_sets(params: Params, study: Study, cache_dir: str | os.PathLike | None = None) -> dict[str, dict[str, Any]]:
+    """Every generator's three image sets (cached on disk): ``fidelity`` (``fidelity_k`` images per test
+    prompt), ``privacy`` (``privacy_prompts`` training prompts x ``privacy_seeds`` seeds) and ``utility``
+    (``utility_n`` training prompts). Returns ``{generator: {purpose: (images, requests)}}``."""
+    from radaudit.audits import synthetic_cxr_generators as g
+
+    seed = params.seed
+    requests = {
+        "fidelity": g.fidelity_requests(study.frame, "test", k=params.fidelity_k, seed=seed),
+        "privacy": g.privacy_requests(study.frame, params.privacy_prompts, params.privacy_seeds, seed=seed),
+        "utility": g.utility_requests(study.frame, params.utility_n or len(study.train_meta), seed=seed),
+    }
+    out: dict[str, dict[str, Any]] = {}
+    for entry in params.generators:
+        extra = dict(entry.params)
+        if entry.kind == "diffusion" and extra.get("model", "demo") == "demo":
+            extra.setdefault("train", params.demo_models.get("diffusion") or None)
+            extra.setdefault("model_seed", seed)
+        out[entry.name] = {}
+        if entry.kind == "folder":  # bring your own: the whole set serves every purpose, in file order
+            from radaudit.audits.synthetic_cxr_data import read_synthetic_set
+
+            meta = read_synthetic_set(extra["metadata_csv"], extra.get("images_root"))
+            imgs = g.generate_set(entry.kind, None, cache_dir, context=study.context, **extra)
+            out[entry.name] = {purpose: (imgs, meta) for purpose in requests}
+            continue
+        for purpose, req in requests.items():
+            out[entry.name][purpose] = (g.generate_set(entry.kind, req, cache_dir, context=study.context, **extra), req)
+    return out
+
+
+def privacy_for(study: Study, images: np.ndarray, requests: pd.DataFrame, models: Mapping[str, Any], *,
+                reference: str = "own") -> pd.DataFrame:
+    """:func:`radaudit.metrics.image.privacy_pairs` for one generator's privacy set: each synthetic image
+    against its prompt's training image (``reference="own"``, paper §3.2), or — for a set without
+    ``source_study_id`` (a user's folder) — against the nearest training image of the train split."""
+    from radaudit.metrics.image import privacy_pairs
+
+    if reference == "own" and "source_study_id" in requests.columns:
+        ids = requests["source_study_id"].astype(str).tolist()
+        uniq = list(dict.fromkeys(ids))
+        pos = {sid: i for i, sid in enumerate(uniq)}
+        train = study.context.pixels(uniq)
+        return privacy_pairs(list(train), list(images), [pos[s] for s in ids], prompt_ids=ids,
+                             seeds=requests["seed"].tolist(), encoder=models["cxr"], scorer=models["reid"], size=None,
+                             reference="own")
+    return privacy_pairs(list(study.train), list(images), [0] * len(images), prompt_ids=requests["prompt"].tolist(),
+                         seeds=requests["seed"].tolist() if "seed" in requests else None, encoder=models["cxr"],
+                         scorer=models["reid"], size=None, reference="nearest")
+
+
+# --- Table 1: fidelity ------------------------------------------------------------------------------
+
+def fidelity_long(real_features: Mapping[str, np.ndarray], synth_features: Mapping[str, Mapping[str, np.ndarray]], *,
+                  n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95, nearest_k: int = 5) -> pd.DataFrame:
+    """Every fidelity metric per generator x encoder with a bootstrap CI over images (Table 1, long).
+
+    ``real_features``: ``{encoder: [n, d]}`` of the real test images; ``synth_features``:
+    ``{generator: {encoder: [m, d]}}``. FID and KID on every encoder; precision/recall/density/
+    coverage (k = ``nearest_k``) on the chest X-ray encoder only, as CheXGenBench computes PRDC on
+    RadDino. Columns: ``generator, encoder, metric, estimate, low, high, bias, ...``
+    (:func:`radaudit.metrics.image.fidelity_intervals`).
+    """
+    from radaudit.metrics.image import fidelity_intervals
+    from radaudit.session import stable_seed
+
+    parts = []
+    for gen, feats in synth_features.items():
+        for enc, real in real_features.items():
+            metrics = ("fid", "kid", "precision", "recall", "density", "coverage") if enc != "inception" else ("fid", "kid")
+            t = fidelity_intervals(real, feats[enc], metrics=metrics, n_resamples=n_resamples,
+                                   seed=stable_seed(seed, "fidelity", gen, enc), confidence=confidence,
+                                   nearest_k=nearest_k)
+            parts.append(t.assign(generator=gen, encoder=enc))
+    out = pd.concat(parts, ignore_index=True)
+    return out[["generator", "encoder"] + [c for c in out.columns if c not in ("generator", "encoder")]]
+
+
+def alignment_table(scores: Mapping[str, np.ndarray], *, n_resamples: int = 1000, seed: int = 0,
+                    confidence: float = 0.95) -> pd.DataFrame:
+    """Mean image–text alignment per generator (Table 1's "Alignment Score") with a bootstrap CI over images."""
+    from radaudit.session import stable_seed
+    from radaudit.stats import bootstrap_ci
+
+    rows = []
+    for gen, s in scores.items():
+        s = np.asarray(s, dtype=float)
+        r = bootstrap_ci(s, np.mean, n_resamples=n_resamples, seed=stable_seed(seed, "alignment", gen),
+                         confidence=confidence, method="percentile")
+        rows.append({"generator": gen, "encoder": "alignment", "metric": "alignment", "estimate": r.estimate,
+                     "low": r.low, "high": r.high, "n_synth": len(s)})
+    return pd.DataFrame(rows)
+
+
+def _fmt(est: float, lo: float, hi: float, digits: int) -> str:
+    return f"{est:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+_DIGITS = {"fid": 2, "kid": 4, "precision": 3, "recall": 3, "density": 3, "coverage": 3, "alignment": 3}
+
+
+def table1(long: pd.DataFrame, encoder_names: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Table 1 layout: one row per generator, one column per metric (``"FID (CXR encoder)"``, ...), each cell
+    ``estimate [low, high]``."""
+    names = dict(encoder_names or {})
+    df = long.copy()
+    df["column"] = [m.upper() if m in ("fid", "kid") else m.capitalize() for m in df["metric"]]
+    df["column"] = [c if e == "alignment" or m not in ("fid", "kid") else f"{c} ({names.get(e, e)})"
+                    for c, e, m in zip(df["column"], df["encoder"], df["metric"])]
+    df["cell"] = [_fmt(e, lo, hi, _DIGITS.get(m, 3)) for e, lo, hi, m in zip(df["estimate"], df["low"], df["high"], df["metric"])]
+    order = list(dict.fromkeys(df["column"]))
+    wide = df.pivot(index="generator", columns="column", values="cell").reindex(columns=order)
+    return wide.reindex(list(dict.fromkeys(long["generator"]))).reset_index()
+
+
+def per_label_table(real_features: np.ndarray, real_labels: Sequence[Any], synth: Mapping[str, tuple[np.ndarray, Sequence[Any]]],
+                    labels: Sequence[str], *, min_images: int = 5) -> pd.DataFrame:
+    """Table 2 (long): per generator x label, FID on the chest X-ray encoder features of the label's real test
+    images and of the synthetic images generated from prompts carrying it, with the counts and a note
+    when a label has fewer than ``min_images`` on either side."""
+    from radaudit.metrics.image import per_label_fidelity
+
+    parts = []
+    for gen, (feats, labs) in synth.items():
+        t = per_label_fidelity(real_features, list(real_labels), feats, list(labs), metrics=("fid",), labels=list(labels),
+                               min_images=min_images, fid_method="eigvals")
+        parts.append(t.assign(generator=gen))
+    out = pd.concat(parts, ignore_index=True)
+    return out[["generator"] + [c for c in out.columns if c != "generator"]]
+
+
+# --- Table 3: privacy ---------------------------------------------------------------------------
+
+_PRIVACY = {"avg_reid": ("max_reid", np.mean), "avg_latent_distance": ("min_latent_distance", np.mean),
+            "avg_pixel_distance": ("min_pixel_distance", np.mean)}
+
+
+def privacy_long(per_prompt: Mapping[str, pd.DataFrame], *, delta: float = 0.85, n_resamples: int = 1000, seed: int = 0,
+                 confidence: float = 0.95) -> pd.DataFrame:
+    """Table 3 (long) per generator: Avg. Re-ID (mean of per-prompt maxima), Avg. latent and pixel distance
+    (means of per-prompt minima), Max. Re-ID and Count Re-ID > δ, with bootstrap CIs over prompts
+    (the max has no meaningful bootstrap interval and is reported bare)."""
+    from radaudit.metrics.image import privacy_summary
+    from radaudit.session import stable_seed
+    from radaudit.stats import bootstrap_ci
+
+    rows = []
+    for gen, pp in per_prompt.items():
+        summ = privacy_summary(pp, delta=delta)
+        for metric, (col, fn) in _PRIVACY.items():
+            vals = pp[col].to_numpy(float)
+            vals = vals[np.isfinite(vals)]
+            if len(vals) < 2:
+                rows.append({"generator": gen, "metric": metric, "estimate": summ[metric], "low": np.nan, "high": np.nan})
+                continue
+            r = bootstrap_ci(vals, fn, n_resamples=n_resamples, seed=stable_seed(seed, "privacy", gen, metric),
+                             confidence=confidence, method="percentile")
+            rows.append({"generator": gen, "metric": metric, "estimate": r.estimate, "low": r.low, "high": r.high})
+        rows.append({"generator": gen, "metric": "max_reid", "estimate": summ["max_reid"], "low": np.nan, "high": np.nan})
+        mx = pp["max_reid"].to_numpy(float)
+        mx = mx[np.isfinite(mx)]
+        if len(mx) >= 2:
+            r = bootstrap_ci(mx, lambda x: float((x > delta).sum()), n_resamples=n_resamples,
+                             seed=stable_seed(seed, "privacy", gen, "count"), confidence=confidence, method="percentile")
+            lo, hi = r.low, r.high
+        else:
+            lo = hi = np.nan
+        rows.append({"generator": gen, "metric": "count_reid_above_delta", "estimate": summ["count_reid_above_delta"],
+                     "low": lo, "high": hi})
+        for r_ in rows[-5:]:
+            r_.update(n_prompts=summ["n_prompts"], delta=delta)
+    return pd.DataFrame(rows)
+
+
+_T3_NAMES = {"avg_reid": "Avg. Re-ID (↓)", "avg_latent_distance": "Avg. latent distance (↑)",
+             "avg_pixel_distance": "Avg. pixel distance (↑)", "max_reid": "Max. Re-ID (↓)",
+             "count_reid_above_delta": "Count Re-ID > δ (↓)"}
+
+
+def table3(long: pd.DataFrame) -> pd.DataFrame:
+    """Table 3 layout: rows = the five privacy measures, columns = generators, cells ``estimate [low, high]``."""
+    def cell(r: pd.Series) -> str:
+        if r["metric"] == "count_reid_above_delta":
+            base = f"{int(r['estimate'])} of {int(r['n_prompts'])}"
+            return base if not np.isfinite(r["low"]) else f"{base} [{int(r['low'])}, {int(r['high'])}]"
+        if not np.isfinite(r["low"]):
+            return f"{r['estimate']:.3f}"
+        return _fmt(r["estimate"], r["low"], r["high"], 3)
+
+    df = long.assign(cell=long.apply(cell, axis=1), measure=long["metric"].map(_T3_NAMES))
+    wide = df.pivot(index="measure", columns="generator", values="cell")
+    return wide.reindex(index=list(_T3_NAMES.values()), columns=list(dict.fromkeys(long["generator"]))).reset_index()
+
+
+# --- Table 8: ranks -----------------------------------------------------------------------------
+
+def rank_summary(fidelity: pd.DataFrame, utility_long: pd.DataFrame, *, macro: str = "macro",
+                 baseline: str = "real") -> tuple[pd.DataFrame, dict[str, float]]:
+    """Table 8: per-metric ranks of the generators on Table 1's estimates (1 = best), their average and the
+    overall rank; and Spearman's ρ between the fidelity rank and the utility rank (macro AUROC)."""
+    from radaudit.metrics.image import rank_correlation, rank_table
+
+    f = fidelity.copy()
+    f["column"] = [m if e in ("alignment",) else f"{m}_{e}" if m in ("fid", "kid") else m
+                   for m, e in zip(f["metric"], f["encoder"])]
+    scores = f.pivot(index="generator", columns="column", values="estimate")
+    direction = {c: c.split("_")[0] not in ("fid", "kid") for c in scores.columns}
+    ranks = rank_table(scores, higher_is_better=direction)
+    util = utility_long[(utility_long["label"] == macro) & (utility_long["source"] != baseline)]
+    util = util.set_index("source")["auroc"]
+    util_rank = util.rank(ascending=False)
+    ranks["utility_macro_auroc"] = util.reindex(ranks.index)
+    ranks["utility_rank"] = util_rank.reindex(ranks.index)
+    corr = rank_correlation(ranks["overall_rank"], ranks["utility_rank"])
+    return ranks.reset_index().rename(columns={"index": "generator"}), corr
+
+
+# --- summary ------------------------------------------------------------------------------------
+
+def summary_lines(fidelity: pd.DataFrame, privacy: pd.DataFrame, utility_long: pd.DataFrame, ranks: pd.DataFrame,
+                  corr: Mapping[str, float], *, cxr_encoder: str = "cxr", delta: float = 0.85) -> list[str]:
+    """Plain-words findings computed from the run's tables."""
+    lines = []
+    fid = fidelity[(fidelity["metric"] == "fid") & (fidelity["encoder"] == cxr_encoder)].set_index("generator")
+    if len(fid):
+        best, worst = fid["estimate"].idxmin(), fid["estimate"].idxmax()
+        lines.append(f"- **Fidelity** (FID on the chest X-ray encoder, lower is better): best {best} "
+                     f"{_fmt(*fid.loc[best, ['estimate', 'low', 'high']], 2)}, worst {worst} "
+                     f"{_fmt(*fid.loc[worst, ['estimate', 'low', 'high']], 2)}.")
+    reid = privacy[privacy["metric"] == "avg_reid"].set_index("generator")
+    cnt = privacy[privacy["metric"] == "count_reid_above_delta"].set_index("generator")
+    if len(reid) and reid["estimate"].notna().any():
+        worst = reid["estimate"].idxmax()
+        lines.append(f"- **Privacy**: the highest average re-identification score is {worst}'s "
+                     f"{_fmt(*reid.loc[worst, ['estimate', 'low', 'high']], 3)}; prompts with a re-ID score above "
+                     f"δ = {delta}: " + ", ".join(f"{g} {int(r['estimate'])}/{int(r['n_prompts'])}"
+                                                   for g, r in cnt.iterrows()) + ".")
+    macro = utility_long[utility_long["label"] == "macro"].set_index("source")
+    if len(macro):
+        lines.append("- **Utility** (macro AUROC on the real test set of a classifier trained on each source only): "
+                     + ", ".join(f"{s} {_fmt(*r[['auroc', 'ci_low', 'ci_high']], 3)}" for s, r in macro.iterrows()) + ".")
+    if len(ranks):
+        order = ranks.sort_values("overall_rank")["generator"].tolist()
+        rho = corr.get("spearman", float("nan"))
+        lines.append(f"- **Ranking** (Table 8, average rank over the fidelity metrics): {' > '.join(order)}; "
+                     f"Spearman ρ between fidelity rank and utility rank = "
+                     f"{'n/a' if not np.isfinite(rho) else f'{rho:.2f}'} over {int(corr.get('n', 0))} generators.")
+    return lines
