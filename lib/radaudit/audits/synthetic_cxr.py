@@ -334,10 +334,14 @@ _PRIVACY = {"avg_reid": ("max_reid", np.mean), "avg_latent_distance": ("min_late
 
 
 def privacy_long(per_prompt: Mapping[str, pd.DataFrame], *, delta: float = 0.85, n_resamples: int = 1000, seed: int = 0,
-                 confidence: float = 0.95) -> pd.DataFrame:
+                 confidence: float = 0.95, calibrated_threshold: float | None = None) -> pd.DataFrame:
     """Table 3 (long) per generator: Avg. Re-ID (mean of per-prompt maxima), Avg. latent and pixel distance
     (means of per-prompt minima), Max. Re-ID and Count Re-ID > δ, with bootstrap CIs over prompts
-    (the max has no meaningful bootstrap interval and is reported bare)."""
+    (the max has no meaningful bootstrap interval and is reported bare).
+
+    δ = 0.85 is calibrated for the paper's re-ID network. ``calibrated_threshold`` (e.g. the demo
+    network's score at a 1% false-positive rate on held-out different-patient pairs, from its model
+    card) adds a second count, ``count_reid_above_calibrated``, for a network whose scores sit lower."""
     from radaudit.metrics.image import privacy_summary
     from radaudit.session import stable_seed
     from radaudit.stats import bootstrap_ci
@@ -365,20 +369,30 @@ def privacy_long(per_prompt: Mapping[str, pd.DataFrame], *, delta: float = 0.85,
             lo = hi = np.nan
         rows.append({"generator": gen, "metric": "count_reid_above_delta", "estimate": summ["count_reid_above_delta"],
                      "low": lo, "high": hi})
-        for r_ in rows[-5:]:
+        n_rows = 5
+        if calibrated_threshold is not None and len(mx) >= 2:
+            thr = float(calibrated_threshold)
+            r = bootstrap_ci(mx, lambda x, thr=thr: float((x > thr).sum()), n_resamples=n_resamples,
+                             seed=stable_seed(seed, "privacy", gen, "count_calibrated"), confidence=confidence,
+                             method="percentile")
+            rows.append({"generator": gen, "metric": "count_reid_above_calibrated", "estimate": float((mx > thr).sum()),
+                         "low": r.low, "high": r.high, "threshold": thr})
+            n_rows = 6
+        for r_ in rows[-n_rows:]:
             r_.update(n_prompts=summ["n_prompts"], delta=delta)
     return pd.DataFrame(rows)
 
 
 _T3_NAMES = {"avg_reid": "Avg. Re-ID (↓)", "avg_latent_distance": "Avg. latent distance (↑)",
              "avg_pixel_distance": "Avg. pixel distance (↑)", "max_reid": "Max. Re-ID (↓)",
-             "count_reid_above_delta": "Count Re-ID > δ (↓)"}
+             "count_reid_above_delta": "Count Re-ID > δ (↓)",
+             "count_reid_above_calibrated": "Count Re-ID > calibrated threshold (↓)"}
 
 
 def table3(long: pd.DataFrame) -> pd.DataFrame:
     """Table 3 layout: rows = the five privacy measures, columns = generators, cells ``estimate [low, high]``."""
     def cell(r: pd.Series) -> str:
-        if r["metric"] == "count_reid_above_delta":
+        if r["metric"].startswith("count_reid_above"):
             base = f"{int(r['estimate'])} of {int(r['n_prompts'])}"
             return base if not np.isfinite(r["low"]) else f"{base} [{int(r['low'])}, {int(r['high'])}]"
         if not np.isfinite(r["low"]):
@@ -387,7 +401,8 @@ def table3(long: pd.DataFrame) -> pd.DataFrame:
 
     df = long.assign(cell=long.apply(cell, axis=1), measure=long["metric"].map(_T3_NAMES))
     wide = df.pivot(index="measure", columns="generator", values="cell")
-    return wide.reindex(index=list(_T3_NAMES.values()), columns=list(dict.fromkeys(long["generator"]))).reset_index()
+    present = [v for k, v in _T3_NAMES.items() if k in set(long["metric"])]
+    return wide.reindex(index=present, columns=list(dict.fromkeys(long["generator"]))).reset_index()
 
 
 # --- Table 8: ranks -----------------------------------------------------------------------------
@@ -433,6 +448,12 @@ def summary_lines(fidelity: pd.DataFrame, privacy: pd.DataFrame, utility_long: p
                      f"{_fmt(*reid.loc[worst, ['estimate', 'low', 'high']], 3)}; prompts with a re-ID score above "
                      f"δ = {delta}: " + ", ".join(f"{g} {int(r['estimate'])}/{int(r['n_prompts'])}"
                                                    for g, r in cnt.iterrows()) + ".")
+        cal = privacy[privacy["metric"] == "count_reid_above_calibrated"].set_index("generator")
+        if len(cal):
+            thr = float(cal["threshold"].iloc[0])
+            lines.append(f"- Above the re-ID network's own calibrated threshold ({thr:.2f}, 1% false positives on "
+                         "held-out different-patient pairs): " + ", ".join(
+                             f"{g} {int(r['estimate'])}/{int(r['n_prompts'])}" for g, r in cal.iterrows()) + ".")
     macro = utility_long[utility_long["label"] == "macro"].set_index("source")
     if len(macro):
         lines.append("- **Utility** (macro AUROC on the real test set of a classifier trained on each source only): "
