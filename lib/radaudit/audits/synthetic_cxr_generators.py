@@ -89,9 +89,9 @@ class GenerationContext:
     size: int = 64
     cache_dir: str | os.PathLike | None = None
     resize: str = "center_crop"
-    _pixels: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
-    _pipelines: dict[str, Any] = field(default_factory=dict, repr=False)
-    _fingerprint: str | None = field(default=None, repr=False)
+    _pixels: dict[tuple[str, int, str], np.ndarray] = field(default_factory=dict, init=False, repr=False)
+    _pipelines: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    _fingerprint: str | None = field(default=None, init=False, repr=False)
 
     def root(self) -> Path:
         from radaudit.models.cache import default_cache_dir
@@ -122,7 +122,8 @@ class GenerationContext:
 
         frame = self.require_frame("real-image")
         ids = [str(s) for s in study_ids]
-        todo = sorted({s for s in ids if s not in self._pixels})
+        tag = (self.size, self.resize)
+        todo = sorted({s for s in ids if (s, *tag) not in self._pixels})
         if todo:
             uniq = frame.drop_duplicates("study_id")
             by_id = uniq.set_index(uniq["study_id"].astype(str))
@@ -131,10 +132,10 @@ class GenerationContext:
                 raise DataFormatError(f"Study id(s) {unknown[:5]} are not in the context frame.")
             cache = None if self.cache_dir is None else self.root()
             arr = load_images(by_id.loc[todo, "image_path"].tolist(), self.size, resize=self.resize, cache_dir=cache)
-            self._pixels.update(zip(todo, arr))
+            self._pixels.update(((s, *tag), a) for s, a in zip(todo, arr))
         if not ids:
             return np.zeros((0, self.size, self.size), np.float32)
-        return np.stack([self._pixels[s] for s in ids])
+        return np.stack([self._pixels[(s, *tag)] for s in ids])
 
 
 # --- requests ------------------------------------------------------------------------------------------

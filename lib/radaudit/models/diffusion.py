@@ -263,7 +263,7 @@ def load_pipeline(model_id: str | os.PathLike, family: str | None = None, dtype:
                 pipe.load_lora_weights(str(lp.parent), weight_name=lp.name)
             else:
                 pipe.load_lora_weights(str(lora), **({"weight_name": lora_weight_name} if lora_weight_name else {}))
-    except (OSError, ValueError, EnvironmentError) as err:
+    except (OSError, ValueError) as err:  # hub unreachable, files missing (HF errors subclass these)
         if isinstance(err, RadauditError):
             raise
         raise ModelUnavailableError(load_failed_message(resolved, err) + " (diffusers pipeline, family "
@@ -326,7 +326,7 @@ def generate_images(pipeline: Any, prompts: Sequence[str] | pd.DataFrame | None,
     :func:`load_pipeline` (``prompts``: list of strings; ``None`` for an unconditional pipeline such as
     ``DDPMPipeline``, then ``len(seeds)`` images). ``steps``/``guidance``/``height``/``width``/``extra``
     default to :data:`PIPELINE_DEFAULTS` of the pipeline's family; arguments the pipeline's ``__call__``
-    does not take are dropped (logged once). Images are made ``batch_size`` at a time, each with its
+    does not take are dropped (and logged). Images are made ``batch_size`` at a time, each with its
     own ``torch.Generator`` seeded with its seed (see the module docstring); RGB output is converted
     to grayscale by luma.
     """
@@ -375,13 +375,14 @@ def generate_images(pipeline: Any, prompts: Sequence[str] | pd.DataFrame | None,
 
 # --- demo model: conditions ---------------------------------------------------------------------------
 
-def _vocab_from(conditions: pd.DataFrame, label_order: Sequence[str] | None = None) -> dict[str, list[str]]:
+def _vocab_from(conditions: pd.DataFrame) -> dict[str, list[str]]:
+    """Views (sorted) and labels (:data:`DEMO_LABELS` order, then any other alphabetically) seen in training."""
     from radaudit.audits.synthetic_cxr_data import DEMO_LABELS
 
     labels: set[str] = set()
     for labs in conditions["labels"]:
         labels.update(labs)
-    order = {g: i for i, g in enumerate(label_order or DEMO_LABELS)}
+    order = {g: i for i, g in enumerate(DEMO_LABELS)}
     views = sorted({str(v) for v in conditions["view"] if isinstance(v, str)}) if "view" in conditions.columns else []
     return {"views": views, "labels": sorted(labels, key=lambda g: (order.get(g, len(order)), g))}
 
@@ -612,8 +613,7 @@ def _shift(x: Any, max_shift: int, gen: Any) -> Any:
 
 
 def train_demo_diffusion(images: np.ndarray, conditions: pd.DataFrame, out_dir: str | os.PathLike, *, seed: int = 0,
-                         fingerprint: str | None = None, label_order: Sequence[str] | None = None,
-                         **hp: Any) -> Path:
+                         fingerprint: str | None = None, **hp: Any) -> Path:
     """Train the demo diffusion model on ``images`` (float ``[N, S, S]`` in [0, 1], S = ``image_size``) with
     ``conditions`` (DataFrame: ``labels`` lists, optional ``view``) and save it to ``out_dir``.
 
@@ -631,7 +631,7 @@ def train_demo_diffusion(images: np.ndarray, conditions: pd.DataFrame, out_dir: 
     hpv = _hyperparameters(seed, **hp)
     arr = _check_images(images, hpv["image_size"])
     cond = _conditions_frame(conditions, len(arr))
-    vocab = _vocab_from(cond, label_order)
+    vocab = _vocab_from(cond)
     if fingerprint is None:
         fingerprint = _images_digest(arr) + "-" + hashlib.sha256(
             cond.to_json(orient="records").encode()).hexdigest()[:8]
