@@ -266,3 +266,20 @@ def test_save_grid_layout(tmp_path):
     arr = np.asarray(Image.open(out))
     assert arr.shape == (14, 14)  # 2 rows × (4 + 2 gap) + 2
     assert arr[2, 2] == 0 and arr[2, 8] == 128 and arr[8, 2] == 255 and arr[8, 8] == 255  # last cell: white gap
+
+
+def test_a_model_cut_short_by_the_time_guard_is_never_reused(tmp_path):
+    import json
+
+    from radaudit.models.diffusion import CONFIG_FILE, _is_trained
+
+    folder = tmp_path / "m"
+    (folder / "unet").mkdir(parents=True)
+    (folder / "scheduler").mkdir()
+    (folder / "unet" / "config.json").write_text("{}")
+    (folder / "unet" / "diffusion_pytorch_model.safetensors").write_text("")
+    (folder / "scheduler" / "scheduler_config.json").write_text("{}")
+    (folder / CONFIG_FILE).write_text(json.dumps({"config_hash": "abc", "stopped_early": False}))
+    assert _is_trained(folder, "abc") and not _is_trained(folder, "other")
+    (folder / CONFIG_FILE).write_text(json.dumps({"config_hash": "abc", "stopped_early": True, "stop_reason": "t"}))
+    assert not _is_trained(folder, "abc")

@@ -93,7 +93,7 @@ DEMO_DIFFUSION_CONFIG: dict[str, Any] = {
     "cond_dropout": 0.15, "augment_shift": 2,
     # optimisation
     "steps": 1200, "batch_size": 16, "lr": 2e-3, "warmup_steps": 50, "weight_decay": 0.0, "max_grad_norm": 1.0,
-    "ema_decay": 0.995, "max_seconds": 300.0,
+    "ema_decay": 0.995, "max_seconds": 900.0,
 }
 
 _INT_KEYS = ("image_size", "patch_size", "layers_per_block", "attention_levels", "norm_num_groups",
@@ -556,9 +556,15 @@ def _is_trained(folder: Path, digest: str) -> bool:
     if not all(p.is_file() for p in needed) or not any((folder / "unet").glob("diffusion_pytorch_model.*")):
         return False
     try:
-        return json.loads(meta.read_text()).get("config_hash") == digest
+        info = json.loads(meta.read_text())
     except (OSError, ValueError):
         return False
+    if info.get("stopped_early"):
+        # a model cut short by the time guard depends on the machine's speed, not only on the seed: never
+        # reuse it as if it were the planned model (the next run trains again)
+        log.warning("Demo diffusion model in %s stopped early (%s); training it again.", folder, info.get("stop_reason"))
+        return False
+    return info.get("config_hash") == digest
 
 
 # --- demo model: training ------------------------------------------------------------------------------
@@ -719,6 +725,10 @@ def train_demo_diffusion(images: np.ndarray, conditions: pd.DataFrame, out_dir: 
                   "pixel-space DDPM (diffusers UNet2DConditionModel) trained here in minutes on the demo "
                   "training images. Not a clinical model."),
     }
+    if out.exists() and (out / CONFIG_FILE).is_file() and json.loads((out / CONFIG_FILE).read_text()).get("stopped_early"):
+        import shutil
+
+        shutil.rmtree(out)  # the cut-short model this run replaces (see _is_trained)
     with atomic_dir(out) as tmp:
         unet.save_pretrained(tmp / "unet")
         sched.save_pretrained(tmp / "scheduler")
