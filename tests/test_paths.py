@@ -29,3 +29,20 @@ def test_atomic_dir_leaves_nothing_on_error_and_never_overwrites(tmp_path):
         with atomic_dir(out) as tmp:
             (tmp / "new.bin").write_text("n")
     assert (out / "keep.txt").read_text() == "k" and [p.name for p in tmp_path.iterdir()] == ["model"]
+
+
+def test_reusable_model_dir_rejects_wrong_hash_missing_files_and_cut_short_models(tmp_path):
+    import json
+
+    from radaudit.paths import reusable_model_dir
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "meta.json").write_text(json.dumps({"config_hash": "abc", "stopped_early": False}))
+    assert reusable_model_dir(folder, "meta.json", "abc", required=("config.json",))
+    assert not reusable_model_dir(folder, "meta.json", "other", required=("config.json",))
+    assert not reusable_model_dir(folder, "meta.json", "abc", required=("weights.bin",))
+    assert not reusable_model_dir(folder, "meta.json", "abc", required_globs=("*.safetensors",))
+    (folder / "meta.json").write_text(json.dumps({"config_hash": "abc", "stopped_early": True}))
+    assert not reusable_model_dir(folder, "meta.json", "abc") and not folder.exists()  # removed: retrain writes anew

@@ -70,3 +70,37 @@ def atomic_dir(out: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def reusable_model_dir(folder: str | os.PathLike[str], meta_file: str, digest: str, *, required: tuple[str, ...] = (),
+                       required_globs: tuple[str, ...] = (), key: str = "config_hash") -> bool:
+    """Whether ``folder`` holds a finished, reusable demo model for ``digest``.
+
+    True when ``<folder>/<meta_file>`` records ``key == digest``, every ``required`` file and at least
+    one match of each ``required_globs`` pattern exist, and training was **not** cut short: a model
+    whose metadata says ``stopped_early`` (a time guard ended it) depends on the machine's speed, not
+    only on data, settings and seed, so it is never reused as the planned model. Such a folder is
+    removed (with a warning) so that the retraining that follows can write the folder again.
+    """
+    import json
+    import logging
+
+    folder = Path(folder)
+    meta = folder / meta_file
+    if not meta.is_file() or not all((folder / f).is_file() for f in required):
+        return False
+    if not all(any(folder.glob(g)) for g in required_globs):
+        return False
+    try:
+        info = json.loads(meta.read_text())
+    except (OSError, ValueError):
+        return False
+    if info.get(key) != digest:
+        return False
+    if info.get("stopped_early"):
+        logging.getLogger(__name__).warning(
+            "The model in %s stopped before its planned steps (%s); it is removed and trained again.", folder,
+            info.get("stop_reason") or "time guard")
+        shutil.rmtree(folder, ignore_errors=True)
+        return False
+    return True

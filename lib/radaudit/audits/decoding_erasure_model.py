@@ -298,13 +298,9 @@ _TRAIN_DEFAULTS: dict[str, Any] = {
 
 
 def _is_trained(folder: Path, digest: str) -> bool:
-    meta = folder / CONFIG_FILE
-    if not meta.is_file() or not (folder / "config.json").is_file() or not (folder / "tokenizer.json").is_file():
-        return False
-    try:
-        return json.loads(meta.read_text()).get("config_hash") == digest
-    except (OSError, ValueError):
-        return False
+    from radaudit.paths import reusable_model_dir
+
+    return reusable_model_dir(folder, CONFIG_FILE, digest, required=('config.json', 'tokenizer.json'), required_globs=(), key='config_hash')
 
 
 def train_report_model(corpus: pd.DataFrame, out_dir: str | os.PathLike, *, seed: int = 0,

@@ -207,14 +207,9 @@ def config_hash(samples: pd.DataFrame, seed: int = 0, **hyperparameters: Any) ->
 
 
 def _is_trained(folder: Path, digest: str) -> bool:
-    meta = folder / CONFIG_FILE
-    needed = ("config.json", "model.safetensors", "tokenizer.json", "processor_config.json")
-    if not meta.is_file() or not all((folder / f).is_file() for f in needed):
-        return False
-    try:
-        return json.loads(meta.read_text()).get("config_hash") == digest
-    except (OSError, ValueError):
-        return False
+    from radaudit.paths import reusable_model_dir
+
+    return reusable_model_dir(folder, CONFIG_FILE, digest, required=('config.json', 'model.safetensors', 'tokenizer.json', 'processor_config.json'), required_globs=(), key='config_hash')
 
 
 # --- building blocks ---------------------------------------------------------------------------------

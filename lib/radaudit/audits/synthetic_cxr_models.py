@@ -318,13 +318,9 @@ def _inputs(kind: str, train_images: Any, train_meta: Any, eval_images: Any, eva
 
 
 def _is_trained(folder: Path, digest: str) -> bool:
-    meta = folder / CARD_FILE
-    if not meta.is_file() or not (folder / "config.json").is_file() or not (folder / "model.safetensors").is_file():
-        return False
-    try:
-        return json.loads(meta.read_text()).get("config_hash") == digest
-    except (OSError, ValueError):
-        return False
+    from radaudit.paths import reusable_model_dir
+
+    return reusable_model_dir(folder, CARD_FILE, digest, required=('config.json', 'model.safetensors'), required_globs=(), key='config_hash')
 
 
 def model_card(path: str | os.PathLike[str]) -> dict[str, Any]:

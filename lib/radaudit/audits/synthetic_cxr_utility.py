@@ -998,13 +998,9 @@ def classifier_fingerprint(images: Any, y: Any, label_names: Sequence[str], seed
 
 
 def _is_trained(folder: Path, digest: str) -> bool:
-    meta = folder / META_FILE
-    if not meta.is_file() or not (folder / "config.json").is_file() or not (folder / "model.safetensors").is_file():
-        return False
-    try:
-        return json.loads(meta.read_text()).get("fingerprint") == digest
-    except (OSError, ValueError):
-        return False
+    from radaudit.paths import reusable_model_dir
+
+    return reusable_model_dir(folder, META_FILE, digest, required=('config.json', 'model.safetensors'), required_globs=(), key='fingerprint')
 
 
 def _slug(name: str) -> str:

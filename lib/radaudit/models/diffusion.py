@@ -551,20 +551,9 @@ def diffusion_config_hash(fingerprint: str, seed: int = 0, **hp: Any) -> str:
 
 
 def _is_trained(folder: Path, digest: str) -> bool:
-    meta = folder / CONFIG_FILE
-    needed = (meta, folder / "unet" / "config.json", folder / "scheduler" / "scheduler_config.json")
-    if not all(p.is_file() for p in needed) or not any((folder / "unet").glob("diffusion_pytorch_model.*")):
-        return False
-    try:
-        info = json.loads(meta.read_text())
-    except (OSError, ValueError):
-        return False
-    if info.get("stopped_early"):
-        # a model cut short by the time guard depends on the machine's speed, not only on the seed: never
-        # reuse it as if it were the planned model (the next run trains again)
-        log.warning("Demo diffusion model in %s stopped early (%s); training it again.", folder, info.get("stop_reason"))
-        return False
-    return info.get("config_hash") == digest
+    from radaudit.paths import reusable_model_dir
+
+    return reusable_model_dir(folder, CONFIG_FILE, digest, required=('unet/config.json', 'scheduler/scheduler_config.json'), required_globs=('unet/diffusion_pytorch_model.*',), key='config_hash')
 
 
 # --- demo model: training ------------------------------------------------------------------------------
@@ -725,10 +714,6 @@ def train_demo_diffusion(images: np.ndarray, conditions: pd.DataFrame, out_dir: 
                   "pixel-space DDPM (diffusers UNet2DConditionModel) trained here in minutes on the demo "
                   "training images. Not a clinical model."),
     }
-    if out.exists() and (out / CONFIG_FILE).is_file() and json.loads((out / CONFIG_FILE).read_text()).get("stopped_early"):
-        import shutil
-
-        shutil.rmtree(out)  # the cut-short model this run replaces (see _is_trained)
     with atomic_dir(out) as tmp:
         unet.save_pretrained(tmp / "unet")
         sched.save_pretrained(tmp / "scheduler")
