@@ -46,3 +46,11 @@ def test_reusable_model_dir_rejects_wrong_hash_missing_files_and_cut_short_model
     assert not reusable_model_dir(folder, "meta.json", "abc", required_globs=("*.safetensors",))
     (folder / "meta.json").write_text(json.dumps({"config_hash": "abc", "stopped_early": True}))
     assert not reusable_model_dir(folder, "meta.json", "abc") and not folder.exists()  # removed: retrain writes anew
+
+
+def test_safe_name_replaces_runs_of_unsafe_characters():
+    from radaudit.paths import safe_name
+
+    assert safe_name("privacy pairs: demo diffusion") == "privacy-pairs-demo-diffusion"
+    assert safe_name("lr=0.1_x") == "lr=0.1_x"
+    assert safe_name("a/b\\c", max_len=3) == "a-b"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -17,6 +18,12 @@ from pathlib import Path
 from radaudit.errors import RadauditError
 
 PROJECT_ENV = "RADAUDIT_PROJECT"
+
+
+def safe_name(text: str, max_len: int = 60) -> str:
+    """``text`` as a file-name part: every run of characters other than letters, digits and ``_.=-``
+    becomes one ``-`` (``"demo diffusion"`` → ``"demo-diffusion"``), cut at ``max_len``."""
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "-", str(text))[:max_len]
 
 
 def _is_project(p: Path) -> bool:

@@ -26,7 +26,7 @@ from radaudit import manifest
 from radaudit.config import BaseParams, parse_overrides, resolve_params
 from radaudit.errors import ParamsError, RunFailedError
 from radaudit.experiments import Experiment, get_experiment
-from radaudit.paths import notebooks_dir, outputs_dir, params_dir, project_root
+from radaudit.paths import notebooks_dir, outputs_dir, params_dir, project_root, safe_name
 
 log = logging.getLogger("radaudit.run")
 
@@ -290,10 +290,6 @@ def parse_grid(items: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
     return grid
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.=-]+", "-", text)[:60]
-
-
 def sweep(
     experiment: str,
     preset: str,
@@ -329,7 +325,7 @@ def sweep(
     sweep_dir = _new_run_dir(base, f"sweep_{stamp}_{preset}")
     rows = []
     for i, (combo, ov, prep) in enumerate(prepared):
-        label = f"{i:02d}_" + "_".join(f"{_slug(k)}={_slug(v)}" for k, v in combo.items())
+        label = f"{i:02d}_" + "_".join(f"{safe_name(k)}={safe_name(v)}" for k, v in combo.items())
         log.info("sweep %d/%d: %s", i + 1, len(prepared), label)
         try:
             res = run_experiment(experiment, preset, ov, data_root=data_root, out=sweep_dir, name=label,

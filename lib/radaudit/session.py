@@ -72,17 +72,22 @@ class Run:
         path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
 
     def figure(self, fig: Any, name: str, *, close: bool = False) -> dict[str, Path]:
-        """Save ``fig`` as ``figures/<name>.png`` (300 dpi) and ``.pdf``."""
+        """Save ``fig`` as ``figures/<name>.png`` (300 dpi) and ``.pdf`` (``name`` made file-safe by
+        :func:`radaudit.paths.safe_name`: ``"pairs demo diffusion"`` → ``pairs-demo-diffusion``)."""
+        from radaudit.paths import safe_name
         from radaudit.plots import save_figure
 
+        name = safe_name(name, 120)
         paths = save_figure(fig, self.dir / "figures", name, close=close)
         self.figures.append(name)
         return paths
 
     def table(self, df: Any, name: str, *, caption: str | None = None, index: bool = False) -> dict[str, Path]:
-        """Save ``df`` as ``tables/<name>.csv``, ``.md`` and ``.tex``."""
+        """Save ``df`` as ``tables/<name>.csv``, ``.md`` and ``.tex`` (``name`` made file-safe as in :meth:`figure`)."""
+        from radaudit.paths import safe_name
         from radaudit.tables import save_table
 
+        name = safe_name(name, 120)
         paths = save_table(df, self.dir / "tables", name, caption=caption, index=index)
         self.tables.append(name)
         return paths

@@ -285,6 +285,8 @@ def test_mimic_prompts_from_impressions(fixtures_dir):
     assert df["labels"].iloc[1] == ["Cardiomegaly", "Lung Opacity", "Pleural Effusion", "Support Devices"]
     assert df["split"].tolist() == ["train", "train", "valid"]
     assert df.attrs["n_no_caption"] == 2 and df["seed"].isna().all()
+    assert df["impression"].tolist() == df["prompt"].tolist()  # kept as Table 5's reference
+    assert "findings" in df.columns
     assert D.mimic_prompts(fixtures_dir / "mimic_cxr", splits=["train"])["study_id"].tolist() == ["50414267", "53189527"]
 
 
@@ -304,6 +306,7 @@ def test_mimic_prompts_from_llavarad_annotations(fixtures_dir, tmp_path):
     assert df["patient_id"].tolist() == ["10000032", "11000011", "10000032"]
     assert df["split"].tolist() == ["train", "valid", "train"]
     assert df.attrs["n_duplicate_prompts"] == 1
+    assert df["impression"].iloc[0] == "No acute cardiopulmonary process."  # the report's, not the caption
     keep = D.mimic_prompts(fixtures_dir / "mimic_cxr", annotations_csv=tmp_path / "LLAVARAD_ANNOTATIONS_TRAIN.csv",
                            dedupe_prompts=False)
     assert len(keep) == 4

@@ -199,6 +199,12 @@ def test_rank_scatter_title_has_spearman_rho():
     fig = P.plot_rank_scatter(fid, util)
     assert "Spearman ρ = 0.80 (n = 4)" in fig.axes[0].get_title()  # 1 − 6·2 / (4·15)
     assert sorted(t.get_text() for t in fig.axes[0].texts) == ["a", "b", "c", "d"]
+    # colours follow `order` (the other figures' order), not the order of the rank Series
+    from matplotlib.colors import to_hex
+
+    fig = P.plot_rank_scatter(fid, util, order=["d", "c", "b", "a"])
+    got = {t.get_text(): to_hex(c.get_facecolor()[0]) for t, c in zip(fig.axes[0].texts, fig.axes[0].collections)}
+    assert got == {g: to_hex(c) for g, c in P.source_colors(["d", "c", "b", "a"], None).items()}
 
 
 def test_rank_scatter_undefined_and_bad_inputs():

@@ -51,6 +51,9 @@ def test_table1_cells_and_rank_summary():
     assert r.loc["real", "overall_rank"] == 1 and r.loc["blur", "overall_rank"] == 3
     assert np.isnan(r.loc["real", "utility_rank"])  # "real" here is a generator without a utility row
     assert corr["n"] == 2
+    assert list(ranks["generator"]) == ["real", "model", "blur"]  # best first
+    rev = _fid_long().assign(estimate=lambda d: np.where(d["metric"] == "fid", 10 - d["estimate"], 1 - d["estimate"]))
+    assert list(sc.rank_summary(rev, util)[0]["generator"]) == ["blur", "model", "real"]
 
 
 def test_params_validation():

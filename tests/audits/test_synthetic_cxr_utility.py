@@ -165,6 +165,12 @@ def test_table4_flags_rounding_tolerance_and_bh():
     assert num.loc["g2", "B"] == 0.60 and num.loc["real", "A"] == 0.75
     # the long table keeps its p-values: Table 4 rebuilt from it has the same marks
     pd.testing.assert_frame_equal(U.utility_table(long.reset_index(), "real", marks=True), marked)
+    per_ci = {k: v.assign(ci_low=v["auroc"] - 0.1, ci_high=v["auroc"] + 0.05) for k, v in per.items()}
+    with_ci = U.utility_table(per_ci, "real", differences=diffs, marks=True, ci=True)
+    assert with_ci.loc["g2", "B"] == "0.60* [0.50, 0.65]" and with_ci.loc["real", "A"] == "0.75 [0.65, 0.80]"
+    assert with_ci.loc["g3", "A"] == "n/a"
+    with pytest.raises(ParamsError, match="ci=True needs marks=True"):
+        U.utility_table(per_ci, "real", ci=True)
 
 
 def test_table4_needs_the_baseline():

@@ -52,6 +52,17 @@ def test_intervals_hold_the_point_values_and_are_seeded():
     assert far.loc["fid", "low"] > t.loc["fid", "high"]  # a shifted set is clearly worse, CIs apart
 
 
+def test_prdc_intervals_stay_inside_their_range():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(80, 6))
+    y = x[:60] + rng.normal(scale=0.01, size=(60, 6))  # near-copies: precision ~ 1
+    t = fidelity_intervals(x, y, metrics=("precision", "recall", "coverage"), n_resamples=300, seed=1)
+    t = t.set_index("metric")
+    assert t.loc["precision", "estimate"] == 1.0
+    assert (t["high"] <= 1.0).all() and (t["low"] >= 0.0).all()
+    assert (t["method"] == "percentile").all()
+
+
 def test_bad_input_is_named():
     x = np.zeros((10, 3))
     with pytest.raises(ParamsError, match="Unknown metric"):

@@ -197,7 +197,12 @@ def test_demo_sampling_seeds(tiny_demo):
     f = pipe.generate(req, [5, 6, 7], steps=4, guidance=2.0, sampler="dpm")
     g = pipe.generate(req, [5, 6, 7], steps=4, guidance=2.0, sampler="ddim", eta=1.0)
     assert f.shape == g.shape == (3, 16, 16)
-    np.testing.assert_allclose(g, pipe.generate(req, [5, 6, 7], steps=4, guidance=2.0, eta=1.0), atol=1e-6)
+    np.testing.assert_allclose(g, pipe.generate(req, [5, 6, 7], steps=4, guidance=2.0, sampler="ddim", eta=1.0),
+                               atol=1e-6)
+    np.testing.assert_allclose(f, pipe.generate(req, [5, 6, 7], steps=4, guidance=2.0), atol=1e-6)  # dpm by default
+    assert np.abs(f - pipe.generate(req, [5, 6, 7], steps=4, guidance=2.0, sampler="ddim")).max() > 1e-4
+    with pytest.raises(ParamsError, match="needs sampler='ddim'"):
+        pipe.generate(req, [5, 6, 7], steps=4, eta=0.5)
     with pytest.raises(ParamsError, match="one seed per image"):
         pipe.generate(req, [1, 2])
     with pytest.raises(ParamsError, match="sampler"):

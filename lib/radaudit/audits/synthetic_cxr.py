@@ -8,12 +8,13 @@ Paper: Dutt et al., *CheXGenBench* (``../shared/papers/004_175f666718a5c618.txt`
 * the demo encoders (chest X-ray encoder, CLIP-style alignment, Siamese re-ID):
   :mod:`radaudit.audits.synthetic_cxr_models`, :mod:`radaudit.models.cxr_nets`;
 * metrics: :mod:`radaudit.metrics.image` (FID/KID/PRDC with CIs, per-label, privacy, ranks);
-* utility (Table 4): :mod:`radaudit.audits.synthetic_cxr_utility`; figures:
+* utility (Table 4): :mod:`radaudit.audits.synthetic_cxr_utility`; report generation (Table 5):
+  :mod:`radaudit.audits.synthetic_cxr_reports`; figures:
   :mod:`radaudit.audits.synthetic_cxr_plots`.
 
 This module holds the experiment's parameters and the functions that turn the sets into the
-paper's tables (Table 1 fidelity, Table 2 per label, Table 3 privacy, Table 4 utility, Table 8
-ranks), every headline number with a 95% bootstrap CI.
+paper's tables (Table 1 fidelity, Table 2 per label, Table 3 privacy, Table 4 utility, Table 5 report
+generation, Table 8 ranks), every headline number with a 95% bootstrap CI.
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from radaudit.config import BaseParams
-from radaudit.errors import ParamsError
+from radaudit.errors import DataFormatError, ParamsError
 
-__all__ = ["GeneratorEntry", "Params", "Study", "alignment_table", "fidelity_long", "per_label_table", "prepare",
-           "privacy_long", "rank_summary", "summary_lines", "table1", "table3"]
+__all__ = ["GeneratorEntry", "Params", "ReportUtility", "Study", "alignment_table", "fidelity_long",
+           "generators_to_inspect", "per_label_table", "plot_closest_pairs", "prepare", "privacy_long", "rank_summary", "report_candidates",
+           "report_utility", "sample_grid_inputs", "summary_lines", "table1", "table3"]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,18 @@ def _demo_generators() -> list[GeneratorEntry]:
             GeneratorEntry(name="held-out real", kind="heldout_real"),
             GeneratorEntry(name="memoriser", kind="memoriser"),
             GeneratorEntry(name="degrader", kind="degrader")]
+
+
+class ReportUtility(BaseModel):
+    """Report-generation utility (paper §2.4, Table 5): how each source's reports score on the real test set."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(True, description="Compute Table 5.")
+    label_mode: Literal["labels", "chexpert"] = Field("labels", description="Label F1: 'labels' = the experiment's labels found by name in the text (label-list captions, demo); 'chexpert' = the rule-based CheXpert labeler, F1-5 and F1-14 (free-text reports, paper).")
+    metrics: list[str] = Field(default_factory=lambda: ["bleu1", "bleu4", "rougeL", "f1"], description="Table 5 metrics: bleu1, bleu4, rougeL, radgraph_f1 (needs the radgraph extra and the hub), f1 (expanded by label_mode).")
+    reference_column: str = Field("prompt", description="Column of the real test metadata that holds the reference report (demo: the caption).")
+    files: dict[str, str] = Field(default_factory=dict, description="{source: CSV with study_id, report} of the reports YOUR report model (fine-tuned on that source, e.g. LLaVA-Rad) wrote for the real test studies; 'real' = trained on real images. A source without a file gets the retrieval stand-in.")
 
 
 class Params(BaseParams):
@@ -82,6 +96,7 @@ class Params(BaseParams):
     privacy_reference: Literal["own", "nearest"] = Field("own", description="Compare each synthetic image with its prompt's training image (paper §3.2) or with the nearest training image of the pool.")
     utility_n: int | None = Field(None, ge=8, description="Synthetic images per generator for the utility classifier (paper: 20,000; null = as many as real training images).")
     utility: dict[str, Any] = Field(default_factory=lambda: {"epochs": 20, "batch_size": 32, "n_repeats": 1}, description="Classifier settings (synthetic_cxr_utility.train_classifier: epochs, batch_size, lr, architecture, n_repeats, ...).")
+    report_generation: ReportUtility = Field(default_factory=lambda: ReportUtility(), description="Report-generation utility (Table 5): retrieval stand-in or your model's reports per source.")
     cache: bool = Field(True, description="Keep generated sets, features and models in the content-addressed cache (an interrupted run resumes).")
 
     @field_validator("fractions")
@@ -227,6 +242,48 @@ def generate_sets(params: Params, study: Study, cache_dir: str | os.PathLike | N
     return out
 
 
+def sample_grid_inputs(study: Study, sets: Mapping[str, Mapping[str, Any]], n: int = 8
+                       ) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
+    """The samples figure's rows (``plot_sample_grid(*sample_grid_inputs(study, sets))``): every row shows the
+    same ``n`` test prompts — the first request of each distinct prompt in the fidelity requests' order
+    (then further requests if there are fewer than ``n`` distinct prompts), so labels and views vary across
+    columns — and the top row, "real (test)", is the real test image each prompt was written from. A set
+    without ``source_study_id`` (a user's folder) shows its first ``n`` images."""
+    with_source = [s["fidelity"][1] for s in sets.values() if "source_study_id" in s["fidelity"][1].columns]
+    grid: dict[str, np.ndarray] = {}
+    prompts: dict[str, list[str]] = {}
+    ids: list[str] = []
+    if with_source:
+        req = with_source[0].reset_index(drop=True)
+        first = req.drop_duplicates("prompt").index.tolist()
+        rest = [i for i in req.index if i not in set(first)]
+        rows = req.loc[(first + rest)[:n]]
+        ids = rows["source_study_id"].astype(str).tolist()
+        grid["real (test)"] = study.context.pixels(ids)
+        prompts["real (test)"] = rows["prompt"].astype(str).tolist()
+    for name, s in sets.items():
+        images, req = s["fidelity"]
+        req = req.reset_index(drop=True)
+        if ids and "source_study_id" in req.columns:
+            pos = {sid: i for i, sid in reversed(list(enumerate(req["source_study_id"].astype(str))))}
+            take = [pos[i] for i in ids if i in pos]
+        else:
+            take = list(range(min(n, len(images))))
+        grid[name] = np.asarray(images)[take]
+        prompts[name] = req["prompt"].astype(str).iloc[take].tolist()
+    return grid, prompts
+
+
+def generators_to_inspect(pairs: Mapping[str, pd.DataFrame], generators: Sequence[Any]) -> list[str]:
+    """Whose closest privacy pairs to draw: the generator with the highest mean re-ID score, then every
+    generator that is a model (not one of the reference generators with a verdict known in advance)."""
+    reference = {"memoriser", "degrader", "heldout_real"}
+    scored = {g: float(p["reid"].mean()) for g, p in pairs.items() if "reid" in p and p["reid"].notna().any()}
+    out = [max(scored, key=scored.get)] if scored else []
+    out += [e.name for e in generators if e.kind not in reference and e.name in pairs and e.name not in out]
+    return out
+
+
 def privacy_for(study: Study, images: np.ndarray, requests: pd.DataFrame, models: Mapping[str, Any], *,
                 reference: str = "own") -> pd.DataFrame:
     """:func:`radaudit.metrics.image.privacy_pairs` for one generator's privacy set: each synthetic image
@@ -245,6 +302,89 @@ def privacy_for(study: Study, images: np.ndarray, requests: pd.DataFrame, models
     return privacy_pairs(list(study.train), list(images), [0] * len(images), prompt_ids=requests["prompt"].tolist(),
                          seeds=requests["seed"].tolist() if "seed" in requests else None, encoder=models["cxr"],
                          scorer=models["reid"], size=None, reference="nearest")
+
+
+def plot_closest_pairs(study: Study, sets: Mapping[str, Mapping[str, Any]], pairs: Mapping[str, pd.DataFrame],
+                       generator: str, *, reference: str = "own", n: int = 6) -> Any:
+    """``generator``'s ``n`` most re-identifiable privacy pairs (synthetic image over the training image it was
+    compared with), from :func:`privacy_for`'s table with the same ``reference``."""
+    from radaudit.audits.synthetic_cxr_plots import plot_nearest_pairs
+
+    images, req = sets[generator]["privacy"]
+    if reference == "own" and "source_study_id" in req.columns:
+        train = study.context.pixels(list(dict.fromkeys(req["source_study_id"].astype(str))))
+    else:
+        train = study.train
+    return plot_nearest_pairs(images, train, pairs[generator], n, generator=generator)
+
+
+# --- Table 5: report generation -------------------------------------------------------------------
+
+def report_candidates(params: Params, study: Study, sets: Mapping[str, Mapping[str, Any]],
+                      models: Mapping[str, Any]) -> tuple[dict[str, list[str]], pd.DataFrame]:
+    """One generated report per real test study and training source (``real`` + every generator).
+
+    A source listed in ``params.report_generation.files`` takes the reports of your own report model from its CSV
+    (:func:`radaudit.audits.synthetic_cxr_reports.read_generated_reports`: every test study, empty reports
+    counted); any other source gets the stand-in: nearest-neighbour report retrieval in the chest X-ray
+    encoder's space, over the source's utility images and their prompts (``real``: the real training images
+    and their captions). Returns the reports and a table ``source, how, n_empty, note``."""
+    from radaudit.audits.synthetic_cxr_reports import read_generated_reports, retrieval_reports
+    from radaudit.metrics.image import extract_features
+
+    cfg = params.report_generation
+    sources = {"real": (study.train, study.train_meta["prompt"].astype(str).tolist())}
+    sources |= {g: (s["utility"][0], s["utility"][1]["prompt"].astype(str).tolist()) for g, s in sets.items()}
+    unknown = sorted(set(cfg.files) - set(sources))
+    if unknown:
+        raise ParamsError(f"report_generation.files names source(s) {unknown}; the sources are {list(sources)}.")
+    ids = study.test_meta["study_id"].astype(str).tolist()
+    test_feats = None
+    out: dict[str, list[str]] = {}
+    rows = []
+    for src, (images, texts) in sources.items():
+        if src in cfg.files:
+            got = read_generated_reports(cfg.files[src], ids)
+            out[src] = list(got.reports)
+            rows.append({"source": src, "how": f"file {cfg.files[src]}", "n_empty": got.n_empty, "note": got.note})
+            continue
+        if test_feats is None:
+            test_feats = extract_features(models["cxr"], list(study.test))
+        out[src] = retrieval_reports(extract_features(models["cxr"], list(images)), texts, test_feats)
+        rows.append({"source": src, "how": f"retrieval over {len(texts)} image-text pairs", "n_empty": 0, "note": ""})
+    return out, pd.DataFrame(rows)
+
+
+def report_utility(params: Params, study: Study, reports: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """Table 5 (long): every source's reports against the real test references, 95% bootstrap CIs over test
+    studies, paired differences to ``real`` with BH-adjusted p-values
+    (:func:`radaudit.audits.synthetic_cxr_reports.report_utility_long`)."""
+    from radaudit.audits.synthetic_cxr_reports import report_utility_long
+
+    cfg = params.report_generation
+    if cfg.reference_column not in study.test_meta.columns:
+        raise ParamsError(f"report_generation.reference_column={cfg.reference_column!r} is not a column of the test "
+                          f"metadata ({sorted(study.test_meta.columns)}).")
+    col = study.test_meta[cfg.reference_column]
+    keep = (col.notna() & (col.astype(str).str.strip() != "")).to_numpy()
+    if not keep.any():
+        raise DataFormatError(f"No real test study has a {cfg.reference_column!r} text to compare reports with; set "
+                              "report_generation.reference_column to the reference report column.")
+    refs = col[keep].astype(str).tolist()
+    cands = {}
+    for src, texts in reports.items():
+        if len(texts) != len(keep):
+            raise DataFormatError(f"{src!r} has {len(texts)} reports for {len(keep)} test studies.")
+        cands[src] = [t for t, k in zip(texts, keep) if k]
+    long = report_utility_long(refs, cands, metrics=tuple(cfg.metrics), label_mode=cfg.label_mode,
+                               label_names=params.labels if cfg.label_mode == "labels" else None, baseline="real",
+                               n_bootstrap=params.n_bootstrap, seed=params.seed, confidence=params.confidence,
+                               data_root=params.data_root)
+    long.attrs["n_without_reference"] = int((~keep).sum())
+    if (~keep).any():
+        log.warning("Table 5: %d of %d test studies have no %r text and are left out.", int((~keep).sum()), len(keep),
+                    cfg.reference_column)
+    return long
 
 
 # --- Table 1: fidelity ------------------------------------------------------------------------------
@@ -410,7 +550,8 @@ def table3(long: pd.DataFrame) -> pd.DataFrame:
 def rank_summary(fidelity: pd.DataFrame, utility_long: pd.DataFrame, *, macro: str = "macro",
                  baseline: str = "real") -> tuple[pd.DataFrame, dict[str, float]]:
     """Table 8: per-metric ranks of the generators on Table 1's estimates (1 = best), their average and the
-    overall rank; and Spearman's ρ between the fidelity rank and the utility rank (macro AUROC)."""
+    overall rank; and Spearman's ρ between the fidelity rank and the utility rank (macro AUROC).
+    Rows are sorted best first (overall rank, then average rank; ties keep Table 1's order)."""
     from radaudit.metrics.image import rank_correlation, rank_table
 
     f = fidelity.copy()
@@ -425,14 +566,18 @@ def rank_summary(fidelity: pd.DataFrame, utility_long: pd.DataFrame, *, macro: s
     ranks["utility_macro_auroc"] = util.reindex(ranks.index)
     ranks["utility_rank"] = util_rank.reindex(ranks.index)
     corr = rank_correlation(ranks["overall_rank"], ranks["utility_rank"])
+    first_seen = {g: i for i, g in enumerate(pd.unique(fidelity["generator"]))}
+    ranks = ranks.assign(_order=[first_seen.get(g, len(first_seen)) for g in ranks.index])
+    ranks = ranks.sort_values(["overall_rank", "average_rank", "_order"], kind="stable").drop(columns="_order")
     return ranks.reset_index().rename(columns={"index": "generator"}), corr
 
 
 # --- summary ------------------------------------------------------------------------------------
 
 def summary_lines(fidelity: pd.DataFrame, privacy: pd.DataFrame, utility_long: pd.DataFrame, ranks: pd.DataFrame,
-                  corr: Mapping[str, float], *, cxr_encoder: str = "cxr", delta: float = 0.85) -> list[str]:
-    """Plain-words findings computed from the run's tables."""
+                  corr: Mapping[str, float], *, cxr_encoder: str = "cxr", delta: float = 0.85,
+                  reports_long: pd.DataFrame | None = None) -> list[str]:
+    """Plain-words findings computed from the run's tables (``reports_long``: Table 5, optional)."""
     lines = []
     fid = fidelity[(fidelity["metric"] == "fid") & (fidelity["encoder"] == cxr_encoder)].set_index("generator")
     if len(fid):
@@ -458,6 +603,14 @@ def summary_lines(fidelity: pd.DataFrame, privacy: pd.DataFrame, utility_long: p
     if len(macro):
         lines.append("- **Utility** (macro AUROC on the real test set of a classifier trained on each source only): "
                      + ", ".join(f"{s} {_fmt(*r[['auroc', 'ci_low', 'ci_high']], 3)}" for s, r in macro.iterrows()) + ".")
+    if reports_long is not None and len(reports_long):
+        f1 = next((m for m in ("f1_micro", "f1_micro_14") if m in set(reports_long["metric"])), None)
+        if f1 is not None:
+            r = reports_long[reports_long["metric"] == f1].set_index("source")
+            lines.append(f"- **Report generation** (Table 5, {f1.replace('_', ' ')} of the generated reports' findings "
+                         "on the real test set): " + ", ".join(
+                             f"{s} {_fmt(*row[['estimate', 'low', 'high']], 3)}" + ("*" if row["p_bh"] < 0.05 else "")
+                             for s, row in r.iterrows()) + " (* differs from real, BH-adjusted p < 0.05).")
     if len(ranks):
         order = ranks.sort_values("overall_rank")["generator"].tolist()
         rho = corr.get("spearman", float("nan"))

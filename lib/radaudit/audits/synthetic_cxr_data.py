@@ -637,6 +637,10 @@ def _labels_from_cell(cell: Any, names: Sequence[str], where: str) -> list[str]:
     raise DataFormatError(f"chexpert labels{where}: expected a dict of observation → 1/0/-1 or a list, got {cell!r}.")
 
 
+#: Report sections kept next to the prompt (the references of the report-generation utility, Table 5).
+_REPORT_COLUMNS = ("findings", "impression")
+
+
 def mimic_prompts(folder: str | os.PathLike | None = None, *, annotations_csv: str | os.PathLike | None = None,
                   splits: Sequence[str] | None = None, prompt_column: str = "annotated_prompt",
                   path_column: str = "path", labels_column: str | None = "chexpert_labels",
@@ -661,8 +665,8 @@ def mimic_prompts(folder: str | os.PathLike | None = None, *, annotations_csv: s
     ``dedupe_prompts`` keeps the first row of each caption, as the authors' generation and FID scripts
     do (``drop_duplicates(subset=['annotated_prompt'])``). ``splits`` keeps those splits
     (``train``/``valid``/``test``). Columns: ``prompt, labels, seed`` (``<NA>``), ``image_path``
-    (absolute if the JPG exists), ``patient_id, study_id, split, view`` and the
-    ``chexpert_<name>`` columns of the loader.
+    (absolute if the JPG exists), ``patient_id, study_id, split, view``, the report's ``findings`` and
+    ``impression`` (the references of Table 5) and the ``chexpert_<name>`` columns of the loader.
     """
     from radaudit.data.mimic_cxr import CHEXPERT_LABELS
     from radaudit.data.mimic_cxr import load as load_mimic
@@ -720,7 +724,8 @@ def mimic_prompts(folder: str | os.PathLike | None = None, *, annotations_csv: s
                 "prompt": " ".join(str(prompt).split()), "labels": labs, "image_path": path,
                 "patient_id": subj or (None if info is None else info["patient_id"]), "study_id": s,
                 "split": pd.NA if info is None else info["split"], "view": pd.NA if info is None else info["view"],
-                **({c: (pd.NA if info is None else info[c]) for c in by_study.columns if c.startswith("chexpert_")}),
+                **({c: (pd.NA if info is None else info[c]) for c in by_study.columns
+                    if c.startswith("chexpert_") or c in _REPORT_COLUMNS}),
             })
         out = pd.DataFrame(rows)
         n_no_caption = int((out["prompt"] == "").sum())
@@ -746,7 +751,7 @@ def mimic_prompts(folder: str | os.PathLike | None = None, *, annotations_csv: s
             "labels": [[] if _is_missing(v) else list(v) for v in st["labels"]],
             "image_path": st["image_path"].to_numpy(), "patient_id": st["patient_id"].astype(str).to_numpy(),
             "study_id": st["study_id"].to_numpy(), "split": st["split"].to_numpy(), "view": st["view"].to_numpy(),
-            **{c: st[c].to_numpy() for c in st.columns if c.startswith("chexpert_")},
+            **{c: st[c].to_numpy() for c in st.columns if c.startswith("chexpert_") or c in _REPORT_COLUMNS},
         })
         n_unmatched = 0
         source = f"report:{fallback_section}"

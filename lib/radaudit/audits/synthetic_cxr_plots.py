@@ -509,7 +509,8 @@ def _as_rank_series(x: Any, name: str) -> pd.Series:
     return pd.Series(arr)
 
 
-def plot_rank_scatter(fidelity_rank: Any, utility_rank: Any, *, title: str | None = None) -> Any:
+def plot_rank_scatter(fidelity_rank: Any, utility_rank: Any, *, title: str | None = None,
+                      order: Sequence[str] | None = None) -> Any:
     """Appendix C of paper 004: each generator's fidelity rank against its utility rank, Spearman's ρ in the title.
 
     ``fidelity_rank``/``utility_rank``: pandas Series (or dicts) indexed by generator — e.g. the
@@ -517,7 +518,8 @@ def plot_rank_scatter(fidelity_rank: Any, utility_rank: Any, *, title: str | Non
     on the generator names; or two equal-length sequences in the same generator order. ρ is
     :func:`radaudit.metrics.image.rank_correlation` (scipy, ties averaged); with fewer than 3
     generators or a constant ranking it is undefined and the title says so. Points on the dashed
-    diagonal rank the same on both.
+    diagonal rank the same on both. ``order``: the generators in the order the other figures use, so
+    each keeps its colour (default: the order of ``fidelity_rank``).
     """
     both_named = isinstance(fidelity_rank, (pd.Series, Mapping)) and isinstance(utility_rank, (pd.Series, Mapping))
     a = _as_rank_series(fidelity_rank, "fidelity_rank")
@@ -544,7 +546,8 @@ def plot_rank_scatter(fidelity_rank: Any, utility_rank: Any, *, title: str | Non
     ax = axes[0, 0]
     lim = (0.5, max(float(a.max()), float(b.max())) + 0.5)
     ax.plot(lim, lim, color="0.7", linestyle="--", linewidth=1)
-    colors = source_colors([str(g) for g in a.index], None)
+    named = [str(g) for g in (order or [])]
+    colors = source_colors(named + [str(g) for g in a.index if str(g) not in named], None)
     for g in a.index:
         ax.scatter(a[g], b[g], color=colors[str(g)], s=40, zorder=3)
         ax.annotate(str(g), (a[g], b[g]), xytext=(4, 4), textcoords="offset points", fontsize=8)

@@ -636,7 +636,7 @@ def utility_flags(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, base
 
 def utility_table(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, baseline: str = "real", *,
                   differences: pd.DataFrame | None = None, tolerance: float = 0.01, alpha: float = 0.05,
-                  digits: int = 2, marks: bool = False) -> pd.DataFrame:
+                  digits: int = 2, marks: bool = False, ci: bool = False) -> pd.DataFrame:
     """Table 4 of paper 004: rows = training source (baseline first), columns = labels + ``macro``, cells = AUROC.
 
     ``per_generator``: ``{source: per_label_auroc table}`` (or the long :func:`utility_flags` table).
@@ -645,7 +645,8 @@ def utility_table(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, base
     decimals and ASCII marks that survive CSV/Markdown/LaTeX: ``+`` matches or exceeds the baseline
     (paper: bold), ``~`` within ``tolerance`` below it (paper: underlined), ``*`` significantly
     different from the baseline (paired bootstrap, BH-adjusted p ≤ ``alpha``; needs ``differences``);
-    NaN prints as ``n/a``.
+    NaN prints as ``n/a``. ``ci=True`` (with ``marks=True``) appends the 95% bootstrap interval,
+    e.g. ``"0.69+ [0.56, 0.80]"``.
     """
     from radaudit.tables import format_number
 
@@ -658,6 +659,8 @@ def utility_table(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, base
     wide = wide.reindex(index=sources, columns=labels)
     wide.index.name, wide.columns.name = "training source", None
     if not marks:
+        if ci:
+            raise ParamsError("ci=True needs marks=True (the cells become strings).")
         return wide
 
     def true(v: Any) -> bool:
@@ -671,6 +674,8 @@ def utility_table(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, base
             s += "~"
         if true(r["significant"]):
             s += "*"
+        if ci and not (pd.isna(r["ci_low"]) or pd.isna(r["ci_high"])):
+            s += f" [{format_number(r['ci_low'], digits)}, {format_number(r['ci_high'], digits)}]"
         return s
 
     long = long.assign(_cell=[cell(r) for _, r in long.iterrows()])

@@ -26,8 +26,8 @@ images, built only from diffusers classes —
   exponential moving average of the weights (the EMA weights are saved: they give far cleaner
   samples after a short training run); a random shift of ±``augment_shift`` pixels (edge-replicated)
   as the only augmentation — no flips (a chest X-ray is not left–right symmetric);
-* sampling: ``DDIMScheduler`` (η = 0, "trailing" timestep spacing, ``clip_sample``) or
-  ``DPMSolverMultistepScheduler``, with guidance ``g`` on the network's output (the predicted clean
+* sampling: ``DPMSolverMultistepScheduler`` (DPM-Solver++, "trailing" spacing; the default, 10 steps)
+  or ``DDIMScheduler`` (η ≥ 0, "trailing" timestep spacing, ``clip_sample``), with guidance ``g`` on the network's output (the predicted clean
   image): ``out = out_uncond + g (out_cond - out_uncond)``.
 
 Per-image seeds (the authors' per-prompt generator is commented out, so their images depend on the
@@ -135,9 +135,11 @@ PIPELINE_DEFAULTS: dict[str, dict[str, Any]] = {
     "lumina": {"steps": 50, "guidance": 4.0, "resolution": 1024, "dtype": "bf16",
                "extra": {"cfg_trunc_ratio": 0.25, "cfg_normalization": True}},
     "flux": {"steps": 28, "guidance": 3.5, "resolution": 1024, "dtype": "bf16", "extra": {"max_sequence_length": 512}},
-    # the project's own CPU stand-in: 25 DDIM steps, guidance 2 (chosen from sample grids: 1 is flatter,
-    # 3 over-contrasted)
-    "demo": {"steps": 25, "guidance": 2.0, "resolution": 64, "dtype": "fp32", "extra": {}},
+    # the project's own CPU stand-in: 10 DPM-Solver++ steps, guidance 2 (guidance chosen from sample grids: 1 is
+    # flatter, 3 over-contrasted). Sampler measured on the trained demo model (107 test prompts, FID on the demo
+    # CXR encoder): DDIM 25 steps 21.9 in 10.1 s, DDIM 15 20.1, DPM++ 15 19.0, DPM++ 10 18.8 in 4.0 s; the
+    # grids look alike, so the 2.5x faster setting is the default.
+    "demo": {"steps": 10, "guidance": 2.0, "resolution": 64, "dtype": "fp32", "extra": {}, "sampler": "dpm"},
     # any other diffusers pipeline (DiffusionPipeline.from_pretrained): its own defaults
     "auto": {"steps": 50, "guidance": 7.5, "resolution": None, "dtype": "fp32", "extra": {}},
 }
@@ -836,8 +838,11 @@ class DemoDiffusionPipeline:
 
     def generate(self, requests: pd.DataFrame | Sequence[str] | None, seeds: Sequence[int], *,
                  steps: int | None = None, guidance: float | None = None, batch_size: int = 16,
-                 sampler: str = "ddim", eta: float = 0.0, conditions: np.ndarray | None = None) -> np.ndarray:
-        """One image per request, each from its own seeded ``torch.Generator`` (see the module docstring)."""
+                 sampler: str | None = None, eta: float = 0.0, conditions: np.ndarray | None = None) -> np.ndarray:
+        """One image per request, each from its own seeded ``torch.Generator`` (see the module docstring).
+
+        ``steps``/``guidance``/``sampler`` default to ``PIPELINE_DEFAULTS["demo"]`` (DPM-Solver++, 10 steps,
+        guidance 2). ``eta`` > 0 (stochastic steps) needs ``sampler="ddim"``."""
         import torch
 
         steps = _positive("steps", PIPELINE_DEFAULTS["demo"]["steps"] if steps is None else steps)
@@ -846,6 +851,11 @@ class DemoDiffusionPipeline:
             raise ParamsError(f"guidance must be a number >= 0 (1 = no guidance, 0 = unconditional), got {guidance!r}.")
         if not 0.0 <= float(eta) <= 1.0:
             raise ParamsError(f"eta must be in [0, 1], got {eta!r}.")
+        sampler = PIPELINE_DEFAULTS["demo"]["sampler"] if sampler is None else sampler
+        if sampler not in SAMPLERS:
+            raise ParamsError(f"sampler must be one of {SAMPLERS}, got {sampler!r}.")
+        if float(eta) > 0 and sampler != "ddim":
+            raise ParamsError(f"eta={eta!r} (stochastic sampling) needs sampler='ddim'; {sampler!r} is deterministic.")
         bs = _positive("batch_size", batch_size)
         if conditions is None:
             if requests is None:

@@ -27,6 +27,8 @@ their mean bias), clipped at 0 for FID; the raw bias is returned in ``bias``. PR
 *conditionally on the k-NN radii of the full sets*: each of the four measures is a mean of a per-row
 indicator (precision and density over synthetic rows, recall and coverage over real rows), and the
 indicators are resampled — recomputing radii on resamples with repeated rows would give zero radii.
+A mean of indicators has an unbiased bootstrap, so PRDC gets the plain percentile interval even when
+``method="shifted"`` (a shifted interval could leave [0, 1]).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from radaudit.errors import ParamsError
 from radaudit.metrics.image.fidelity import _as_features, _kth_nn_radii, _pairwise_dist, _same_dim
 
 __all__ = ["fid_gram", "fidelity_intervals", "prdc_indicators"]
+
+_PRDC = ("precision", "recall", "density", "coverage")
 
 _METRICS = ("fid", "kid", "precision", "recall", "density", "coverage")
 
@@ -140,7 +144,7 @@ def fidelity_intervals(real: Any, synth: Any, *, metrics: Sequence[str] = _METRI
 
     estimates: dict[str, float] = {}
     reps: dict[str, np.ndarray] = {m: np.empty(int(n_resamples)) for m in metrics}
-    want_prdc = [m for m in metrics if m in ("precision", "recall", "density", "coverage")]
+    want_prdc = [m for m in metrics if m in _PRDC]
     ind = prdc_indicators(x, y, nearest_k) if want_prdc else None
     if "fid" in metrics:
         estimates["fid"] = _fid_from_grams(kxx, kyy, kxy)
@@ -166,7 +170,10 @@ def fidelity_intervals(real: Any, synth: Any, *, metrics: Sequence[str] = _METRI
                 reps[m][b] = vals[m]
     rows = []
     for m in metrics:
-        r = interval_from_replicates(estimates[m], reps[m], None, method, confidence, min(n_r, n_s), m, 0.05)
+        # PRDC values are means of indicators: their bootstrap is unbiased, so the plain percentile interval
+        # (which stays inside [0, 1] for precision/recall/coverage) is used instead of the shifted one.
+        m_method = "percentile" if method == "shifted" and m in _PRDC else method
+        r = interval_from_replicates(estimates[m], reps[m], None, m_method, confidence, min(n_r, n_s), m, 0.05)
         low, high = r.low, r.high
         if m == "fid":
             low, high = max(low, 0.0), max(high, 0.0)
