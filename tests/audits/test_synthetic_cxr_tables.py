@@ -57,6 +57,11 @@ def test_table1_cells_and_rank_summary():
 
 
 def test_params_validation():
+    with pytest.raises(ValidationError, match="Unknown metric 'bleu2' for label_mode='labels'"):
+        sc.Params(report_generation={"metrics": ["bleu1", "bleu2"]})
+    with pytest.raises(ValidationError, match="f1_micro_5"):
+        sc.Params(report_generation={"metrics": ["f1_micro_5"]})  # a chexpert-mode metric in labels mode
+    assert sc.Params(report_generation={"label_mode": "chexpert", "metrics": ["f1_micro_5"]}).report_generation
     with pytest.raises(ValidationError, match="fractions"):
         sc.Params(fractions=[0.5, 0.5])
     with pytest.raises(ValidationError, match="unknown generator kind"):

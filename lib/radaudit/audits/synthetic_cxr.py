@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from radaudit.config import BaseParams
 from radaudit.errors import DataFormatError, ParamsError
@@ -68,6 +68,16 @@ class ReportUtility(BaseModel):
     metrics: list[str] = Field(default_factory=lambda: ["bleu1", "bleu4", "rougeL", "f1"], description="Table 5 metrics: bleu1, bleu4, rougeL, radgraph_f1 (needs the radgraph extra and the hub), f1 (expanded by label_mode).")
     reference_column: str = Field("prompt", description="Column of the real test metadata that holds the reference report (demo: the caption).")
     files: dict[str, str] = Field(default_factory=dict, description="{source: CSV with study_id, report} of the reports YOUR report model (fine-tuned on that source, e.g. LLaVA-Rad) wrote for the real test studies; 'real' = trained on real images. A source without a file gets the retrieval stand-in.")
+
+    @model_validator(mode="after")
+    def _known_metrics(self) -> ReportUtility:
+        from radaudit.audits.synthetic_cxr_reports import expand_metrics
+
+        try:
+            expand_metrics(self.metrics, self.label_mode)
+        except ParamsError as err:
+            raise ValueError(str(err)) from None
+        return self
 
 
 class Params(BaseParams):

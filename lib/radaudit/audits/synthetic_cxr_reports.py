@@ -118,7 +118,7 @@ import pandas as pd
 from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
 
 __all__ = ["BASE_METRICS", "DEFAULT_METRICS", "F1_METRICS", "LABEL_MODES", "LONG_COLUMNS", "METRIC_LABELS",
-           "PAPER_ORDER", "GeneratedReports", "bars_frame", "nearest_train_index", "read_generated_reports",
+           "PAPER_ORDER", "GeneratedReports", "bars_frame", "expand_metrics", "nearest_train_index", "read_generated_reports",
            "report_utility_long", "retrieval_reports", "table5"]
 
 #: How a report's findings are read for the label F1: CheXpert labeler (prose) or label-name phrases (captions).
@@ -301,7 +301,8 @@ def read_generated_reports(path: str | os.PathLike, study_ids: Sequence[Any]) ->
 
 # --- 3. scoring ------------------------------------------------------------------------------------
 
-def _expand_metrics(metrics: Any, label_mode: str) -> list[str]:
+def expand_metrics(metrics: Any, label_mode: str) -> list[str]:
+    """The metric names a ``metrics`` list stands for (``"f1"`` expanded by ``label_mode``), validated."""
     if isinstance(metrics, str):
         metrics = [metrics]
     allowed = [*BASE_METRICS, "f1", *F1_METRICS[label_mode]]
@@ -585,7 +586,7 @@ def report_utility_long(references: Sequence[str], candidates_by_source: Mapping
 
     refs, cands, names = _check_args(references, candidates_by_source, baseline, n_bootstrap, seed, confidence,
                                      label_mode, label_names)
-    mets = _expand_metrics(metrics, label_mode)
+    mets = expand_metrics(metrics, label_mode)
     has_labels = any(m.startswith("f1_") for m in mets)
     if stratify is None:
         stratify = label_mode == "labels" and has_labels
