@@ -52,6 +52,7 @@ def test_table1_cells_and_rank_summary():
     assert np.isnan(r.loc["real", "utility_rank"])  # "real" here is a generator without a utility row
     assert corr["n"] == 2
     assert list(ranks["generator"]) == ["real", "model", "blur"]  # best first
+    assert list(ranks.columns[:4]) == ["generator", "fid_cxr", "precision", "average_rank"]  # Table 1's order
     rev = _fid_long().assign(estimate=lambda d: np.where(d["metric"] == "fid", 10 - d["estimate"], 1 - d["estimate"]))
     assert list(sc.rank_summary(rev, util)[0]["generator"]) == ["blur", "model", "real"]
 

@@ -579,6 +579,10 @@ def rank_summary(fidelity: pd.DataFrame, utility_long: pd.DataFrame, *, macro: s
     first_seen = {g: i for i, g in enumerate(pd.unique(fidelity["generator"]))}
     ranks = ranks.assign(_order=[first_seen.get(g, len(first_seen)) for g in ranks.index])
     ranks = ranks.sort_values(["overall_rank", "average_rank", "_order"], kind="stable").drop(columns="_order")
+    paper = ["fid_cxr", "kid_cxr", "fid_inception", "kid_inception", "precision", "recall", "density", "coverage",
+             "alignment"]  # Table 1's column order
+    first = [c for c in paper if c in ranks.columns] + [c for c in scores.columns if c not in paper]
+    ranks = ranks[first + [c for c in ranks.columns if c not in first]]
     return ranks.reset_index().rename(columns={"index": "generator"}), corr
 
 
