@@ -353,9 +353,11 @@ def test_table5_plot_reuses_the_fidelity_bar_figure():
     long = _long(REPORT_REFS, {"real": REPORT_CANDS, "g": REPORT_REFS}, metrics=["rougeL", "bleu1", "radgraph_f1"])
     frame = R.bars_frame(long)
     assert list(pd.unique(frame["metric"])) == ["BLEU-1", "ROUGE-L", "F1-RadGraph"]
-    fig = plot_fidelity_bars(frame, first="real")
-    fig.suptitle("Report generation on the real test set (Table 5)")
+    fig = plot_fidelity_bars(frame, first="real", title="Report generation on the real test set (Table 5)")
     assert [ax.get_title() for ax in fig.axes] == ["BLEU-1", "ROUGE-L", "F1-RadGraph"]
     assert fig._suptitle.get_text().endswith("(Table 5)")
     assert "n/a" in [t.get_text() for t in fig.axes[2].texts]  # RadGraph offline: drawn as n/a, not dropped
+    # each CI whisker is drawn twice: a white halo under the dark line (visible on the black baseline bar)
+    colors = [c.get_color() for c in fig.axes[0].collections if hasattr(c, "get_color")]
+    assert any(np.allclose(np.ravel(c)[:3], 1.0) for c in colors)
     plt.close(fig)

@@ -301,12 +301,14 @@ def plot_privacy_distributions(per_prompt: pd.DataFrame, delta: float = DELTA, *
 # --- fidelity --------------------------------------------------------------------------------------
 
 def plot_fidelity_bars(table: pd.DataFrame, *, metrics: Sequence[str] | None = None,
-                       order: Sequence[str] | None = None, first: str | None = "real", ncols: int = 4) -> Any:
+                       order: Sequence[str] | None = None, first: str | None = "real", ncols: int = 4,
+                       title: str = "Fidelity and mode coverage (Table 1)") -> Any:
     """One panel per fidelity metric (FID/KID per encoder, precision, recall, density, coverage), bars per generator.
 
     ``table``: long, one row per (``generator``, ``metric``) with ``value`` and optional
     ``ci_low``/``ci_high`` (drawn as error bars where finite). Panel titles carry the metric name
-    and whether lower or higher is better.
+    and whether lower or higher is better. Also draws Table 5 (``title=``, with
+    :func:`radaudit.audits.synthetic_cxr_reports.bars_frame`).
     """
     _require(table, ["generator", "metric", "value"], "table")
     data = table.assign(generator=table["generator"].astype(str), metric=table["metric"].astype(str))
@@ -331,9 +333,10 @@ def plot_fidelity_bars(table: pd.DataFrame, *, metrics: Sequence[str] | None = N
             lo = pd.to_numeric(sub["ci_low"], errors="coerce").to_numpy(float)
             hi = pd.to_numeric(sub["ci_high"], errors="coerce").to_numpy(float)
             ok = np.isfinite(lo) & np.isfinite(hi)
-            if ok.any():
-                ax.errorbar(x[ok], (lo[ok] + hi[ok]) / 2, yerr=(hi[ok] - lo[ok]) / 2, fmt="none", ecolor="0.2",
-                            capsize=3, elinewidth=1)
+            if ok.any():  # a white halo under the whisker keeps it visible on a dark (baseline) bar
+                for color, width in (("white", 3.0), ("0.2", 1.0)):
+                    ax.errorbar(x[ok], (lo[ok] + hi[ok]) / 2, yerr=(hi[ok] - lo[ok]) / 2, fmt="none", ecolor=color,
+                                capsize=3, elinewidth=width, capthick=width)
         for xi, v in zip(x, vals):
             if not np.isfinite(v):
                 ax.text(xi, 0, "n/a", ha="center", va="bottom", fontsize=7)
@@ -341,7 +344,7 @@ def plot_fidelity_bars(table: pd.DataFrame, *, metrics: Sequence[str] | None = N
         ax.set_title(m + ("" if d is None else _ARROW[d]), fontsize=9)
         ax.set_xticks(x)
         ax.set_xticklabels(gens, rotation=35, ha="right", fontsize=7)
-    fig.suptitle("Fidelity and mode coverage (Table 1)", fontsize=10)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
 
