@@ -54,3 +54,16 @@ def test_safe_name_replaces_runs_of_unsafe_characters():
     assert safe_name("privacy pairs: demo diffusion") == "privacy-pairs-demo-diffusion"
     assert safe_name("lr=0.1_x") == "lr=0.1_x"
     assert safe_name("a/b\\c", max_len=3) == "a-b"
+
+
+def test_file_sha256_hashes_bytes_and_names_an_unreadable_file(tmp_path):
+    import hashlib
+
+    from radaudit.errors import DataFormatError
+    from radaudit.paths import file_sha256
+
+    f = tmp_path / "a.bin"
+    f.write_bytes(b"x" * (3 << 20) + b"tail")  # more than one 1 MiB chunk
+    assert file_sha256(f) == hashlib.sha256(f.read_bytes()).hexdigest()
+    with pytest.raises(DataFormatError, match="missing.png"):
+        file_sha256(tmp_path / "missing.png", DataFormatError)

@@ -8,6 +8,7 @@ package was installed from in editable mode.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -24,6 +25,19 @@ def safe_name(text: str, max_len: int = 60) -> str:
     """``text`` as a file-name part: every run of characters other than letters, digits and ``_.=-``
     becomes one ``-`` (``"demo diffusion"`` → ``"demo-diffusion"``), cut at ``max_len``."""
     return re.sub(r"[^A-Za-z0-9_.=-]+", "-", str(text))[:max_len]
+
+
+def file_sha256(path: str | os.PathLike[str], error: type[Exception] = RadauditError) -> str:
+    """SHA-256 (hex) of a file's bytes, read in 1 MiB chunks; an unreadable file raises ``error`` with a
+    message that names it (content fingerprints of images for model and cache keys)."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError as err:
+        raise error(f"Cannot read {str(path)!r} ({err}); check the data root.") from err
+    return h.hexdigest()
 
 
 def _is_project(p: Path) -> bool:

@@ -62,7 +62,7 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import DataFormatError, ParamsError
-from radaudit.paths import atomic_dir
+from radaudit.paths import atomic_dir, file_sha256
 
 __all__ = ["CHAT_TEMPLATE", "CONFIG_FILE", "DEMO_VLM_CONFIG", "RECIPE_VERSION", "TRAIN_CONDITIONS", "config_hash",
            "demo_vlm_path", "samples_fingerprint", "train_demo_vlm"]
@@ -154,17 +154,6 @@ def _hyperparameters(seed: int = 0, **hp: Any) -> dict[str, Any]:
     return dict(sorted(out.items()))
 
 
-def _file_digest(path: str) -> str:
-    h = hashlib.sha256()
-    try:
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    except OSError as err:
-        raise DataFormatError(f"Cannot read image {path!r} ({err}); check the data root.") from err
-    return h.hexdigest()
-
-
 _FINGERPRINT_COLUMNS = ("sample_id", "patient_id", "text", "label", "split")
 
 
@@ -177,7 +166,7 @@ def samples_fingerprint(samples: pd.DataFrame) -> str:
         values = [None if (isinstance(v, float) and math.isnan(v)) else v for v in row]
         h.update(json.dumps(dict(zip(cols, values)), sort_keys=True, default=str, ensure_ascii=False).encode())
     for path in samples["image_path"]:
-        h.update(_file_digest(str(path)).encode())
+        h.update(file_sha256(path, DataFormatError).encode())
     return h.hexdigest()[:16]
 
 

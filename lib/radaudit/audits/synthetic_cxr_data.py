@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
+from radaudit.paths import file_sha256
 
 __all__ = [
     "DEMO_LABELS", "FRONTAL_VIEWS", "LABEL_GROUPS", "META_COLUMNS", "RESIZE_POLICIES", "SPLITS",
@@ -450,14 +451,7 @@ def frame_fingerprint(frame: pd.DataFrame, columns: Sequence[str] = ("study_id",
             if _is_missing(p):
                 h.update(b"<NA>")
                 continue
-            d = hashlib.sha256()
-            try:
-                with open(p, "rb") as fh:
-                    for chunk in iter(lambda: fh.read(1 << 20), b""):
-                        d.update(chunk)
-            except OSError as err:
-                raise DatasetNotFoundError(f"Cannot read image {str(p)!r} ({err}); check the data root.") from err
-            h.update(d.digest())
+            h.update(bytes.fromhex(file_sha256(p, DatasetNotFoundError)))
     return h.hexdigest()[:16]
 
 
