@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.radaudit-installed
 PRESET ?= demo
 DATA   ?= $(HOME)/radaudit-data
 
-.PHONY: install data demo test test-all clean-venv
+.PHONY: install data demo lint test test-all clean-venv
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,12 +34,16 @@ data: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/radaudit run all --preset $(PRESET)
 
-## The test suite CI runs (notebooks on their smoke preset; slow demo runs excluded).
-test: $(STAMP)
+## The import contracts of pyproject.toml: one-way layers, independent experiments, no cycles.
+lint: $(STAMP)
+	$(BIN)/lint-imports --no-cache
+
+## The test suite CI runs (the import contracts, then pytest; notebooks on their smoke preset, slow demo runs excluded).
+test: lint
 	$(BIN)/python -m pytest
 
 ## Everything, including the slow demo-preset notebook runs.
-test-all: $(STAMP)
+test-all: lint
 	$(BIN)/python -m pytest -m ''
 
 clean-venv:

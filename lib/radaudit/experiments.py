@@ -74,7 +74,7 @@ register(Experiment(
 register(Experiment(
     name="modality_shift",
     notebook="04_modality_shift.ipynb",
-    params="radaudit.audits.modality_shift_study:Params",
+    params="radaudit.audits.modality_shift:Params",
     description="Does a vision-language model use the image or the text? Selective Modality Shifting: swap the image "
                 "or the text for an opposite-label sample's, then accuracy/F1, negative flip rate, calibration (ECE) "
                 "and attention by modality (Restrepo et al., 'On the Risk of Misleading Reports').",

@@ -15,7 +15,6 @@ a :class:`Run`.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,17 +25,9 @@ import numpy as np
 
 from radaudit.config import BaseParams, validate_params
 from radaudit.experiments import get_experiment
+from radaudit.stats import stable_seed  # noqa: F401 - re-exported: notebooks call radaudit.session.stable_seed
 
 log = logging.getLogger("radaudit")
-
-
-def stable_seed(seed: int, *keys: object) -> int:
-    """A 32-bit seed derived from ``seed`` and ``keys`` that is the same in every process.
-
-    (Python's ``hash`` of a string changes between processes; this uses SHA-256.)
-    """
-    h = hashlib.sha256(repr((int(seed), *map(str, keys))).encode()).digest()
-    return int.from_bytes(h[:4], "little")
 
 
 @dataclass

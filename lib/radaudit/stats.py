@@ -44,6 +44,7 @@ the same seed and data produce identical replicates for the same statistic.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import warnings
@@ -59,6 +60,7 @@ from scipy import stats as _sps
 from radaudit.errors import RadauditError
 
 __all__ = [
+    "stable_seed",
     "METHODS",
     "BootstrapError",
     "BootstrapResult",
@@ -175,6 +177,15 @@ class _Rows:
         else:
             value = statistic(self.array if rows is None else self.array[rows])
         return _as_scalar(value)
+
+
+def stable_seed(seed: int, *keys: object) -> int:
+    """A 32-bit seed derived from ``seed`` and ``keys`` that is the same in every process.
+
+    (Python's ``hash`` of a string changes between processes; this uses SHA-256.)
+    """
+    h = hashlib.sha256(repr((int(seed), *map(str, keys))).encode()).digest()
+    return int.from_bytes(h[:4], "little")
 
 
 def _as_array(a: Any) -> np.ndarray:

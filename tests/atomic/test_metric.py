@@ -1,4 +1,4 @@
-"""The registered ``atomimed`` metric (radaudit.metrics.factual)."""
+"""The registered ``atomimed`` metric (radaudit.atomic.metric, listed in radaudit.metrics.factual)."""
 
 from __future__ import annotations
 

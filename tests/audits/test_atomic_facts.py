@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from radaudit.audits import atomic_facts as af
+from radaudit.audits.atomic_facts import agreement as afa
 from radaudit.config import validate_params
 from radaudit.errors import ParamsError, RadauditError
 
@@ -41,7 +42,7 @@ def test_weighted_tau_equals_tau_on_the_resampled_rows():
     x[3, 1] = np.nan  # left out for that column only
     y = rng.integers(0, 3, (12, 3)).astype(float)
     w = rng.integers(0, 3, (4, 12)).astype(np.float32)
-    got = af._tau_weighted(x, y, w)
+    got = afa._tau_weighted(x, y, w)
     for b in range(4):
         rows = np.repeat(np.arange(12), w[b].astype(int))
         for j in range(2):
@@ -177,7 +178,7 @@ def test_correlation_bootstrap_is_deterministic_and_resamples_cases():
     a = af.correlation_table(sc, st, n_bootstrap=30, seed=3)
     b = af.correlation_table(sc, st, n_bootstrap=30, seed=3)
     pd.testing.assert_frame_equal(a, b)
-    w, n_units = af._bootstrap_weights(st.candidates["case_id"], 20, seed=0)
+    w, n_units = afa._bootstrap_weights(st.candidates["case_id"], 20, seed=0)
     assert n_units == 4 and w.shape == (20, 8)
     assert (w[:, 0::2] == w[:, 1::2]).all()  # both candidates of a case travel together
     assert (w.sum(1) == 8).all()

@@ -14,7 +14,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from radaudit.audits import decoding_erasure as de  # noqa: E402
-from radaudit.audits import decoding_erasure_study as st  # noqa: E402
+from radaudit.audits.decoding_erasure import study as st  # noqa: E402
 from radaudit.config import validate_params  # noqa: E402
 from radaudit.errors import DataFormatError, ParamsError  # noqa: E402
 from radaudit.models.cache import ContentCache  # noqa: E402

@@ -14,7 +14,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from radaudit.audits.modality_shift import (  # noqa: E402
+from radaudit.audits.modality_shift.conditions import (  # noqa: E402
     CONDITIONS,
     PROMPTS,
     attention_table,
@@ -27,7 +27,7 @@ from radaudit.audits.modality_shift import (  # noqa: E402
     run_conditions,
     split_by_patient,
 )
-from radaudit.audits.modality_shift_metrics import (  # noqa: E402
+from radaudit.audits.modality_shift.metrics import (  # noqa: E402
     answer_rates,
     classification_metrics,
     ece_table,
@@ -290,7 +290,7 @@ def test_nfr_and_ece_tables():
 def test_figures_from_results_table(tmp_path):
     import matplotlib.pyplot as plt
 
-    from radaudit.audits.modality_shift_plots import (plot_attention_shares, plot_ece_bars, plot_metric_bars,
+    from radaudit.audits.modality_shift.plots import (plot_attention_shares, plot_ece_bars, plot_metric_bars,
                                                       plot_nfr_heatmap, plot_reliability, plot_text_attention)
     from radaudit.plots import save_figure
 

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from radaudit.audits.modality_shift import build_items, draw_partners
-from radaudit.audits.modality_shift_data import fairvlmed_samples, load_samples, mimic_labels, mimic_samples
+from radaudit.audits.modality_shift.conditions import build_items, draw_partners
+from radaudit.audits.modality_shift.data import fairvlmed_samples, load_samples, mimic_labels, mimic_samples
 from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mimic_cxr"

@@ -7,8 +7,8 @@ import json
 import pytest
 from safetensors.torch import load_file
 
-from radaudit.audits.modality_shift import build_items, covid_samples, draw_partners, run_conditions
-from radaudit.audits.modality_shift_model import (
+from radaudit.audits.modality_shift.conditions import build_items, covid_samples, draw_partners, run_conditions
+from radaudit.audits.modality_shift.model import (
     CONFIG_FILE,
     DEMO_VLM_CONFIG,
     config_hash,

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from radaudit.audits import modality_shift_metrics as msm
+from radaudit.audits.modality_shift import metrics as msm
 from radaudit.run import run_experiment
 from radaudit.session import stable_seed
 

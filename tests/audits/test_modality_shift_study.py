@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from radaudit.audits.modality_shift_study import Params, pick_attention_samples, summary_lines
+from radaudit.audits.modality_shift.study import Params, pick_attention_samples, summary_lines
 from radaudit.errors import ParamsError
 
 

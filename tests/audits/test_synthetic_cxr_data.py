@@ -1,4 +1,4 @@
-"""Tests of radaudit.audits.synthetic_cxr_data: labels, the demo frame and its patient split, image
+"""Tests of radaudit.audits.synthetic_cxr.data: labels, the demo frame and its patient split, image
 loading, the bring-your-own synthetic set, and the MIMIC-CXR prompts (fixture)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from radaudit.audits import synthetic_cxr_data as D
+from radaudit.audits.synthetic_cxr import data as D
 from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
 
 # --- labels ------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Tests of radaudit.audits.synthetic_cxr_generators: the reference generators' known verdicts on real
+"""Tests of radaudit.audits.synthetic_cxr.generators: the reference generators' known verdicts on real
 covid-chestxray images, seeding, the request builders, the bring-your-own folder, the diffusion generator
 (tiny demo model) and the crash-safe cache of generate_set."""
 
@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from radaudit.audits import synthetic_cxr_data as D
-from radaudit.audits import synthetic_cxr_generators as G
+from radaudit.audits.synthetic_cxr import data as D
+from radaudit.audits.synthetic_cxr import generators as G
 from radaudit.errors import DataFormatError, ParamsError
 
 

@@ -1,4 +1,4 @@
-"""radaudit.audits.synthetic_cxr_models: training, seeding, content-addressed reuse, held-out metrics.
+"""radaudit.audits.synthetic_cxr.models: training, seeding, content-addressed reuse, held-out metrics.
 
 Tiny settings (32 px, widths 8-32, a few dozen steps) on ~90 real covid-chestxray images loaded here
 with PIL (centre square, bilinear), split by patient.
@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from radaudit.audits import synthetic_cxr_models as M  # noqa: E402
+from radaudit.audits.synthetic_cxr import models as M  # noqa: E402
 from radaudit.errors import DataFormatError, ParamsError  # noqa: E402
 from radaudit.models import cxr_nets as cn  # noqa: E402
 

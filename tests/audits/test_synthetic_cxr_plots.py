@@ -12,8 +12,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.image import AxesImage  # noqa: E402
 
-from radaudit.audits import synthetic_cxr_plots as P  # noqa: E402
-from radaudit.audits.synthetic_cxr_utility import auroc, roc_curve_points  # noqa: E402
+from radaudit.audits.synthetic_cxr import plots as P  # noqa: E402
+from radaudit.audits.synthetic_cxr.utility import auroc, roc_curve_points  # noqa: E402
 from radaudit.errors import DataFormatError, ParamsError  # noqa: E402
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from sacrebleu.metrics import BLEU
 
-from radaudit.audits import synthetic_cxr_reports as R
+from radaudit.audits.synthetic_cxr import reports as R
 from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
 from radaudit.metrics import build_metric
 from radaudit.metrics.base import MetricInputError, MetricUnavailableError
@@ -348,7 +348,7 @@ def test_table5_plot_reuses_the_fidelity_bar_figure():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from radaudit.audits.synthetic_cxr_plots import plot_fidelity_bars
+    from radaudit.audits.synthetic_cxr.plots import plot_fidelity_bars
 
     long = _long(REPORT_REFS, {"real": REPORT_CANDS, "g": REPORT_REFS}, metrics=["rougeL", "bleu1", "radgraph_f1"])
     frame = R.bars_frame(long)

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from radaudit.audits import synthetic_cxr as sc
+from radaudit.audits.synthetic_cxr import study as sc
 from radaudit.errors import DataFormatError, ParamsError
 
 

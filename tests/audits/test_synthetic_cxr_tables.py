@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from radaudit.audits import synthetic_cxr as sc
+from radaudit.audits.synthetic_cxr import study as sc
 from radaudit.errors import ParamsError
 
 

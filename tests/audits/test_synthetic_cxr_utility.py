@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from radaudit.audits import synthetic_cxr_utility as U
+from radaudit.audits.synthetic_cxr import utility as U
 from radaudit.errors import DataFormatError, ParamsError
 
 

@@ -21,15 +21,14 @@ from PIL import Image  # noqa: E402
 from radaudit.errors import DatasetNotFoundError, ParamsError  # noqa: E402
 from radaudit.metrics.embedding import EmbeddingSimilarity  # noqa: E402
 from radaudit.models.encoders import (  # noqa: E402
-    IMAGE_ENCODERS,
     INCEPTION_FID_SPEC,
     HFVisionEncoder,
     ImageEncoder,
     InceptionFIDEncoder,
     TextEncoder,
-    build_image_encoder,
     to_rgb,
 )
+from radaudit.models.image_encoders import IMAGE_ENCODERS, build_image_encoder  # noqa: E402
 from radaudit.models.resolver import DEFAULT_TEXT_ENCODER, ModelUnavailableError, resolve_model  # noqa: E402
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "no", "large", "small", "left", "right", "pleural", "effusion",

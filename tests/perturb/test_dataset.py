@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import pytest
 
+from radaudit.data import chexpert_phrases_dir
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.perturb import MONOTONICITY_GROUPS
 from radaudit.perturb.dataset import (
@@ -24,7 +25,7 @@ from radaudit.text.labeler import ChexpertLabeler
 
 @pytest.fixture(scope="module")
 def labeler(shared_data):
-    return ChexpertLabeler(shared_data)
+    return ChexpertLabeler(chexpert_phrases_dir(shared_data))
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from radaudit.data import chexpert_phrases_dir
 from radaudit.perturb import ASPECTS, ERROR_TYPES, RULES, SIGNIFICANCE, rules_for
 from radaudit.perturb.base import apply_edits
 from radaudit.perturb.verify import verify_rewrite
@@ -119,7 +120,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def labeler(shared_data):
-    return ChexpertLabeler(shared_data)
+    return ChexpertLabeler(chexpert_phrases_dir(shared_data))
 
 
 def test_every_rule_has_a_case():

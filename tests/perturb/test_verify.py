@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from radaudit.data import chexpert_phrases_dir
 from radaudit.perturb.base import Edit, apply_edits
 from radaudit.perturb.verify import (
     changed_envelope,
@@ -73,7 +74,7 @@ def test_semantic_checks():
 
 
 def test_label_checks_use_the_labeler(shared_data):
-    lab = ChexpertLabeler(shared_data)
+    lab = ChexpertLabeler(chexpert_phrases_dir(shared_data))
     gt = "No pneumothorax."
     me, spans = apply_edits(gt, [Edit(0, 15, "Pneumothorax")])
     assert verify_rewrite(gt, me, spans, labels("differ"), lab).ok

@@ -15,6 +15,7 @@ import math
 import pandas as pd
 import pytest
 
+from radaudit.data import chexpert_phrases_dir
 from radaudit.errors import DatasetNotFoundError
 from radaudit.text.labeler import CHEXPERT_LABELER_EXAMPLES, OBSERVATIONS, TOP5, ChexpertLabeler, load_phrases
 
@@ -23,7 +24,7 @@ NAN = math.nan
 
 @pytest.fixture(scope="module")
 def labeler(shared_data):
-    return ChexpertLabeler(shared_data)
+    return ChexpertLabeler(chexpert_phrases_dir(shared_data))
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +101,7 @@ def test_rexrank_chexpert_plus_impressions(labeler):
     assert nonblank(out.iloc[0]) == {"Lung Opacity": 1, "Edema": 1, "Pneumothorax": -1, "Support Devices": 1}
     # "likely edema" -1, cardiomegaly 1, "no new consolidation" -1 (CheXpert's pre-negation uncertainty)
     assert nonblank(out.iloc[1]) == {"Cardiomegaly": 1, "Edema": -1, "Consolidation": -1}
-    neg = ChexpertLabeler(phrases_dir=labeler.phrases_dir, no_new="negative")
+    neg = ChexpertLabeler(labeler.phrases_dir, no_new="negative")
     assert neg.label([p64672]).iloc[0]["Consolidation"] == 0
 
 
@@ -173,4 +174,4 @@ def test_missing_phrase_lists(tmp_path):
     with pytest.raises(FileNotFoundError, match="lacks the phrase lists"):
         load_phrases(tmp_path)
     with pytest.raises(DatasetNotFoundError):
-        ChexpertLabeler(tmp_path / "no-data-root")
+        chexpert_phrases_dir(tmp_path / "no-data-root")

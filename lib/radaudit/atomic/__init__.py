@@ -8,7 +8,7 @@ weights (Eq. 4: :mod:`~radaudit.atomic.score`); every question is kept in an aud
 (:mod:`~radaudit.atomic.trace`). Two interchangeable backends: rule-based on the text toolkit
 (deterministic, offline, the default) and an instruct LLM returning JSON (paper: Qwen3-235B-A22B,
 temperature 0). Entry point: :func:`score_pairs`; registered as the ``atomimed`` metric
-(:mod:`radaudit.metrics.factual`).
+(:mod:`radaudit.atomic.metric`, listed in :mod:`radaudit.metrics.factual`).
 """
 
 from radaudit.atomic.compare import values_match

@@ -16,6 +16,7 @@ are supported:
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -179,3 +180,53 @@ def load(folder: Path, label: str = "covid_vs_other", **options) -> pd.DataFrame
     out.attrs["missing_images"] = missing
     out.attrs["image_source"] = "manifest" if manifest else "images/<filename>"
     return out
+
+
+# --- label groups of the demo experiments ---------------------------------------------------------
+#: The demo's label names, in the order used everywhere (tables, condition vectors).
+DEMO_LABELS: tuple[str, ...] = ("COVID-19", "Other pneumonia", "ARDS", "No Finding")
+
+_OTHER = "Other pneumonia"
+
+#: covid-chestxray ``finding`` term → demo label group. Keys are matched case-insensitively. The
+#: lab's copy has flat terms (``"COVID-19, ARDS"`` is split on commas first); the current upstream
+#: metadata uses hierarchical terms (``"Pneumonia/Viral/COVID-19"``), which :func:`group_findings`
+#: resolves from the most specific component up. "Other pneumonia" is every non-COVID infectious or
+#: pneumonia finding (viral, bacterial, fungal, lipoid); ARDS and "No Finding" keep their own group.
+LABEL_GROUPS: dict[str, str] = {
+    "COVID-19": "COVID-19", "SARS-CoV-2": "COVID-19",
+    "ARDS": "ARDS",
+    "No Finding": "No Finding",
+    **{term: _OTHER for term in (
+        "SARS", "MERS", "MERS-CoV", "Pneumocystis", "Pneumonia", "Streptococcus", "Klebsiella",
+        "Mycoplasma Bacterial Pneumonia", "Mycoplasma", "Legionella", "Lipoid", "Varicella", "E.Coli", "Bacterial",
+        "Influenza", "Viral", "Fungal", "Aspergillosis", "Nocardia", "Chlamydophila", "Staphylococcus", "Herpes",
+        "Tuberculosis", "Aspiration", "Chlamydia", "H1N1", "Adenovirus", "Lobar",
+    )},
+}
+
+
+def group_findings(findings: Sequence[str] | str, label_groups: Mapping[str, str] | None = None,
+                   order: Sequence[str] | None = None) -> list[str]:
+    """Demo label groups of one image's covid-chestxray findings, deduplicated, in ``order``.
+
+    ``findings``: a list of terms (the loader's ``labels`` column, e.g. ``["COVID-19", "ARDS"]``) or
+    the raw ``finding`` string (split on commas). A hierarchical term (``"Pneumonia/Bacterial/
+    Klebsiella"``) is looked up whole, then by its components from the most specific. ``order``
+    (default: :data:`DEMO_LABELS` then any other group alphabetically) sorts the groups. A term no
+    mapping knows raises :class:`DataFormatError` naming it (pass ``label_groups`` with it).
+    """
+    groups = {k.casefold(): v for k, v in (LABEL_GROUPS if label_groups is None else label_groups).items()}
+    terms = [t.strip() for t in findings.split(",")] if isinstance(findings, str) else [str(t).strip() for t in findings]
+    out: set[str] = set()
+    for term in terms:
+        if not term:
+            continue
+        candidates = [term, *reversed([p.strip() for p in term.split("/") if p.strip()])]
+        hit = next((groups[c.casefold()] for c in candidates if c.casefold() in groups), None)
+        if hit is None:
+            raise DataFormatError(f"Finding {term!r} has no label group. Pass label_groups={{..., {term!r}: "
+                                  f"'<group>'}} (the default mapping is radaudit.data.covid_cxr.LABEL_GROUPS).")
+        out.add(hit)
+    rank = {g: i for i, g in enumerate(DEMO_LABELS if order is None else order)}
+    return sorted(out, key=lambda g: (rank.get(g, len(rank)), g))

@@ -74,7 +74,7 @@ import pandas as pd
 
 from radaudit.data.io import read_csv_checked
 from radaudit.data.schema import finalize
-from radaudit.errors import DatasetNotFoundError, DataFormatError, ParamsError
+from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
 from radaudit.text.demographics import SEX_RULE, age_from_text, sex_from_text
 
 log = logging.getLogger(__name__)

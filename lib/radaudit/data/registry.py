@@ -382,6 +382,12 @@ def require(name: str, data_root: str | os.PathLike | None = None, path: str | o
     return folder
 
 
+def chexpert_phrases_dir(data_root: str | os.PathLike | None = None) -> Path:
+    """The chexpert-labeler ``phrases`` folder of dataset ``cxr_label_phrases`` under the data root
+    (what :class:`radaudit.text.labeler.ChexpertLabeler` reads); raises :class:`DatasetNotFoundError`
+    saying how to fetch it when it is missing."""
+    return require("cxr_label_phrases", data_root) / "chexpert-labeler" / "phrases"
+
 def load_dataset(name: str, data_root: str | os.PathLike | None = None, *, path: str | os.PathLike | None = None, **kwargs) -> pd.DataFrame:
     """Load dataset ``name`` in the tidy schema (:mod:`radaudit.data.schema`).
 

@@ -144,9 +144,10 @@ class ChexpertF1:
     @property
     def labeler(self):
         if self._labeler is None:
+            from radaudit.data import chexpert_phrases_dir
             from radaudit.text.labeler import ChexpertLabeler
 
-            self._labeler = ChexpertLabeler(self.data_root, phrases_dir=self.phrases_dir)
+            self._labeler = ChexpertLabeler(self.phrases_dir or chexpert_phrases_dir(self.data_root))
         return self._labeler
 
     def _labels(self, texts: list[str]):

@@ -5,7 +5,7 @@ networks that cannot run offline here: RadDino features for FID/KID/PRDC and the
 (§2.2, §2.3), BioViL-T for the image–text alignment score (§2.2) and the Siamese re-identification
 network of Packhäuser et al. (2022) for the re-ID score (§2.3). This module holds, for each, the
 ``paper`` adapter and a small ``demo`` stand-in trained by
-:mod:`radaudit.audits.synthetic_cxr_models` on covid-chestxray. The stand-ins are small networks
+:mod:`radaudit.audits.synthetic_cxr.models` on covid-chestxray. The stand-ins are small networks
 trained from scratch on a few hundred images: they show how the metrics behave, not RadDino's or
 BioViL-T's numbers.
 
@@ -413,7 +413,7 @@ def _classes() -> dict[str, type]:
         ``monotone_head`` (demo networks only; False for the paper checkpoint): ``fc_end``'s weights are
         used as ``−softplus(w)`` ≤ 0, so the score falls monotonically as the embeddings move apart and
         an identical pair gets the highest score (``sigmoid(bias)``); see
-        :mod:`radaudit.audits.synthetic_cxr_models` ("Re-ID") for why. The state-dict keys are the same.
+        :mod:`radaudit.audits.synthetic_cxr.models` ("Re-ID") for why. The state-dict keys are the same.
         """
 
         model_type = "radaudit_siamese_reid"
@@ -489,7 +489,7 @@ def load_cxr_model(path: str | os.PathLike[str], device: str | None = None, expe
     folder = Path(os.fspath(path)).expanduser()
     if not (folder / "config.json").is_file():
         raise ModelUnavailableError(f"{str(folder)!r} holds no saved model (no config.json). Train one with "
-                                    "radaudit.audits.synthetic_cxr_models (demo_encoder_path, demo_clip_path, "
+                                    "radaudit.audits.synthetic_cxr.models (demo_encoder_path, demo_clip_path, "
                                     "demo_reid_path) or pass the folder they returned.")
     mtype = _model_type(folder)
     if mtype not in CXR_MODEL_TYPES:
@@ -527,7 +527,7 @@ class CXREncoder:
 
     Features: the global average pool of the backbone's last stage (``dim = hidden_sizes[-1]``, 128 by
     default), not the heads' outputs — the representation trained by all three objectives (see
-    :func:`radaudit.audits.synthetic_cxr_models.train_demo_encoder`). Preprocessing:
+    :func:`radaudit.audits.synthetic_cxr.models.train_demo_encoder`). Preprocessing:
     :func:`prepare_images` with the model's ``image_size``/``resize`` (default 64 px, centre crop).
     """
 

@@ -379,7 +379,7 @@ def generate_images(pipeline: Any, prompts: Sequence[str] | pd.DataFrame | None,
 
 def _vocab_from(conditions: pd.DataFrame) -> dict[str, list[str]]:
     """Views (sorted) and labels (:data:`DEMO_LABELS` order, then any other alphabetically) seen in training."""
-    from radaudit.audits.synthetic_cxr_data import DEMO_LABELS
+    from radaudit.data.covid_cxr import DEMO_LABELS
 
     labels: set[str] = set()
     for labs in conditions["labels"]:
@@ -417,7 +417,7 @@ def condition_vectors(requests: pd.DataFrame | Sequence[str], vocab: Mapping[str
     seen: it still samples, as an average view). A label outside the vocabulary raises
     :class:`ParamsError` (the model was never told what it looks like).
     """
-    from radaudit.audits.synthetic_cxr_data import parse_labels
+    from radaudit.data.image_sets import parse_labels
 
     views, labels = list(vocab["views"]), list(vocab["labels"])
     if isinstance(requests, pd.DataFrame):
@@ -509,7 +509,7 @@ def _hyperparameters(seed: int = 0, **hp: Any) -> dict[str, Any]:
 
 
 def _conditions_frame(conditions: Any, n: int) -> pd.DataFrame:
-    from radaudit.audits.synthetic_cxr_data import parse_labels
+    from radaudit.data.image_sets import parse_labels
 
     if not isinstance(conditions, pd.DataFrame):
         raise ParamsError(f"conditions must be a DataFrame with 'labels' (and 'view'), got {type(conditions).__name__}.")
@@ -742,14 +742,14 @@ def demo_diffusion_path(frame: pd.DataFrame, seed: int = 0, cache_dir: str | os.
     """The demo diffusion model for ``(frame, seed)``: ``<cache>/demo_models/diffusion-<hash>``, trained on
     first use (about 2–3 minutes on 2 CPU cores), then reused.
 
-    ``frame``: :func:`radaudit.audits.synthetic_cxr_data.demo_frame` (rows of ``split`` are the training
-    set, ``None`` = all rows); ``images``: their pixels if already loaded (else read with
+    ``frame``: a frame of image rows (``study_id, patient_id, split, prompt, labels, view, image_path``;
+    synthetic_cxr's ``demo_frame``); the rows of ``split`` are the training set, ``None`` = all rows; ``images``: their pixels if already loaded (else read with
     ``load_images(image_path, size=image_size)``). The hash covers the rows' ids, split, prompts,
     labels and views and the bytes of each image file (:func:`frame_fingerprint`), every setting and
     :data:`RECIPE_VERSION`: a changed image, split or setting gives a new folder.
     ``cache_dir`` defaults to :func:`radaudit.models.cache.default_cache_dir`.
     """
-    from radaudit.audits.synthetic_cxr_data import frame_fingerprint, load_images
+    from radaudit.data.image_sets import frame_fingerprint, load_images
     from radaudit.models.cache import default_cache_dir
 
     hpv = _hyperparameters(seed, **hp)  # validate before any work

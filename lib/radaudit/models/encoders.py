@@ -72,7 +72,7 @@ features), then applies its own documented preprocessing:
     ``feature="mean"`` averages the patch tokens (after [CLS] and any register tokens) or the
     last feature map over its spatial positions.
 
-:func:`build_image_encoder` builds one by registry name (:data:`IMAGE_ENCODERS`) or spec: a
+:func:`radaudit.models.image_encoders.build_image_encoder` builds one by registry name or spec: a
 TorchScript ``.pt``/``.pth`` file → :class:`InceptionFIDEncoder`, anything else → :class:`HFVisionEncoder`.
 """
 
@@ -81,15 +81,14 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Union, runtime_checkable
 
 import numpy as np
 
-from radaudit.errors import DatasetNotFoundError, DataFormatError, ParamsError
+from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
 from radaudit.models.resolver import (
     DEFAULT_TEXT_ENCODER,
     ModelUnavailableError,
@@ -100,7 +99,6 @@ from radaudit.models.resolver import (
     resolve_dtype,
     resolve_model,
 )
-from radaudit.registry import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -108,7 +106,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "AUTO_FEATURE",
-    "IMAGE_ENCODERS",
     "INCEPTION_FID_SPEC",
     "RAD_DINO",
     "HFVisionEncoder",
@@ -118,7 +115,6 @@ __all__ = [
     "TextEncoder",
     "TokenStates",
     "batched_token_states",
-    "build_image_encoder",
     "encoder_max_length",
     "length_batches",
     "load_image",
@@ -650,40 +646,3 @@ class HFVisionEncoder:
         if not chunks:
             return np.zeros((0, max(self.dim, 0)), dtype=np.float32)
         return np.concatenate(chunks).astype(np.float32, copy=False)
-
-
-# --- registry ------------------------------------------------------------------------------------
-
-#: name → factory of an :class:`ImageEncoder` (keyword arguments go to the factory).
-IMAGE_ENCODERS: Registry[Callable[..., ImageEncoder]] = Registry("image encoder")
-IMAGE_ENCODERS.register(InceptionFIDEncoder, name="inception-fid")
-IMAGE_ENCODERS.register(partial(HFVisionEncoder, RAD_DINO, name="rad-dino"), name="rad-dino")
-
-
-def build_image_encoder(name_or_spec: str | os.PathLike[str] = "inception-fid", **kwargs: Any) -> ImageEncoder:
-    """An image encoder by registry name (:data:`IMAGE_ENCODERS`) or model spec.
-
-    A folder holding a radaudit chest X-ray encoder gives a :class:`~radaudit.models.cxr_nets.CXREncoder`;
-    a spec ending in ``.pt``/``.pth`` (a TorchScript file) gives an :class:`InceptionFIDEncoder`; any other
-    spec an :class:`HFVisionEncoder`. ``kwargs`` go to the constructor (``device``, ``dtype``, ``batch_size``...).
-    """
-    key = os.fspath(name_or_spec) if isinstance(name_or_spec, os.PathLike) else name_or_spec
-    if not isinstance(key, str) or not key.strip():
-        raise ParamsError(f"An image encoder is a registry name ({', '.join(IMAGE_ENCODERS)}) or a model spec; "
-                          f"got {name_or_spec!r}.")
-    key = key.strip()
-    try:
-        if key in IMAGE_ENCODERS:
-            return IMAGE_ENCODERS.lookup(key)(**kwargs)
-        from radaudit.models.cxr_nets import cxr_encoder, is_cxr_encoder_folder
-
-        if is_cxr_encoder_folder(key):  # a chest X-ray encoder trained by radaudit (synthetic_cxr's demo)
-            return cxr_encoder(key, **kwargs)
-        if key.lower().endswith((".pt", ".pth")):
-            return InceptionFIDEncoder(key, **kwargs)
-        return HFVisionEncoder(key, **kwargs)
-    except ModelUnavailableError as err:
-        raise ModelUnavailableError(f"{err} Image encoders: the registry names {', '.join(map(repr, IMAGE_ENCODERS))} "
-                                    "or a model spec; offline, 'inception-fid' runs from PyPI, and any transformers "
-                                    "vision backbone saved with save_pretrained (model + image processor) loads from "
-                                    "its folder.") from err

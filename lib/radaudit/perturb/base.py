@@ -171,8 +171,7 @@ def rule(aspect: str, significance: str, error_type: str, *, check: Check | None
 def rules_for(aspect: str, significance: str, error_type: str | None = None) -> list[RewriteRule]:
     """The registered rules for one cell (all error types when ``error_type`` is ``None``), by name."""
     check_cell(aspect, significance, error_type)
-    import radaudit.perturb.rules  # noqa: F401 - registers the rules
-
+    # RULES is complete here: importing this module imports the package, whose __init__ imports the rules.
     return sorted(
         (r for r in RULES.values() if r.aspect == aspect and r.significance == significance
          and (error_type is None or r.error_type == error_type)),

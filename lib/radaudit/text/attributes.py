@@ -344,14 +344,22 @@ ATTRIBUTE_KINDS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
-class Laterality:
-    """A side: ``value`` in ``left | right | bilateral``."""
+class _Span:
+    """A found attribute with nothing but its value: ``value``, the matched ``text`` and its ``start``/``end``
+    offsets. :class:`Laterality`, :class:`Temporal` and :class:`Certainty` are this with their own ``kind``."""
 
-    kind: ClassVar[str] = "laterality"
+    kind: ClassVar[str] = "span"
     value: str
     text: str
     start: int
     end: int
+
+
+@dataclass(frozen=True)
+class Laterality(_Span):
+    """A side: ``value`` in ``left | right | bilateral``."""
+
+    kind: ClassVar[str] = "laterality"
 
 
 @dataclass(frozen=True)
@@ -426,25 +434,17 @@ class Quantity:
 
 
 @dataclass(frozen=True)
-class Temporal:
+class Temporal(_Span):
     """A change relative to a prior study: ``value`` in :data:`TEMPORAL_VALUES`."""
 
     kind: ClassVar[str] = "temporal"
-    value: str
-    text: str
-    start: int
-    end: int
 
 
 @dataclass(frozen=True)
-class Certainty:
+class Certainty(_Span):
     """A hedge word: ``value`` in :data:`CERTAINTY_VALUES`. Scope: :mod:`radaudit.text.negation`."""
 
     kind: ClassVar[str] = "certainty"
-    value: str
-    text: str
-    start: int
-    end: int
 
 
 @dataclass(frozen=True)

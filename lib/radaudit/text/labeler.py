@@ -4,7 +4,7 @@ It re-implements the three stages of the CheXpert labeler (Irvin et al., AAAI 20
 ``stanfordmlgroup/chexpert-labeler`` at commit ``44ddeb36``): *extract* mentions with the public
 mention/unmention phrase lists, *classify* each mention as negative/uncertain/positive, and
 *aggregate* mentions into one label per observation. The phrase lists are data: they are read
-from the data root (``radaudit.data.dataset_folder("cxr_label_phrases")``, the files
+from the data root (:func:`radaudit.data.chexpert_phrases_dir`, the files
 ``chexpert-labeler/phrases/{mention,unmention}/<observation>.txt``), never copied into this
 repository. Classification uses :mod:`radaudit.text.negation` (regex cues re-expressing the
 NegBio/CheXpert dependency patterns) instead of the Bllip parse + Semgrex patterns.
@@ -180,7 +180,8 @@ def load_phrases(folder: str | os.PathLike) -> tuple[dict[str, list[str]], dict[
         table: dict[str, list[str]] = {}
         d = folder / kind
         if kind == "mention" and not d.is_dir():
-            raise FileNotFoundError(f"{d} does not exist: expected the chexpert-labeler phrases folder.")
+            raise FileNotFoundError(f"{d} does not exist: expected the chexpert-labeler phrases folder "
+                                    "(the lab's copy: radaudit.data.chexpert_phrases_dir(data_root)).")
         for path in sorted(d.glob("*.txt")) if d.is_dir() else []:
             obs = path.stem.replace("_", " ").title()
             lines = [ln.strip().lower() for ln in path.read_text(encoding="utf-8").splitlines()]
@@ -202,26 +203,22 @@ def _alternation(patterns: Iterable[str]) -> re.Pattern[str] | None:
 class ChexpertLabeler:
     """CheXpert-style labeler (rules: module docstring).
 
-    ``data_root``: the data root holding ``cxr-label-phrases/`` (default: the resolved data root,
-    see :func:`radaudit.data.resolve_data_root`); ``phrases_dir``: the chexpert-labeler
-    ``phrases`` folder itself, overriding ``data_root``. ``no_new``: how "no new X" is read
+    ``phrases_dir``: the chexpert-labeler ``phrases`` folder (``mention/``, ``unmention/``); the lab's
+    copy is :func:`radaudit.data.chexpert_phrases_dir` ``(data_root)``, which finds it under the data
+    root and says how to fetch it when it is missing (the text toolkit reads no data root itself: it
+    is the layer below :mod:`radaudit.data`). ``no_new``: how "no new X" is read
     (:mod:`radaudit.text.negation`; ``"uncertain"`` as in CheXpert).
 
-    >>> lab = ChexpertLabeler()                                    # doctest: +SKIP
+    >>> lab = ChexpertLabeler(chexpert_phrases_dir())              # doctest: +SKIP
     >>> lab.label(["Heart size normal and lungs are clear. No edema or pneumonia. No effusion"])  # doctest: +SKIP
     """
 
     def __init__(
         self,
-        data_root: str | os.PathLike | None = None,
+        phrases_dir: str | os.PathLike,
         *,
-        phrases_dir: str | os.PathLike | None = None,
         no_new: Literal["uncertain", "negative"] = "uncertain",
     ) -> None:
-        if phrases_dir is None:
-            from radaudit.data import require
-
-            phrases_dir = require("cxr_label_phrases", data_root) / "chexpert-labeler" / "phrases"
         self.phrases_dir = Path(phrases_dir)
         self.no_new = no_new
         self.mention_phrases, self.unmention_phrases = load_phrases(self.phrases_dir)

@@ -1,5 +1,5 @@
 """Figures of Selective Modality Shifting, each computed from the long results table (or, for Fig. 4,
-the attention tables of :func:`radaudit.audits.modality_shift.attention_table`) — never from typed-in
+the attention tables of :func:`radaudit.audits.modality_shift.conditions.attention_table`) — never from typed-in
 numbers (the anchor's notebooks plot "sample data (replace with your actual computed values)").
 
 * :func:`plot_metric_bars` — paper Fig. 2a/b: metric bars per model x condition with bootstrap CIs;
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from radaudit.audits.modality_shift import CONDITION_LABELS, CONDITIONS
-from radaudit.audits.modality_shift_metrics import ece_table, metrics_table, nfr_table, reliability_table
+from radaudit.audits.modality_shift.conditions import CONDITION_LABELS, CONDITIONS
+from radaudit.audits.modality_shift.metrics import ece_table, metrics_table, nfr_table, reliability_table
 from radaudit.errors import ParamsError
 from radaudit.plots import PALETTE, bar_with_ci
 

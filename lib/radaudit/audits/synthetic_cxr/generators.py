@@ -29,7 +29,7 @@ Registered generators (:data:`GENERATORS`):
     Real ``holdout`` images (a patient-level split no generator trains on) with the same labels (and
     view, when possible) as the prompt, drawn by the request's seed: the best a generator can do.
 ``folder``
-    A user's images + ``metadata.csv`` (:func:`radaudit.audits.synthetic_cxr_data.read_synthetic_set`),
+    A user's images + ``metadata.csv`` (:func:`radaudit.audits.synthetic_cxr.data.read_synthetic_set`),
     matched to the requests by ``(prompt, seed)``; ``requests=None`` takes the whole set.
 
 Label matching (memoriser fallback, degrader, heldout_real): the candidates are the pool's images
@@ -78,7 +78,7 @@ REQUEST_COLUMNS: tuple[str, ...] = ("prompt", "labels", "seed")
 class GenerationContext:
     """What generators share: the real data and caches.
 
-    ``frame``: the real images' metadata with ``split`` (:func:`~radaudit.audits.synthetic_cxr_data.demo_frame`
+    ``frame``: the real images' metadata with ``split`` (:func:`~radaudit.audits.synthetic_cxr.data.demo_frame`
     or the same columns for other data): ``study_id``, ``image_path``, ``labels``, ``split``, optionally
     ``view``, ``patient_id``. ``size``: output images are ``size × size``. ``cache_dir``: where demo
     models, decoded real images and generated sets are kept (default: the lab cache).
@@ -108,7 +108,7 @@ class GenerationContext:
 
     def fingerprint(self) -> str:
         """:func:`frame_fingerprint` of the real data (computed once)."""
-        from radaudit.audits.synthetic_cxr_data import frame_fingerprint
+        from radaudit.audits.synthetic_cxr.data import frame_fingerprint
 
         if self.frame is None:
             return "no-frame"
@@ -118,7 +118,7 @@ class GenerationContext:
 
     def pixels(self, study_ids: Sequence[str]) -> np.ndarray:
         """Real images ``[n, size, size]`` of these study ids (decoded once, then kept in memory)."""
-        from radaudit.audits.synthetic_cxr_data import load_images
+        from radaudit.audits.synthetic_cxr.data import load_images
 
         frame = self.require_frame("real-image")
         ids = [str(s) for s in study_ids]
@@ -141,7 +141,7 @@ class GenerationContext:
 # --- requests ------------------------------------------------------------------------------------------
 
 def _check_requests(requests: Any, who: str = "generator") -> pd.DataFrame:
-    from radaudit.audits.synthetic_cxr_data import parse_labels
+    from radaudit.audits.synthetic_cxr.data import parse_labels
 
     if not isinstance(requests, pd.DataFrame):
         raise ParamsError(f"requests for the {who} must be a DataFrame with columns {list(REQUEST_COLUMNS)}, got "
@@ -162,7 +162,7 @@ def _check_requests(requests: Any, who: str = "generator") -> pd.DataFrame:
 
 
 def _per_image_seed(seed: int, *keys: object) -> int:
-    from radaudit.session import stable_seed
+    from radaudit.stats import stable_seed
 
     return stable_seed(seed, *keys)
 
@@ -386,7 +386,7 @@ def _folder(requests: pd.DataFrame | None, *, context: GenerationContext, metada
             images_root: str | os.PathLike | None = None) -> np.ndarray:
     """A user's synthetic set (``metadata.csv`` + images), resized to the context size; rows matched to the
     requests by ``(prompt, seed)`` (``requests=None``: every row, in file order)."""
-    from radaudit.audits.synthetic_cxr_data import load_images, read_synthetic_set
+    from radaudit.audits.synthetic_cxr.data import load_images, read_synthetic_set
 
     meta = read_synthetic_set(metadata_csv, images_root)
     if requests is None:
@@ -478,7 +478,7 @@ def _diffusion_identity(context: GenerationContext, params: Mapping[str, Any]) -
     the pipeline's revision (hub commit when cached, else the id; a local folder's content hash)."""
     model = params.get("model", "demo")
     if model == "demo":
-        from radaudit.audits.synthetic_cxr_data import frame_fingerprint
+        from radaudit.audits.synthetic_cxr.data import frame_fingerprint
         from radaudit.models.diffusion import diffusion_config_hash
 
         frame = context.require_frame("diffusion")
@@ -499,7 +499,7 @@ def _diffusion_identity(context: GenerationContext, params: Mapping[str, Any]) -
 def _folder_identity(context: GenerationContext, params: Mapping[str, Any]) -> dict[str, Any]:
     """The metadata file's content and each listed image's path, size and modification time (hashing
     every image's bytes would cost minutes for a large set)."""
-    from radaudit.audits.synthetic_cxr_data import read_synthetic_set
+    from radaudit.audits.synthetic_cxr.data import read_synthetic_set
 
     meta = read_synthetic_set(params["metadata_csv"], params.get("images_root"))
     h = hashlib.sha256(Path(params["metadata_csv"]).read_bytes())

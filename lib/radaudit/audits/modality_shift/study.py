@@ -1,9 +1,9 @@
 """The modality_shift experiment as the notebook runs it: params, models, the long results table, summary.
 
 Paper: Restrepo et al., Selective Modality Shifting (``../shared/papers/003_528df7f4b7accfa0.txt``).
-The inputs are built by :mod:`radaudit.audits.modality_shift`, the paper datasets by
-:mod:`radaudit.audits.modality_shift_data`, the metrics by :mod:`radaudit.audits.modality_shift_metrics`
-and the figures by :mod:`radaudit.audits.modality_shift_plots`; this module joins them:
+The inputs are built by :mod:`radaudit.audits.modality_shift.conditions`, the paper datasets by
+:mod:`radaudit.audits.modality_shift.data`, the metrics by :mod:`radaudit.audits.modality_shift.metrics`
+and the figures by :mod:`radaudit.audits.modality_shift.plots`; this module joins them:
 
     P        = Params(**preset)
     samples  = evaluation_samples(P)                          # the evaluated split, seeded
@@ -13,7 +13,7 @@ and the figures by :mod:`radaudit.audits.modality_shift_plots`; this module join
 
 The long results table has one row per model x sample x condition: the generated text, the parsed
 answer (yes / no / unmatched / unknown), the prediction, the raw first-token logits and the
-pair-softmax probabilities (:data:`radaudit.audits.modality_shift.RESULT_COLUMNS` + score columns).
+pair-softmax probabilities (:data:`radaudit.audits.modality_shift.conditions.RESULT_COLUMNS` + score columns).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from radaudit.audits.modality_shift import CONDITION_LABELS, CONDITIONS, get_template
+from radaudit.audits.modality_shift.conditions import CONDITION_LABELS, CONDITIONS, get_template
 from radaudit.config import BaseParams
 from radaudit.errors import ParamsError
 
@@ -37,7 +37,7 @@ __all__ = ["DEMO_MODEL", "ModelSpec", "Params", "build_run_items", "condition_or
 
 log = logging.getLogger(__name__)
 
-#: ``model`` value that means "the demo VLM the project trains" (:mod:`radaudit.audits.modality_shift_model`).
+#: ``model`` value that means "the demo VLM the project trains" (:mod:`radaudit.audits.modality_shift.model`).
 DEMO_MODEL = "demo"
 
 
@@ -70,7 +70,7 @@ class Params(BaseParams):
     exclude_same_patient: bool = Field(True, description="Never take a swap partner from the sample's own patient.")
     swap_metadata: bool = Field(True, description="Text shift shows the partner's metadata header with its text (the anchor swaps the whole row); false swaps only the notes/report.")
     conditions: list[str] = Field(default_factory=lambda: list(CONDITIONS), description="Conditions to run: no_shift, image_shift, text_shift, only_text, only_image (no_shift is needed for NFR).")
-    prompt: dict[str, Any] = Field(default_factory=dict, description="Prompt template keys (header, question, question_only_text, question_only_image, instruction, unmatched_suffix, yes_patterns, no_patterns, ...) over the built-in template of `dataset` (radaudit.audits.modality_shift.PROMPTS).")
+    prompt: dict[str, Any] = Field(default_factory=dict, description="Prompt template keys (header, question, question_only_text, question_only_image, instruction, unmatched_suffix, yes_patterns, no_patterns, ...) over the built-in template of `dataset` (radaudit.audits.modality_shift.conditions.PROMPTS).")
     unmatched: bool = Field(False, description="Append the anchor's 'unmatched' option to the image+text prompts (answers 'unmatched' are counted, never dropped).")
     models: list[ModelSpec] = Field(default_factory=lambda: [ModelSpec(name="demo tiny LLaVA", model=DEMO_MODEL)], description="VLMs to audit (paper: Qwen2-VL-7B-Instruct, LLaVA-1.5-7B, Llama-3.2-11B-Vision-Instruct, MedGemma-4B-it, LLaVA-Med).")
     demo_vlm: dict[str, Any] = Field(default_factory=dict, description="Overrides of the demo VLM's training config (modality_shift_model.DEMO_VLM_CONFIG: steps, image_size, ...).")
@@ -118,7 +118,7 @@ def evaluation_samples(params: Params) -> pd.DataFrame:
 
     ``attrs["all_samples"]`` keeps the split counts of the whole table (label x split) for the notebook.
     """
-    from radaudit.audits.modality_shift_data import load_samples
+    from radaudit.audits.modality_shift.data import load_samples
 
     options = dict(params.dataset_options)
     if params.dataset == "mimic_cxr":
@@ -146,7 +146,7 @@ def load_model(spec: ModelSpec, params: Params, cache_dir: str | os.PathLike | N
 
     where = spec.model
     if spec.model == DEMO_MODEL:
-        from radaudit.audits.modality_shift_model import demo_vlm_path
+        from radaudit.audits.modality_shift.model import demo_vlm_path
 
         where = str(demo_vlm_path(params.data_root, seed=params.seed, cache_dir=cache_dir, split_seed=params.split_seed,
                                   test_size=params.test_size, **params.demo_vlm))
@@ -157,7 +157,7 @@ def load_model(spec: ModelSpec, params: Params, cache_dir: str | os.PathLike | N
 def build_run_items(params: Params, samples: pd.DataFrame, partners: pd.DataFrame,
                     model_type: str | None = None) -> pd.DataFrame:
     """The run's items (sample x condition x prompt) with the run's template, conditions and options."""
-    from radaudit.audits.modality_shift import build_items
+    from radaudit.audits.modality_shift.conditions import build_items
 
     return build_items(samples, partners, template(params), conditions=condition_order(params.conditions),
                        unmatched=params.unmatched, model_type=model_type, swap_metadata=params.swap_metadata)
@@ -172,7 +172,7 @@ def run_models(params: Params, samples: pd.DataFrame, partners: pd.DataFrame, *,
     ``loaded``: already loaded ``{name: (processor, model)}`` pairs to reuse. ``attrs["models"]``
     records where each model came from (the demo's trained folder, a hub id, a path).
     """
-    from radaudit.audits.modality_shift import run_conditions
+    from radaudit.audits.modality_shift.conditions import run_conditions
     from radaudit.models.cache import open_cache
 
     store = open_cache(cache_dir if cache_dir is not None else True) if params.cache else None

@@ -6,7 +6,7 @@ Paper: Parikh et al., "Measuring What VLMs Don't Say" (``../shared/papers/000_c1
 Two report writers, one code path (only the params differ):
 
 * ``report_model = None`` (``demo``): the small language model the project trains on public report text
-  (:mod:`radaudit.audits.decoding_erasure_model`), prompted with the indication and the patient's
+  (:mod:`radaudit.audits.decoding_erasure.model`), prompted with the indication and the patient's
   sex. The evaluated reports are its held-out test split (balanced by sex, the same prompts for
   every training skew); the references are the radiologists' reports of those studies.
 * ``report_model = <hub id | folder>`` (``paper``): a vision-language model (e.g. Qwen3-VL-8B-Instruct,
@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import DataFormatError, ParamsError, RadauditError
-from radaudit.session import stable_seed
+from radaudit.stats import stable_seed
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,11 @@ def _cache(cache: Any) -> Any:
 
 def _demo_generations(P: Any, skew: float | None, strategies: Sequence[str], data_root: Any, cache: Any,
                       model_dir: Any) -> pd.DataFrame:
-    from radaudit.audits.decoding_erasure_model import build_training_corpus, demo_model_path, generate_reports
+    from radaudit.audits.decoding_erasure.model import (
+        build_training_corpus,
+        demo_model_path,
+        generate_reports,
+    )
 
     per_sex = int(math.ceil(P.n_reports / 2))
     corpus = build_training_corpus(data_root, skew=skew, seed=P.seed, n_test_per_sex=per_sex)

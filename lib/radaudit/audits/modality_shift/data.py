@@ -1,10 +1,10 @@
 """SMS samples for the ``paper`` preset: MIMIC-CXR and FairVLMed (paper §3.1 "Datasets").
 
-Both builders return the tidy SMS sample table of :func:`radaudit.audits.modality_shift.build_samples`
+Both builders return the tidy SMS sample table of :func:`radaudit.audits.modality_shift.conditions.build_samples`
 (``sample_id, patient_id, image_path, text, label, split`` + the prompt header's metadata) with the
 dataset's own split kept (the paper evaluates the published test sets; nothing is trained on them).
 :func:`load_samples` picks the builder by the ``dataset`` param; ``covid_cxr`` is the demo data
-(:func:`radaudit.audits.modality_shift.covid_samples`).
+(:func:`radaudit.audits.modality_shift.conditions.covid_samples`).
 
 MIMIC-CXR (§3.1: "10k random chest radiographs from the test set ... reports are preprocessed to
 remove uncertain labels"), with the anchor's rules (``src/datasets.py``: ``remove_uncertain_labels``
@@ -95,7 +95,7 @@ def mimic_samples(path: str | os.PathLike | None = None, *, data_root: Any = Non
     ``loader_options`` go to :func:`radaudit.data.mimic_cxr.load` (``patients_path``, ``reports_dir``,
     ``images_dir``). Metadata columns: ``age, sex, race, view, procedure``.
     """
-    from radaudit.audits.modality_shift import build_samples
+    from radaudit.audits.modality_shift.conditions import build_samples
     from radaudit.data import load_dataset
 
     if n is not None and n < 2:
@@ -178,7 +178,7 @@ def fairvlmed_samples(path: str | os.PathLike | None = None, *, data_root: Any =
     the PNGs go (default ``<path>/png_cache``). Metadata columns: ``age, sex, race``. Each sample is
     its own patient (FairVLMed has one sample per subject).
     """
-    from radaudit.audits.modality_shift import build_samples
+    from radaudit.audits.modality_shift.conditions import build_samples
     from radaudit.data.root import resolve_data_root
 
     if notes not in ("note", "gpt4_summary"):
@@ -225,7 +225,7 @@ def load_samples(dataset: str, *, data_root: Any = None, path: str | os.PathLike
                  test_size: float = 0.3, **options: Any) -> pd.DataFrame:
     """The SMS samples of ``dataset`` (:data:`DATASETS`): ``covid_cxr`` is split by patient here
     (``test_size``); the paper datasets keep their published split. ``options`` go to the builder."""
-    from radaudit.audits.modality_shift import covid_samples
+    from radaudit.audits.modality_shift.conditions import covid_samples
 
     if dataset == "covid_cxr":
         return covid_samples(data_root, test_size=test_size, seed=seed, path=path, **options)

@@ -57,7 +57,7 @@ What this module does differently, and why
 Seeds: one ``seed`` makes everything reproducible — the initial weights and batch order
 (``torch.manual_seed`` inside ``fork_rng``), the augmentation (its own ``torch.Generator``), the
 validation split (numpy), and the bootstrap (numpy). :func:`run_utility` derives each source's
-training seed with :func:`radaudit.session.stable_seed` ``(seed, "utility", source)``.
+training seed with :func:`radaudit.stats.stable_seed` ``(seed, "utility", source)``.
 """
 
 from __future__ import annotations
@@ -78,8 +78,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _sps
 
+from radaudit.data.covid_cxr import DEMO_LABELS
 from radaudit.errors import DataFormatError, ParamsError
-from radaudit.session import stable_seed
+from radaudit.stats import stable_seed
 
 __all__ = [
     "ARCHITECTURES", "BOOTSTRAP_METHODS", "DEMO_ARCHITECTURE", "DEMO_LABELS", "MACRO", "RECIPE_VERSION",
@@ -91,8 +92,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: The demo's coarse label groups of covid-chestxray findings (any label list is accepted).
-DEMO_LABELS: tuple[str, ...] = ("COVID-19", "Other pneumonia", "ARDS", "No Finding")
 #: Name of the macro-average row/column.
 MACRO = "macro"
 #: Named architectures (``architecture=`` also takes a dict of ``ResNetConfig`` arguments).
@@ -744,7 +743,11 @@ def build_classifier(architecture: str | Mapping[str, Any], label_names: Sequenc
     head = {"num_labels": len(names), "problem_type": "multi_label_classification",
             "id2label": dict(enumerate(names)), "label2id": {n: i for i, n in enumerate(names)}}
     if pretrained is not None:
-        from radaudit.models.resolver import ModelUnavailableError, load_failed_message, resolve_model
+        from radaudit.models.resolver import (
+            ModelUnavailableError,
+            load_failed_message,
+            resolve_model,
+        )
 
         resolved = resolve_model(pretrained)
         try:

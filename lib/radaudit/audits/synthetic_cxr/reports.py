@@ -168,9 +168,9 @@ def nearest_train_index(train_features: Any, query_features: Any, *, block: int 
 
     Computed in blocks of queries so that at most ``block`` similarities are held at once (20,000
     training × 5,000 test features would otherwise be an 800 MB matrix); each block uses
-    :func:`radaudit.audits.synthetic_cxr_models._knn` (the encoder's k-NN evaluation, ``k = 1``).
+    :func:`radaudit.audits.synthetic_cxr.models._knn` (the encoder's k-NN evaluation, ``k = 1``).
     """
-    from radaudit.audits.synthetic_cxr_models import _knn
+    from radaudit.audits.synthetic_cxr.models import _knn
 
     train = _features(train_features, "train_features")
     query = _features(query_features, "query_features")
@@ -443,11 +443,11 @@ def _values(stats: _SourceStats, metric: str, w: np.ndarray) -> np.ndarray:
 def _count_blocks(n: int, n_bootstrap: int, seed: int, strata: np.ndarray | None = None) -> Iterator[np.ndarray]:
     """``[b, n]`` float count matrices (how often each test report is drawn) of resampled test reports.
 
-    The indices are :func:`radaudit.audits.synthetic_cxr_utility._resample_chunks`'s (seeded
+    The indices are :func:`radaudit.audits.synthetic_cxr.utility._resample_chunks`'s (seeded
     ``default_rng(seed)``, blocks of bounded memory): iid over all ``n`` reports, or — with
     ``strata`` (an ``[n, L]`` 0/1 matrix of reference labels) — within each distinct label set.
     """
-    from radaudit.audits.synthetic_cxr_utility import _resample_chunks
+    from radaudit.audits.synthetic_cxr.utility import _resample_chunks
 
     y = np.empty((n, 0)) if strata is None else strata
     for idx in _resample_chunks(y, n_bootstrap, seed, strata is not None):
@@ -563,7 +563,7 @@ def report_utility_long(references: Sequence[str], candidates_by_source: Mapping
         baseline: the source trained on real data; other sources get ``diff = source − baseline``.
         n_bootstrap, seed, confidence: the bootstrap over test reports (shared by every source).
         stratify: resample the test reports within each set of reference labels (the label F1's
-            labels; :func:`radaudit.audits.synthetic_cxr_utility._resample_chunks`, as Table 4 does),
+            labels; :func:`radaudit.audits.synthetic_cxr.utility._resample_chunks`, as Table 4 does),
             so every resample keeps each label's number of reference positives. ``None`` (default):
             ``True`` for ``label_mode="labels"`` (a handful of label sets; the demo test set has 2
             ARDS cases, which iid resampling loses in ~13 % of the resamples, leaving the macro F1's
@@ -581,7 +581,7 @@ def report_utility_long(references: Sequence[str], candidates_by_source: Mapping
         settings are in ``attrs`` (``baseline``, ``label_mode``, ``label_names``, ``n_bootstrap``,
         ``seed``, ``confidence``, ``metrics``). Formulas: module docstring.
     """
-    from radaudit.audits.synthetic_cxr_utility import _bootstrap_pvalue
+    from radaudit.audits.synthetic_cxr.utility import _bootstrap_pvalue
     from radaudit.stats import BootstrapError, benjamini_hochberg, interval_from_replicates
 
     refs, cands, names = _check_args(references, candidates_by_source, baseline, n_bootstrap, seed, confidence,
@@ -709,7 +709,7 @@ def table5(long: pd.DataFrame, decimals: int = 3, *, baseline: str | None = None
 
 
 def bars_frame(long: pd.DataFrame) -> pd.DataFrame:
-    """:func:`report_utility_long` in the layout of :func:`radaudit.audits.synthetic_cxr_plots.plot_fidelity_bars`.
+    """:func:`report_utility_long` in the layout of :func:`radaudit.audits.synthetic_cxr.plots.plot_fidelity_bars`.
 
     Columns ``generator, metric, value, ci_low, ci_high`` (metrics under their paper names, in the
     paper's order), so Table 5 is drawn with the existing bar figure — one panel per metric, one bar

@@ -439,7 +439,7 @@ def _train(kind: str, out_dir: str | os.PathLike, digest: str, hp: Mapping[str, 
                              model_name=f"radaudit demo {kind} ({description})", data_description=notes,
                              metric_name="metric", log_every=20,
                              notes="A small stand-in trained from scratch for the demo preset; see "
-                                   "radaudit.audits.synthetic_cxr_models for the recipe.")
+                                   "radaudit.audits.synthetic_cxr.models for the recipe.")
         card = {"kind": kind, "config_hash": digest, "recipe_version": RECIPE_VERSION, "data": dict(fingerprints),
                 "hyperparameters": dict(hp), "metrics": result.metrics, "steps": result.steps,
                 "stopped_early": result.stopped_early, "stop_reason": result.stop_reason,

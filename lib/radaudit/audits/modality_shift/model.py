@@ -14,10 +14,10 @@ training split, in about two minutes:
   PIL/numpy preprocessing; torchvision does not work with the pinned CPU torch) + a LLaVA-1.5-style
   chat template (``USER: <image>\\n{prompt}\\nASSISTANT:``), saved with ``save_pretrained`` so
   :func:`radaudit.models.vlm.load_vlm` loads it like any hub VLM and
-  :func:`radaudit.audits.modality_shift.run_conditions` runs it unchanged.
+  :func:`radaudit.audits.modality_shift.conditions.run_conditions` runs it unchanged.
 
 Training task (the experiment's own prompts)
-    Items are :func:`radaudit.audits.modality_shift.build_items` rows of the *training* samples with
+    Items are :func:`radaudit.audits.modality_shift.conditions.build_items` rows of the *training* samples with
     the ``covid_cxr`` template, rendered by the chat template exactly as at inference; the target is
     ``Yes</s>`` (COVID-19) or ``No</s>``, and the loss is on those two tokens only (the answer token,
     plus end-of-sequence so that greedy generation stops after the answer). Each time a sample is
@@ -33,7 +33,7 @@ That is the paper's phenomenon in miniature, not a claim about the paper's model
 
 ::
 
-    from radaudit.audits.modality_shift_model import demo_vlm_path
+    from radaudit.audits.modality_shift.model import demo_vlm_path
     from radaudit.models.vlm import load_vlm
 
     path = demo_vlm_path(data_root, seed=0)          # trains on first use (~2-3 min), then reused
@@ -179,7 +179,7 @@ def _check_samples(samples: Any) -> None:
 
 
 def _template_of(dataset: str) -> dict[str, Any]:
-    from radaudit.audits.modality_shift import get_template
+    from radaudit.audits.modality_shift.conditions import get_template
 
     return get_template(dataset)
 
@@ -218,7 +218,7 @@ def _subset(frame: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
 
 def _items(samples: pd.DataFrame, dataset: str) -> pd.DataFrame:
     """Training/eval items: build_items rows of the unshifted conditions (no partners needed)."""
-    from radaudit.audits.modality_shift import build_items
+    from radaudit.audits.modality_shift.conditions import build_items
 
     partners = pd.DataFrame({"sample_id": pd.Series(dtype=object), "image_partner": pd.Series(dtype=object),
                              "text_partner": pd.Series(dtype=object)})
@@ -282,7 +282,7 @@ def _encode_items(processor: Any, items: pd.DataFrame) -> list[dict[str, Any]]:
     """
     from PIL import Image
 
-    from radaudit.audits.modality_shift import _is_missing
+    from radaudit.audits.modality_shift.conditions import _is_missing
     from radaudit.models.vlm import render_prompt
 
     blank = Image.new("RGB", (8, 8))
@@ -452,7 +452,7 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
                    **hyperparameters: Any) -> Path:
     """Train the tiny LLaVA on ``samples`` (its ``train`` rows) and save it to ``out_dir``; return ``out_dir``.
 
-    ``samples``: :func:`radaudit.audits.modality_shift.covid_samples` (or ``build_samples``) output, with
+    ``samples``: :func:`radaudit.audits.modality_shift.conditions.covid_samples` (or ``build_samples``) output, with
     ``split``. ``hyperparameters``: any key of :data:`DEMO_VLM_CONFIG` (defaults from there);
     ``max_train`` / ``max_eval`` cap the training / held-out samples (seeded, stratified by label:
     for tests). The held-out metrics (model card, ``training_log.json``, ``radaudit_vlm_model.json``)
@@ -557,12 +557,12 @@ def demo_vlm_path(data_root: str | os.PathLike | None, seed: int = 0, cache_dir:
     """The demo VLM for ``(data, seed)``: ``<cache>/demo_models/vlm-<config hash>``, trained on first use.
 
     ``cache_dir`` defaults to :func:`radaudit.models.cache.default_cache_dir`. The samples are
-    :func:`radaudit.audits.modality_shift.covid_samples` ``(data_root, test_size=test_size,
+    :func:`radaudit.audits.modality_shift.conditions.covid_samples` ``(data_root, test_size=test_size,
     seed=split_seed)`` — use the same split when evaluating, so the held-out samples were never
     trained on. ``seed`` seeds the training (initial weights, batches, condition draws, augmentation).
     ``overrides``: keys of :data:`DEMO_VLM_CONFIG`. A changed sample, template or setting gives a new folder.
     """
-    from radaudit.audits.modality_shift import covid_samples
+    from radaudit.audits.modality_shift.conditions import covid_samples
     from radaudit.models.cache import default_cache_dir
 
     hp = _hyperparameters(seed, **overrides)  # validates the overrides before loading anything

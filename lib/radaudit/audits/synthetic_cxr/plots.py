@@ -308,7 +308,7 @@ def plot_fidelity_bars(table: pd.DataFrame, *, metrics: Sequence[str] | None = N
     ``table``: long, one row per (``generator``, ``metric``) with ``value`` and optional
     ``ci_low``/``ci_high`` (drawn as error bars where finite). Panel titles carry the metric name
     and whether lower or higher is better. Also draws Table 5 (``title=``, with
-    :func:`radaudit.audits.synthetic_cxr_reports.bars_frame`).
+    :func:`radaudit.audits.synthetic_cxr.reports.bars_frame`).
     """
     _require(table, ["generator", "metric", "value"], "table")
     data = table.assign(generator=table["generator"].astype(str), metric=table["metric"].astype(str))
@@ -402,7 +402,7 @@ def plot_utility(long_table: pd.DataFrame, *, baseline: str = "real", order: Seq
                  labels: Sequence[str] | None = None) -> Any:
     """Per-label AUROC on the real test set, one marker + 95 % CI per training source (Table 4 as a figure).
 
-    ``long_table``: :func:`radaudit.audits.synthetic_cxr_utility.utility_flags` (or any table with
+    ``long_table``: :func:`radaudit.audits.synthetic_cxr.utility.utility_flags` (or any table with
     ``source, label, auroc`` and optional ``ci_low, ci_high, significant``). The baseline (real
     training images) is black, with a dashed reference segment across each label; a ``*`` marks a
     generator whose difference to the baseline is significant (paired bootstrap, BH). The dotted

@@ -13,7 +13,7 @@ and trained to continue with the report (findings + impression). Everything is r
 
 ::
 
-    from radaudit.audits.decoding_erasure_model import (build_training_corpus, demo_model_path,
+    from radaudit.audits.decoding_erasure.model import (build_training_corpus, demo_model_path,
                                                          generate_reports)
 
     path = demo_model_path(data_root, skew=0.5, seed=0)            # trains on first use (<= 5 min)
@@ -219,7 +219,15 @@ def config_hash(corpus: pd.DataFrame, **hyperparameters: Any) -> str:
 
 def _build_tokenizer(texts: Sequence[str], vocab_size: int) -> Any:
     """A lower-casing BPE tokenizer (Metaspace pre-tokenizer: decoding restores the spaces exactly)."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
     from transformers import PreTrainedTokenizerFast
 
     specials = ["<pad>", "<s>", "</s>", "<unk>"]

@@ -7,7 +7,7 @@ not copy: unseeded swaps, an NFR denominator over all pairs only, unknown answer
 figures typed in by hand.
 
 This module builds the inputs and runs the model; metrics are in
-:mod:`radaudit.audits.modality_shift_metrics`, figures in :mod:`radaudit.audits.modality_shift_plots`.
+:mod:`radaudit.audits.modality_shift.metrics`, figures in :mod:`radaudit.audits.modality_shift.plots`.
 
 Pipeline (every step a pure function over tidy tables)::
 
@@ -437,7 +437,7 @@ def parse_answer(text: str | None, *, no_patterns: Sequence[str] = (), yes_patte
     4. the dataset's ``no_patterns`` (checked first, as the anchor does), then ``yes_patterns``,
        searched case-insensitively anywhere in the answer.
     5. otherwise ``unknown``. Unknown answers are kept in the results and counted
-       (:func:`radaudit.audits.modality_shift_metrics.answer_rates`), never dropped.
+       (:func:`radaudit.audits.modality_shift.metrics.answer_rates`), never dropped.
     """
     from radaudit.models.vlm import parse_yes_no
 

@@ -2,15 +2,15 @@
 
 Paper: Dutt et al., *CheXGenBench* (``../shared/papers/004_175f666718a5c618.txt``). The pieces:
 
-* real data, splits and prompts: :mod:`radaudit.audits.synthetic_cxr_data`;
+* real data, splits and prompts: :mod:`radaudit.audits.synthetic_cxr.data`;
 * generators (the demo diffusion model, memoriser, degrader, held-out real, a user's folder, hub
-  pipelines) and their cached image sets: :mod:`radaudit.audits.synthetic_cxr_generators`;
+  pipelines) and their cached image sets: :mod:`radaudit.audits.synthetic_cxr.generators`;
 * the demo encoders (chest X-ray encoder, CLIP-style alignment, Siamese re-ID):
-  :mod:`radaudit.audits.synthetic_cxr_models`, :mod:`radaudit.models.cxr_nets`;
+  :mod:`radaudit.audits.synthetic_cxr.models`, :mod:`radaudit.models.cxr_nets`;
 * metrics: :mod:`radaudit.metrics.image` (FID/KID/PRDC with CIs, per-label, privacy, ranks);
-* utility (Table 4): :mod:`radaudit.audits.synthetic_cxr_utility`; report generation (Table 5):
-  :mod:`radaudit.audits.synthetic_cxr_reports`; figures:
-  :mod:`radaudit.audits.synthetic_cxr_plots`.
+* utility (Table 4): :mod:`radaudit.audits.synthetic_cxr.utility`; report generation (Table 5):
+  :mod:`radaudit.audits.synthetic_cxr.reports`; figures:
+  :mod:`radaudit.audits.synthetic_cxr.plots`.
 
 This module holds the experiment's parameters and the functions that turn the sets into the
 paper's tables (Table 1 fidelity, Table 2 per label, Table 3 privacy, Table 4 utility, Table 5 report
@@ -30,15 +30,17 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from radaudit.config import BaseParams
+from radaudit.data.covid_cxr import DEMO_LABELS
 from radaudit.errors import DataFormatError, ParamsError
 
-__all__ = ["GeneratorEntry", "Params", "ReportUtility", "Study", "alignment_table", "fidelity_long",
-           "generators_to_inspect", "per_label_table", "plot_closest_pairs", "prepare", "privacy_long", "rank_summary", "report_candidates",
-           "report_utility", "sample_grid_inputs", "summary_lines", "table1", "table3"]
+__all__ = [
+    "alignment_table", "card_table", "fidelity_long", "generate_sets", "GeneratorEntry",
+    "generators_to_inspect", "load_models", "Params", "per_label_table", "plot_closest_pairs", "prepare",
+    "privacy_for", "privacy_long", "rank_summary", "report_candidates", "report_utility", "ReportUtility",
+    "sample_grid_inputs", "Study", "summary_lines", "table1", "table3",
+]
 
 log = logging.getLogger(__name__)
-
-DEMO_LABELS = ("COVID-19", "Other pneumonia", "ARDS", "No Finding")
 
 
 class GeneratorEntry(BaseModel):
@@ -48,7 +50,7 @@ class GeneratorEntry(BaseModel):
 
     name: str = Field(..., description="Name in tables and figures.")
     kind: str = Field(..., description="Registered generator: diffusion | memoriser | degrader | heldout_real | folder.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the generator kind (see radaudit.audits.synthetic_cxr_generators.GENERATORS).")
+    params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the generator kind (see radaudit.audits.synthetic_cxr.generators.GENERATORS).")
 
 
 def _demo_generators() -> list[GeneratorEntry]:
@@ -71,7 +73,7 @@ class ReportUtility(BaseModel):
 
     @model_validator(mode="after")
     def _known_metrics(self) -> ReportUtility:
-        from radaudit.audits.synthetic_cxr_reports import expand_metrics
+        from radaudit.audits.synthetic_cxr.reports import expand_metrics
 
         try:
             expand_metrics(self.metrics, self.label_mode)
@@ -119,7 +121,7 @@ class Params(BaseParams):
     @field_validator("generators")
     @classmethod
     def _known(cls, v: list[GeneratorEntry]) -> list[GeneratorEntry]:
-        from radaudit.audits.synthetic_cxr_generators import GENERATORS
+        from radaudit.audits.synthetic_cxr.generators import GENERATORS
 
         names = [g.name for g in v]
         if not v or len(set(names)) != len(names):
@@ -159,14 +161,14 @@ class Study:
 
 def prepare(params: Params, cache_dir: str | os.PathLike | None = None) -> Study:
     """Load the real data, split it by patient, and decode the train and test images (``image_size``)."""
-    from radaudit.audits.synthetic_cxr_data import demo_frame
-    from radaudit.audits.synthetic_cxr_generators import GenerationContext
+    from radaudit.audits.synthetic_cxr.data import demo_frame
+    from radaudit.audits.synthetic_cxr.generators import GenerationContext
 
     if params.dataset == "covid_cxr":
         frame = demo_frame(params.data_root, seed=params.split_seed, fractions=tuple(params.fractions),
                            **params.dataset_options)
     else:
-        from radaudit.audits.synthetic_cxr_data import mimic_prompts
+        from radaudit.audits.synthetic_cxr.data import mimic_prompts
 
         frame = mimic_prompts(params.dataset_path, **params.dataset_options)
     ctx = GenerationContext(frame=frame, size=params.image_size, cache_dir=cache_dir, resize=params.resize)
@@ -185,9 +187,15 @@ def load_models(params: Params, study: Study, cache_dir: str | os.PathLike | Non
     """The run's encoders: ``cxr`` (ImageEncoder), ``inception`` (optional), ``alignment`` (scorer with
     ``score(images, captions)``, or None), ``reid`` (a PairScorer), and ``cards``: the demo models'
     held-out quality (from their model cards). Demo models train on the train split on first use."""
-    from radaudit.audits import synthetic_cxr_models as scm
-    from radaudit.models.cxr_nets import BioViLTAlignment, ClipAlignment, SiameseScorer, cxr_encoder, load_packhauser_reid
-    from radaudit.models.encoders import build_image_encoder
+    from radaudit.audits.synthetic_cxr.study import models as scm
+    from radaudit.models.cxr_nets import (
+        BioViLTAlignment,
+        ClipAlignment,
+        SiameseScorer,
+        cxr_encoder,
+        load_packhauser_reid,
+    )
+    from radaudit.models.image_encoders import build_image_encoder
 
     hp = params.demo_models
     args = (study.train, study.train_meta, study.test, study.test_meta)
@@ -225,7 +233,7 @@ def generate_sets(params: Params, study: Study, cache_dir: str | os.PathLike | N
     """Every generator's three image sets (cached on disk): ``fidelity`` (``fidelity_k`` images per test
     prompt), ``privacy`` (``privacy_prompts`` training prompts x ``privacy_seeds`` seeds) and ``utility``
     (``utility_n`` training prompts). Returns ``{generator: {purpose: (images, requests)}}``."""
-    from radaudit.audits import synthetic_cxr_generators as g
+    from radaudit.audits.synthetic_cxr.study import generators as g
 
     seed = params.seed
     requests = {
@@ -241,7 +249,7 @@ def generate_sets(params: Params, study: Study, cache_dir: str | os.PathLike | N
             extra.setdefault("model_seed", seed)
         out[entry.name] = {}
         if entry.kind == "folder":  # bring your own: the whole set serves every purpose, in file order
-            from radaudit.audits.synthetic_cxr_data import read_synthetic_set
+            from radaudit.audits.synthetic_cxr.data import read_synthetic_set
 
             meta = read_synthetic_set(extra["metadata_csv"], extra.get("images_root"))
             imgs = g.generate_set(entry.kind, None, cache_dir, context=study.context, **extra)
@@ -318,7 +326,7 @@ def plot_closest_pairs(study: Study, sets: Mapping[str, Mapping[str, Any]], pair
                        generator: str, *, reference: str = "own", n: int = 6) -> Any:
     """``generator``'s ``n`` most re-identifiable privacy pairs (synthetic image over the training image it was
     compared with), from :func:`privacy_for`'s table with the same ``reference``."""
-    from radaudit.audits.synthetic_cxr_plots import plot_nearest_pairs
+    from radaudit.audits.synthetic_cxr.plots import plot_nearest_pairs
 
     images, req = sets[generator]["privacy"]
     if reference == "own" and "source_study_id" in req.columns:
@@ -335,11 +343,14 @@ def report_candidates(params: Params, study: Study, sets: Mapping[str, Mapping[s
     """One generated report per real test study and training source (``real`` + every generator).
 
     A source listed in ``params.report_generation.files`` takes the reports of your own report model from its CSV
-    (:func:`radaudit.audits.synthetic_cxr_reports.read_generated_reports`: every test study, empty reports
+    (:func:`radaudit.audits.synthetic_cxr.reports.read_generated_reports`: every test study, empty reports
     counted); any other source gets the stand-in: nearest-neighbour report retrieval in the chest X-ray
     encoder's space, over the source's utility images and their prompts (``real``: the real training images
     and their captions). Returns the reports and a table ``source, how, n_empty, note``."""
-    from radaudit.audits.synthetic_cxr_reports import read_generated_reports, retrieval_reports
+    from radaudit.audits.synthetic_cxr.reports import (
+        read_generated_reports,
+        retrieval_reports,
+    )
     from radaudit.metrics.image import extract_features
 
     cfg = params.report_generation
@@ -368,8 +379,8 @@ def report_candidates(params: Params, study: Study, sets: Mapping[str, Mapping[s
 def report_utility(params: Params, study: Study, reports: Mapping[str, Sequence[str]]) -> pd.DataFrame:
     """Table 5 (long): every source's reports against the real test references, 95% bootstrap CIs over test
     studies, paired differences to ``real`` with BH-adjusted p-values
-    (:func:`radaudit.audits.synthetic_cxr_reports.report_utility_long`)."""
-    from radaudit.audits.synthetic_cxr_reports import report_utility_long
+    (:func:`radaudit.audits.synthetic_cxr.reports.report_utility_long`)."""
+    from radaudit.audits.synthetic_cxr.reports import report_utility_long
 
     cfg = params.report_generation
     if cfg.reference_column not in study.test_meta.columns:
@@ -410,7 +421,7 @@ def fidelity_long(real_features: Mapping[str, np.ndarray], synth_features: Mappi
     (:func:`radaudit.metrics.image.fidelity_intervals`).
     """
     from radaudit.metrics.image import fidelity_intervals
-    from radaudit.session import stable_seed
+    from radaudit.stats import stable_seed
 
     parts = []
     for gen, feats in synth_features.items():
@@ -427,8 +438,7 @@ def fidelity_long(real_features: Mapping[str, np.ndarray], synth_features: Mappi
 def alignment_table(scores: Mapping[str, np.ndarray], *, n_resamples: int = 1000, seed: int = 0,
                     confidence: float = 0.95) -> pd.DataFrame:
     """Mean image–text alignment per generator (Table 1's "Alignment Score") with a bootstrap CI over images."""
-    from radaudit.session import stable_seed
-    from radaudit.stats import bootstrap_ci
+    from radaudit.stats import bootstrap_ci, stable_seed
 
     rows = []
     for gen, s in scores.items():
@@ -493,8 +503,7 @@ def privacy_long(per_prompt: Mapping[str, pd.DataFrame], *, delta: float = 0.85,
     network's score at a 1% false-positive rate on held-out different-patient pairs, from its model
     card) adds a second count, ``count_reid_above_calibrated``, for a network whose scores sit lower."""
     from radaudit.metrics.image import privacy_summary
-    from radaudit.session import stable_seed
-    from radaudit.stats import bootstrap_ci
+    from radaudit.stats import bootstrap_ci, stable_seed
 
     rows = []
     for gen, pp in per_prompt.items():

@@ -1,5 +1,5 @@
 """Metrics of Selective Modality Shifting, all computed from the long results table of
-:func:`radaudit.audits.modality_shift.run_conditions` (one row per model x sample x condition).
+:func:`radaudit.audits.modality_shift.conditions.run_conditions` (one row per model x sample x condition).
 
 Paper: ``../shared/papers/003_528df7f4b7accfa0.txt`` §2.4 (ECE), §3.2 (accuracy, precision, recall,
 F1, NFR). Every headline number carries a 95% bootstrap CI over **samples** (the paper has none;

@@ -1,0 +1,121 @@
+"""Experiment 3 — atomic_facts: AtomiMed and its agreement with radiologists.
+
+Chang et al., "AtomiMed: Hierarchical Atomic Fact-Checking for Universal Clinical-Aware Medical
+Report Evaluation" (``../shared/papers/002_fa40d23387a3f426.txt``). The scorer itself lives in
+:mod:`radaudit.atomic` (registered as metric ``atomimed``); this module measures how well it — and
+every other metric of the registry — agrees with radiologists, and lays the results out as the
+paper's Table 2 (correlation with error counts), Table 3 (pairwise preference) and Fig. 4 (granular
+per-attribute and per-anatomical-system accuracy).
+
+Inputs (one shape for every reader study)
+-----------------------------------------
+:class:`ReaderStudy`: ``candidates`` (one row per case × candidate report: ``case_id``,
+``candidate``, ``system``, ``reference``, ``prediction``) and ``judgements`` (one row per case ×
+candidate × radiologist: ``rater``, ``total_errors``, ``significant_errors``, ``rating``).
+:func:`radpref_study` (public: 100 cases × 2 candidates × 3 radiologists) and
+:func:`rexval_study` (credentialed: 50 studies × 4 candidates × 6 radiologists) build it.
+
+Choices where the paper is silent
+---------------------------------
+- **RadPref error counts.** ``total_errors`` = false findings + missing findings + wrong attributes
+  (each significant or negligible wrong attribute counts once, as ReXVal counts a wrong location
+  and a wrong severity as two errors). ``significant_errors`` = false + missing findings the
+  radiologist graded ``urgent`` or ``actionable_not_urgent`` + wrong attributes graded
+  ``significant``. ReXVal: the six categories summed, all / clinically significant only.
+- **Orientation.** Every coefficient is oriented so that +1 is perfect agreement: τ(score, −errors)
+  and τ(score, rating) (all registry metrics are higher-is-better).
+- **Coefficients.** Kendall's τ-b and Spearman's ρ (average ranks for ties), as
+  :func:`scipy.stats.kendalltau` / :func:`scipy.stats.spearmanr` define them; computed vectorised
+  over all metrics and targets at once so the bootstrap is cheap (tests check the equality with
+  scipy and hand-computed values).
+- **Per radiologist and mean.** Each radiologist's own counts, and the mean over radiologists. The
+  ``inter-rater`` row is a human ceiling: each radiologist against the mean of the others, averaged
+  over radiologists.
+- **CIs.** Percentile bootstrap over *cases* (a case keeps all its candidates; cluster bootstrap),
+  the same resampled cases for every metric in a replicate, so differences τ(AtomiMed) − τ(other)
+  get paired CIs and bootstrap p-values (Benjamini–Hochberg across baselines).
+- **Pairwise preference (Table 3 analog).** The paper compares metric-induced and human preference
+  matrices per case. Here, per case and ordered pair of candidates (a, b): the human entry is the
+  share of radiologists preferring a (higher rating — or fewer errors, ``preference_from``), a tie
+  counting ½; the metric entry is 1, ½ or 0 as the metric scores a higher, equal (within
+  ``tie_tolerance``) or lower than b. **ACC**: over entries where the human consensus is strict
+  (≠ ½), the share the metric orders the same way (a metric tie scores ½). **MAE**: mean
+  |metric entry − human entry| over all off-diagonal entries. **τ**: Kendall τ-b between the
+  vectorised off-diagonal entries of the two matrices (both orders of each pair, so the result does
+  not depend on which candidate is called C1).
+- **Granular analysis (Fig. 4).** From the audit trace: per system compared and per attribute
+  facet, the attribute-level F1 over that facet's questions pooled across the system's reports
+  (P = matched INF→GT / asked INF→GT, R likewise GT→INF); per anatomical system (:func:`system_of`),
+  the disease-level F1 over the questions about findings of that system. By default only findings
+  asserted present count (``present_only``): pertinent negatives ("no pneumothorax") are easy to
+  match and would flatten every row. Cells with fewer than ``min_questions`` questions are blank.
+
+Where things are
+----------------
+- ``params.py``: :class:`Params`, the schema of ``params/atomic_facts/*.yaml``.
+- ``data.py``: reader studies (RadPref, ReXVal, your own generations) as candidates + judgements.
+- ``scores.py``: AtomiMed and the baseline metrics on a study's candidates.
+- ``agreement.py``: Kendall tau-b / Spearman rho against radiologists and pairwise preference, case-bootstrap CIs.
+- ``tables.py``: Table 2, Table 3, granular accuracy per anatomical system, the run summary.
+- ``plots.py``: the figures.
+"""
+
+from radaudit.audits.atomic_facts.agreement import (
+    agreement_coefficients,
+    correlation_table,
+    human_preference,
+    kendall_tau_b,
+    metric_preference,
+    preference_agreement,
+    preference_table,
+    spearman_rho,
+    target_matrix,
+)
+from radaudit.audits.atomic_facts.data import (
+    CANDIDATE_COLUMNS,
+    INTER_RATER,
+    JUDGEMENT_COLUMNS,
+    MEAN_RATER,
+    SIGNIFICANT_LEVELS,
+    SYSTEM_LABELS,
+    TARGETS,
+    ReaderStudy,
+    generations_study,
+    radpref_study,
+    rexval_study,
+)
+from radaudit.audits.atomic_facts.params import (
+    Params,
+)
+from radaudit.audits.atomic_facts.plots import (
+    fig_correlation,
+    fig_granular,
+    fig_preference,
+)
+from radaudit.audits.atomic_facts.scores import (
+    METRIC_LABELS,
+    MetricScores,
+    atomimed_options,
+    distinct_metrics,
+    resolve_baselines,
+    score_study,
+)
+from radaudit.audits.atomic_facts.tables import (
+    ANATOMICAL_SYSTEMS,
+    OTHER_SYSTEM,
+    granular_table,
+    summary_lines,
+    system_of,
+    table2,
+    table3,
+)
+
+__all__ = [
+    "agreement_coefficients", "ANATOMICAL_SYSTEMS", "atomimed_options", "CANDIDATE_COLUMNS",
+    "correlation_table", "distinct_metrics", "fig_correlation", "fig_granular", "fig_preference",
+    "generations_study", "granular_table", "human_preference", "INTER_RATER", "JUDGEMENT_COLUMNS",
+    "kendall_tau_b", "MEAN_RATER", "METRIC_LABELS", "metric_preference", "MetricScores", "OTHER_SYSTEM",
+    "Params", "preference_agreement", "preference_table", "radpref_study", "ReaderStudy", "resolve_baselines",
+    "rexval_study", "score_study", "SIGNIFICANT_LEVELS", "spearman_rho", "summary_lines", "SYSTEM_LABELS",
+    "system_of", "table2", "table3", "target_matrix", "TARGETS",
+]

@@ -1,0 +1,446 @@
+"""Agreement of a metric with radiologists: Kendall tau-b / Spearman rho against error counts and ratings (Table 2), pairwise preference (Table 3), with case-bootstrap CIs."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from radaudit.audits.atomic_facts.data import (
+    _NEGATED,
+    INTER_RATER,
+    MEAN_RATER,
+    TARGETS,
+    ReaderStudy,
+)
+from radaudit.audits.atomic_facts.scores import METRIC_LABELS
+from radaudit.errors import ParamsError, RadauditError
+from radaudit.metrics.base import metric_label
+
+log = logging.getLogger(__name__)
+
+
+# ----------------------------------------------------------------------------------------------
+# correlation coefficients (vectorised: every metric x every target in one pass)
+
+
+def _signs(a: np.ndarray) -> np.ndarray:
+    """(k, n, n) sign(a_i − a_j) per column of the (n, k) array; NaN rows give 0."""
+    d = a.T[:, :, None] - a.T[:, None, :]
+    return np.nan_to_num(np.sign(d), nan=0.0)
+
+
+def _ranks(a: np.ndarray) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    return rankdata(a, axis=0, method="average")
+
+
+def agreement_coefficients(x: np.ndarray, y: np.ndarray, *, kendall: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
+    """Kendall τ-b and Spearman ρ of every column of ``x`` (n × m) with every column of ``y`` (n × t).
+
+    τ-b = Σ_{i<j} sx·sy / √(Σ sx² · Σ sy²), s = sign of the pairwise difference (ties give 0, so a
+    tie in either variable is excluded from its own denominator: Kendall 1945, the ``tau-b`` of
+    :func:`scipy.stats.kendalltau`). ρ = Pearson correlation of the average ranks. Both are NaN
+    when a column is constant. Rows must be complete (no NaN). Returns two (m × t) arrays
+    (τ is None with ``kendall=False``).
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.ndim != 2 or y.ndim != 2 or len(x) != len(y):
+        raise ValueError(f"x and y must be 2-D with the same number of rows, got {x.shape} and {y.shape}")
+    if np.isnan(x).any() or np.isnan(y).any():
+        raise ValueError("agreement_coefficients needs complete rows; drop the NaN rows first")
+    n = len(x)
+    tau = None
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if kendall:
+            sx = _signs(x).reshape(x.shape[1], n * n)
+            sy = _signs(y).reshape(y.shape[1], n * n)
+            tau = (sx @ sy.T) / np.sqrt(np.outer((sx * sx).sum(1), (sy * sy).sum(1)))
+        rx, ry = _ranks(x), _ranks(y)
+        rx = rx - rx.mean(0)
+        ry = ry - ry.mean(0)
+        rho = (rx.T @ ry) / np.sqrt(np.outer((rx * rx).sum(0), (ry * ry).sum(0)))
+    return tau, rho
+
+
+def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
+    """Kendall's τ-b of two equal-length sequences (see :func:`agreement_coefficients`)."""
+    return float(agreement_coefficients(np.c_[np.asarray(x, float)], np.c_[np.asarray(y, float)])[0][0, 0])
+
+
+def spearman_rho(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's ρ (average ranks) of two equal-length sequences (see :func:`agreement_coefficients`)."""
+    return float(agreement_coefficients(np.c_[np.asarray(x, float)], np.c_[np.asarray(y, float)])[1][0, 0])
+
+
+def target_matrix(study: ReaderStudy) -> pd.DataFrame:
+    """One row per candidate (the order of ``study.candidates``), one column per ``target@rater``
+    and ``target@mean`` (mean over the radiologists who judged that candidate), oriented so that
+    higher is better (error counts negated)."""
+    j = study.judgements
+    keys = study.candidates[["case_id", "candidate"]].reset_index(drop=True)
+    cols: dict[str, np.ndarray] = {}
+    for t in study.targets:
+        wide = j.pivot_table(index=["case_id", "candidate"], columns="rater", values=t, aggfunc="mean")
+        wide = keys.merge(wide.reset_index(), on=["case_id", "candidate"], how="left")
+        sign = -1.0 if t in _NEGATED else 1.0
+        raters = [r for r in wide.columns if r not in ("case_id", "candidate")]
+        for r in raters:
+            cols[f"{t}@{r}"] = sign * wide[r].to_numpy(dtype=float)
+        cols[f"{t}@{MEAN_RATER}"] = sign * wide[raters].mean(axis=1, skipna=True).to_numpy(dtype=float)
+    out = pd.DataFrame(cols)
+    if out.isna().any().any():
+        bad = out.columns[out.isna().any()].tolist()
+        raise RadauditError(f"reader study {study.name!r}: some candidates lack a judgement in {bad[:3]}; every "
+                            "radiologist must judge every candidate (or restrict the study to complete cases).")
+    return out
+
+
+def _bootstrap_weights(case_ids: Sequence[Any], n_bootstrap: int, seed: int) -> tuple[np.ndarray, int]:
+    """(B × n_rows) multiplicities of each row in B cluster-bootstrap resamples of the cases (a case
+    keeps all its rows), and the number of cases. Replicate b draws ``rng.integers(0, U, U)``."""
+    codes, uniques = pd.factorize(pd.Series(list(case_ids)).astype(str), sort=True)
+    n_units = len(uniques)
+    rng = np.random.default_rng(seed)
+    counts = np.stack([np.bincount(rng.integers(0, n_units, n_units), minlength=n_units) for _ in range(n_bootstrap)]) \
+        if n_bootstrap else np.zeros((0, n_units), dtype=int)
+    return counts[:, codes].astype(np.float32), n_units
+
+
+def _tau_weighted(x: np.ndarray, y: np.ndarray, w: np.ndarray, diagonal: bool = False) -> np.ndarray:
+    """Kendall τ-b of every column of ``x`` (n × m; NaN = row left out for that column) with every
+    column of ``y`` (n × t; complete) on data where row i appears ``w[b, i]`` times (B × n).
+
+    Why weights: a bootstrap resample is the original rows with multiplicities, and τ-b of the
+    resample is Σ_ij w_i w_j sx_ij sy_ij / √(Σ w_i w_j sx_ij² · Σ w_i w_j sy_ij²) (copies of one row
+    are ties, sign 0), so each replicate is a quadratic form in ``w`` over sign matrices computed
+    once. The sums are integers below 2²⁴, exact in float32. ``diagonal``: pair column k of x with
+    column k of y only (m == t). Returns (B, m, t), or (B, m) when diagonal.
+    """
+    m, t = x.shape[1], y.shape[1]
+    valid = np.isfinite(x)
+    sx = _signs(x).astype(np.float32)
+    sy = _signs(y).astype(np.float32)
+    sy2 = sy * sy
+    B = w.shape[0]
+
+    def quad(wa: np.ndarray, q: np.ndarray) -> np.ndarray:
+        return np.einsum("bi,bi->b", wa @ q, wa)
+
+    dx = np.stack([quad(w, sx[j] * sx[j]) for j in range(m)], axis=1)  # (B, m)
+    dy_cache: dict[bytes, np.ndarray] = {}
+    pairs = [(j, j) for j in range(m)] if diagonal else [(j, k) for j in range(m) for k in range(t)]
+    out = np.full((B, m) if diagonal else (B, m, t), np.nan)
+    for j, k in pairs:
+        key = valid[:, j].tobytes()
+        if key not in dy_cache:
+            wv = w * valid[:, j][None, :]
+            dy_cache[key] = np.stack([quad(wv, sy2[kk]) for kk in range(t)], axis=1)
+        dy = dy_cache[key][:, k]
+        num = quad(w, sx[j] * sy[k])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            val = num / np.sqrt(dx[:, j].astype(float) * dy.astype(float))
+        if diagonal:
+            out[:, j] = val
+        else:
+            out[:, j, k] = val
+    return out
+
+
+def _rho_rows(x: np.ndarray, y: np.ndarray, w: np.ndarray, diagonal: bool = False) -> np.ndarray:
+    """Spearman ρ like :func:`_tau_weighted` (same shapes), by materialising each resample's rows
+    (ranks depend on the resample); NaN rows of an x column are left out for that column."""
+    m, t = x.shape[1], y.shape[1]
+    groups: dict[bytes, list[int]] = {}
+    for j in range(m):
+        groups.setdefault(np.isfinite(x[:, j]).tobytes(), []).append(j)
+    out = np.full((w.shape[0], m) if diagonal else (w.shape[0], m, t), np.nan)
+    base = np.arange(len(x))
+    for b in range(w.shape[0]):
+        rows = np.repeat(base, w[b].astype(int))
+        for key, js in groups.items():
+            ok = rows[np.frombuffer(key, dtype=bool)[rows]]
+            if len(ok) < 2:
+                continue
+            rho = agreement_coefficients(x[np.ix_(ok, js)], y[ok], kendall=False)[1]
+            if diagonal:
+                out[b, js] = rho[np.arange(len(js)), js]
+            else:
+                out[b, js] = rho
+    return out
+
+
+def _interval(estimate: float, replicates: np.ndarray, confidence: float, n_units: int, name: str) -> tuple[float, float, float]:
+    """Percentile bootstrap interval (:func:`radaudit.stats.interval_from_replicates`) or NaNs when
+    undefined (a constant variable on the full data or on most resamples)."""
+    from radaudit.stats import interval_from_replicates
+
+    r = np.asarray(replicates, dtype=float)
+    if not math.isfinite(estimate) or np.isfinite(r).sum() < 2:
+        return math.nan, math.nan, math.nan
+    try:
+        res = interval_from_replicates(float(estimate), r, None, "percentile", confidence, n_units, name, max_failed=0.5)
+    except RadauditError:
+        return math.nan, math.nan, math.nan
+    return res.low, res.high, res.se
+
+
+def _pvalue(diff: np.ndarray) -> float:
+    # two-sided percentile-inversion bootstrap p-value, as radaudit.stats.paired_bootstrap
+    d = diff[np.isfinite(diff)]
+    if d.size == 0:
+        return math.nan
+    return float(min(1.0, 2.0 * (1 + min(np.count_nonzero(d <= 0), np.count_nonzero(d >= 0))) / (d.size + 1)))
+
+
+def _coefficients(x: np.ndarray, y: np.ndarray, case_ids: Sequence[Any], n_bootstrap: int, seed: int,
+                  diagonal: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{"kendall"/"spearman": (estimate, replicates)} with shared cluster-bootstrap resamples."""
+    w, _ = _bootstrap_weights(case_ids, n_bootstrap, seed)
+    ones = np.ones((1, len(x)), dtype=np.float32)
+    with np.errstate(all="ignore"):
+        return {"kendall": (_tau_weighted(x, y, ones, diagonal)[0], _tau_weighted(x, y, w, diagonal)),
+                "spearman": (_rho_rows(x, y, ones, diagonal)[0], _rho_rows(x, y, w, diagonal))}
+
+
+def correlation_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequence[str] | None = None, *,
+                      reference: str = "atomimed", n_bootstrap: int = 1000, confidence: float = 0.95,
+                      seed: int = 0) -> pd.DataFrame:
+    """Table 2 analog in long form: Kendall τ-b and Spearman ρ of each metric with each radiologist
+    judgement (module docstring: orientation, CIs), per radiologist, on their mean, and the
+    inter-rater ceiling.
+
+    ``scores``: :attr:`MetricScores.scores` (rows aligned with ``study.candidates``). Columns of the
+    result: ``metric``, ``label``, ``target``, ``rater`` (a rater id, ``"mean"`` or
+    ``"inter-rater"``), ``coefficient`` (``kendall``/``spearman``), ``estimate``, ``low``, ``high``,
+    ``se``, ``n_candidates``, ``n_cases``, ``n_undefined`` (candidates without a score), and — for
+    every other metric on the mean of the radiologists — ``diff_vs_reference`` (``reference``'s
+    coefficient minus this metric's), ``diff_low``/``diff_high``, the bootstrap ``diff_p`` and its
+    Benjamini–Hochberg adjustment ``diff_p_bh`` (per target and coefficient).
+    """
+    from radaudit.stats import benjamini_hochberg
+
+    metrics = list(metrics or [c for c in scores.columns if c not in ("case_id", "candidate", "system")])
+    if not metrics:
+        raise ParamsError("no metric to correlate: scores has no metric column.")
+    unknown = [m for m in metrics if m not in scores.columns]
+    if unknown:
+        raise ParamsError(f"metric(s) {unknown} are not columns of scores ({list(scores.columns)}).")
+    if len(scores) != len(study.candidates) or not (
+            scores["case_id"].astype(str).to_numpy() == study.candidates["case_id"].astype(str).to_numpy()).all():
+        raise RadauditError("scores are not aligned with study.candidates (same rows, same order): score the study's candidates.")
+    Y = target_matrix(study)
+    tcols = list(Y.columns)
+    X = scores[metrics].to_numpy(dtype=float)
+    case_ids = study.candidates["case_id"].to_numpy()
+    n_units = study.candidates["case_id"].nunique()
+    if n_units < 2:
+        raise RadauditError(f"reader study {study.name!r} has {n_units} case; correlations and their CIs need at least 2.")
+    res = _coefficients(X, Y.to_numpy(dtype=float), case_ids, n_bootstrap, seed)
+    # inter-rater ceiling: each rater's column vs the mean of the other raters, per target
+    raters = study.raters
+    ceil_x, ceil_y, ceil_t = [], [], []
+    if len(raters) >= 2:
+        for t in study.targets:
+            for r in raters:
+                ceil_x.append(Y[f"{t}@{r}"].to_numpy())
+                ceil_y.append(Y[[f"{t}@{o}" for o in raters if o != r]].mean(axis=1).to_numpy())
+                ceil_t.append(t)
+    ceil = _coefficients(np.c_[tuple(ceil_x)], np.c_[tuple(ceil_y)], case_ids, n_bootstrap, seed, diagonal=True) if ceil_x else {}
+
+    n_cand = np.isfinite(X).sum(0)
+    ref_j = metrics.index(reference) if reference in metrics else None
+    rows_out = []
+    nan4 = dict.fromkeys(("diff_vs_reference", "diff_low", "diff_high", "diff_p"), math.nan)
+    for coef in ("kendall", "spearman"):
+        est, reps = res[coef]
+        for j, m in enumerate(metrics):
+            for c, col in enumerate(tcols):
+                t, rater = col.split("@", 1)
+                e = float(est[j, c])
+                low, high, se = _interval(e, reps[:, j, c], confidence, n_units, f"{m}/{col}/{coef}")
+                row = {"metric": m, "label": metric_label(m, METRIC_LABELS), "target": t, "rater": rater, "coefficient": coef,
+                       "estimate": e, "low": low, "high": high, "se": se, "n_candidates": int(n_cand[j]),
+                       "n_cases": n_units, "n_undefined": int(len(X) - n_cand[j]), **nan4}
+                if ref_j is not None and j != ref_j and rater == MEAN_RATER:
+                    d = reps[:, ref_j, c] - reps[:, j, c]
+                    de = float(est[ref_j, c] - e)
+                    dl, dh, _ = _interval(de, d, confidence, n_units, f"{reference}-{m}")
+                    row.update(diff_vs_reference=de, diff_low=dl, diff_high=dh, diff_p=_pvalue(d))
+                rows_out.append(row)
+        if ceil:
+            cest, creps = ceil[coef]
+            for t in study.targets:
+                idx = [i for i, tt in enumerate(ceil_t) if tt == t]
+                e = float(np.mean(cest[idx]))
+                low, high, se = _interval(e, creps[:, idx].mean(1), confidence, n_units, f"inter-rater/{t}/{coef}")
+                rows_out.append({"metric": INTER_RATER, "label": "Radiologist vs the others (ceiling)", "target": t,
+                                 "rater": INTER_RATER, "coefficient": coef, "estimate": e, "low": low, "high": high,
+                                 "se": se, "n_candidates": len(Y), "n_cases": n_units, "n_undefined": 0, **nan4})
+    out = pd.DataFrame(rows_out)
+    out["diff_p_bh"] = math.nan
+    for _, g in out[out["diff_p"].notna()].groupby(["target", "coefficient"]):
+        _, q = benjamini_hochberg(g["diff_p"].to_numpy())
+        out.loc[g.index, "diff_p_bh"] = q
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# pairwise preference (Table 3 analog)
+
+
+def human_preference(judgements: pd.DataFrame, source: str = "rating", rater: Any = None) -> pd.DataFrame:
+    """Human preference entries: one row per case and ordered pair of distinct candidates (a, b),
+    ``human`` = share of radiologists who prefer a to b (higher ``rating``, or fewer errors when
+    ``source`` is an error count), ties counting ½. ``rater``: one radiologist only (None = all)."""
+    if source not in TARGETS:
+        raise ParamsError(f"preference source {source!r} is not one of {list(TARGETS)}.")
+    j = judgements if rater is None else judgements[judgements["rater"] == rater]
+    if j.empty:
+        raise RadauditError(f"no judgements{'' if rater is None else f' by rater {rater!r}'} to derive preferences from.")
+    if j[source].isna().all():
+        raise ParamsError(f"the judgements have no {source!r} values (ReXVal has no ratings: use total_errors).")
+    sign = -1.0 if source in _NEGATED else 1.0
+    rows = []
+    for case, g in j.groupby("case_id", sort=False):
+        w = g.pivot_table(index="rater", columns="candidate", values=source, aggfunc="mean") * sign
+        cands = list(w.columns)
+        for a in cands:
+            for b in cands:
+                if a == b:
+                    continue
+                d = (w[a] - w[b]).dropna()
+                if d.empty:
+                    continue
+                share = float(((d > 0) + 0.5 * (d == 0)).mean())
+                rows.append({"case_id": case, "a": a, "b": b, "human": share, "n_raters": int(d.size)})
+    return pd.DataFrame(rows, columns=["case_id", "a", "b", "human", "n_raters"])
+
+
+def metric_preference(scores: pd.DataFrame, metric: str, pairs: pd.DataFrame, tie_tolerance: float = 1e-9) -> np.ndarray:
+    """For each (case_id, a, b) row of ``pairs``: 1 if the metric scores a above b, ½ if within
+    ``tie_tolerance``, 0 below; NaN when either score is missing."""
+    s = scores.set_index(["case_id", "candidate"])[metric]
+    sa = s.reindex(list(zip(pairs["case_id"], pairs["a"]))).to_numpy(dtype=float)
+    sb = s.reindex(list(zip(pairs["case_id"], pairs["b"]))).to_numpy(dtype=float)
+    d = sa - sb
+    out = np.where(d > tie_tolerance, 1.0, np.where(d < -tie_tolerance, 0.0, 0.5))
+    out[~np.isfinite(d)] = np.nan
+    return out
+
+
+def preference_agreement(metric: Sequence[float], human: Sequence[float]) -> dict[str, float]:
+    """ACC, MAE and Kendall τ-b between metric-induced and human preference entries (module docstring).
+
+    ``acc`` = mean over entries with human ≠ ½ of [1 if the metric orders the pair as the humans,
+    ½ if the metric ties, 0 otherwise]; ``mae`` = mean |metric − human|; ``tau`` = τ-b between the
+    entries. NaN entries are left out; ``n_strict`` counts the entries behind ``acc``.
+    """
+    m = np.asarray(metric, dtype=float)
+    h = np.asarray(human, dtype=float)
+    if m.shape != h.shape or m.ndim != 1:
+        raise ValueError(f"metric and human preferences must be 1-D and aligned, got {m.shape} and {h.shape}")
+    if ((h < 0) | (h > 1)).any() or ((m < 0) | (m > 1)).any():
+        raise ValueError("preference entries must lie in [0, 1] (share preferring a over b)")
+    ok = np.isfinite(m) & np.isfinite(h)
+    m, h = m[ok], h[ok]
+    strict = h != 0.5
+    if strict.any():
+        hs, ms = h[strict] > 0.5, m[strict]
+        acc = float(np.mean(np.where(ms == 0.5, 0.5, ((ms > 0.5) == hs).astype(float))))
+    else:
+        acc = math.nan
+    mae = float(np.mean(np.abs(m - h))) if m.size else math.nan
+    tau = kendall_tau_b(m, h) if m.size >= 2 else math.nan
+    return {"acc": acc, "mae": mae, "tau": tau, "n_entries": int(m.size), "n_strict": int(strict.sum())}
+
+
+def _pref_stats(m: np.ndarray, h: np.ndarray, w: np.ndarray, diagonal: bool = False) -> dict[str, np.ndarray]:
+    """ACC, MAE and τ (:func:`preference_agreement`) of metric entries ``m`` (E × k; NaN allowed)
+    against human entries ``h`` (E × r; complete) on the resamples ``w`` (B × E): arrays (B, k, r),
+    or (B, k) when ``diagonal``."""
+    valid = np.isfinite(m)
+    mm = np.where(valid, m, 0.5)
+    if diagonal:
+        hh = h
+        agree = np.where(mm == 0.5, 0.5, ((mm > 0.5) == (hh > 0.5)).astype(float))
+        strict = (hh != 0.5) & valid
+        err = np.abs(mm - hh) * valid
+        num_acc, den_acc = w @ (agree * strict), w @ strict
+        num_mae, den_mae = w @ err, w @ valid
+    else:
+        agree = np.where(mm[:, :, None] == 0.5, 0.5, ((mm[:, :, None] > 0.5) == (h[:, None, :] > 0.5)).astype(float))
+        strict = (h[:, None, :] != 0.5) & valid[:, :, None]
+        err = np.abs(mm[:, :, None] - h[:, None, :]) * valid[:, :, None]
+        k, r = m.shape[1], h.shape[1]
+        flat = lambda a: a.reshape(len(a), k * r).astype(np.float32)  # noqa: E731
+        num_acc, den_acc = (w @ flat(agree * strict)).reshape(-1, k, r), (w @ flat(strict)).reshape(-1, k, r)
+        num_mae = (w @ flat(err)).reshape(-1, k, r)
+        den_mae = np.repeat((w @ valid.astype(np.float32))[:, :, None], r, axis=2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {"acc": num_acc / den_acc, "mae": num_mae / den_mae, "tau": _tau_weighted(m, h, w, diagonal)}
+
+
+def preference_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequence[str] | None = None, *,
+                     source: str = "rating", tie_tolerance: float = 1e-9, n_bootstrap: int = 1000,
+                     confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Table 3 analog in long form: ACC, MAE and τ (:func:`preference_agreement`) of each metric's
+    preferences against the radiologists' consensus (``rater="mean"``: vote shares) and each
+    radiologist alone, plus the inter-rater ceiling (each radiologist against the consensus of the
+    others, entries pooled over radiologists). Percentile bootstrap CIs over cases. Columns:
+    ``metric``, ``label``, ``rater``, ``statistic`` (acc/mae/tau), ``estimate``, ``low``, ``high``,
+    ``n_cases``, ``n_entries`` (ordered candidate pairs), ``n_strict_pairs`` (unordered candidate
+    pairs on which the human side is not a tie: the pairs behind ACC)."""
+    metrics = list(metrics or [c for c in scores.columns if c not in ("case_id", "candidate", "system")])
+    unknown = [m for m in metrics if m not in scores.columns]
+    if unknown:
+        raise ParamsError(f"metric(s) {unknown} are not columns of scores ({list(scores.columns)}).")
+    consensus = human_preference(study.judgements, source)
+    if consensus.empty:
+        raise RadauditError("no case has two judged candidates to compare.")
+    keys = consensus[["case_id", "a", "b"]]
+    humans: dict[str, np.ndarray] = {MEAN_RATER: consensus["human"].to_numpy(dtype=float)}
+    for r in study.raters:
+        hr = human_preference(study.judgements, source, rater=r)
+        humans[str(r)] = keys.merge(hr, on=["case_id", "a", "b"], how="left")["human"].to_numpy(dtype=float)
+    H = np.c_[tuple(humans.values())]
+    if np.isnan(H).any():
+        raise RadauditError("some radiologist did not judge every candidate pair; restrict the study to complete cases.")
+    M = np.c_[tuple(metric_preference(scores, m, keys, tie_tolerance) for m in metrics)]
+    w, n_units = _bootstrap_weights(keys["case_id"], n_bootstrap, seed)
+    ones = np.ones((1, len(keys)), dtype=np.float32)
+    est, reps = _pref_stats(M, H, ones), _pref_stats(M, H, w)
+    rater_names = list(humans)
+    strict_n = ((H[:, None, :] != 0.5) & np.isfinite(M)[:, :, None]).sum(0)
+    out = []
+    for j, m in enumerate(metrics):
+        for c, r in enumerate(rater_names):
+            for s in ("acc", "mae", "tau"):
+                e = float(est[s][0, j, c])
+                low, high, _ = _interval(e, reps[s][:, j, c], confidence, n_units, f"{m}/{r}/{s}")
+                out.append({"metric": m, "label": metric_label(m, METRIC_LABELS), "rater": r, "statistic": s, "estimate": e,
+                            "low": low, "high": high, "n_cases": n_units, "n_entries": int(np.isfinite(M[:, j]).sum()),
+                            "n_strict_pairs": int(strict_n[j, c]) // 2})
+    raters = study.raters
+    if len(raters) >= 2:  # ceiling: rater r vs the consensus of the others, entries pooled over raters
+        own, oth = [], []
+        for r in raters:
+            others = human_preference(study.judgements[study.judgements["rater"] != r], source)
+            own.append(humans[str(r)])
+            oth.append(keys.merge(others, on=["case_id", "a", "b"], how="left")["human"].to_numpy(dtype=float))
+        co, ch = np.concatenate(own)[:, None], np.concatenate(oth)[:, None]
+        cw, cones = np.tile(w, len(raters)), np.tile(ones, len(raters))
+        cest, creps = _pref_stats(co, ch, cones, diagonal=True), _pref_stats(co, ch, cw, diagonal=True)
+        for s in ("acc", "mae", "tau"):
+            e = float(cest[s][0, 0])
+            low, high, _ = _interval(e, creps[s][:, 0], confidence, n_units, f"inter-rater/{s}")
+            out.append({"metric": INTER_RATER, "label": "Radiologist vs the others (ceiling)", "rater": INTER_RATER,
+                        "statistic": s, "estimate": e, "low": low, "high": high, "n_cases": n_units,
+                        "n_entries": len(co), "n_strict_pairs": int((ch[:, 0] != 0.5).sum()) // 2})
+    return pd.DataFrame(out)

@@ -1,0 +1,72 @@
+"""Parameters of atomic_facts (schema of ``params/atomic_facts/*.yaml``)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from radaudit.config import BaseParams
+from radaudit.errors import ParamsError
+
+log = logging.getLogger(__name__)
+
+
+# ----------------------------------------------------------------------------------------------
+# parameters
+
+
+class Params(BaseParams):
+    """Parameters of the atomic_facts experiment (``params/atomic_facts/*.yaml``)."""
+
+    dataset: Literal["radpref", "rexval"] = Field("radpref", description="Reader study: radpref (public; 100 cases x 2 candidates x 3 radiologists) or rexval (credentialed PhysioNet; 50 studies x 4 candidates x 6 radiologists).")
+    dataset_path: str | None = Field(None, description="Folder of the dataset (default: under the data root); for rexval the folder holding 50_samples_gt_and_candidates.csv.")
+    max_cases: int | None = Field(None, ge=4, description="Use only the first N cases (null = all; the smoke preset uses a few).")
+    backend: Literal["rule", "llm"] = Field("rule", description="AtomiMed backend: rule (text toolkit; deterministic, offline) or llm (llm_model; paper: Qwen3-235B-A22B, temperature 0).")
+    theta: float = Field(0.8, ge=0, le=1, description="Fuzzy name-similarity threshold θ for aligning findings (paper: 0.8).")
+    scorer: Literal["ratio", "token_set_ratio", "token_sort_ratio", "partial_ratio"] = Field("ratio", description="rapidfuzz scorer behind the name similarity.")
+    weight: float = Field(0.5, ge=0, le=1, description="Weight of the disease level in Eq. 4 (paper: equal weights, 0.5).")
+    unmentioned: Literal["no", "mismatch"] = Field("no", description="A disease question the other report does not address reads as 'no' (default) or as a mismatch.")
+    uncertain: Literal["yes", "no", "drop"] = Field("yes", description="Rule backend: a hedged finding ('possible pneumonia') is read as present (yes), absent (no) or dropped.")
+    llm_model: str | None = Field(None, description="Instruct model for backend=llm (hub id | local folder | pypi:...), e.g. Qwen/Qwen3-235B-A22B.")
+    llm_engine: Literal["transformers", "vllm"] = Field("transformers", description="Generation backend of the model layer for llm_model (paper: vllm).")
+    llm_options: dict[str, Any] = Field(default_factory=dict, description="Extra keyword arguments for the generation backend (e.g. tensor_parallel_size for vLLM).")
+    llm_max_new_tokens: int = Field(1024, ge=16, description="Token limit of each JSON answer.")
+    llm_batch_size: int = Field(8, ge=1, description="Prompts per generation batch.")
+    max_retries: int = Field(2, ge=0, description="Re-asks after an unparseable JSON answer (then it is counted, never dropped).")
+    decompose_prompt: str | None = Field(None, description="Decomposition prompt template with {report}; null = radaudit.atomic.DEFAULT_DECOMPOSE_PROMPT.")
+    disease_prompt: str | None = Field(None, description="Disease-level reader prompt with {report} and {questions}; null = radaudit.atomic.DEFAULT_DISEASE_READER_PROMPT.")
+    attribute_prompt: str | None = Field(None, description="Attribute-level reader prompt with {report} and {questions}; null = radaudit.atomic.DEFAULT_ATTRIBUTE_READER_PROMPT.")
+    baselines: list[str] = Field(default_factory=lambda: ["all"], description="Registry metrics compared with AtomiMed; 'all' = every registered metric. Ones that cannot run here are skipped with the reason recorded.")
+    headline: list[str] = Field(default_factory=lambda: ["bleu4", "bertscore", "chexpert_f1_micro_all14"], description="Baselines named in the plain-words summary (BLEU, BERTScore, label F1).")
+    text_encoder: str | None = Field(None, description="Encoder for BERTScore / embedding similarity (model spec); null = the all-MiniLM-L6-v2 shipped on PyPI.")
+    preference_from: Literal["rating", "total_errors", "significant_errors"] = Field("rating", description="What makes a radiologist prefer a candidate: the higher 1-5 rating, or fewer errors (rexval has no ratings: errors are used).")
+    tie_tolerance: float = Field(1e-9, ge=0, description="Two metric scores closer than this are a tie in the preference analysis.")
+    present_only: bool = Field(True, description="Granular analysis: count only findings asserted present (pertinent negatives excluded).")
+    min_questions: int = Field(5, ge=1, description="Granular heatmaps leave a cell blank below this many questions.")
+    strategy_generations: str | None = Field(None, description="Optional table (CSV/Parquet/JSONL) of decoding_erasure generations with columns strategy, reference, prediction: its strategies join the granular heatmaps. null = off.")
+    max_strategy_reports: int | None = Field(None, ge=1, description="Use only the first N reports per strategy of strategy_generations (null = all).")
+    trace_case: int = Field(0, ge=0, description="Position of the case whose audit trace the notebook prints.")
+
+    @field_validator("baselines", "headline")
+    @classmethod
+    def _known_metrics(cls, v: list[str]) -> list[str]:
+        from radaudit.metrics import list_metrics
+
+        known = set(list_metrics()["name"])
+        bad = [m for m in v if m != "all" and m not in known]
+        if bad:
+            raise ValueError(f"unknown metric(s) {bad}; registered: {sorted(known)} (or 'all')")
+        return v
+
+    def preflight(self) -> None:
+        if self.backend == "llm" and not self.llm_model:
+            raise ParamsError("backend=llm needs llm_model (e.g. -p llm_model=Qwen/Qwen3-235B-A22B -p llm_engine=vllm); "
+                              "use backend=rule offline.")
+        if self.dataset == "rexval" and self.preference_from == "rating":
+            raise ParamsError("rexval has no ratings: set preference_from=total_errors or significant_errors.")
+        if self.strategy_generations is not None and not Path(self.strategy_generations).is_file():
+            raise ParamsError(f"strategy_generations={self.strategy_generations!r} is not a file; give a CSV/Parquet/JSONL "
+                              "table with columns strategy, reference, prediction, or null.")

@@ -1,0 +1,138 @@
+"""Scoring a reader study's candidates with AtomiMed and the baseline metrics."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from radaudit.audits.atomic_facts.data import CANDIDATE_COLUMNS
+from radaudit.audits.atomic_facts.params import Params
+from radaudit.errors import ParamsError, RadauditError
+
+log = logging.getLogger(__name__)
+
+
+METRIC_LABELS: dict[str, str] = {
+    "atomimed": "AtomiMed F1", "atomimed_disease": "AtomiMed disease F1", "atomimed_attribute": "AtomiMed attribute F1",
+    "cider": "CIDEr",
+}
+"""Display names of AtomiMed's sub-scores and those that differ from the registry's labels
+(:func:`radaudit.metrics.base.metric_label`)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# scoring
+
+
+@dataclass(frozen=True)
+class MetricScores:
+    """Per-candidate scores. ``scores``: the candidates' key columns (``case_id``, ``candidate``,
+    ``system``) plus one column per metric that ran; ``skipped``: metric → why it could not run;
+    ``atomimed``: :func:`radaudit.atomic.score_pairs`' table (one row per candidate, same order);
+    ``trace``: its audit trace with ``case_id``, ``candidate`` and ``system`` added."""
+
+    scores: pd.DataFrame
+    skipped: dict[str, str]
+    atomimed: pd.DataFrame
+    trace: pd.DataFrame
+    metrics: list[str] = field(default_factory=list)
+
+
+def resolve_baselines(names: Sequence[str]) -> list[str]:
+    """``["all"]`` → every registered metric but ``atomimed``; otherwise the names, in order, deduplicated."""
+    from radaudit.metrics import list_metrics
+
+    out: list[str] = []
+    for n in names:
+        out.extend(list_metrics()["name"].tolist() if n == "all" else [n])
+    return [n for n in dict.fromkeys(out) if n != "atomimed"]
+
+
+def atomimed_options(P: Params) -> dict[str, Any]:
+    """Keyword arguments of :func:`radaudit.atomic.score_pairs` from the params (builds the LLM generator)."""
+    from radaudit.atomic import make_backend
+
+    opts: dict[str, Any] = {"theta": P.theta, "scorer": P.scorer, "weight": P.weight, "unmentioned": P.unmentioned,
+                            "uncertain": P.uncertain, "backend": P.backend}
+    if P.backend == "llm":
+        from radaudit.atomic import greedy_generator
+
+        if not P.llm_model:
+            raise ParamsError("backend=llm needs llm_model (e.g. Qwen/Qwen3-235B-A22B).")
+        fn = greedy_generator(P.llm_model, backend=P.llm_engine, max_new_tokens=P.llm_max_new_tokens,
+                              batch_size=P.llm_batch_size, cache=True, **P.llm_options)
+        dec, rdr = make_backend("llm", generate_fn=fn, batched=True, max_retries=P.max_retries, theta=P.theta,
+                                scorer=P.scorer, decompose_prompt=P.decompose_prompt, disease_prompt=P.disease_prompt,
+                                attribute_prompt=P.attribute_prompt)
+        opts.update(decomposer=dec, reader=rdr, generate_fn=fn, batched=True, max_retries=P.max_retries)
+    return opts
+
+
+def score_study(candidates: pd.DataFrame, baselines: Sequence[str] = ("all",), *,
+                atomimed: Mapping[str, Any] | None = None,
+                metric_options: Mapping[str, Mapping[str, Any]] | None = None) -> MetricScores:
+    """AtomiMed (with its trace) and every baseline on each candidate report against its reference.
+
+    ``atomimed``: keyword arguments of :func:`radaudit.atomic.score_pairs` (default: rule backend).
+    ``baselines``: registry names (``"all"`` expands, :func:`resolve_baselines`); a metric that
+    cannot be built or run here (missing package, weights offline) is skipped and its reason kept in
+    ``skipped``. ``metric_options``: build options per metric (``{"bertscore": {"model": ...}}``).
+    Besides ``atomimed`` (Eq. 4 F1) the table has ``atomimed_disease`` and ``atomimed_attribute``.
+    """
+    from radaudit.atomic import score_pairs, trace_of
+    from radaudit.metrics import MetricUnavailableError, build_metric
+
+    missing = [c for c in CANDIDATE_COLUMNS if c not in candidates.columns]
+    if missing:
+        raise RadauditError(f"candidates lacks column(s) {missing}; it needs {list(CANDIDATE_COLUMNS)}.")
+    if candidates.empty:
+        raise RadauditError("no candidate reports to score (empty table).")
+    refs, preds = candidates["reference"].tolist(), candidates["prediction"].tolist()
+    table = score_pairs(refs, preds, **dict(atomimed or {}))
+    keys = candidates[["case_id", "candidate", "system"]].reset_index(drop=True)
+    out = keys.copy()
+    out["atomimed"] = table["f1"].to_numpy(dtype=float)
+    out["atomimed_disease"] = table["disease_f1"].to_numpy(dtype=float)
+    out["atomimed_attribute"] = table["attribute_f1"].to_numpy(dtype=float)
+    trace = trace_of(table)
+    pos = trace["pair"].to_numpy(dtype=int)
+    trace = pd.concat([pd.DataFrame({c: keys[c].to_numpy()[pos] for c in ("case_id", "candidate", "system")}),
+                       trace.reset_index(drop=True)], axis=1)
+    skipped: dict[str, str] = {}
+    ran = ["atomimed", "atomimed_disease", "atomimed_attribute"]
+    opts = {k: dict(v) for k, v in (metric_options or {}).items()}
+    for name in resolve_baselines(baselines):
+        try:
+            res = build_metric(name, **opts.get(name, {})).compute(refs, preds)
+        except (MetricUnavailableError, ImportError, OSError) as err:
+            skipped[name] = f"{type(err).__name__}: {err}"
+            log.info("baseline %s skipped: %s", name, err)
+            continue
+        out[name] = np.asarray(res.per_sample, dtype=float)
+        ran.append(name)
+    return MetricScores(scores=out, skipped=skipped, atomimed=table, trace=trace.reset_index(drop=True), metrics=ran)
+
+
+# ----------------------------------------------------------------------------------------------
+# figures
+
+
+def distinct_metrics(scores: pd.DataFrame, metrics: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """Metrics whose per-candidate scores differ from every earlier one's, and ``{duplicate: the
+    metric it equals}`` (e.g. CheXpert-label F1 micro and macro are identical on single reports):
+    figures show each distinct score once; tables keep all."""
+    kept: list[str] = []
+    dup: dict[str, str] = {}
+    for m in metrics:
+        v = scores[m].to_numpy(dtype=float)
+        same = next((k for k in kept if np.allclose(scores[k].to_numpy(dtype=float), v, equal_nan=True)), None)
+        if same is None:
+            kept.append(m)
+        else:
+            dup[m] = same
+    return kept, dup

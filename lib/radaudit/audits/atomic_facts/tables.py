@@ -1,0 +1,230 @@
+"""atomic_facts' tables (Table 2, Table 3, granular per-system accuracy) and the run summary."""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from radaudit.audits.atomic_facts.data import _NEGATED, INTER_RATER, MEAN_RATER, TARGETS
+from radaudit.audits.atomic_facts.scores import METRIC_LABELS
+from radaudit.errors import ParamsError, RadauditError
+from radaudit.metrics.base import metric_label
+from radaudit.tables import format_ci, format_number
+
+log = logging.getLogger(__name__)
+
+
+# ----------------------------------------------------------------------------------------------
+# anatomical systems (Fig. 4b)
+
+#: anatomical system -> canonical finding names of the rule lexicon (radaudit.atomic.lexicon) it holds.
+ANATOMICAL_SYSTEMS: dict[str, tuple[str, ...]] = {
+    "Lungs & airways": (
+        "consolidation", "atelectasis", "pneumonia", "aspiration", "pulmonary edema", "opacity", "nodule", "mass",
+        "metastatic disease", "granuloma", "lung lesion", "emphysema", "copd", "hyperinflation", "low lung volumes",
+        "interstitial abnormality", "fibrosis", "scarring", "peribronchial thickening", "bronchiectasis",
+        "airway disease", "volume loss", "air trapping", "increased lung markings", "calcification",
+    ),
+    "Pleura": ("pleural effusion", "pneumothorax", "pleural thickening"),
+    "Heart & vessels": (
+        "cardiomegaly", "pericardial effusion", "vascular congestion", "heart failure", "aortic atherosclerosis",
+        "tortuous aorta", "aortic aneurysm",
+    ),
+    "Mediastinum & hila": ("widened mediastinum", "pneumomediastinum", "lymphadenopathy", "hilar enlargement"),
+    "Bones & soft tissue": ("fracture", "scoliosis", "kyphosis", "degenerative change", "osteopenia",
+                            "subcutaneous emphysema"),
+    "Diaphragm & abdomen": ("elevated hemidiaphragm", "hiatal hernia", "pneumoperitoneum"),
+    "Devices & surgery": ("postsurgical change", "foreign body"),
+}
+OTHER_SYSTEM = "Other"
+# keyword fallback for free-text (LLM) finding names, checked in this order
+_SYSTEM_KEYWORDS: tuple[tuple[str, str], ...] = (
+    ("Devices & surgery", r"tube|catheter|\bline\b|picc|pacemaker|pacer|\bicd\b|lead|wire|clip|staple|stent|port\b|"
+                          r"device|drain|valve|prosthe|hardware|sternotomy|post-?surgical|post-?operative|ectomy|plasty"),
+    ("Pleura", r"pleur|pneumothora|effusion|hydrothora|costophrenic"),
+    ("Heart & vessels", r"heart|cardi|aort|vascul|pericard|atri|ventric|coronar|arter|vein|venous"),
+    ("Mediastinum & hila", r"mediastin|hil(?:a|um|ar)|lymph|thymus|trachea|thyroid"),
+    ("Bones & soft tissue", r"bone|fractur|spine|spinal|vertebr|rib\b|ribs|scolio|kypho|osteo|clavic|scapul|"
+                            r"shoulder|humer|degenerat|soft tissue|subcutaneous"),
+    ("Diaphragm & abdomen", r"diaphragm|hernia|bowel|abdom|liver|hepat|gastr|stomach|peritone|spleen|kidney|colon"),
+    ("Lungs & airways", r"lung|pulmon|pneumo|bronch|airspace|air space|alveol|interstiti|atelecta|consolidat|"
+                        r"opacit|nodul|mass|emphysem|fibros|granulom|infiltrat|edema|scar"),
+)
+
+
+def system_of(finding: str) -> str:
+    """The anatomical system of a finding name (:data:`ANATOMICAL_SYSTEMS`).
+
+    Exact canonical names (the rule backend's) first, device types (``"central venous catheter"``)
+    to ``"Devices & surgery"``, then keywords for free-text names an LLM writes; ``"Other"`` if none.
+    """
+    from radaudit.text.attributes import DEVICE_TYPES
+
+    name = " ".join(str(finding).lower().replace("_", " ").split())
+    for system, names in ANATOMICAL_SYSTEMS.items():
+        if name in names:
+            return system
+    if name in {k.replace("_", " ") for k in DEVICE_TYPES}:
+        return "Devices & surgery"
+    for system, pattern in _SYSTEM_KEYWORDS:
+        if re.search(pattern, name):
+            return system
+    return OTHER_SYSTEM
+
+
+def table2(corr: pd.DataFrame, rater: str = MEAN_RATER) -> pd.DataFrame:
+    """Table 2 layout: one row per metric (the inter-rater ceiling last), one ``estimate [low, high]``
+    column per target × coefficient, for ``rater`` (default: the radiologists' mean); rows sorted
+    by Kendall τ with the first target."""
+    sub = corr[(corr["rater"] == rater) | (corr["metric"] == INTER_RATER)].copy()
+    sub["cell"] = [format_ci(e, lo, hi, 3) for e, lo, hi in zip(sub["estimate"], sub["low"], sub["high"])]
+    sub["column"] = [f"{'τ' if c == 'kendall' else 'ρ'} · {TARGETS[t]}" for c, t in zip(sub["coefficient"], sub["target"])]
+    order_cols = [f"{s} · {TARGETS[t]}" for t in TARGETS if t in set(sub["target"]) for s in ("τ", "ρ")]
+    wide = sub.pivot_table(index=["metric", "label"], columns="column", values="cell", aggfunc="first")
+    wide = wide.reindex(columns=order_cols)
+    first = sub[(sub["coefficient"] == "kendall") & (sub["target"] == next(t for t in TARGETS if t in set(sub["target"])))]
+    key = first.set_index("metric")["estimate"]
+    wide = wide.reset_index()
+    wide["_k"] = wide["metric"].map(key).fillna(-np.inf)
+    wide["_ceiling"] = wide["metric"] == INTER_RATER
+    wide = wide.sort_values(["_ceiling", "_k"], ascending=[True, False]).drop(columns=["_k", "_ceiling"])
+    return wide.rename(columns={"label": "Metric"}).drop(columns="metric").reset_index(drop=True)
+
+
+def table3(pref: pd.DataFrame, rater: str = MEAN_RATER) -> pd.DataFrame:
+    """Table 3 layout: one row per metric (ceiling last), columns ACC (%), MAE and τ with CIs,
+    against ``rater`` (default: the radiologists' consensus); sorted by ACC."""
+    sub = pref[(pref["rater"] == rater) | (pref["metric"] == INTER_RATER)].copy()
+    scale = np.where(sub["statistic"] == "acc", 100.0, 1.0)
+    digits = {"acc": 1, "mae": 3, "tau": 3}
+    sub["cell"] = [format_ci(e * s, lo * s, hi * s, digits[st]) for e, lo, hi, s, st in
+                   zip(sub["estimate"], sub["low"], sub["high"], scale, sub["statistic"])]
+    wide = sub.pivot_table(index=["metric", "label"], columns="statistic", values="cell", aggfunc="first").reset_index()
+    acc = sub[sub["statistic"] == "acc"].set_index("metric")["estimate"]
+    wide["_k"] = wide["metric"].map(acc).fillna(-np.inf)
+    wide["_c"] = wide["metric"] == INTER_RATER
+    wide = wide.sort_values(["_c", "_k"], ascending=[True, False])
+    n_strict = sub[sub["statistic"] == "acc"].set_index("metric")["n_strict_pairs"]
+    wide["strict pairs"] = wide["metric"].map(n_strict)
+    wide = wide.rename(columns={"label": "Metric", "acc": "ACC (%)", "mae": "MAE", "tau": "Kendall τ"})
+    return wide[["Metric", "ACC (%)", "MAE", "Kendall τ", "strict pairs"]].reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# granular analysis (Fig. 4)
+
+
+def granular_table(trace: pd.DataFrame, level: Literal["attribute", "disease"] = "attribute", *,
+                   present_only: bool = True) -> pd.DataFrame:
+    """Per ``system`` × category: pooled precision, recall and F1 of the trace's questions (module
+    docstring). ``level="attribute"``: categories are the six facets; ``"disease"``: anatomical
+    systems (:func:`system_of` of the asked finding). Columns: ``system``, ``category``,
+    ``n_gt`` (questions asked from the references), ``n_inf``, ``precision``, ``recall``, ``f1``,
+    ``n`` (= n_gt + n_inf)."""
+    from radaudit.atomic import ATTRIBUTES
+
+    need = ("system", "direction", "level", "finding", "attribute", "expected", "match")
+    missing = [c for c in need if c not in trace.columns]
+    if missing:
+        raise RadauditError(f"trace lacks column(s) {missing}; pass MetricScores.trace.")
+    if level not in ("attribute", "disease"):
+        raise ParamsError(f"level must be 'attribute' or 'disease', got {level!r}.")
+    t = trace[trace["level"] == level].copy()
+    if level == "disease":
+        if present_only:
+            t = t[t["expected"] == "yes"]
+        t["category"] = [system_of(f) for f in t["finding"]]
+        cats = [*ANATOMICAL_SYSTEMS, OTHER_SYSTEM]
+    else:
+        t["category"] = t["attribute"]
+        cats = list(ATTRIBUTES)
+    systems = list(dict.fromkeys(trace["system"]))
+    rows = []
+    for s in systems:
+        for c in cats:
+            g = t[(t["system"] == s) & (t["category"] == c)]
+            gi, fi = g[g["direction"] == "gt->inf"], g[g["direction"] == "inf->gt"]
+            n_gt, n_inf = len(gi), len(fi)
+            r = gi["match"].astype(bool).mean() if n_gt else math.nan
+            p = fi["match"].astype(bool).mean() if n_inf else math.nan
+            if n_gt and n_inf:
+                f = 0.0 if p + r == 0 else 2 * p * r / (p + r)
+            else:
+                f = math.nan
+            rows.append({"system": s, "category": c, "n_gt": n_gt, "n_inf": n_inf, "precision": p, "recall": r,
+                         "f1": f, "n": n_gt + n_inf})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------------
+# plain words
+
+
+def _get(corr: pd.DataFrame, metric: str, target: str, coef: str = "kendall", rater: str = MEAN_RATER) -> pd.Series | None:
+    s = corr[(corr["metric"] == metric) & (corr["target"] == target) & (corr["coefficient"] == coef) & (corr["rater"] == rater)]
+    return None if s.empty else s.iloc[0]
+
+
+def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str], *, skipped: Mapping[str, str] | None = None,
+                  backend: str = "rule", study: str = "radpref") -> list[str]:
+    """Findings in plain words, computed from the tables: AtomiMed's τ against each radiologist
+    judgement beside the headline baselines and the best metric, whether the paired differences are
+    distinguishable from 0 (BH-adjusted), the pairwise-preference accuracy, and the human ceiling."""
+    lines = []
+    targets = [t for t in TARGETS if t in set(corr["target"])]
+    name = "the rule-based backend" if backend == "rule" else "the LLM backend"
+    for t in targets:
+        a = _get(corr, "atomimed", t)
+        if a is None:
+            continue
+        parts = [f"AtomiMed ({name}) τ = {format_ci(a.estimate, a.low, a.high, 2)}"]
+        verdict = []
+        for m in headline:
+            b = _get(corr, m, t)
+            if b is None:
+                parts.append(f"{metric_label(m, METRIC_LABELS)} not computed here")
+                continue
+            parts.append(f"{metric_label(m, METRIC_LABELS)} {format_number(b.estimate, 2)}")
+            if math.isfinite(b.diff_p_bh):
+                sig = b.diff_p_bh < 0.05
+                direction = "higher" if b.diff_vs_reference > 0 else "lower"
+                verdict.append(f"{direction} than {metric_label(m, METRIC_LABELS)} by {format_number(abs(b.diff_vs_reference), 2)}"
+                               f" ({'distinguishable' if sig else 'not distinguishable'} from no difference, BH p = "
+                               f"{format_number(b.diff_p_bh, 3)})")
+        others = corr[(corr["rater"] == MEAN_RATER) & (corr["target"] == t) & (corr["coefficient"] == "kendall")
+                      & ~corr["metric"].str.startswith("atomimed")]
+        best = others.sort_values("estimate", ascending=False).head(1)
+        ceil = _get(corr, INTER_RATER, t, rater=INTER_RATER)
+        s = (f"**{TARGETS[t].capitalize()}** (Kendall τ with the radiologists' mean"
+             + ("; fewer errors = better" if t in _NEGATED else "") + "): ") + "; ".join(parts) + "."
+        if verdict:
+            s += " AtomiMed is " + "; ".join(verdict) + "."
+        if not best.empty:
+            b = best.iloc[0]
+            s += f" The best other metric here is {b.label} ({format_ci(b.estimate, b.low, b.high, 2)})."
+        if ceil is not None:
+            s += f" One radiologist against the others reaches τ = {format_ci(ceil.estimate, ceil.low, ceil.high, 2)}."
+        lines.append(s)
+    acc = pref[(pref["rater"] == MEAN_RATER) & (pref["statistic"] == "acc")].set_index("metric")
+    if "atomimed" in acc.index:
+        a = acc.loc["atomimed"]
+        s = (f"**Pairwise preference**: over the {int(a.n_strict_pairs)} candidate pairs where the radiologists' consensus "
+             f"prefers one candidate, AtomiMed picks the same one in {format_ci(100 * a.estimate, 100 * a.low, 100 * a.high, 1)}% "
+             "(a coin: 50%)")
+        hs = [f"{metric_label(m, METRIC_LABELS)} {format_number(100 * acc.loc[m, 'estimate'], 1)}%" for m in headline if m in acc.index]
+        if hs:
+            s += "; " + ", ".join(hs)
+        c = pref[(pref["metric"] == INTER_RATER) & (pref["statistic"] == "acc")]
+        if not c.empty:
+            s += f"; one radiologist against the others: {format_number(100 * c.iloc[0].estimate, 1)}%"
+        lines.append(s + ".")
+    if skipped:
+        lines.append("Not computed here (they need packages or weights this machine lacks): "
+                     + ", ".join(metric_label(m, METRIC_LABELS) for m in skipped) + ".")
+    return lines

@@ -1,0 +1,311 @@
+"""One corpus of (reference, prediction, group) rows -> every number of the paper's Tables 1-2 (:class:`CorpusResult`), the real-system baselines, and the collapse floor."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from radaudit.errors import ParamsError, RadauditError
+from radaudit.metrics.association import CATEGORIES, AssociationAudit, association_audit
+from radaudit.metrics.base import metric_label
+from radaudit.metrics.diversity import DIVERSITY_METRICS, diversity_table
+from radaudit.stats import bootstrap_ci, stable_seed
+
+log = logging.getLogger(__name__)
+
+
+SURFACE_METRICS: tuple[str, ...] = ("bertscore", "rouge1", "rougeL", "ratescore")
+"""Surface-similarity metrics of the paper's Table 1 (registry names)."""
+
+SURFACE_LABELS: dict[str, str] = {"bertscore_precision": "BERTScore P", "bertscore_recall": "BERTScore R"}
+"""Row labels of BERTScore's sub-scores; every registry metric is shown by its registry label
+(:func:`radaudit.metrics.base.metric_label`)."""
+BASELINE_NAMES: tuple[str, ...] = ("CheXpert Plus (generated)", "RadPref GPT", "RadPref MedGemma")
+
+
+# ----------------------------------------------------------------------------------------------
+# one corpus
+
+
+@dataclass(frozen=True)
+class CorpusResult:
+    """Every number of one corpus (a strategy, a system).
+
+    ``surface``: one row per surface metric (``metric``, ``label``, ``estimate``, ``low``, ``high``,
+    ``se``, ``n``, ``n_undefined``). ``skipped``: surface metrics that could not run, with why.
+    ``diversity_pred`` / ``diversity_ref``: :func:`diversity_table` of the predictions / references.
+    ``association``: the CAD/WAE audit (``.words`` per-word table, ``.categories``, ``.wae``).
+    ``weat``: one row per corpus side (``pred``, ``ref``) with S, ES, p and the target words.
+    ``dir``: ΔDIR and its counts (:meth:`DIRResult.to_dict`).
+    """
+
+    name: str
+    n_reports: int
+    surface: pd.DataFrame
+    skipped: dict[str, str]
+    diversity_pred: pd.DataFrame
+    diversity_ref: pd.DataFrame
+    association: AssociationAudit
+    weat: pd.DataFrame
+    dir: dict[str, Any]
+    reference_hash: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def words(self) -> pd.DataFrame:
+        """The per-word CAD table (counts, s, z, z_disp, p, category) with a ``corpus`` column."""
+        return self.association.words.assign(corpus=self.name)
+
+    @property
+    def categories(self) -> pd.DataFrame:
+        return self.association.categories
+
+    @property
+    def wae(self) -> pd.DataFrame:
+        return self.association.wae
+
+    @property
+    def excluded(self) -> dict[str, int]:
+        return self.association.excluded
+
+    def category_counts(self) -> dict[str, int]:
+        counts = self.association.words["category"].value_counts()
+        return {c: int(counts.get(c, 0)) for c in (*CATEGORIES, "Unclassified", "Stable")}
+
+
+def _texts_hash(texts: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for t in texts:
+        h.update(t.encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()[:16]
+
+
+def _surface(refs: list[str], preds: list[str], metrics: Sequence[str], options: Mapping[str, Mapping[str, Any]],
+             *, n_bootstrap: int, confidence: float, seed: int) -> tuple[pd.DataFrame, dict[str, str]]:
+    from radaudit.metrics import MetricUnavailableError, build_metric
+
+    rows, skipped = [], {}
+    for name in metrics:
+        try:
+            metric = build_metric(name, **dict(options.get(name, {})))
+            res = metric.compute(refs, preds)
+        except (MetricUnavailableError, ImportError, OSError) as err:
+            skipped[name] = f"{type(err).__name__}: {err}"
+            log.info("surface metric %s skipped: %s", name, err)
+            continue
+        series = {name: res.per_sample}
+        if name == "bertscore":  # P and R as their own rows (paper Table 1 "BERTScore P/R")
+            for part in ("precision", "recall"):
+                v = res.details.get(part)
+                if v is not None and np.ndim(v) == 1 and len(v) == len(refs):
+                    series[f"bertscore_{part}"] = np.asarray(v, dtype=float)
+        for key, values in series.items():
+            vals = np.asarray(values, dtype=float)
+            ok = vals[np.isfinite(vals)]
+            est = float(ok.mean()) if ok.size else math.nan
+            low = high = se = math.nan
+            if ok.size >= 2 and n_bootstrap:
+                ci = bootstrap_ci(ok, np.mean, n_resamples=n_bootstrap, confidence=confidence, method="percentile",
+                                  seed=stable_seed(seed, "surface", key))
+                low, high, se = ci.low, ci.high, ci.se
+            rows.append({"metric": key, "label": metric_label(key, SURFACE_LABELS), "estimate": est, "low": low,
+                         "high": high, "se": se, "n": int(ok.size), "n_undefined": int(vals.size - ok.size)})
+    return pd.DataFrame(rows, columns=["metric", "label", "estimate", "low", "high", "se", "n", "n_undefined"]), skipped
+
+
+def _weat_rows(words: pd.DataFrame, *, k: int, attributes: str, vectors: Any, seed: int) -> pd.DataFrame:
+    from radaudit.metrics.weat import (
+        WeatDataError,
+        gender_attributes,
+        select_targets,
+        weat,
+    )
+
+    rows = []
+    for side in ("pred", "ref"):
+        row: dict[str, Any] = {"side": side, "S": math.nan, "ES": math.nan, "pvalue": math.nan, "X": "", "Y": "",
+                               "note": ""}
+        try:
+            A, B = gender_attributes(attributes)
+            scores = words.set_index("word")[f"z_{side}"]
+            if side == "pred":  # a word the model never writes carries no prediction association
+                scores = scores[words.set_index("word")["c_pred"] > 0]
+            t = select_targets(scores, k=k, vectors=vectors)
+            res = weat(t.female, t.male, A, B, vectors=vectors, seed=seed)
+            row.update(S=res.statistic, ES=res.effect_size, pvalue=res.pvalue, X=" ".join(t.female),
+                       Y=" ".join(t.male))
+        except (ParamsError, WeatDataError) as err:
+            row["note"] = str(err)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def evaluate_corpus(
+    df: pd.DataFrame,
+    *,
+    name: str,
+    reference: str = "reference",
+    prediction: str = "prediction",
+    group: str = "group",
+    groups: Sequence[Any] = ("F", "M"),
+    seed: int = 0,
+    n_bootstrap: int = 1000,
+    confidence: float = 0.95,
+    p_star: float = 0.05,
+    alpha: float = 0.1,
+    z_neutral: float = 1.0,
+    z_strong: float = 2.0,
+    correction: Literal["bh", "none"] = "bh",
+    min_count: int = 1,
+    n_permutations: int = 1000,
+    surface_metrics: Sequence[str] = SURFACE_METRICS,
+    metric_options: Mapping[str, Mapping[str, Any]] | None = None,
+    text_encoder: str | None = None,
+    encoder: Any = None,
+    diversity_metrics: Sequence[str] = DIVERSITY_METRICS,
+    weat_k: int = 8,
+    weat_attributes: Literal["terms", "family", "both"] = "terms",
+    word_vectors: Any = None,
+    dir_per_report: bool = False,
+) -> CorpusResult:
+    """Every table of the paper for one corpus of (reference, prediction, group) rows.
+
+    Args:
+        df: one row per report; ``reference``/``prediction``/``group`` name its columns. Groups
+            are any two values of any column (sex by default; age bands, sites).
+        name: the corpus's name (a column of :func:`strategy_table`).
+        seed, n_bootstrap, confidence: every CI; each step's seed is derived from ``seed`` and ``name``.
+        p_star, alpha, z_neutral, z_strong, correction, min_count, n_permutations: CAD / WAE
+            (:func:`radaudit.metrics.association.association_audit`).
+        surface_metrics: registry names; unavailable ones are skipped and listed in ``skipped``.
+        metric_options: build options per metric, e.g. ``{"bertscore": {"model": path}}``.
+        text_encoder: model spec for BERTScore and semantic diversity (None: the PyPI MiniLM).
+            ``encoder``: an already built encoder object for semantic diversity (``embed(texts)``),
+            overriding ``text_encoder`` there (tests pass a fast fake).
+        diversity_metrics: which of the four diversity metrics to compute.
+        weat_k, weat_attributes, word_vectors: WEAT (module docstring); vectors default to GloVe 6B 50d.
+        dir_per_report: ΔDIR from mean tokens per report (see :mod:`radaudit.metrics.dir`).
+    """
+    from radaudit.metrics.dir import delta_dir
+
+    missing = [c for c in (reference, prediction, group) if c not in df.columns]
+    if missing:
+        raise RadauditError(f"corpus {name!r} has no column(s) {missing}; columns are {list(df.columns)}")
+    g = tuple(groups)
+    if len(g) != 2 or g[0] == g[1]:
+        raise ParamsError(f"groups must be two distinct values, got {groups!r}")
+    s = int(stable_seed(seed, "decoding_erasure", name))
+    # association first: it validates texts and groups with the clearest messages
+    audit = association_audit(df, reference, prediction, group, g, alpha=alpha, p_star=p_star, z_neutral=z_neutral,
+                              z_strong=z_strong, correction=correction, min_count=min_count, n_resamples=n_bootstrap,
+                              confidence=confidence, bootstrap_seed=stable_seed(s, "wae-bootstrap"),
+                              n_permutations=n_permutations, permutation_seed=stable_seed(s, "wae-permutation"))
+    refs, preds = df[reference].tolist(), df[prediction].tolist()
+    options = {k: dict(v) for k, v in (metric_options or {}).items()}
+    if text_encoder is not None:
+        options.setdefault("bertscore", {}).setdefault("model", text_encoder)
+    surface, skipped = _surface(refs, preds, surface_metrics, options, n_bootstrap=n_bootstrap, confidence=confidence,
+                                seed=s)
+    enc = encoder
+    if enc is None and "semantic_diversity" in diversity_metrics:
+        from radaudit.models.encoders import TextEncoder
+
+        enc = TextEncoder(text_encoder) if text_encoder is not None else TextEncoder()
+    div = {side: diversity_table(texts, seed=stable_seed(s, "diversity", side), n_bootstrap=n_bootstrap,
+                                 encoder=enc, metrics=tuple(diversity_metrics), confidence=confidence)
+           for side, texts in (("pred", preds), ("ref", refs))}
+    weat_table = _weat_rows(audit.words, k=weat_k, attributes=weat_attributes, vectors=word_vectors,
+                            seed=stable_seed(s, "weat"))
+    kept = df[df[group].isin(list(g)) & df[group].notna()]
+    d = delta_dir(kept[reference].tolist(), kept[prediction].tolist(), kept[group].tolist(), numerator=g[1],
+                  denominator=g[0], per_report=dir_per_report, on_zero="nan")
+    params = dict(audit.params, groups=[str(x) for x in g], seed=seed, derived_seed=s, n_bootstrap=n_bootstrap,
+                  surface_metrics=list(surface_metrics), diversity_metrics=list(diversity_metrics),
+                  weat_k=weat_k, weat_attributes=weat_attributes, dir_per_report=dir_per_report,
+                  text_encoder=text_encoder)
+    return CorpusResult(name=name, n_reports=len(df), surface=surface, skipped=skipped, diversity_pred=div["pred"],
+                        diversity_ref=div["ref"], association=audit, weat=weat_table, dir=d.to_dict(),
+                        reference_hash=_texts_hash(refs), params=params)
+
+
+# ----------------------------------------------------------------------------------------------
+# baselines: real model outputs
+
+
+def baseline_corpora(data_root: str | Path | None = None, max_reports: int | None = None) -> dict[str, pd.DataFrame]:
+    """The real systems of the Table 2 analog: (reference, prediction, group) corpora, no generation.
+
+    - ``"CheXpert Plus (generated)"``: the 200 CheXpert Plus impressions (``impression``) and the
+      generated impressions shipped with them (``generated_impression``);
+    - ``"RadPref GPT"`` / ``"RadPref MedGemma"``: RadPref's reference findings (``findings``) and,
+      per case, the candidate (``c1_report`` or ``c2_report``) whose source is that system (100 each).
+
+    The group column is the patient's sex, kept as is: missing and ``"O"`` values are excluded and
+    counted by :func:`evaluate_corpus`. ``max_reports``: keep only the first N rows of each (for quick
+    runs). Columns: ``study_id``, ``reference``, ``prediction``, ``group``, ``system``.
+    """
+    from radaudit.data import load_dataset
+
+    out: dict[str, pd.DataFrame] = {}
+    cx = load_dataset("chexpert_plus_pairs", data_root)
+    out[BASELINE_NAMES[0]] = pd.DataFrame({
+        "study_id": cx["study_id"].astype(str).to_numpy(), "reference": cx["impression"].astype(object).to_numpy(),
+        "prediction": cx["generated_impression"].astype(object).to_numpy(), "group": cx["sex"].astype(object).to_numpy(),
+        "system": "chexpert_plus_generated"})
+    rp = load_dataset("radpref", data_root)
+    for name, source in ((BASELINE_NAMES[1], "gpt"), (BASELINE_NAMES[2], "medgemma")):
+        c1 = (rp["c1_source"] == source).to_numpy(dtype=bool)
+        c2 = (rp["c2_source"] == source).to_numpy(dtype=bool)
+        if (c1 & c2).any() or (~c1 & ~c2).any():
+            raise RadauditError(f"radpref: expected exactly one {source!r} candidate per case; found "
+                                f"{int((c1 & c2).sum())} cases with two and {int((~c1 & ~c2).sum())} with none")
+        pred = np.where(c1, rp["c1_report"].astype(object).to_numpy(), rp["c2_report"].astype(object).to_numpy())
+        out[name] = pd.DataFrame({
+            "study_id": rp["study_id"].astype(str).to_numpy(), "reference": rp["findings"].astype(object).to_numpy(),
+            "prediction": pred, "group": rp["sex"].astype(object).to_numpy(), "system": source})
+    for name, df in list(out.items()):
+        df["group"] = df["group"].map(lambda v: None if pd.isna(v) else v)
+        if max_reports is not None:
+            out[name] = df.head(int(max_reports)).reset_index(drop=True)
+    return out
+
+
+DEFAULT_TEMPLATE = ("No acute cardiopulmonary abnormality. The lungs are clear. Heart size is normal. "
+                    "No pleural effusion or pneumothorax.")
+"""A normal chest X-ray report: the template a fully collapsed generator writes for every study."""
+
+
+def collapse_floor(df: pd.DataFrame, *, reference: str = "reference", group: str = "group",
+                   groups: Sequence[Any] = ("F", "M"), template: str = DEFAULT_TEMPLATE,
+                   **cad_kwargs: Any) -> dict[str, Any]:
+    """What CAD can detect on these references at all: the categories when *every* prediction is ``template``.
+
+    A generator that writes the same normal report for every study is the extreme of template
+    collapse. Because a word the model never writes is almost never flagged (Eqs. 1–3, see
+    :mod:`radaudit.metrics.association` note 8) and Erasure needs a significant displacement, this
+    is the most Erasure this reference set can show at the chosen p*; with few reports or weak
+    reference associations it is 0, and a 0 for a real model then says "no power", not "no erasure".
+    Returns ``{"n_reports", "strong_reference_words" (|z_ref| > z_strong), <category>: count, ...}``.
+    """
+    from radaudit.metrics.association import association_audit
+
+    kw = {k: v for k, v in cad_kwargs.items() if k in {"alpha", "p_star", "z_neutral", "z_strong", "correction",
+                                                       "min_count"}}
+    d = pd.DataFrame({"reference": df[reference].to_numpy(), "prediction": template, "group": df[group].to_numpy()})
+    a = association_audit(d, "reference", "prediction", "group", tuple(groups), n_resamples=0, n_permutations=0, **kw)
+    w = a.words
+    counts = w["category"].value_counts()
+    z_strong = float(w.attrs.get("z_strong", kw.get("z_strong", 2.0)))
+    out: dict[str, Any] = {"n_reports": int(sum(a.n_reports.values())),
+                           "strong_reference_words": int((w["z_ref"].abs() > z_strong).sum())}
+    out.update({c: int(counts.get(c, 0)) for c in (*CATEGORIES, "Unclassified")})
+    return out

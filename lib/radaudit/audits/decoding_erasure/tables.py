@@ -1,0 +1,334 @@
+"""decoding_erasure's tables: Table 1 (strategies), Table 2 (systems), the p* sweep, skews, words, vocabulary transitions and the run summary."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from radaudit.audits.decoding_erasure.corpus import CorpusResult
+from radaudit.errors import ParamsError
+from radaudit.metrics.association import CATEGORIES, classify_shift
+from radaudit.tables import format_ci, format_number
+
+log = logging.getLogger(__name__)
+
+
+DIVERSITY_LABELS: dict[str, str] = {
+    "template_diversity": "Template Div. (%)", "ttr": "TTR (%)", "one_minus_self_bleu": "1 − Self-BLEU (%)",
+    "semantic_diversity": "Semantic Div. (%)",
+}
+
+SECTION_ORDER: tuple[str, ...] = ("Surface Level Similarity", "Textual Diversity & Collapse", "Clinical Categories",
+                                  "Fairness")
+"""The row groups of Table 1, in the paper's order."""
+
+REF_COLUMN = "Ref."
+
+
+# ----------------------------------------------------------------------------------------------
+# Table 1 / Table 2
+
+
+def _row(section: str, metric: str, corpus: str, estimate: Any, low: Any = math.nan, high: Any = math.nan,
+         pvalue: Any = math.nan, cell: str | None = None, note: str = "") -> dict[str, Any]:
+    if cell is None:
+        cell = format_ci(estimate, low, high) if not (pd.isna(low) or pd.isna(high)) else format_number(estimate)
+    return {"section": section, "metric": metric, "corpus": corpus, "estimate": estimate, "low": low, "high": high,
+            "pvalue": pvalue, "cell": cell, "note": note}
+
+
+def _diversity_rows(table: pd.DataFrame, corpus: str) -> list[dict[str, Any]]:
+    out = []
+    for r in table.itertuples(index=False):
+        out.append(_row("Textual Diversity & Collapse", DIVERSITY_LABELS.get(r.metric, r.metric), corpus,
+                        100 * r.estimate, 100 * r.low, 100 * r.high, note=r.note or ""))
+    return out
+
+
+def _ref_columns(results: Sequence[CorpusResult]) -> dict[str, str]:
+    """Reference hash -> its column name: one "Ref." when every corpus shares its references."""
+    hashes = list(dict.fromkeys(r.reference_hash for r in results))
+    if len(hashes) == 1:
+        return {hashes[0]: REF_COLUMN}
+    first = {h: next(r.name for r in results if r.reference_hash == h) for h in hashes}
+    return {h: f"{REF_COLUMN} ({first[h]})" for h in hashes}
+
+
+def strategy_table_long(results: Sequence[CorpusResult]) -> pd.DataFrame:
+    """Tidy Table 1: one row per (section, metric, corpus) with the estimate, CI, p-value and the formatted cell.
+
+    Reference-corpus diversity rows have ``corpus`` = the "Ref." column name (one per distinct
+    reference set). Columns: ``section``, ``metric``, ``corpus``, ``estimate``, ``low``, ``high``,
+    ``pvalue`` (WAE's permutation p, WEAT's p), ``cell``, ``note``.
+    """
+    if not results:
+        raise ParamsError("strategy_table needs at least one CorpusResult")
+    names = [r.name for r in results]
+    if len(set(names)) != len(names):
+        raise ParamsError(f"corpus names must be unique, got {names}")
+    rows: list[dict[str, Any]] = []
+    refcols = _ref_columns(results)
+    done_refs: set[str] = set()
+    for r in results:
+        for s in r.surface.itertuples(index=False):
+            rows.append(_row("Surface Level Similarity", s.label, r.name, s.estimate, s.low, s.high))
+        if r.reference_hash not in done_refs:
+            done_refs.add(r.reference_hash)
+            rows += _diversity_rows(r.diversity_ref, refcols[r.reference_hash])
+        rows += _diversity_rows(r.diversity_pred, r.name)
+        counts = r.category_counts()
+        for c in ("Erasure", "New Bias", "Bias Flip"):
+            rows.append(_row("Clinical Categories", f"{c} (#)", r.name, counts[c], cell=str(counts[c])))
+        w = r.wae.set_index("metric")
+        for key, label in (("WAE_pred", "WAE (pred)"), ("WAE_ref", "WAE (ref)"), ("delta_WAE_pred", "ΔWAE (pred)")):
+            x = w.loc[key]
+            rows.append(_row("Fairness", label, r.name, x["estimate"], x["low"], x["high"], pvalue=x["perm_pvalue"]))
+        wp = r.weat.set_index("side").loc["pred"]
+        rows.append(_row("Fairness", "WEAT (S/ES)", r.name, wp["S"], pvalue=wp["pvalue"],
+                         cell=f"{format_number(wp['S'])}/{format_number(wp['ES'])}", note=wp["note"]))
+        rows.append(_row("Fairness", "ΔDIR", r.name, r.dir["delta_dir"]))
+    return pd.DataFrame(rows)
+
+
+def strategy_table(results: Sequence[CorpusResult]) -> pd.DataFrame:
+    """The paper's Table 1 layout: rows (section, metric), one column per corpus plus "Ref." column(s).
+
+    Cells are ``"0.78 [0.76, 0.80]"`` (:func:`radaudit.tables.format_ci`) where a CI exists, counts
+    for the clinical categories, ``S/ES`` for WEAT; the "Ref." column is filled for the diversity
+    rows only (empty string elsewhere). The tidy version is :func:`strategy_table_long`.
+    """
+    long = strategy_table_long(results)
+    refcols = list(_ref_columns(results).values())
+    cols = [*refcols, *[r.name for r in results]]
+    metric_order = list(dict.fromkeys(zip(long["section"], long["metric"])))
+    metric_order.sort(key=lambda sm: SECTION_ORDER.index(sm[0]))  # stable: keeps first-seen order within a section
+    wide = long.pivot_table(index=["section", "metric"], columns="corpus", values="cell", aggfunc="first")
+    wide = wide.reindex(index=pd.MultiIndex.from_tuples(metric_order, names=["section", "metric"]), columns=cols)
+    wide.columns.name = None
+    return wide.fillna("")
+
+
+# ----------------------------------------------------------------------------------------------
+# p* sweep (Figure 3)
+
+
+def pstar_sweep_table(results: Sequence[CorpusResult], p_grid: Sequence[float]) -> pd.DataFrame:
+    """Category counts per corpus as p* sweeps (paper Fig. 3): re-flag and re-classify each word table.
+
+    A word is displaced at p* when its BH-adjusted p ≤ p* (``correction="bh"``, the audit's own
+    rule) or |z_disp| > Φ⁻¹(1 − p*/2) (``correction="none"``); categories by
+    :func:`radaudit.metrics.association.classify_shift` with the audit's z_neutral / z_strong.
+    Columns: ``corpus``, ``p_star``, ``category``, ``count``.
+    """
+    from scipy.stats import norm
+
+    rows = []
+    for r in results:
+        w = r.association.words
+        prm = r.association.params
+        for p in p_grid:
+            if not 0 < p < 1:
+                raise ParamsError(f"p* values must lie in (0, 1), got {p!r}")
+            if prm.get("correction", "bh") == "bh":
+                displaced = w["p_adj"].to_numpy() <= p
+            else:
+                displaced = np.abs(w["z_disp"].to_numpy()) > norm.ppf(1 - p / 2)
+            cats = classify_shift(w["z_ref"], w["z_pred"], displaced, z_neutral=prm["z_neutral"],
+                                  z_strong=prm["z_strong"])
+            for c in (*CATEGORIES, "Unclassified"):
+                rows.append({"corpus": r.name, "p_star": float(p), "category": c, "count": int((cats == c).sum())})
+    return pd.DataFrame(rows, columns=["corpus", "p_star", "category", "count"])
+
+
+# ----------------------------------------------------------------------------------------------
+# Figure 2b: vocabulary transitions; Figure 2c: skew sensitivity; generation summary
+
+
+def vocabulary_transitions(results: Sequence[CorpusResult]) -> pd.DataFrame:
+    """Paper Fig. 2b ("global lexical shift"): how each corpus's vocabulary relates to its references'.
+
+    Over the association vocabulary (stop words removed, the rows of the two groups; the words of
+    :attr:`CorpusResult.words`): ``ref_vocab`` words the references use, ``pred_vocab`` words the
+    predictions use, ``retained`` (both), ``lost`` (references only), ``emergent`` (predictions only),
+    and ``pred_share_of_ref`` = pred_vocab / ref_vocab (the paper: deterministic decoding keeps "5% of
+    the original reference vocabulary"). One row per corpus.
+    """
+    rows = []
+    for r in results:
+        w = r.association.words
+        in_ref, in_pred = w["c_ref"].to_numpy() > 0, w["c_pred"].to_numpy() > 0
+        n_ref, n_pred = int(in_ref.sum()), int(in_pred.sum())
+        rows.append({"corpus": r.name, "ref_vocab": n_ref, "pred_vocab": n_pred, "retained": int((in_ref & in_pred).sum()),
+                     "lost": int((in_ref & ~in_pred).sum()), "emergent": int((~in_ref & in_pred).sum()),
+                     "pred_share_of_ref": n_pred / n_ref if n_ref else math.nan})
+    return pd.DataFrame(rows)
+
+
+def skew_table(results: Mapping[float, Sequence[CorpusResult]]) -> pd.DataFrame:
+    """Paper Fig. 2c / "Robustness": per training skew and strategy, ΔWAE_pred and the conventional metrics.
+
+    ``results``: male training share -> the :class:`CorpusResult` of each strategy (names
+    ``"skew <s> · <strategy>"`` or plain strategy names). One row per (skew, strategy, metric) with
+    ``estimate``, ``low``, ``high``, ``pvalue`` (permutation p for the WAE rows) and ``cell``; metrics:
+    ``ΔWAE (pred)``, ``WAE (pred)``, ``WEAT ES`` (pred side) and every surface metric.
+    """
+    rows = []
+    for skew, corpora in results.items():
+        for r in corpora:
+            strat = r.name.split(" · ")[-1]
+            base = {"skew": float(skew), "strategy": strat, "corpus": r.name}
+            w = r.wae.set_index("metric")
+            for key, label in (("delta_WAE_pred", "ΔWAE (pred)"), ("WAE_pred", "WAE (pred)")):
+                x = w.loc[key]
+                rows.append({**base, **_row("Fairness", label, r.name, x["estimate"], x["low"], x["high"],
+                                            pvalue=x["perm_pvalue"])})
+            wp = r.weat.set_index("side").loc["pred"]
+            rows.append({**base, **_row("Fairness", "WEAT ES", r.name, wp["ES"], pvalue=wp["pvalue"], note=wp["note"])})
+            for s in r.surface.itertuples(index=False):
+                rows.append({**base, **_row("Surface Level Similarity", s.label, r.name, s.estimate, s.low, s.high)})
+    cols = ["skew", "strategy", "section", "metric", "estimate", "low", "high", "pvalue", "cell", "note"]
+    return pd.DataFrame(rows)[cols] if rows else pd.DataFrame(columns=cols)
+
+
+def skew_label(skew: float) -> str:
+    """``0.67`` -> ``"67% male"``; ``0.5`` -> ``"50/50"`` (axis labels of Fig. 2c)."""
+    return "50/50" if abs(skew - 0.5) < 1e-9 else f"{100 * skew:.0f}% male"
+
+
+def generation_summary(gens: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy: reports, empty predictions (kept in the corpus, counted here), distinct reports,
+    mean generated tokens and the share that hit the length limit. ``gens``: ``study_generations`` rows."""
+    need = {"strategy", "prediction"}
+    if not need <= set(gens.columns):
+        raise ParamsError(f"generation_summary needs columns {sorted(need)}; got {list(gens.columns)}")
+    rows = []
+    for strat, g in gens.groupby("strategy", sort=False):
+        text = g["prediction"].fillna("").astype(str).str.strip()
+        row = {"strategy": strat, "reports": len(g), "empty": int((text == "").sum()), "distinct": int(text.nunique())}
+        if "n_new_tokens" in g:
+            row["mean_new_tokens"] = float(pd.to_numeric(g["n_new_tokens"], errors="coerce").mean())
+        if "finish_reason" in g:
+            row["hit_length_limit"] = float((g["finish_reason"] == "length").mean())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def words_table(results: Sequence[CorpusResult]) -> pd.DataFrame:
+    """The per-word CSV of the issue: every corpus's CAD table (counts, s, var, z, z_disp, p, p_adj,
+    category) stacked, with a leading ``corpus`` column."""
+    parts = [r.words for r in results]
+    if not parts:
+        raise ParamsError("words_table needs at least one CorpusResult")
+    out = pd.concat(parts, ignore_index=True)
+    return out[["corpus", *[c for c in out.columns if c != "corpus"]]]
+
+
+# ----------------------------------------------------------------------------------------------
+# Table 2 analog, ranking across p*, and what a reference set can show at all
+
+
+def system_table(results: Sequence[CorpusResult]) -> pd.DataFrame:
+    """The paper's Table 2 layout (systems x strategy, compact cells), one column per corpus.
+
+    Rows: ``Div. (Temp./Sem. %)``; ``Erasure/NB/BF``; ``WAE (pred/ref)`` (each with its 95% CI);
+    ``WEAT (S/ES)`` (prediction side); ``<first surface metric>`` with CI, since the paper only says
+    text similarity is "comparable (Δ ≤ 2%, unshown)" and we show it.
+    """
+    if not results:
+        raise ParamsError("system_table needs at least one CorpusResult")
+    cols: dict[str, dict[str, str]] = {}
+    for r in results:
+        d = r.diversity_pred.set_index("metric")["estimate"]
+        c = r.category_counts()
+        w = r.wae.set_index("metric")
+        wp = r.weat.set_index("side").loc["pred"]
+        cell = {
+            "Div. (Temp./Sem. %)": "/".join(format_number(100 * d.get(k, math.nan)) for k in ("template_diversity",
+                                                                                               "semantic_diversity")),
+            "Erasure/NB/BF": f"{c['Erasure']}/{c['New Bias']}/{c['Bias Flip']}",
+            "WAE (pred/ref)": " / ".join(format_ci(w.loc[k, "estimate"], w.loc[k, "low"], w.loc[k, "high"])
+                                         for k in ("WAE_pred", "WAE_ref")),
+            "WEAT (S/ES)": f"{format_number(wp['S'])}/{format_number(wp['ES'])}",
+        }
+        if not r.surface.empty:
+            s = r.surface.iloc[0]
+            cell[str(s["label"])] = format_ci(s["estimate"], s["low"], s["high"])
+        cols[r.name] = cell
+    out = pd.DataFrame(cols)
+    out.index.name = "metric"
+    return out.fillna("").reset_index()
+
+
+def ranking_reversals(sweep: pd.DataFrame) -> pd.DataFrame:
+    """Is the ranking of corpora preserved as p* sweeps (paper Fig. 3, "strictly preserves")?
+
+    ``sweep``: :func:`pstar_sweep_table`. Per category, over every pair of corpora: ``reversed_pairs``
+    = pairs ordered a > b at some p* and a < b at another (ties do not count as an order), of
+    ``pairs``; ``preserved`` = no reversed pair. One row per category.
+    """
+    rows = []
+    for cat, part in sweep.groupby("category", sort=False):
+        wide = part.pivot_table(index="p_star", columns="corpus", values="count", aggfunc="first")
+        names = list(wide.columns)
+        rev = 0
+        pairs = 0
+        for i in range(len(names)):
+            for j in range(i + 1, len(names)):
+                diff = np.sign(wide[names[i]].to_numpy() - wide[names[j]].to_numpy())
+                pairs += 1
+                rev += int((diff > 0).any() and (diff < 0).any())
+        rows.append({"category": cat, "pairs": pairs, "reversed_pairs": rev, "preserved": rev == 0})
+    return pd.DataFrame(rows, columns=["category", "pairs", "reversed_pairs", "preserved"])
+
+
+def summary_lines(results: Sequence[CorpusResult], floor: Mapping[str, Any] | None = None,
+                  deterministic: Sequence[str] = ("greedy", "beam4")) -> list[str]:
+    """Plain-language findings of a run, computed from its numbers (the notebook prints them as Markdown).
+
+    Compares the deterministic corpora (``deterministic`` names present in ``results``) with the
+    others on template diversity, vocabulary kept, category counts and WAE_pred, and states what the
+    collapse floor (:func:`collapse_floor`) says about CAD's power here.
+    """
+    by = {r.name: r for r in results}
+    det = [n for n in deterministic if n in by]
+    sto = [n for n in by if n not in det]
+    voc = vocabulary_transitions(results).set_index("corpus")
+    lines = []
+
+    def td(n: str) -> float:
+        return 100 * float(by[n].diversity_pred.set_index("metric")["estimate"].get("template_diversity", math.nan))
+
+    def rng(names: Sequence[str], f: Any, fmt: str = "{:.0f}") -> str:
+        vals = [f(n) for n in names]
+        lo, hi = min(vals), max(vals)
+        return fmt.format(lo) if lo == hi else f"{fmt.format(lo)}–{fmt.format(hi)}"
+
+    if det and sto:
+        lines.append(f"**Template collapse.** Deterministic decoding ({', '.join(det)}) writes "
+                     f"{rng(det, td)}% distinct reports and uses {rng(det, lambda n: 100 * voc.loc[n, 'pred_share_of_ref'])}% "
+                     f"of the reference vocabulary; sampling ({', '.join(sto)}) writes {rng(sto, td)}% distinct reports "
+                     f"with {rng(sto, lambda n: 100 * voc.loc[n, 'pred_share_of_ref'])}% of the vocabulary and "
+                     f"{rng(sto, lambda n: voc.loc[n, 'emergent'])} words never seen in the references.")
+    cats = {n: by[n].category_counts() for n in by}
+    lines.append("**CAD categories at p\\* = {:g}.** ".format(float(results[0].association.params.get("p_star", 0.05)))
+                 + "; ".join(f"{n}: {c['Erasure']} erased, {c['New Bias']} new bias, {c['Bias Flip']} flipped"
+                             for n, c in cats.items()) + ".")
+    wae = {n: by[n].wae.set_index("metric").loc["WAE_pred"] for n in by}
+    lines.append("**WAE (pred).** " + "; ".join(
+        f"{n}: {format_ci(w['estimate'], w['low'], w['high'])} (permutation p = {format_number(w['perm_pvalue'])})"
+        for n, w in wae.items()) + ". WAE ≈ 1 is the noise floor (no more displacement than sampling noise).")
+    if floor is not None:
+        if floor.get("Erasure", 0) == 0:
+            lines.append(f"**Power.** Even if every one of these {floor['n_reports']} studies got the same normal template, "
+                         f"CAD would flag 0 erased words at this p\\* ({floor['strong_reference_words']} reference words "
+                         "are strongly sex-associated, but too rarely for a significant displacement). Zero categories "
+                         "here mean *no power*, not *no erasure*; the paper used N = 2,000.")
+        else:
+            lines.append(f"**Power.** A fully collapsed generator would have {floor['Erasure']} erased words on these "
+                         f"{floor['n_reports']} studies: that is the most Erasure this reference set can show.")
+    return lines

@@ -1,0 +1,129 @@
+"""Experiment 2 — metric_metaeval: are radiology report metrics clinically sound?
+
+ReEvalMed (Li et al., EMNLP 2025; ``../shared/papers/001_d2362e1e05417774.txt``). The GT–ME pair
+dataset and the monotonicity set are built by :mod:`radaudit.perturb`; this module scores every pair
+with every metric and turns the scores into the paper's tables and figures:
+
+- **Discriminative Score** (§4.2.2): the mean score a metric gives to clinically *significant* error
+  pairs (lower = better discrimination); **Robustness Score**: the mean score on clinically
+  *insignificant* pairs (higher = more robust). Per metric x aspect x error type with 95% bootstrap
+  CIs over pairs, laid out as the paper's Tables 4 and 5 (scores x 100, columns E/F/O for the four
+  high-impact aspects, S for the others; "Overall" = the mean over all pairs of that significance),
+  and Figure 2.
+- **AUROC** (beyond the paper): ``P(score on an insignificant pair > score on a significant pair)``
+  (ties count 1/2), per metric and aspect, with a bootstrap CI and a Mann–Whitney p-value against
+  0.5, Benjamini–Hochberg-adjusted over every (metric, aspect) tested. Why: DS and RS are raw means on
+  each metric's own scale. BERTScore lives in [0.85, 1], CIDEr in [0, 10], label F1 jumps between
+  0 and 1, so "DS = 90" is good for one metric and bad for another, and DS/RS cannot be compared
+  across metrics. The AUROC is scale-free and threshold-free: 1 = every harmless rewrite scores above
+  every harmful one, 0.5 = the metric cannot tell them apart, < 0.5 = it prefers the harmful ones.
+- **Monotonicity** (§4.3, Figure 4): the mean score per severity group 0–4, the number of violated
+  transitions (the mean score *rises* from group g to g+1), and Kendall's τ between severity and the
+  score's decrease. τ is computed within each GT report (its five rewrites have five distinct groups,
+  so τ = 1 exactly when the score falls at every step) and averaged over reports, with a bootstrap CI
+  over reports; ``tau_of_means`` is τ over the five group means (the curve of Figure 4). The p-value
+  is that of τ_b on all (group, score) points pooled, BH-adjusted over metrics.
+- **Inter-annotator agreement** (Table 1): pairwise Pearson and Spearman correlations between raters
+  of their error counts per error type and clinical significance, averaged over rater pairs. On
+  RadPref's three radiologists (public): error types false finding (fabrication), missing finding
+  (omission) and attribute error (inaccuracy). On ReXVal (credentialed; a loader path): the paper's
+  six categories and four candidate types, Table 1's exact layout.
+
+Choices where the paper is silent or ambiguous
+----------------------------------------------
+- **Scale.** Scores are shown x 100 as in the paper; a metric whose range is not [0, 1] is divided by
+  its maximum first (:data:`METRIC_RANGES`: CIDEr-D / 10), so every table cell is on 0–100.
+- **Orientation.** Every registered metric here is higher-is-better; a lower-is-better one
+  (``MetricSpec.higher_is_better=False``) keeps its raw DS/RS, and AUROC, violations and τ are
+  computed on the negated score so that their reading does not change.
+- **CI of "Overall".** The paper's CI column is not defined; we bootstrap pairs (percentile, 95%).
+  With balanced cells the mean over pairs equals the mean of the column means.
+- **Undefined scores** (NaN, e.g. an empty text for some metrics) are kept in the per-pair table,
+  counted per metric (``n_undefined``) and left out of every mean, AUROC and τ.
+- **RadPref significance.** False and missing findings carry one of four CRIMSON levels: ``urgent``
+  and ``actionable_not_urgent`` count as clinically significant, ``not_actionable_not_urgent`` and
+  ``benign_expected`` as insignificant. Attribute errors are counted per wrong attribute, by the
+  rater's ``significant``/``negligible`` weight.
+- **ReXVal zeros.** A (study, candidate, rater) present in the error file with no row for a category
+  has 0 errors there. A rater pair's correlation uses the reports both rated; a constant count
+  vector has no correlation (NaN, counted in ``n_pairs_undefined``, left out of the average).
+
+Where things are
+----------------
+- ``params.py``: :class:`Params`, the schema of ``params/metric_metaeval/*.yaml``.
+- ``data.py``: the GT-ME pairs and the monotonicity set (:func:`build_datasets`, rule or LLM engine).
+- ``scores.py``: scoring the pairs; DS/RS, AUROC of harmful vs harmless rewrites, monotonicity.
+- ``agreement.py``: inter-radiologist agreement on error counts (Table 1; RadPref, ReXVal).
+- ``tables.py``: the DS/RS tables, whole-report vs trimmed AUROC, the run summary.
+- ``plots.py``: the figures.
+"""
+
+from radaudit.audits.metric_metaeval.agreement import (
+    AGREEMENT_TYPES,
+    RADPREF_INSIGNIFICANT,
+    RADPREF_SIGNIFICANT,
+    RADPREF_TYPES,
+    REXVAL_CANDIDATE_LABELS,
+    agreement_table,
+    mean_pairwise_agreement,
+    pairwise_rater_correlations,
+    radpref_agreement,
+    radpref_error_counts,
+    rexval_agreement,
+    rexval_error_counts,
+)
+from radaudit.audits.metric_metaeval.data import (
+    MetaevalData,
+    build_datasets,
+    examples_table,
+    make_engine,
+)
+from radaudit.audits.metric_metaeval.params import (
+    Params,
+)
+from radaudit.audits.metric_metaeval.plots import (
+    INSIG_COLOR,
+    SIG_COLOR,
+    fig_auroc_context,
+    fig_auroc_heatmap,
+    fig_ds_rs,
+    fig_monotonicity,
+)
+from radaudit.audits.metric_metaeval.scores import (
+    ASPECT_SHORT,
+    ERROR_CODES,
+    METRIC_LABELS,
+    METRIC_RANGES,
+    SCORE_COLUMNS,
+    TABLE_ASPECT_ORDER,
+    auroc,
+    auroc_table,
+    column_key,
+    ds_rs_long,
+    kendall_tau,
+    metric_label,
+    monotonicity_long,
+    monotonicity_summary,
+    resolve_metrics,
+    score_pairs,
+    table_columns,
+    undefined_table,
+    violated_transitions,
+)
+from radaudit.audits.metric_metaeval.tables import (
+    context_comparison,
+    score_table,
+    summary_lines,
+)
+
+__all__ = [
+    "agreement_table", "AGREEMENT_TYPES", "ASPECT_SHORT", "auroc", "auroc_table", "build_datasets",
+    "column_key", "context_comparison", "ds_rs_long", "ERROR_CODES", "examples_table", "fig_auroc_context",
+    "fig_auroc_heatmap", "fig_ds_rs", "fig_monotonicity", "INSIG_COLOR", "kendall_tau", "make_engine",
+    "mean_pairwise_agreement", "MetaevalData", "metric_label", "METRIC_LABELS", "METRIC_RANGES",
+    "monotonicity_long", "monotonicity_summary", "pairwise_rater_correlations", "Params", "radpref_agreement",
+    "radpref_error_counts", "RADPREF_INSIGNIFICANT", "RADPREF_SIGNIFICANT", "RADPREF_TYPES", "resolve_metrics",
+    "rexval_agreement", "REXVAL_CANDIDATE_LABELS", "rexval_error_counts", "SCORE_COLUMNS", "score_pairs",
+    "score_table", "SIG_COLOR", "summary_lines", "TABLE_ASPECT_ORDER", "table_columns", "undefined_table",
+    "violated_transitions",
+]

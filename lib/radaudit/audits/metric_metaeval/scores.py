@@ -1,0 +1,348 @@
+"""Scoring the pairs and the paper's measures: Discriminative/Robustness Scores (Tables 4-5), AUROC of harmful vs harmless rewrites, monotonicity (Fig. 4)."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from radaudit.errors import DataFormatError, ParamsError
+from radaudit.metrics.base import metric_label as registry_label
+from radaudit.stats import benjamini_hochberg, bootstrap_ci, stable_seed
+
+log = logging.getLogger(__name__)
+
+
+#: Scores are shown x 100 (the paper's tables); a metric with another range is divided by its maximum first.
+METRIC_RANGES: dict[str, float] = {"cider": 10.0}
+#: Display names that differ from the registry's labels (:func:`radaudit.metrics.base.metric_label`).
+METRIC_LABELS: dict[str, str] = {"cider": "CIDEr-D (÷10)"}
+#: Table 4/5 error-type codes (the paper's E/F/O; S = error types sampled, pooled).
+ERROR_CODES: dict[str, str] = {"inaccuracy": "E", "fabrication": "F", "omission": "O"}
+#: Short aspect names of Tables 4/5.
+ASPECT_SHORT: dict[str, str] = {
+    "comparison": "Comparison/Progression", "contradiction": "Cont.", "description": "Description",
+    "location": "Location", "modality": "Mod.", "negation": "Neg.", "noise": "Noise", "severity": "Severity",
+    "size_distance": "S/D", "stylistic": "S/V", "uncertainty": "Unc.", "terminology": "Term.",
+}
+#: Column order of Tables 4 and 5 (the paper's: alphabetical by aspect label).
+TABLE_ASPECT_ORDER: tuple[str, ...] = ("comparison", "contradiction", "description", "location", "modality", "negation",
+                                       "noise", "severity", "size_distance", "stylistic", "uncertainty", "terminology")
+#: Columns of the per-pair score table.
+SCORE_COLUMNS: tuple[str, ...] = ("pair_id", "study_id", "source", "aspect", "error_type", "significance", "group",
+                                  "metric", "score", "score_100", "higher_is_better")
+
+
+# ----------------------------------------------------------------------------------------------
+# scoring
+
+
+def metric_label(name: str) -> str:
+    """Display name: the registry's label, or this experiment's wording in :data:`METRIC_LABELS`."""
+    return registry_label(name, METRIC_LABELS)
+
+
+def resolve_metrics(names: Sequence[str] | None) -> list[str]:
+    """``None`` -> every registered metric (registry order); else the names, validated."""
+    from radaudit.metrics import METRICS
+
+    if names is None:
+        return list(METRICS)
+    bad = [m for m in names if m not in METRICS]
+    if bad:
+        raise ParamsError(f"unknown metrics {bad}; registered: {', '.join(METRICS)}")
+    return list(dict.fromkeys(names))
+
+
+def _check_pairs_frame(pairs: pd.DataFrame) -> None:
+    need = {"pair_id", "gt", "rewritten", "aspect", "error_type", "significance"}
+    if not isinstance(pairs, pd.DataFrame) or not need <= set(pairs.columns):
+        raise DataFormatError(f"pairs must be a DataFrame with columns {sorted(need)} (PairDataset.pairs).")
+    if pairs.empty:
+        raise DataFormatError("pairs is empty: there is nothing to score (did the pair dataset fill any cell?).")
+    if pairs["pair_id"].duplicated().any():
+        raise DataFormatError("pairs has duplicate pair_id values.")
+
+
+def score_pairs(pairs: pd.DataFrame, metrics: Sequence[str] | None = None,
+                metric_options: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Score every pair (GT = reference, ME = candidate) with every metric.
+
+    Returns ``(scores, skipped)``: ``scores`` has one row per pair x metric (:data:`SCORE_COLUMNS`;
+    ``score`` raw, ``score_100`` on 0–100, NaN where the metric is undefined: counted, never dropped);
+    ``skipped`` maps a metric that cannot run here to the reason.
+    """
+    from radaudit.metrics import METRICS, MetricUnavailableError, build_metric
+    from radaudit.models.resolver import ModelUnavailableError
+
+    _check_pairs_frame(pairs)
+    names = resolve_metrics(metrics)
+    options = dict(metric_options or {})
+    refs, cands = pairs["gt"].astype(str).tolist(), pairs["rewritten"].astype(str).tolist()
+    meta = pairs[["pair_id", "study_id", "source", "aspect", "error_type", "significance", "group"]].reset_index(drop=True) \
+        if {"study_id", "source", "group"} <= set(pairs.columns) else \
+        pairs[["pair_id", "aspect", "error_type", "significance"]].reset_index(drop=True).assign(study_id=pd.NA, source=pd.NA, group=pd.NA)
+    frames, skipped = [], {}
+    for name in names:
+        try:
+            res = build_metric(name, **dict(options.get(name, {}))).compute(refs, cands)
+        except (MetricUnavailableError, ModelUnavailableError, ImportError, OSError) as err:
+            skipped[name] = f"{type(err).__name__}: {err}"
+            log.info("metric %s skipped: %s", name, err)
+            continue
+        vals = np.asarray(res.per_sample, dtype=float)
+        if vals.shape != (len(pairs),):
+            raise DataFormatError(f"metric {name!r} returned {vals.shape} per-pair scores for {len(pairs)} pairs.")
+        f = meta.copy()
+        f["metric"] = name
+        f["score"] = vals
+        f["score_100"] = 100.0 * vals / METRIC_RANGES.get(name, 1.0)
+        f["higher_is_better"] = bool(METRICS.lookup(name).higher_is_better)
+        frames.append(f[list(SCORE_COLUMNS)])
+    if not frames:
+        raise ParamsError(f"none of the metrics {names} can run here: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+    out = pd.concat(frames, ignore_index=True)
+    out["group"] = out["group"].astype("Int64")
+    return out, skipped
+
+
+def undefined_table(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per metric: pairs scored, undefined (NaN) scores, and their share."""
+    g = scores.groupby("metric", sort=False)["score"]
+    out = pd.DataFrame({"pairs": g.size(), "undefined": g.apply(lambda s: int(s.isna().sum()))}).reset_index()
+    out["undefined_share"] = out["undefined"] / out["pairs"]
+    out.insert(1, "label", out["metric"].map(metric_label))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Discriminative / Robustness Score (Tables 4, 5; Figure 2)
+
+
+def column_key(aspect: str, error_type: str) -> str:
+    """Table 4/5 column of a pair: ``"Location E"`` for the high-impact aspects, ``"Neg. S"`` for the others."""
+    from radaudit.perturb.base import HIGH_IMPACT_ASPECTS
+
+    if aspect not in ASPECT_SHORT:
+        raise ParamsError(f"unknown aspect {aspect!r}; allowed: {', '.join(ASPECT_SHORT)}")
+    if aspect in HIGH_IMPACT_ASPECTS:
+        if error_type not in ERROR_CODES:
+            raise ParamsError(f"error type {error_type!r} of a {aspect} pair; allowed: {', '.join(ERROR_CODES)}")
+        return f"{ASPECT_SHORT[aspect]} {ERROR_CODES[error_type]}"
+    return f"{ASPECT_SHORT[aspect]} S"
+
+
+def table_columns() -> list[str]:
+    """Every Table 4/5 score column in the paper's order (20), then ``Overall``."""
+    from radaudit.perturb.base import HIGH_IMPACT_ASPECTS
+
+    cols = []
+    for a in TABLE_ASPECT_ORDER:
+        if a in HIGH_IMPACT_ASPECTS:
+            cols += [f"{ASPECT_SHORT[a]} {c}" for c in ("E", "F", "O")]
+        else:
+            cols.append(f"{ASPECT_SHORT[a]} S")
+    return [*cols, "Overall"]
+
+
+def _mean_ci(values: np.ndarray, *, n_bootstrap: int, confidence: float, seed: int) -> tuple[float, float, float]:
+    """Mean of the finite values and its percentile bootstrap CI (NaN bounds with fewer than 2 values)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return math.nan, math.nan, math.nan
+    est = float(v.mean())
+    if v.size < 2 or np.ptp(v) == 0:
+        return est, (est if v.size >= 2 else math.nan), (est if v.size >= 2 else math.nan)
+    ci = bootstrap_ci(v, np.mean, n_resamples=n_bootstrap, confidence=confidence, method="percentile", seed=seed)
+    return est, ci.low, ci.high
+
+
+def ds_rs_long(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """DS (significant pairs) and RS (insignificant pairs) per metric x Table 4/5 column, and Overall.
+
+    One row per metric x significance x column: ``score`` = ``"DS"``/``"RS"``, ``estimate`` (mean of
+    ``score_100`` over the defined pairs), ``low``/``high`` (95% percentile bootstrap over pairs), ``n``
+    (defined pairs), ``n_undefined``.
+    """
+    need = {"metric", "aspect", "error_type", "significance", "score_100"}
+    if not need <= set(scores.columns):
+        raise DataFormatError(f"scores needs columns {sorted(need)} (from score_pairs).")
+    df = scores[scores["group"].isna()] if "group" in scores.columns else scores
+    if df.empty:
+        raise DataFormatError("no discrimination/robustness pairs in scores (all rows are monotonicity pairs).")
+    bad = sorted(set(df["significance"]) - {"significant", "insignificant"})
+    if bad:
+        raise DataFormatError(f"unknown significance values {bad}; expected significant / insignificant.")
+    df = df.assign(column=[column_key(a, e) for a, e in zip(df["aspect"], df["error_type"])])
+    rows = []
+    for (metric, sig), part in df.groupby(["metric", "significance"], sort=False):
+        groups = [(c, g["score_100"].to_numpy(float)) for c, g in part.groupby("column", sort=False)]
+        groups.append(("Overall", part["score_100"].to_numpy(float)))
+        for col, vals in groups:
+            est, lo, hi = _mean_ci(vals, n_bootstrap=n_bootstrap, confidence=confidence,
+                                   seed=stable_seed(seed, "dsrs", metric, sig, col))
+            rows.append({"metric": metric, "label": metric_label(metric), "score": "DS" if sig == "significant" else "RS",
+                         "significance": sig, "column": col, "estimate": est, "low": lo, "high": hi,
+                         "n": int(np.isfinite(vals).sum()), "n_undefined": int((~np.isfinite(vals)).sum())})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------------
+# AUROC (beyond the paper)
+
+
+def auroc(insignificant: Sequence[float], significant: Sequence[float]) -> float:
+    """``P(X > Y) + ½ P(X = Y)`` for X a score on an insignificant pair, Y on a significant pair.
+
+    = U / (n_x n_y) with U the Mann–Whitney statistic of X (midranks for ties). 1: every harmless
+    rewrite scores above every harmful one; 0.5: no separation. Empty or NaN inputs raise.
+    """
+    x, y = np.asarray(insignificant, dtype=float), np.asarray(significant, dtype=float)
+    if x.ndim != 1 or y.ndim != 1 or x.size == 0 or y.size == 0:
+        raise ValueError(f"auroc needs two non-empty 1-D samples, got {x.size} insignificant and {y.size} significant scores")
+    if np.isnan(x).any() or np.isnan(y).any():
+        raise ValueError("auroc got NaN scores; drop undefined scores first (and count them)")
+    ranks = sps.rankdata(np.concatenate([x, y]))
+    u = ranks[: x.size].sum() - x.size * (x.size + 1) / 2
+    return float(u / (x.size * y.size))
+
+
+def _auroc_labels(s: np.ndarray, is_insig: np.ndarray) -> float:
+    is_insig = np.asarray(is_insig, dtype=bool)
+    return auroc(s[is_insig], s[~is_insig])
+
+
+def auroc_table(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0,
+                fdr_alpha: float = 0.05) -> pd.DataFrame:
+    """AUROC per metric x aspect (and ``Overall``, all pairs), with CI and BH-adjusted p-value.
+
+    Columns: ``metric``, ``label``, ``aspect``, ``auroc``, ``low``, ``high`` (percentile bootstrap over
+    pairs), ``n_insignificant``, ``n_significant``, ``n_undefined``, ``pvalue`` (two-sided
+    Mann–Whitney U, H0: AUROC = 0.5), ``p_adj`` (BH over every row with a p-value), ``separates``
+    (``p_adj <= fdr_alpha`` and AUROC > 0.5). A lower-is-better metric is negated first.
+    """
+    df = scores[scores["group"].isna()] if "group" in scores.columns else scores
+    if df.empty:
+        raise DataFormatError("no discrimination/robustness pairs to compute the AUROC on")
+    rows = []
+    for metric, part in df.groupby("metric", sort=False):
+        sign = 1.0 if bool(part["higher_is_better"].iloc[0]) else -1.0
+        for aspect, sub in [*part.groupby("aspect", sort=False), ("Overall", part)]:
+            s = sign * sub["score"].to_numpy(float)
+            ok = np.isfinite(s)
+            lab = (sub["significance"].to_numpy() == "insignificant")
+            s, lab_ok = s[ok], lab[ok]
+            n_i, n_s = int(lab_ok.sum()), int((~lab_ok).sum())
+            row = {"metric": metric, "label": metric_label(metric), "aspect": aspect, "auroc": math.nan, "low": math.nan,
+                   "high": math.nan, "n_insignificant": n_i, "n_significant": n_s, "n_undefined": int((~ok).sum()),
+                   "pvalue": math.nan}
+            if n_i and n_s:
+                row["auroc"] = auroc(s[lab_ok], s[~lab_ok])
+                row["pvalue"] = float(sps.mannwhitneyu(s[lab_ok], s[~lab_ok], alternative="two-sided").pvalue) \
+                    if np.ptp(s) > 0 else 1.0
+                if n_i + n_s >= 4 and min(n_i, n_s) >= 2:
+                    ci = bootstrap_ci((s, lab_ok), _auroc_labels, n_resamples=n_bootstrap, confidence=confidence,
+                                      method="percentile", seed=stable_seed(seed, "auroc", metric, aspect), max_failed=0.5)
+                    row["low"], row["high"] = ci.low, ci.high
+            rows.append(row)
+    out = pd.DataFrame(rows)
+    _, adj = benjamini_hochberg(out["pvalue"].to_numpy(float), alpha=fdr_alpha)
+    out["p_adj"] = adj
+    out["separates"] = (out["p_adj"] <= fdr_alpha) & (out["auroc"] > 0.5)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# monotonicity (§4.3, Figure 4)
+
+
+def violated_transitions(means: Sequence[float]) -> list[int]:
+    """Indices ``g`` where the mean score rises from group g to g+1 (a higher-is-better metric should
+    fall as severity rises). Equal means are not violations. NaN in ``means`` raises."""
+    m = np.asarray(means, dtype=float)
+    if m.ndim != 1 or m.size < 2:
+        raise ValueError(f"violated_transitions needs at least two group means, got {m.size}")
+    if np.isnan(m).any():
+        raise ValueError("a group mean is NaN (an empty group or undefined scores): cannot judge monotonicity")
+    return [int(g) for g in np.flatnonzero(np.diff(m) > 0)]
+
+
+def kendall_tau(groups: Sequence[float], scores: Sequence[float]) -> float:
+    """Kendall's τ_b between severity ``groups`` and the *decrease* of ``scores`` (τ_b(group, −score)):
+    +1 = the score falls whenever severity rises, −1 = it always rises. NaN when undefined (all groups
+    or all scores equal)."""
+    g, s = np.asarray(groups, dtype=float), np.asarray(scores, dtype=float)
+    if g.shape != s.shape or g.ndim != 1:
+        raise ValueError(f"groups and scores must be 1-D and aligned, got {g.shape} and {s.shape}")
+    ok = np.isfinite(g) & np.isfinite(s)
+    if ok.sum() < 2 or np.ptp(g[ok]) == 0 or np.ptp(s[ok]) == 0:
+        return math.nan
+    return float(sps.kendalltau(g[ok], -s[ok]).statistic)
+
+
+def _mono_frame(scores: pd.DataFrame) -> pd.DataFrame:
+    df = scores[scores["group"].notna()] if "group" in scores.columns else pd.DataFrame()
+    if df.empty:
+        raise DataFormatError("no monotonicity pairs in scores (rows with a severity group 0-4).")
+    return df
+
+
+def monotonicity_long(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: float = 0.95,
+                      seed: int = 0) -> pd.DataFrame:
+    """Mean ``score_100`` per metric x severity group with a bootstrap CI over GT reports (Figure 4)."""
+    df = _mono_frame(scores)
+    rows = []
+    for (metric, g), part in df.groupby(["metric", "group"], sort=True):
+        vals = part["score_100"].to_numpy(float)
+        est, lo, hi = _mean_ci(vals, n_bootstrap=n_bootstrap, confidence=confidence, seed=stable_seed(seed, "mono", metric, g))
+        rows.append({"metric": metric, "label": metric_label(metric), "group": int(g), "estimate": est, "low": lo,
+                     "high": hi, "n": int(np.isfinite(vals).sum()), "n_undefined": int((~np.isfinite(vals)).sum())})
+    order = list(dict.fromkeys(df["metric"]))
+    out = pd.DataFrame(rows)
+    out["metric"] = pd.Categorical(out["metric"], order, ordered=True)
+    return out.sort_values(["metric", "group"]).assign(metric=lambda d: d["metric"].astype(str)).reset_index(drop=True)
+
+
+def monotonicity_summary(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0,
+                         fdr_alpha: float = 0.05) -> pd.DataFrame:
+    """Per metric: group means, violated transitions, τ (mean per-report τ, CI over reports), τ of the
+    group means, and the pooled τ_b p-value with its BH adjustment (module docstring)."""
+    df = _mono_frame(scores)
+    rows = []
+    for metric, part in df.groupby("metric", sort=False):
+        sign = 1.0 if bool(part["higher_is_better"].iloc[0]) else -1.0
+        s = sign * part["score"].to_numpy(float)
+        g = part["group"].to_numpy(float)
+        means = pd.Series(s).groupby(g).mean()
+        row: dict[str, Any] = {"metric": metric, "label": metric_label(metric)}
+        for k, v in means.items():
+            row[f"mean_g{int(k)}"] = float(sign * v * 100 / METRIC_RANGES.get(metric, 1.0))
+        if means.isna().any() or len(means) < 2:
+            row.update(violations=math.nan, violated="n/a (a group has no defined score)", tau_of_means=math.nan)
+        else:
+            viol = violated_transitions(means.to_numpy())
+            gs = means.index.to_numpy()
+            row.update(violations=len(viol), violated=", ".join(f"{int(gs[i])}→{int(gs[i + 1])}" for i in viol) or "none",
+                       tau_of_means=kendall_tau(gs, means.to_numpy()))
+        taus = []
+        for _, r in part.assign(_s=s).groupby("study_id", sort=True):
+            taus.append(kendall_tau(r["group"].to_numpy(float), r["_s"].to_numpy(float)))
+        t = np.asarray(taus, dtype=float)
+        est, lo, hi = _mean_ci(t, n_bootstrap=n_bootstrap, confidence=confidence, seed=stable_seed(seed, "tau", metric))
+        ok = np.isfinite(s)
+        pooled = sps.kendalltau(g[ok], -s[ok]) if ok.sum() >= 2 and np.ptp(s[ok]) > 0 else None
+        row.update(tau=est, tau_low=lo, tau_high=hi, n_reports=len(t), n_reports_undefined_tau=int(np.isnan(t).sum()),
+                   tau_pooled=float(pooled.statistic) if pooled is not None else math.nan,
+                   pvalue=float(pooled.pvalue) if pooled is not None else math.nan,
+                   n_undefined=int((~ok).sum()))
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    _, adj = benjamini_hochberg(out["pvalue"].to_numpy(float), alpha=fdr_alpha)
+    out["p_adj"] = adj
+    return out

@@ -1,0 +1,101 @@
+"""metric_metaeval's tables and the run summary."""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+import pandas as pd
+
+from radaudit.audits.metric_metaeval.scores import table_columns
+from radaudit.errors import DataFormatError, ParamsError
+from radaudit.tables import format_ci, format_number
+
+log = logging.getLogger(__name__)
+
+
+def score_table(long: pd.DataFrame, score: Literal["DS", "RS"], digits: int = 2) -> pd.DataFrame:
+    """Table 4 (``"DS"``) or Table 5 (``"RS"``) layout: one row per metric, the 20 aspect/error-type
+    columns in the paper's order, ``Overall`` and its ``CI``. Cells are numbers (x 100); ``CI`` text."""
+    if score not in ("DS", "RS"):
+        raise ParamsError(f"score must be 'DS' or 'RS', got {score!r}")
+    part = long[long["score"] == score]
+    if part.empty:
+        raise DataFormatError(f"no {score} rows in the long table")
+    wide = part.pivot_table(index="label", columns="column", values="estimate", aggfunc="first", sort=False)
+    cols = [c for c in table_columns() if c in wide.columns]
+    wide = wide[cols].round(digits)
+    ov = part[part["column"] == "Overall"].set_index("label")
+    wide["CI"] = [f"[{format_number(ov.at[m, 'low'], digits)}, {format_number(ov.at[m, 'high'], digits)}]" for m in wide.index]
+    wide.index.name = "Metric"
+    return wide.reset_index()
+
+
+def context_comparison(auroc_paper: pd.DataFrame, auroc_full: pd.DataFrame) -> pd.DataFrame:
+    """Overall AUROC per metric with the paper's reduced context for insignificant pairs vs the same
+    rewrites kept whole (``context="full"``): how much of the separation is the context design."""
+    cols = ["label", "auroc", "low", "high", "p_adj"]
+    a = auroc_paper[auroc_paper["aspect"] == "Overall"][["metric", *cols]]
+    b = auroc_full[auroc_full["aspect"] == "Overall"][["metric", *cols]]
+    out = a.merge(b.drop(columns="label"), on="metric", suffixes=("_paper", "_full"))
+    out["change"] = out["auroc_full"] - out["auroc_paper"]
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# findings in words
+
+
+def summary_lines(long: pd.DataFrame, auroc_tab: pd.DataFrame, mono: pd.DataFrame | None = None,
+                  agreement: pd.DataFrame | None = None, *, fdr_alpha: float = 0.05) -> list[str]:
+    """Plain-language findings computed from the run's tables (the notebook prints them)."""
+    lines = []
+    ov = long[long["column"] == "Overall"].pivot_table(index="label", columns="score", values="estimate", sort=False)
+    au = auroc_tab[auroc_tab["aspect"] == "Overall"].set_index("label")
+    if {"DS", "RS"} <= set(ov.columns):
+        gap = (ov["RS"] - ov["DS"]).sort_values(ascending=False)
+        inverted = [m for m in gap.index if gap[m] < 0]
+        lines.append("**Discrimination vs robustness.** Mean score on harmful (significant) vs harmless (insignificant) "
+                     "rewrites, × 100: " + "; ".join(f"{m} {ov.at[m, 'DS']:.1f} vs {ov.at[m, 'RS']:.1f}" for m in gap.index)
+                     + "." + (f" **{', '.join(inverted)}** score harmful rewrites *higher* than harmless ones on average."
+                              if inverted else ""))
+    if not au.empty:
+        best = au["auroc"].idxmax()
+        worst = au["auroc"].idxmin()
+        n_sep = int(au["separates"].sum())
+        lines.append(f"**Separation (AUROC, all aspects).** Best: {best} {format_ci(au.at[best, 'auroc'], au.at[best, 'low'], au.at[best, 'high'])}; "
+                     f"worst: {worst} {format_ci(au.at[worst, 'auroc'], au.at[worst, 'low'], au.at[worst, 'high'])}. "
+                     f"{n_sep} of {len(au)} metrics separate significant from insignificant errors better than chance "
+                     f"(BH-adjusted p ≤ {fdr_alpha:g}); none reaches the AUROC of 1 a clinically sound metric would have."
+                     if au["auroc"].max() < 0.999 else
+                     f"{n_sep} of {len(au)} metrics separate significant from insignificant errors (BH p ≤ {fdr_alpha:g}).")
+        per = auroc_tab[auroc_tab["aspect"] != "Overall"]
+        if not per.empty:
+            worst_aspects = per.groupby("aspect")["auroc"].median().sort_values()
+            below = [a for a, v in worst_aspects.items() if v < 0.5]
+            lines.append("**Where metrics fail.** Median AUROC over metrics per aspect, lowest first: "
+                         + ", ".join(f"{a} {v:.2f}" for a, v in worst_aspects.head(5).items()) + "."
+                         + (f" On {', '.join(below)} the typical metric ranks the *harmful* rewrite above the harmless one."
+                            if below else ""))
+    if mono is not None and not mono.empty:
+        viol = mono.dropna(subset=["violations"])
+        perfect = viol[viol["violations"] == 0]["label"].tolist()
+        common = pd.Series([t for v in viol["violated"] for t in str(v).split(", ") if "→" in t]).value_counts()
+        lines.append(f"**Monotonicity.** {len(perfect)} of {len(viol)} metrics fall at every step from group 0 to 4"
+                     + (f" ({', '.join(perfect)})" if perfect else "") + ". "
+                     + ("Most often violated transitions: " + ", ".join(f"{t} ({c} metrics)" for t, c in common.head(3).items()) + "."
+                        if len(common) else "No transition is violated.")
+                     + " Mean within-report Kendall τ ranges from "
+                     f"{format_number(mono['tau'].min())} to {format_number(mono['tau'].max())}.")
+    if agreement is not None and not agreement.empty:
+        p = agreement[(agreement["method"] == "pearson") & (agreement["reports"] == "all reports")].set_index("value")["estimate"]
+        p = p.dropna()
+        if not p.empty:
+            low = [k.replace("_", " ") for k, v in p.items() if v < 0.6]
+            lines.append("**How far do radiologists agree? (Table 1 analog, RadPref)** Mean pairwise Pearson of the three "
+                         "radiologists' error counts ranges from " f"{format_number(p.min())} ({p.idxmin().replace('_', ' ')}) to "
+                         f"{format_number(p.max())} ({p.idxmax().replace('_', ' ')}); the paper found 0.0–0.55 between ReXVal's six "
+                         "radiologists. " + (f"Agreement is low (< 0.6) for {', '.join(low)}: there, a metric's correlation with "
+                                             "radiologists' counts is capped by the radiologists' own disagreement and cannot "
+                                             "validate it." if low else "Agreement is at least moderate for every error type here."))
+    return lines

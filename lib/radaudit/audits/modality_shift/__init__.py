@@ -1,0 +1,103 @@
+"""Experiment 4 — modality_shift: does a vision-language model use the image or the text?
+
+Restrepo et al., "On the Risk of Misleading Reports: Diagnosing Textual Biases in Multimodal Clinical
+AI" (``../shared/papers/003_528df7f4b7accfa0.txt``). Selective Modality Shifting (SMS): the image or
+the text of each sample is swapped for an opposite-label sample's (seeded), or removed, and the
+model's answers are compared across the five conditions.
+
+Where things are
+----------------
+- ``study.py``: :class:`Params` (schema of ``params/modality_shift/*.yaml``), loading the models and
+  running every condition as the notebook does; the run summary.
+- ``conditions.py``: the five conditions, prompts, swap partners, items, answer parsing, and running a
+  model on them (answers + first-token P(yes)); attention by modality.
+- ``data.py``: the paper's datasets (MIMIC-CXR, FairVLMed) as SMS samples.
+- ``model.py``: the demo stand-in VLM, trained here on covid-chestxray.
+- ``metrics.py``: accuracy/F1 with CIs, negative flip rate, ECE and reliability, answer rates.
+- ``plots.py``: Fig. 2-4.
+"""
+
+from radaudit.audits.modality_shift.conditions import (
+    ANSWERS,
+    CONDITION_LABELS,
+    CONDITIONS,
+    PROMPTS,
+    attention_table,
+    build_items,
+    build_samples,
+    covid_samples,
+    draw_partners,
+    format_prompt,
+    get_template,
+    parse_answer,
+    run_conditions,
+    split_by_patient,
+)
+from radaudit.audits.modality_shift.data import (
+    DATASETS,
+    MIMIC_CONDITIONS,
+    fairvlmed_samples,
+    load_samples,
+    mimic_labels,
+    mimic_samples,
+)
+from radaudit.audits.modality_shift.metrics import (
+    CLASSIFICATION_METRICS,
+    UNKNOWN_POLICIES,
+    answer_rates,
+    classification_metrics,
+    confusion_counts,
+    ece_table,
+    expected_calibration_error,
+    metrics_table,
+    negative_flip_rate,
+    nfr_table,
+    reliability_bins,
+    reliability_table,
+)
+from radaudit.audits.modality_shift.model import (
+    CHAT_TEMPLATE,
+    DEMO_VLM_CONFIG,
+    TRAIN_CONDITIONS,
+    config_hash,
+    demo_vlm_path,
+    samples_fingerprint,
+    train_demo_vlm,
+)
+from radaudit.audits.modality_shift.plots import (
+    CONDITION_COLORS,
+    plot_attention_shares,
+    plot_ece_bars,
+    plot_metric_bars,
+    plot_nfr_heatmap,
+    plot_reliability,
+    plot_text_attention,
+)
+from radaudit.audits.modality_shift.study import (
+    DEMO_MODEL,
+    ModelSpec,
+    Params,
+    build_run_items,
+    condition_order,
+    evaluation_samples,
+    load_model,
+    pick_attention_samples,
+    run_models,
+    save_results,
+    summary_lines,
+    template,
+)
+
+__all__ = [
+    "answer_rates", "ANSWERS", "attention_table", "build_items", "build_run_items", "build_samples",
+    "CHAT_TEMPLATE", "CLASSIFICATION_METRICS", "classification_metrics", "CONDITION_COLORS", "CONDITION_LABELS",
+    "condition_order", "CONDITIONS", "config_hash", "confusion_counts", "covid_samples", "DATASETS",
+    "DEMO_MODEL", "DEMO_VLM_CONFIG", "demo_vlm_path", "draw_partners", "ece_table", "evaluation_samples",
+    "expected_calibration_error", "fairvlmed_samples", "format_prompt", "get_template", "load_model",
+    "load_samples", "metrics_table", "MIMIC_CONDITIONS", "mimic_labels", "mimic_samples", "ModelSpec",
+    "negative_flip_rate", "nfr_table", "Params", "parse_answer", "pick_attention_samples",
+    "plot_attention_shares", "plot_ece_bars", "plot_metric_bars", "plot_nfr_heatmap", "plot_reliability",
+    "plot_text_attention", "PROMPTS", "reliability_bins", "reliability_table", "run_conditions", "run_models",
+    "samples_fingerprint", "save_results", "split_by_patient", "summary_lines", "template", "TRAIN_CONDITIONS",
+    "train_demo_vlm", "UNKNOWN_POLICIES",
+]

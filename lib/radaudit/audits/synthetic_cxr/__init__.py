@@ -1,0 +1,172 @@
+"""Experiment 5 — synthetic_cxr: fidelity, privacy and utility of synthetic chest X-rays.
+
+Dutt et al., *CheXGenBench* (``../shared/papers/004_175f666718a5c618.txt``). Generators are
+benchmarked on fidelity (FID/KID/PRDC on two encoders, per-label FID, alignment), privacy
+(re-identification and distances to the training images) and utility (a classifier trained on
+synthetic images only; report generation), every headline number with a 95% bootstrap CI.
+
+Where things are
+----------------
+- ``study.py``: :class:`Params` (schema of ``params/synthetic_cxr/*.yaml``), :func:`prepare` and the
+  functions that turn the image sets into Tables 1-5 and 8.
+- ``data.py``: real data, patient splits and prompts (the image-set I/O itself is
+  :mod:`radaudit.data.image_sets`).
+- ``generators.py``: the generators (demo diffusion model, memoriser, degrader, held-out real, your
+  folder, hub pipelines) and their cached image sets.
+- ``models.py``: the demo encoders (chest X-ray encoder, CLIP-style alignment, Siamese re-ID).
+- ``utility.py``: Table 4, a classifier trained on one source, per-label AUROC on real test images.
+- ``reports.py``: Table 5, report generation from each source's image-text pairs.
+- ``plots.py``: the figures. The metrics themselves are :mod:`radaudit.metrics.image`.
+"""
+
+from radaudit.audits.synthetic_cxr.data import (
+    DEMO_LABELS,
+    FRONTAL_VIEWS,
+    LABEL_GROUPS,
+    META_COLUMNS,
+    RESIZE_POLICIES,
+    SPLITS,
+    demo_frame,
+    format_labels,
+    frame_fingerprint,
+    group_findings,
+    iter_images,
+    load_images,
+    mimic_prompts,
+    parse_labels,
+    read_synthetic_set,
+    split_by_patient,
+    write_synthetic_set,
+)
+from radaudit.audits.synthetic_cxr.generators import (
+    GENERATORS,
+    REQUEST_COLUMNS,
+    GenerationContext,
+    GeneratorSpec,
+    fidelity_requests,
+    generate,
+    generate_set,
+    generator_key,
+    match_pool,
+    privacy_requests,
+    utility_requests,
+)
+from radaudit.audits.synthetic_cxr.models import (
+    CARD_FILE,
+    DEMO_CLIP_CONFIG,
+    DEMO_ENCODER_CONFIG,
+    DEMO_REID_CONFIG,
+    augment,
+    binary_auroc,
+    config_hash,
+    data_fingerprint,
+    demo_clip_path,
+    demo_encoder_path,
+    demo_reid_path,
+    label_names_of,
+    model_card,
+    train_demo_clip,
+    train_demo_encoder,
+    train_demo_reid,
+    verification_pairs,
+)
+from radaudit.audits.synthetic_cxr.plots import (
+    BASELINE_COLOR,
+    plot_fidelity_bars,
+    plot_nearest_pairs,
+    plot_per_label_heatmap,
+    plot_privacy_distributions,
+    plot_rank_scatter,
+    plot_roc_curves,
+    plot_sample_grid,
+    plot_utility,
+    source_colors,
+)
+from radaudit.audits.synthetic_cxr.reports import (
+    BASE_METRICS,
+    DEFAULT_METRICS,
+    F1_METRICS,
+    LABEL_MODES,
+    LONG_COLUMNS,
+    METRIC_LABELS,
+    PAPER_ORDER,
+    GeneratedReports,
+    bars_frame,
+    expand_metrics,
+    nearest_train_index,
+    read_generated_reports,
+    report_utility_long,
+    retrieval_reports,
+    table5,
+)
+from radaudit.audits.synthetic_cxr.study import (
+    GeneratorEntry,
+    Params,
+    ReportUtility,
+    Study,
+    alignment_table,
+    card_table,
+    fidelity_long,
+    generate_sets,
+    generators_to_inspect,
+    load_models,
+    per_label_table,
+    plot_closest_pairs,
+    prepare,
+    privacy_for,
+    privacy_long,
+    rank_summary,
+    report_candidates,
+    report_utility,
+    sample_grid_inputs,
+    summary_lines,
+    table1,
+    table3,
+)
+from radaudit.audits.synthetic_cxr.utility import (
+    ARCHITECTURES,
+    BOOTSTRAP_METHODS,
+    DEMO_ARCHITECTURE,
+    MACRO,
+    TRAIN_DEFAULTS,
+    TrainedClassifier,
+    UtilityResult,
+    auroc,
+    build_classifier,
+    classifier_fingerprint,
+    label_matrix,
+    load_or_train_classifier,
+    paired_auroc_differences,
+    per_label_auroc,
+    predict_scores,
+    roc_curve_points,
+    run_utility,
+    threshold_metrics,
+    train_classifier,
+    utility_flags,
+    utility_table,
+)
+
+__all__ = [
+    "alignment_table", "ARCHITECTURES", "augment", "auroc", "bars_frame", "BASE_METRICS", "BASELINE_COLOR",
+    "binary_auroc", "BOOTSTRAP_METHODS", "build_classifier", "CARD_FILE", "card_table",
+    "classifier_fingerprint", "config_hash", "data_fingerprint", "DEFAULT_METRICS", "DEMO_ARCHITECTURE",
+    "DEMO_CLIP_CONFIG", "demo_clip_path", "DEMO_ENCODER_CONFIG", "demo_encoder_path", "demo_frame",
+    "DEMO_LABELS", "DEMO_REID_CONFIG", "demo_reid_path", "expand_metrics", "F1_METRICS", "fidelity_long",
+    "fidelity_requests", "format_labels", "frame_fingerprint", "FRONTAL_VIEWS", "generate", "generate_set",
+    "generate_sets", "GeneratedReports", "GenerationContext", "generator_key", "GeneratorEntry", "GENERATORS",
+    "generators_to_inspect", "GeneratorSpec", "group_findings", "iter_images", "LABEL_GROUPS", "label_matrix",
+    "LABEL_MODES", "label_names_of", "load_images", "load_models", "load_or_train_classifier", "LONG_COLUMNS",
+    "MACRO", "match_pool", "META_COLUMNS", "METRIC_LABELS", "mimic_prompts", "model_card",
+    "nearest_train_index", "paired_auroc_differences", "PAPER_ORDER", "Params", "parse_labels",
+    "per_label_auroc", "per_label_table", "plot_closest_pairs", "plot_fidelity_bars", "plot_nearest_pairs",
+    "plot_per_label_heatmap", "plot_privacy_distributions", "plot_rank_scatter", "plot_roc_curves",
+    "plot_sample_grid", "plot_utility", "predict_scores", "prepare", "privacy_for", "privacy_long",
+    "privacy_requests", "rank_summary", "read_generated_reports", "read_synthetic_set", "report_candidates",
+    "report_utility", "report_utility_long", "ReportUtility", "REQUEST_COLUMNS", "RESIZE_POLICIES",
+    "retrieval_reports", "roc_curve_points", "run_utility", "sample_grid_inputs", "source_colors",
+    "split_by_patient", "SPLITS", "Study", "summary_lines", "table1", "table3", "table5", "threshold_metrics",
+    "train_classifier", "TRAIN_DEFAULTS", "train_demo_clip", "train_demo_encoder", "train_demo_reid",
+    "TrainedClassifier", "utility_flags", "utility_requests", "utility_table", "UtilityResult",
+    "verification_pairs", "write_synthetic_set",
+]

@@ -1,0 +1,109 @@
+"""The library's shape: one package per experiment, one-way layers checked by import-linter.
+
+The contracts are in ``pyproject.toml`` (``[tool.importlinter]``). These tests run ``lint-imports`` on the
+library as it is (it must pass), and on a copy with one deliberate upward import and one deliberate
+cycle (it must fail, naming them): a contract that cannot fail would prove nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import radaudit
+from radaudit.experiments import EXPERIMENTS
+
+ROOT = Path(__file__).resolve().parents[1]
+LIB = Path(radaudit.__file__).resolve().parent
+LINT = Path(sys.executable).with_name("lint-imports")
+
+
+def lint(lib_parent: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """``lint-imports`` with the repository's contracts on the ``radaudit`` package found in ``lib_parent``."""
+    if not LINT.exists():
+        pytest.fail(f"{LINT} is missing: install the dev extra (pip install -e '.[dev]'), which brings import-linter.")
+    env = {**os.environ, "PYTHONPATH": str(lib_parent)}
+    return subprocess.run([str(LINT), "--config", str(ROOT / "pyproject.toml"), "--no-cache"], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_layers_and_cycles_hold():
+    res = lint(LIB.parent, ROOT)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Contracts: 3 kept, 0 broken." in res.stdout
+
+
+@pytest.fixture(scope="module")
+def broken_copy(tmp_path_factory) -> Path:
+    """A copy of the library with an upward import (data -> audits) and a cycle (text.labeler <-> text.negation)."""
+    top = tmp_path_factory.mktemp("lib")
+    shutil.copytree(LIB, top / "radaudit", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    (top / "radaudit" / "data" / "upward.py").write_text("from radaudit.audits.synthetic_cxr import data  # noqa\n")
+    neg = top / "radaudit" / "text" / "negation.py"  # the labeler imports negation; now negation imports it back
+    neg.write_text(neg.read_text() + "\n\ndef _cycle():\n    from radaudit.text import labeler  # noqa: F401\n")
+    return top
+
+
+def test_an_upward_import_fails_the_layers_contract(broken_copy, tmp_path):
+    res = lint(broken_copy, tmp_path)
+    assert res.returncode != 0
+    assert "Layers run one way" in res.stdout and "BROKEN" in res.stdout
+    assert "radaudit.data is not allowed to import radaudit.audits" in res.stdout
+    assert "radaudit.data.upward -> radaudit.audits.synthetic_cxr" in res.stdout
+
+
+def test_a_cycle_fails_the_acyclic_contract(broken_copy, tmp_path):
+    res = lint(broken_copy, tmp_path)
+    assert "No import cycles between sibling modules" in res.stdout
+    assert "No cycles are allowed in radaudit.text" in res.stdout
+    assert ".negation -> .labeler" in res.stdout or ".labeler -> .negation" in res.stdout
+
+
+def test_one_package_per_registered_experiment():
+    audits = LIB / "audits"
+    entries = {p.name for p in audits.iterdir() if p.name != "__pycache__"}
+    assert entries == {"__init__.py", *EXPERIMENTS}, "lib/radaudit/audits holds the six experiment packages only"
+    for name in EXPERIMENTS:
+        assert (audits / name / "__init__.py").is_file()
+        # no <experiment>_*.py flat files left, and the registry's params class is the package's
+        assert EXPERIMENTS[name].params == f"radaudit.audits.{name}:Params"
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_package_exports_resolve(name):
+    import importlib
+
+    pkg = importlib.import_module(f"radaudit.audits.{name}")
+    missing = [n for n in pkg.__all__ if not hasattr(pkg, n)]
+    assert not missing
+    assert len(set(pkg.__all__)) == len(pkg.__all__)
+    assert EXPERIMENTS[name].params_model() is pkg.Params
+
+
+def _code_cells(nb: Path) -> list[str]:
+    return ["".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_notebook_calls_only_its_experiment_package(name):
+    """Notebooks stay thin: the only audits import is the experiment's own package, and nothing is defined."""
+    nb = ROOT / "notebooks" / EXPERIMENTS[name].notebook
+    audits_imports, defs = [], []
+    for src in _code_cells(nb):
+        tree = ast.parse("\n".join(line for line in src.splitlines() if not line.startswith(("%", "!"))))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("radaudit.audits"):
+                audits_imports.append((node.module, tuple(a.name for a in node.names)))
+            elif isinstance(node, ast.Import):
+                audits_imports += [(a.name, ()) for a in node.names if a.name.startswith("radaudit.audits")]
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                defs.append(node.name)
+    assert audits_imports == [("radaudit.audits", (name,))], audits_imports
+    assert not defs, f"{nb.name} defines {defs}: logic belongs in radaudit.audits.{name}"
