@@ -1,4 +1,4 @@
-"""modality_shift_study: params validation, attention-sample choice and the computed summary."""
+"""modality_shift.study: params validation, attention-sample choice and the computed summary."""
 
 from __future__ import annotations
 

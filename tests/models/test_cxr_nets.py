@@ -262,7 +262,8 @@ def test_siamese_scorer_probabilities_symmetry_batches_round_trip(tmp_path):
 
     assert np.allclose(reid_scores(scorer, list(a), list(b)), s)
     model.save_pretrained(tmp_path / "reid")
-    assert np.array_equal(cn.SiameseScorer(tmp_path / "reid")(a, b), scorer(a, b))
+    # same weights and the same batch size give the same bits (batch 2 vs 32 differ by ~1e-9 in float32 kernels)
+    assert np.array_equal(cn.SiameseScorer(tmp_path / "reid", batch_size=2)(a, b), s)
     with pytest.raises(DataFormatError, match="pairs must match"):
         scorer(a, b[:3])
 

@@ -42,7 +42,7 @@ the network's square ``image_size`` with the network's ``resize`` policy:
 
 Resizing is PIL's antialiased ``resample`` filter — bilinear for the paper's re-ID network
 (torchvision's ``Resize`` default), bicubic for the demo networks (as the experiment's image loader
-``synthetic_cxr_data.load_images``) — on the 8-bit image for 8-bit files (what torchvision's ``Resize``
+``radaudit.data.image_sets.load_images``) — on the 8-bit image for 8-bit files (what torchvision's ``Resize``
 does on PIL images) and in mode ``"F"`` for float arrays. Images already at
 ``image_size`` are not resized. The input tensor is ``[n, C, s, s]`` on [0, 1] (``C`` = 1 for the
 demo networks, 3 replicated channels for the paper's RGB ResNet-50); no mean/std normalisation
@@ -548,18 +548,24 @@ class CXREncoder:
 
     def embed(self, images: Any, batch_size: int | None = None) -> np.ndarray:
         """float32 ``[n, dim]`` features in input order; images are converted one batch at a time."""
-        import torch
+        return _embed_batches(self.model, self.model.pooled, images, batch_size or self.batch_size, self.dim, self.device)
 
-        items = _as_image_list(images)
-        b = _check_batch_size(batch_size or self.batch_size)
-        cfg = self.model.config
-        out = np.zeros((len(items), self.dim), dtype=np.float32)
-        with torch.inference_mode():
-            for idx in _batches(len(items), b):
-                x = prepare_images(_take(items, idx), cfg.image_size, channels=cfg.num_channels, resize=cfg.resize,
-                                   resample=cfg.resample)
-                out[idx.start:idx.stop] = self.model.pooled(x.to(self.device)).float().cpu().numpy()
-        return out
+
+def _embed_batches(model: Any, forward: Any, images: Any, batch_size: int, dim: int, device: str) -> np.ndarray:
+    """float32 ``[n, dim]`` = ``forward(pixels)`` of the images in input order, converted one batch at a time
+    with the preprocessing of ``model.config`` (image size, channels, resize policy, resampling)."""
+    import torch
+
+    items = _as_image_list(images)
+    b = _check_batch_size(batch_size)
+    cfg = model.config
+    out = np.zeros((len(items), dim), dtype=np.float32)
+    with torch.inference_mode():
+        for idx in _batches(len(items), b):
+            x = prepare_images(_take(items, idx), cfg.image_size, channels=cfg.num_channels, resize=cfg.resize,
+                               resample=cfg.resample)
+            out[idx.start:idx.stop] = forward(x.to(device)).float().cpu().numpy()
+    return out
 
 
 def is_cxr_encoder_folder(path: str | os.PathLike[str]) -> bool:
@@ -623,18 +629,8 @@ class ClipAlignment:
                 "text_encoder": self.model.config.text_encoder, "score": "cosine of normalised projections"}
 
     def embed_images(self, images: Any, batch_size: int | None = None) -> np.ndarray:
-        import torch
-
-        items = _as_image_list(images)
-        b = _check_batch_size(batch_size or self.batch_size)
-        cfg = self.model.config
-        out = np.zeros((len(items), cfg.proj_dim), dtype=np.float32)
-        with torch.inference_mode():
-            for idx in _batches(len(items), b):
-                x = prepare_images(_take(items, idx), cfg.image_size, channels=cfg.num_channels, resize=cfg.resize,
-                                   resample=cfg.resample)
-                out[idx.start:idx.stop] = self.model.image_embeds(x.to(self.device)).float().cpu().numpy()
-        return out
+        return _embed_batches(self.model, self.model.image_embeds, images, batch_size or self.batch_size,
+                              self.model.config.proj_dim, self.device)
 
     def embed_texts(self, captions: Sequence[str], text_features: np.ndarray | None = None) -> np.ndarray:
         """Normalised ``[n, proj_dim]`` text embeddings (``text_features``: precomputed frozen-encoder features)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 
 from radaudit.perturb.base import Edit, Rewrite, rule
 from radaudit.perturb.textops import (
@@ -64,6 +65,17 @@ def _one(text: str, a: int, b: int, new: str, explanation: str) -> Rewrite:
     """One edit, with the indefinite article before it agreed ("an 8mm nodule" -> "a nodule")."""
     a, b, new = fix_article(text, a, b, new)
     return Rewrite((Edit(a, b, new),), explanation)
+
+
+def _pick_edit(text: str, rng: random.Random, cands: list[tuple[int, int, str, str]],
+               explain: Callable[[str], str]) -> Rewrite | None:
+    """One of the ``(start, end, new, old)`` candidate edits, chosen by ``rng`` from their sorted set
+    (a deterministic order), explained by ``explain(old)``; ``None`` when there is none."""
+    c = pick(rng, sorted(set(cands)))
+    if c is None:
+        return None
+    a, b, new, old = c
+    return _one(text, a, b, new, explain(old))
 
 
 def _del(text: str, a: int, b: int, explanation: str) -> Rewrite | None:
@@ -186,12 +198,9 @@ def loc_drop_lobe(text: str, rng: random.Random) -> Rewrite | None:
         e = delete_word(text, loc.start, loc.end)
         if e is not None:
             cands.append((*e, loc.text))
-    c = pick(rng, sorted(set(cands)))
-    if c is None:
-        return None
-    a, b, new, old = c
-    return _one(text, a, b, new, f"The site {old!r} of the finding is omitted; the lesion can no longer be localised "
-                           "for follow-up or intervention (§3.1, Location).")
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The site {old!r} of the finding is omitted; the lesion can no longer be localised "
+        "for follow-up or intervention (§3.1, Location)."))
 
 
 _ZONE_AFTER = re.compile(r"^[\s-]+(?:lung\s+base|costophrenic|basilar|apical|apex|hemidiaphragm|hilar|hilum|perihilar)",
@@ -212,12 +221,9 @@ def loc_drop_side(text: str, rng: random.Random) -> Rewrite | None:
             e = delete_word(text, lat.start, lat.end)
             if e is not None:
                 cands.append((*e, lat.text))
-    c = pick(rng, sorted(set(cands)))
-    if c is None:
-        return None
-    a, b, new, old = c
-    return _one(text, a, b, new, f"The side {old!r} of a zone-level finding is omitted; it is evident on the image and "
-                           "does not change management (Appendix A, Location I).")
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The side {old!r} of a zone-level finding is omitted; it is evident on the image and "
+        "does not change management (Appendix A, Location I)."))
 
 
 @rule("location", "insignificant", "fabrication", check=all_of(local_attr("laterality", "same"), labels("same")))
@@ -618,12 +624,9 @@ def cmp_drop_stable(text: str, rng: random.Random) -> Rewrite | None:
             e = delete_word(text, m.start(), m.end())
             if e is not None:
                 cands.append((*e, m.group(0)))
-    c = pick(rng, sorted(set(cands)))
-    if c is None:
-        return None
-    a, b, new, old = c
-    return _one(text, a, b, new, f"The stability statement {old!r} is omitted; no change from the prior study is lost "
-                           "(Comparison I).")
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The stability statement {old!r} is omitted; no change from the prior study is lost "
+        "(Comparison I)."))
 
 
 @rule("comparison", "significant", "fabrication", check=all_of(local_attr("temporal", "differ"), labels("same")))
@@ -903,12 +906,9 @@ def size_drop(text: str, rng: random.Random) -> Rewrite | None:
         e = delete_word(text, sz.start, sz.end)
         if e is not None:
             cands.append((*e, sz.text))
-    c = pick(rng, sorted(set(cands)))
-    if c is None:
-        return None
-    a, b, new, old = c
-    return _one(text, a, b, new, f"The measurement {old!r} is omitted; staging and follow-up intervals depend on it "
-                           "(Fleischner; §3.1, Size/Distance).")
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The measurement {old!r} is omitted; staging and follow-up intervals depend on it "
+        "(Fleischner; §3.1, Size/Distance)."))
 
 
 @rule("size_distance", "significant", "fabrication", check=local_attr("size", "differ"))

@@ -43,11 +43,11 @@ class Params(BaseParams):
     model_dtype: str | None = Field(None, description="dtype of report_model: null (float32) | bf16 | fp16.")
     batch_size: int = Field(16, ge=1, description="Generation batch size.")
     lora: dict[str, Any] = Field(default_factory=lambda: {"r": 16, "alpha": 32, "dropout": 0.05, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]},
-                                 description="The paper's LoRA fine-tuning config (§3: r=16, α=32, attention and MLP layers); decoding_erasure_study.lora_config turns it into a peft.LoraConfig.")
+                                 description="The paper's LoRA fine-tuning config (§3: r=16, α=32, attention and MLP layers); decoding_erasure.study.lora_config turns it into a peft.LoraConfig.")
     train_skew: float | None = Field(0.5, gt=0, lt=1, description="Male share of the demo model's training reports for the strategy study (0.5 = the paper's balanced ReX-BB; null = the data's own mix).")
     skews: list[float] = Field(default_factory=lambda: [0.67, 0.5, 0.33], description="Male training shares compared in Fig. 2c (paper: ReX-MB 0.67, ReX-BB 0.5, ReX-FB 0.33); [] = skip.")
     skew_strategies: list[str] = Field(default_factory=lambda: ["greedy", "rich"], description="Decoding strategies under which each skewed model is evaluated (Fig. 2c).")
-    demo_model: dict[str, Any] = Field(default_factory=dict, description="Overrides of the demo model's training config (decoding_erasure_model.DEMO_CONFIG: steps, n_layer, d_model, ...).")
+    demo_model: dict[str, Any] = Field(default_factory=dict, description="Overrides of the demo model's training config (decoding_erasure.model.DEMO_CONFIG: steps, n_layer, d_model, ...).")
     n_reports: int = Field(100, ge=4, description="Studies whose reports are generated per strategy, balanced by sex (paper: 2000; demo: the model's held-out test split).")
     max_new_tokens: int = Field(96, ge=1, description="Generation length limit in tokens (paper: 512).")
     surface_metrics: list[str] = Field(default_factory=lambda: list(SURFACE_METRICS), description="Surface-similarity metrics (registry names); ones that cannot run here (e.g. ratescore offline) are skipped and listed.")

@@ -73,7 +73,7 @@ class Params(BaseParams):
     prompt: dict[str, Any] = Field(default_factory=dict, description="Prompt template keys (header, question, question_only_text, question_only_image, instruction, unmatched_suffix, yes_patterns, no_patterns, ...) over the built-in template of `dataset` (radaudit.audits.modality_shift.conditions.PROMPTS).")
     unmatched: bool = Field(False, description="Append the anchor's 'unmatched' option to the image+text prompts (answers 'unmatched' are counted, never dropped).")
     models: list[ModelSpec] = Field(default_factory=lambda: [ModelSpec(name="demo tiny LLaVA", model=DEMO_MODEL)], description="VLMs to audit (paper: Qwen2-VL-7B-Instruct, LLaVA-1.5-7B, Llama-3.2-11B-Vision-Instruct, MedGemma-4B-it, LLaVA-Med).")
-    demo_vlm: dict[str, Any] = Field(default_factory=dict, description="Overrides of the demo VLM's training config (modality_shift_model.DEMO_VLM_CONFIG: steps, image_size, ...).")
+    demo_vlm: dict[str, Any] = Field(default_factory=dict, description="Overrides of the demo VLM's training config (modality_shift.model.DEMO_VLM_CONFIG: steps, image_size, ...).")
     max_new_tokens: int = Field(32, ge=1, description="Greedy answer length limit (anchor: 128).")
     candidates: list[str] = Field(default_factory=lambda: ["Yes", "No", "yes", "no"], description="First-token answer words whose raw logits are kept.")
     pair: Literal["both", "capitalised", "lower"] = Field("both", description="Pair-softmax used as P(yes): both casings together (default) or the anchor's [Yes, No] ('capitalised').")

@@ -107,7 +107,7 @@ class Params(BaseParams):
     delta: float = Field(0.85, gt=0, lt=1, description="Re-identification threshold δ of the Table 3 count (paper: 0.85).")
     privacy_reference: Literal["own", "nearest"] = Field("own", description="Compare each synthetic image with its prompt's training image (paper §3.2) or with the nearest training image of the pool.")
     utility_n: int | None = Field(None, ge=8, description="Synthetic images per generator for the utility classifier (paper: 20,000; null = as many as real training images).")
-    utility: dict[str, Any] = Field(default_factory=lambda: {"epochs": 20, "batch_size": 32, "n_repeats": 1}, description="Classifier settings (synthetic_cxr_utility.train_classifier: epochs, batch_size, lr, architecture, n_repeats, ...).")
+    utility: dict[str, Any] = Field(default_factory=lambda: {"epochs": 20, "batch_size": 32, "n_repeats": 1}, description="Classifier settings (synthetic_cxr.utility.train_classifier: epochs, batch_size, lr, architecture, n_repeats, ...).")
     report_generation: ReportUtility = Field(default_factory=lambda: ReportUtility(), description="Report-generation utility (Table 5): retrieval stand-in or your model's reports per source.")
     cache: bool = Field(True, description="Keep generated sets, features and models in the content-addressed cache (an interrupted run resumes).")
 
@@ -187,7 +187,7 @@ def load_models(params: Params, study: Study, cache_dir: str | os.PathLike | Non
     """The run's encoders: ``cxr`` (ImageEncoder), ``inception`` (optional), ``alignment`` (scorer with
     ``score(images, captions)``, or None), ``reid`` (a PairScorer), and ``cards``: the demo models'
     held-out quality (from their model cards). Demo models train on the train split on first use."""
-    from radaudit.audits.synthetic_cxr.study import models as scm
+    from radaudit.audits.synthetic_cxr import models as scm
     from radaudit.models.cxr_nets import (
         BioViLTAlignment,
         ClipAlignment,
@@ -233,7 +233,7 @@ def generate_sets(params: Params, study: Study, cache_dir: str | os.PathLike | N
     """Every generator's three image sets (cached on disk): ``fidelity`` (``fidelity_k`` images per test
     prompt), ``privacy`` (``privacy_prompts`` training prompts x ``privacy_seeds`` seeds) and ``utility``
     (``utility_n`` training prompts). Returns ``{generator: {purpose: (images, requests)}}``."""
-    from radaudit.audits.synthetic_cxr.study import generators as g
+    from radaudit.audits.synthetic_cxr import generators as g
 
     seed = params.seed
     requests = {
