@@ -38,6 +38,7 @@ class Run:
     params: BaseParams
     dir: Path
     figures: list[str] = field(default_factory=list)
+    findings: list[Any] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
 
     @property
@@ -61,6 +62,43 @@ class Run:
         data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
         data[key] = value
         path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+
+    def finding(self, id: str, label: str, value: Any, *, verdict: str, ci: Any = None, paper: Any = None,
+                note: str = "") -> Any:
+        """Add one headline result to the run's ``findings.json`` (format and rules:
+        :mod:`radaudit.findings`) and rewrite the file. Re-running a cell replaces the finding with
+        the same ``id``. Returns the validated :class:`~radaudit.findings.Finding`."""
+        from radaudit.findings import FINDINGS_FILE, Finding, write_findings
+
+        f = Finding(id=id, label=label, value=value, verdict=verdict, ci=ci, paper=paper, note=note)
+        ids = [x.id for x in self.findings]
+        if f.id in ids:
+            self.findings[ids.index(f.id)] = f
+        else:
+            self.findings.append(f)
+        write_findings(self.dir / FINDINGS_FILE, self.experiment, self._preset(), self.findings)
+        return f
+
+    def add_findings(self, findings: Any) -> None:
+        """:meth:`finding` for each :class:`~radaudit.findings.Finding` of ``findings`` (an experiment's
+        ``headline_findings``)."""
+        for f in findings:
+            self.finding(**f.to_dict())
+
+    def findings_table(self) -> Any:
+        """The run's findings so far as a table (:func:`radaudit.findings.findings_frame`)."""
+        from radaudit.findings import findings_frame
+
+        return findings_frame(self.findings)
+
+    def _preset(self) -> str:
+        import json
+
+        try:
+            preset = json.loads((self.dir / "manifest.json").read_text(encoding="utf-8")).get("preset")
+        except (OSError, ValueError):
+            preset = None
+        return preset or "interactive"
 
     def figure(self, fig: Any, name: str, *, close: bool = False) -> dict[str, Path]:
         """Save ``fig`` as ``figures/<name>.png`` (300 dpi) and ``.pdf`` (``name`` made file-safe by

@@ -103,14 +103,17 @@ def test_strategy_table_layout(erased, copied):
     assert sections == list(de.SECTION_ORDER)
     metrics = wide.index.get_level_values("metric").tolist()
     for m in ("ROUGE-1", "ROUGE-L", "Template Div. (%)", "TTR (%)", "1 − Self-BLEU (%)", "Semantic Div. (%)",
-              "Erasure (#)", "New Bias (#)", "Bias Flip (#)", "WAE (pred)", "WAE (ref)", "WEAT (S/ES)", "ΔDIR"):
+              "Erasure (#, paper's test)", "Erasure (#, silence test)", "New Bias (#)", "Bias Flip (#)", "WAE (pred)", "WAE (ref)", "WEAT (S/ES)", "ΔDIR"):
         assert m in metrics
     ci = re.compile(r"^-?\d+\.\d\d \[-?\d+\.\d\d, -?\d+\.\d\d\]$")
     assert ci.match(wide.loc[("Surface Level Similarity", "ROUGE-1"), "erased"])
     assert ci.match(wide.loc[("Textual Diversity & Collapse", "Template Div. (%)"), "Ref."])
     assert wide.loc[("Textual Diversity & Collapse", "Template Div. (%)"), "Ref."].startswith("100.00")
-    assert wide.loc[("Clinical Categories", "Erasure (#)"), "erased"] == str(erased.category_counts()["Erasure"])
-    assert wide.loc[("Clinical Categories", "Erasure (#)"), "Ref."] == ""  # Ref. only for diversity rows
+    assert wide.loc[("Clinical Categories", "Erasure (#, paper's test)"), "erased"] == str(
+        erased.category_counts()["Erasure"])
+    assert wide.loc[("Clinical Categories", "Erasure (#, silence test)"), "erased"] == str(
+        erased.category_counts()["Erasure (silence test)"])
+    assert wide.loc[("Clinical Categories", "Erasure (#, paper's test)"), "Ref."] == ""  # Ref. only for diversity rows
     assert "/" in wide.loc[("Fairness", "WEAT (S/ES)"), "erased"]
 
     long = de.strategy_table_long([erased, copied])
@@ -124,10 +127,10 @@ def test_strategy_table_layout(erased, copied):
 
 def test_pstar_sweep_matches_audit(erased, copied):
     table = de.pstar_sweep_table([erased, copied], [0.01, 0.05, 0.2])
-    assert len(table) == 2 * 3 * 5
+    assert len(table) == 2 * 3 * 6
     at = table[(table["corpus"] == "erased") & (table["p_star"] == 0.05)].set_index("category")["count"]
     counts = erased.category_counts()
-    for c in ("Erasure", "New Bias", "Bias Flip", "Preservation"):
+    for c in ("Erasure", "Erasure (silence test)", "New Bias", "Bias Flip", "Preservation"):
         assert at[c] == counts[c]
     er = table[(table["corpus"] == "erased") & (table["category"] == "Erasure")]["count"].to_numpy()
     assert (np.diff(er) >= 0).all()  # a looser p* flags at least as many words
@@ -140,7 +143,11 @@ def test_figures_build(erased, copied):
     assert "female-associated" in fig.axes[0].get_xlabel() and "male-associated" in fig.axes[0].get_ylabel()
     plt.close(fig)
     fig = de.fig_pstar_sweep([erased, copied], [0.01, 0.05, 0.2])
-    assert [a.get_title() for a in fig.axes] == ["Erasure", "New Bias", "Bias Flip"]
+    assert [a.get_title() for a in fig.axes] == ["Erasure (paper's test)", "Erasure (silence test)", "New Bias",
+                                                 "Bias Flip"]
+    for ax in fig.axes:  # a category with no word at any p* says n/a and draws no line on zero
+        empty = any(t.get_text().startswith("n/a (no word in this category") for t in ax.texts)
+        assert empty == (not ax.lines)
     plt.close(fig)
     fig = de.fig_surface_vs_diversity([erased, copied], metric="rougeL")
     assert any("unique" in t.get_text() for t in fig.axes[0].texts)

@@ -38,8 +38,22 @@ def test_smoke_run_end_to_end_and_reproducible(shared_data, tmp_path, monkeypatc
     m = json.loads((a.run_dir / "manifest.json").read_text())
     assert m["status"] == "succeeded"
     rec = m["recorded"]
-    assert rec["collapse_floor"]["n_reports"] == 6
+    assert rec["erasure_controls"]["positive"]["n_reports"] == 6
+    assert rec["erasure_controls"]["negative"]["Erasure (silence test)"] == 0
     assert "ratescore" not in m["params"]["surface_metrics"]
+    # findings.json: every named finding present, valid, and the same on a rerun
+    from radaudit.findings import read_findings
+
+    fa, fb = read_findings(a.run_dir), read_findings(b.run_dir)
+    assert fa["preset"] == "smoke" and fa["findings"] == fb["findings"]
+    ids = [f.id for f in fa["findings"]]
+    for fid in ("greedy_distinct_reports", "beam_distinct_reports", "erased_terms_greedy",
+                "erased_terms_greedy_paper_test", "nucleus_emergent_real_words", "erasure_positive_control",
+                "erasure_negative_control", "erasure_ranking_reversed_pairs"):
+        assert fid in ids, fid
+    by = {f.id: f for f in fa["findings"]}
+    assert by["beam_distinct_reports"].verdict == "n/a"  # the smoke preset runs greedy and nucleus only
+    assert by["erasure_negative_control"].value == 0
 
 
 @pytest.mark.slow

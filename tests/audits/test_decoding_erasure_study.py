@@ -7,6 +7,8 @@ import matplotlib
 matplotlib.use("Agg")
 
 import re  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -240,7 +242,16 @@ def test_ranking_reversals_counts_strict_reversals_only():
         "count": [1, 0, 0] + [2, 2, 1] + [3, 4, 1]})
     r = de.ranking_reversals(sweep).iloc[0]
     # a vs b: a>b at 0.01, a<b at 0.1 -> reversed; a vs c: never a<c; b vs c: tie then b>c -> not reversed
-    assert (r.pairs, r.reversed_pairs, bool(r.preserved)) == (3, 1, False)
+    assert (r.pairs, r.reversed_pairs, r.ranked, bool(r.preserved)) == (3, 1, 3, False)
+
+
+def test_ranking_reversals_is_na_without_two_corpora_to_rank():
+    sweep = pd.DataFrame({"corpus": ["a", "b", "c"] * 2, "p_star": [0.01] * 3 + [0.1] * 3,
+                          "category": ["Erasure"] * 6, "count": [0, 0, 0, 0, 3, 0]})
+    sweep = pd.concat([sweep, sweep.assign(category="New Bias", count=0)], ignore_index=True)
+    r = de.ranking_reversals(sweep).set_index("category")
+    assert r.loc["Erasure", "preserved"] == "n/a" and r.loc["Erasure", "ranked"] == 1  # only b has a word
+    assert r.loc["New Bias", "preserved"] == "n/a" and r.loc["New Bias", "ranked"] == 0
 
 
 def _planted(n=200):
@@ -249,15 +260,21 @@ def _planted(n=200):
     return pd.DataFrame({"reference": refs, "group": ["F", "M"] * (n // 2)})
 
 
-def test_collapse_floor_detects_erasure_only_for_words_the_template_writes():
+def test_collapse_floor_paper_test_sees_written_words_silence_test_sees_omitted_ones():
     df = _planted()
-    # all four words are strongly female-associated in the references (chest/stable through the token totals)
+    # all four words are strongly sex-associated in the references: mastectomy/changes with F (100 vs 10), and
+    # chest/stable with M through the token totals (100 of 220 M tokens vs 100 of 400 F tokens)
     written = de.collapse_floor(df, template="mastectomy changes. chest stable.")
-    assert written == {"n_reports": 200, "strong_reference_words": 4, "Erasure": 4, "New Bias": 0, "Bias Flip": 0,
-                       "Preservation": 0, "Unclassified": 0}
-    # the default normal template writes none of them: total omission is (almost) never flagged (note 8)
+    # the template writes all four evenly: the paper's test flags all four; the silence test flags chest and
+    # stable, whose M rate fell from 100/220 to 100/400 tokens, but not mastectomy/changes, whose F rate is kept
+    assert written == {"n_reports": 200, "strong_reference_words": 4, "strong_reference_words_exact": 4, "Erasure": 4,
+                       "New Bias": 0, "Bias Flip": 0, "Preservation": 0, "Unclassified": 0,
+                       "Erasure (silence test)": 2}
+    # the default normal template writes none of them: the paper's test cannot flag a total omission
+    # (association module, item 8); the silence test flags all four (item 9)
     omitted = de.collapse_floor(df)
     assert omitted["Erasure"] == 0 and omitted["strong_reference_words"] == 4
+    assert omitted["Erasure (silence test)"] == 4
 
 
 def test_system_table_cells():
@@ -265,6 +282,7 @@ def test_system_table_cells():
     t = de.system_table([r]).set_index("metric")["sys"]
     assert t["Div. (Temp./Sem. %)"].startswith("50")  # 2 distinct of 4 predictions; no semantic diversity -> n/a
     assert re.fullmatch(r"\d+/\d+/\d+", t["Erasure/NB/BF"])
+    assert t["Erasure (silence test)"] == str(r.category_counts()["Erasure (silence test)"])
     assert t["WAE (pred/ref)"].count("/") == 1 and "ROUGE-1" in t.index
 
 
@@ -272,9 +290,68 @@ def test_summary_lines_state_the_numbers():
     refs = ["small pleural effusion", "heart normal", "mild edema", "no pneumothorax"]
     g = _result(refs, ["heart normal"] * 4, name="greedy")
     n = _result(refs, ["small effusion", "heart big", "edema mild", "lungs clear"], name="nucleus")
-    lines = de.summary_lines([g, n], {"n_reports": 4, "strong_reference_words": 0, "Erasure": 0})
+    floor = {"n_reports": 4, "strong_reference_words": 0, "Erasure": 0, "Erasure (silence test)": 0}
+    lines = de.summary_lines([g, n], floor)
     assert lines[0].startswith("**Template collapse.**")
     assert "(greedy) writes 25% distinct reports" in lines[0] and "sampling (nucleus) writes 100%" in lines[0]
-    assert "greedy: 0 erased" in lines[1]
+    assert "greedy: 0 erased by the paper's test (0 by the silence test)" in lines[1]
     assert "no power" in lines[-1]
-    assert "most Erasure" in de.summary_lines([g], {"n_reports": 4, "strong_reference_words": 2, "Erasure": 2})[-1]
+    powered = de.summary_lines([g], {**floor, "Erasure (silence test)": 3})[-1]
+    assert "the silence test 3" in powered and "no power" not in powered
+    assert "cannot flag a word the model never writes" in powered
+
+
+# ---------------------------------------------------------------------------------------------
+# findings.json: each headline number with its controls and verdict
+
+
+def _sexed_corpus(n=60):
+    """F references mention mastectomy, M references aicd; both mention heart and lungs."""
+    refs = []
+    for i in range(n):
+        sex_word = "mastectomy changes" if i % 2 == 0 else "aicd device"
+        refs.append(f"heart normal. lungs clear. {sex_word}. " + ("small effusion." if i % 3 == 0 else ""))
+    return refs
+
+
+def test_headline_findings_template_generator_collapses_and_erases():
+    from radaudit.findings import read_findings, write_findings
+
+    refs = _sexed_corpus()
+    greedy = _result(refs, ["heart normal. lungs clear."] * len(refs), name="greedy")
+    nucleus = _result(refs, [f"heart normal zqxv{i % 7}k lungs" if i % 2 else "heart enlarged pneumothorax"
+                             for i in range(len(refs))], name="nucleus")
+    df = pd.DataFrame({"reference": refs, "group": ["F", "M"] * (len(refs) // 2)})
+    controls = {"positive": de.collapse_floor(df), "negative": de.copy_control(df)}
+    reversals = de.ranking_reversals(de.pstar_sweep_table([greedy, nucleus], [0.01, 0.05, 0.2]))
+    found = {f.id: f for f in de.headline_findings([greedy, nucleus], controls, reversals,
+                                                   vocabulary={"heart", "enlarged", "pneumothorax", "normal", "lungs"})}
+    g = found["greedy_distinct_reports"]
+    assert g.value == pytest.approx(1 / 60) and g.verdict == "shown" and g.ci[0] <= g.value <= g.ci[1]
+    assert g.paper == 0.003
+    beam = found["beam_distinct_reports"]  # not run here: said, not silently missing
+    assert beam.value is None and beam.verdict == "n/a" and "not run" in beam.note
+    # the template never says mastectomy/aicd/changes/device: the silence test sees it, the paper's test cannot
+    assert found["erased_terms_greedy"].value >= 4 and found["erased_terms_greedy"].verdict == "shown"
+    assert found["erased_terms_greedy_paper_test"].value == 0
+    assert found["erased_terms_greedy_paper_test"].verdict == "not shown"
+    assert found["erasure_positive_control"].value > 0 and found["erasure_negative_control"].value == 0
+    # nucleus writes enlarged, pneumothorax (real) and zqxv/k (not in the vocabulary): 2 of 3 emergent words
+    real = found["nucleus_emergent_real_words"]
+    assert real.value == pytest.approx(2 / 3) and real.verdict == "not shown" and "zqxv" in real.note
+    assert real.ci[0] <= 2 / 3 <= real.ci[1]
+    write_findings(Path(tmp := tempfile.mkdtemp()) / "findings.json", "decoding_erasure", "test",
+                   found.values())
+    assert [f.id for f in read_findings(tmp)["findings"]] == list(found)
+
+
+def test_headline_findings_controls_that_fail_make_the_count_uninterpretable():
+    refs = _sexed_corpus()
+    greedy = _result(refs, ["heart normal. lungs clear."] * len(refs), name="greedy")
+    bad = {"positive": {"Erasure (silence test)": 0, "Erasure": 0, "strong_reference_words_exact": 0},
+           "negative": {"Erasure (silence test)": 0, "Erasure": 0, "strong_reference_words_exact": 0}}
+    sweep = de.ranking_reversals(de.pstar_sweep_table([greedy], [0.05]))
+    found = {f.id: f for f in de.headline_findings([greedy], bad, sweep, vocabulary=set())}
+    assert found["erased_terms_greedy"].verdict == "not shown" and "controls fail" in found["erased_terms_greedy"].note
+    assert found["erasure_positive_control"].verdict == "not shown" and "no power" in found["erasure_positive_control"].note
+    assert found["erasure_ranking_reversed_pairs"].verdict == "n/a"  # one strategy: nothing to rank

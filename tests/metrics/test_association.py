@@ -22,6 +22,8 @@ from radaudit.metrics.association import (
     cad_summary,
     classify_shift,
     count_reports,
+    erasure_counts,
+    exact_association_z,
     load_stopwords,
     tokenize_for_association,
     wae,
@@ -295,6 +297,73 @@ def test_word_absent_from_one_corpus_is_defined_by_smoothing():
 
 
 # ------------------------------------------------------------------------------------------------
+# the silence test and exact association z's (module docstring, items 9-10): ours, beside the paper's
+
+
+def test_silence_test_and_exact_z_hand_computed():
+    ref = {"F": Counter({"mastectomy": 30, "lung": 50}), "M": Counter({"lung": 50})}
+    pred = {"F": Counter({"lung": 50}), "M": Counter({"lung": 50})}
+    t = cad(ref, pred).set_index("word")
+    # reference: mastectomy 30 F / 0 M; pi = N_F / (N_F + N_M) = 80/130; two-sided p = 2 (80/130)^30
+    p_two = 2 * (80 / 130) ** 30
+    assert t.loc["mastectomy", "z_ref_exact"] == pytest.approx(sps.norm.isf(p_two / 2))
+    assert t.loc["mastectomy", "z_ref_exact"] == pytest.approx(4.90276, abs=1e-5)
+    assert t.loc["mastectomy", "z_ref"] == pytest.approx(1.653846, abs=1e-6)  # the paper's z: not "strong"
+    # silence, group F: pi = N_pred_F / (N_pred_F + N_ref_F) = 50/130; P(X <= 0 | n = 30) = (80/130)^30
+    assert t.loc["mastectomy", "silence_group"] == "F"
+    assert t.loc["mastectomy", "p_silence"] == pytest.approx((80 / 130) ** 30)
+    # lung is M-associated in the reference (s_ref < 0): group M, 50 of 100 at pi = 50/100 -> P(X <= 50)
+    assert t.loc["lung", "silence_group"] == "M"
+    assert t.loc["lung", "p_silence"] == pytest.approx(sps.binom.cdf(50, 100, 0.5))
+    # BH over V = 2: the smaller p doubles, the larger stays
+    assert t.loc["mastectomy", "p_silence_adj"] == pytest.approx(2 * (80 / 130) ** 30)
+    assert t.loc["lung", "p_silence_adj"] == pytest.approx(sps.binom.cdf(50, 100, 0.5))
+    assert t.loc["mastectomy", "z_pred_exact"] == 0.0  # never written: no association in the predictions
+    assert bool(t.loc["mastectomy", "erased_silence"]) and t.loc["mastectomy", "category"] == "Stable"
+    assert not t.loc["lung", "erased_silence"]
+    assert erasure_counts(cad(ref, pred)) == {"paper": 0, "silence": 1, "both": 0, "either": 1}
+
+
+def _template_corpus(n: int = 120, seed: int = 0) -> pd.DataFrame:
+    """Sex-specific words in the references (mastectomy, breast / aicd, prostate), a neutral finding
+    (atelectasis, equally common), and one template written for every study."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for sex, specific in (("F", ["mastectomy", "breast"]), ("M", ["aicd", "prostate"])):
+        for _ in range(n):
+            words = ["lungs clear", "heart size normal"]
+            words += [w for w in specific if rng.random() < 0.3]
+            if rng.random() < 0.3:
+                words.append("bibasilar atelectasis")
+            rows.append((" ".join(words), sex))
+    df = pd.DataFrame(rows, columns=["reference", "group"])
+    return df.assign(prediction="Lungs clear. Heart size normal. No effusion.")
+
+
+def test_one_template_generator_silence_flags_sex_specific_words_the_paper_flags_none():
+    df = _template_corpus()
+    t = association_audit(df, n_resamples=0, n_permutations=0).words.set_index("word")
+    # the paper's test cannot see silence: Var_pred = 2/alpha bounds z_disp (module docstring, item 8)
+    assert (t["category"] == "Erasure").sum() == 0
+    erased = set(t.index[t["erased_silence"]])
+    assert erased == {"mastectomy", "breast", "aicd", "prostate"}
+    # negative controls: template words are still written; atelectasis is dropped but was never sex-associated
+    assert abs(t.loc["atelectasis", "z_ref_exact"]) < 2 and t.loc["atelectasis", "p_silence_adj"] < 0.05
+    assert not t.loc[["lungs", "clear", "heart", "atelectasis"], "erased_silence"].any()
+
+
+def test_silence_test_flags_nothing_when_predictions_are_the_references():
+    df = _template_corpus()
+    t = association_audit(df.assign(prediction=df["reference"]), n_resamples=0, n_permutations=0).words
+    assert not t["erased_silence"].any() and (t["p_silence"] > 0.4).all()
+
+
+def test_silence_test_bad_shapes_are_clear_errors():
+    with pytest.raises(AssociationInputError, match=r"\[V x 2\]"):
+        exact_association_z(np.ones((3, 3)), np.ones(3))
+
+
+# ------------------------------------------------------------------------------------------------
 # inference: bootstrap and permutation
 
 
@@ -478,6 +547,16 @@ def test_tokenize_for_association():
     assert tokenize_for_association("x ray", min_length=1) == ["x", "ray"]
     with pytest.raises(TypeError):
         tokenize_for_association(None)  # type: ignore[arg-type]
+
+
+def test_deidentification_placeholders_are_not_words():
+    # IU X-ray writes XXXX for removed words; MIMIC-CXR ___; MIMIC-III [** **] tags; others <NAME>
+    text = "Sternotomy XXXX. XXXX-year-old <XXXX> ___ [**Hospital1 18**] <NAME> seen; x-ray taxxxi xxiv"
+    assert tokenize_for_association(text) == ["sternotomy", "year", "old", "seen", "ray", "taxxxi", "xxiv"]
+    # in CAD a placeholder never enters the vocabulary, whatever the group that carries it
+    df = pd.DataFrame({"reference": ["XXXX effusion", "XXXX XXXX XXXX heart"], "prediction": ["xxxx effusion", "heart"],
+                       "group": ["F", "M"]})
+    assert set(association_audit(df, n_resamples=0, n_permutations=0).words["word"]) == {"effusion", "heart"}
 
 
 def test_default_stopword_list_is_nltk_english():

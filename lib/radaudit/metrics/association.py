@@ -91,7 +91,35 @@ Decisions where the paper is silent or ambiguous (each is repeated where it appl
    prediction cells are α, so s_pred = log((N_M + αV)/(N_F + αV)) ≈ 0 and Var_pred = 2/α (= 20
    at α = 0.1), hence |z_disp| ≤ |s_ref| / sqrt(20 + Var_ref), which exceeds z_crit = 1.96 only
    if |s_ref| > 8.8. Total omission of a word is therefore almost never flagged; Erasure catches
-   words that are still generated, but evenly across groups (e.g. the words of a template).
+   words that are still generated, but evenly across groups (e.g. the words of a template). This is
+   not a small-sample effect: a word the predictions never contain carries *no information* about
+   its association there (0/N_F vs 0/N_M is any ratio), so no test of association displacement can
+   flag it, whatever the sample size. The evidence that it was erased is elsewhere: its rate fell.
+9. **The silence test** (ours, beside the paper's; ``p_silence``, ``erased_silence``). For each
+   word, the group g it is associated with in the reference (g = groups[0] if s_ref ≥ 0, else
+   groups[1]) is asked: do the predictions for group g use w less often than the references for
+   group g? Under the same token-level multinomial model as Eq. (2) the counts c_g^(pred)(w) and
+   c_g^(ref)(w) are Poisson with rates proportional to N_g^(pred) and N_g^(ref); conditional on
+   their sum n, H0 (the same rate per token in both corpora) gives
+   c_g^(pred)(w) ~ Binomial(n, π), π = N_g^(pred) / (N_g^(pred) + N_g^(ref)) — the exact
+   conditional test for two Poisson rates (Przyborowski & Wilenski 1940). ``p_silence`` is its
+   one-sided lower tail P(X ≤ c_g^(pred)(w)), so a word never written has p = (1 − π)^n, small as
+   soon as the references use it a few times. It is corrected like the paper's test (BH over all V
+   words at p*, or unadjusted p ≤ p* with ``correction="none"``) and a word is ``erased_silence``
+   when that holds *and* it meets the Erasure conditions of §2.1.2 on association z's
+   (|z_ref| > z_strong, |z_pred| < z_neutral), with the z's of item 10. The ``category`` column
+   stays the paper's; the two Erasure counts are reported side by side (:func:`erasure_counts`).
+   Caveat shared with Eq. (2): tokens are treated as independent draws, so a word repeated within
+   one report counts several times.
+10. **Exact association z's** (``z_ref_exact``, ``z_pred_exact``; used by the silence test only).
+   Eq. (2)'s smoothed Wald variance has the same blind spot on the reference side: a word one group
+   never uses ("mastectomy" in no male report) has Var ≥ 1/α = 10, so with 30 female mentions and
+   none male z_ref = 1.65 and it is not "strongly associated" — the most sex-specific words are the
+   ones the paper's z cannot call strong. The exact analogue: conditional on the word's total
+   n = c_F + c_M in a corpus, H0 (no association) gives c_F ~ Binomial(n, N_F / (N_F + N_M)); the
+   two-sided p (doubled smaller tail, capped at 1) is turned into a z of the same size,
+   z = sign(s) · Φ⁻¹(1 − p/2), so the paper's thresholds z_neutral, z_strong keep their meaning
+   (30 vs 0 with equal N: p = 2·0.5³⁰, z = 6.0).
 
 Speed: reports are tokenised once into sparse [reports × vocabulary] count matrices; bootstrap,
 jackknife and permutation replicates are sums of count rows (sparse matrix products), so CAD + WAE
@@ -113,9 +141,10 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import sparse, special
+from scipy import sparse, special, stats
 
 from radaudit.errors import RadauditError
+from radaudit.text.deid import strip_placeholders
 from radaudit.stats import (
     METHODS,
     BootstrapResult,
@@ -137,7 +166,12 @@ __all__ = [
     "cad_summary",
     "classify_shift",
     "count_reports",
+    "erasure_counts",
+    "exact_association_z",
     "load_stopwords",
+    "SILENCE_ERASURE",
+    "silence_erased",
+    "silence_pvalues",
     "tokenize_for_association",
     "wae",
     "wae_inference",
@@ -148,6 +182,9 @@ CATEGORIES: tuple[str, ...] = ("Erasure", "New Bias", "Bias Flip", "Preservation
 
 CATEGORY_ORDER: tuple[str, ...] = (*CATEGORIES, "Unclassified", "Stable")
 """Every value of the ``category`` column, in summary order (see the module docstring, item 4)."""
+
+SILENCE_ERASURE = "Erasure (silence test)"
+"""The label of the silence test's Erasure count (ours, module docstring items 9–10) beside the paper's."""
 
 STOPWORDS_FILE = "stopwords_english_nltk.txt"
 """The default stop-word list under ``radaudit/resources/`` (NLTK's 179 English stop words)."""
@@ -195,6 +232,8 @@ def _stopword_set(stopwords: Iterable[str] | None) -> frozenset[str]:
 def tokenize_for_association(text: str, stopwords: Iterable[str] | None = None, min_length: int = 2) -> list[str]:
     """The word tokens of ``text`` that the association metrics count (paper §3: stop words removed).
 
+    0. de-identification placeholders (IU's ``XXXX``, MIMIC's ``___`` and ``[** **]`` tags,
+       ``<NAME>``: :mod:`radaudit.text.deid`) are removed: they are not clinical words;
     1. lower-case;
     2. tokens are maximal runs of letters (Unicode letters; ``[^\\W\\d_]+``): digits, punctuation,
        hyphens, apostrophes and underscores separate tokens and are never part of one, so numbers
@@ -214,7 +253,7 @@ def tokenize_for_association(text: str, stopwords: Iterable[str] | None = None, 
 def _tokens(text: str, stop: frozenset[str], min_length: int) -> list[str]:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__} (use '' for an empty report)")
-    return [t for t in _WORD.findall(text.lower()) if len(t) >= min_length and t not in stop]
+    return [t for t in _WORD.findall(strip_placeholders(text).lower()) if len(t) >= min_length and t not in stop]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -358,6 +397,67 @@ def _wae_names(g: tuple[str, str]) -> list[str]:
 # CAD
 
 
+def silence_pvalues(c_ref: Any, c_pred: Any, s_ref: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The silence test (module docstring, item 9): ``(tested_group, p)`` per word.
+
+    ``c_ref``, ``c_pred``: ``[V × 2]`` token counts per (word, group) in the reference and the
+    prediction corpus; ``s_ref``: the reference log ratio (Eq. 1). ``tested_group[w]`` is 0 (groups[0],
+    s_ref ≥ 0) or 1; ``p[w]`` = P(X ≤ c_pred) for X ~ Binomial(c_ref + c_pred, N_pred / (N_pred + N_ref))
+    in that group, the N's being the group's token totals over the V words. p = 1 where the word
+    never occurs in that group, and where the group has no reference tokens (π = 1: nothing to lose).
+    """
+    cr, cp = np.asarray(c_ref, dtype=float), np.asarray(c_pred, dtype=float)
+    if cr.shape != cp.shape or cr.ndim != 2 or cr.shape[1] != 2:
+        raise AssociationInputError(f"c_ref and c_pred must both be [V x 2] count arrays, got {cr.shape} and {cp.shape}")
+    k = np.where(np.asarray(s_ref, dtype=float) >= 0, 0, 1)
+    rows = np.arange(cr.shape[0])
+    n_ref, n_pred = cr.sum(axis=0), cp.sum(axis=0)
+    total = n_ref + n_pred
+    pi = np.divide(n_pred, total, out=np.ones(2), where=total > 0)[k]
+    x, n = cp[rows, k], cr[rows, k] + cp[rows, k]
+    p = np.where(n > 0, stats.binom.cdf(x, n, pi), 1.0)
+    return k, np.clip(p, 0.0, 1.0)
+
+
+def exact_association_z(counts: Any, s: Any) -> np.ndarray:
+    """Item 10 of the module docstring: the signed z-equivalent of the exact conditional binomial
+    test of no association, per word. ``counts``: ``[V × 2]`` token counts of one corpus (column k =
+    groups[k]); ``s``: the Eq. (1) log ratio, whose sign the z takes. A word the corpus never uses has z = 0."""
+    c = np.asarray(counts, dtype=float)
+    if c.ndim != 2 or c.shape[1] != 2:
+        raise AssociationInputError(f"counts must be a [V x 2] array, got shape {c.shape}")
+    n = c.sum(axis=1)
+    totals = c.sum(axis=0)
+    pi = totals[0] / totals.sum() if totals.sum() > 0 else 0.5
+    if not 0 < pi < 1:  # one group has no tokens at all: nothing can be said about association
+        return np.zeros(len(c))
+    lower = stats.binom.cdf(c[:, 0], n, pi)
+    upper = stats.binom.sf(c[:, 0] - 1, n, pi)
+    p = np.where(n > 0, np.minimum(1.0, 2.0 * np.minimum(lower, upper)), 1.0)
+    z = stats.norm.isf(np.maximum(p, 1e-300) / 2.0)
+    return np.sign(np.asarray(s, dtype=float)) * z
+
+
+def silence_erased(p_silence: Any, z_ref_exact: Any, z_pred_exact: Any, *, p_star: float, z_neutral: float = 1.0,
+                   z_strong: float = 2.0) -> np.ndarray:
+    """The silence test's verdict per word (module docstring, item 9): the group's rate fell
+    (``p_silence`` ≤ p*; pass the BH-adjusted values for the BH rule) and the word was strongly
+    associated in the reference (|z_ref_exact| > z_strong) but is neutral in the predictions
+    (|z_pred_exact| < z_neutral). Useful to re-flag a CAD table at another p* (paper Fig. 3)."""
+    p = np.asarray(p_silence, dtype=float)
+    return (p <= p_star) & (np.abs(np.asarray(z_ref_exact, dtype=float)) > z_strong) & (
+        np.abs(np.asarray(z_pred_exact, dtype=float)) < z_neutral)
+
+
+def erasure_counts(table: pd.DataFrame) -> dict[str, int]:
+    """Erased words of a CAD table by each test: ``paper`` (category Erasure, Eq. 3), ``silence``
+    (``erased_silence``, item 9), ``both`` and ``either``."""
+    paper = (table["category"] == "Erasure").to_numpy()
+    silence = table["erased_silence"].to_numpy(dtype=bool)
+    return {"paper": int(paper.sum()), "silence": int(silence.sum()), "both": int((paper & silence).sum()),
+            "either": int((paper | silence).sum())}
+
+
 def _check_thresholds(alpha: float, p_star: float, z_neutral: float, z_strong: float) -> None:
     if not (isinstance(alpha, (int, float)) and alpha > 0 and math.isfinite(alpha)):
         raise AssociationInputError(f"alpha must be a positive number (the paper's default is 0.1), got {alpha!r}")
@@ -434,6 +534,11 @@ def _cad_table(vocab: np.ndarray, c_ref: np.ndarray, c_pred: np.ndarray, g: tupl
     rejected, p_adj = benjamini_hochberg(p, alpha=p_star)
     z_crit = float(special.ndtri(1.0 - p_star / 2.0))
     displaced = rejected if correction == "bh" else np.abs(z_disp) > z_crit
+    tested, p_sil = silence_pvalues(c_ref, c_pred, s_r)
+    p_sil_adj = benjamini_hochberg(p_sil, alpha=p_star)[1]
+    z_r_exact, z_p_exact = exact_association_z(c_ref, s_r), exact_association_z(c_pred, s_p)
+    erased_silence = silence_erased(p_sil_adj if correction == "bh" else p_sil, z_r_exact, z_p_exact, p_star=p_star,
+                                    z_neutral=z_neutral, z_strong=z_strong)
     table = pd.DataFrame({
         "word": vocab.astype(str),
         f"c_ref_{g[0]}": c_ref[:, 0].astype(np.int64), f"c_ref_{g[1]}": c_ref[:, 1].astype(np.int64),
@@ -443,6 +548,9 @@ def _cad_table(vocab: np.ndarray, c_ref: np.ndarray, c_pred: np.ndarray, g: tupl
         "s_pred": s_p, "var_pred": v_p, "z_pred": z_p,
         "z_disp": z_disp, "p": p, "p_adj": p_adj, "displaced": displaced.astype(bool),
         "category": classify_shift(z_r, z_p, displaced, z_neutral=z_neutral, z_strong=z_strong),
+        "z_ref_exact": z_r_exact, "z_pred_exact": z_p_exact,
+        "silence_group": np.asarray(g, dtype=object)[tested], "p_silence": p_sil, "p_silence_adj": p_sil_adj,
+        "erased_silence": erased_silence.astype(bool),
     })
     table.attrs.update(groups=g, alpha=alpha, p_star=p_star, z_crit=z_crit, z_neutral=z_neutral, z_strong=z_strong,
                        correction=correction, V=V)
@@ -499,7 +607,9 @@ def cad(
         per group and corpus and their totals ``c_ref``, ``c_pred`` (the WAE weights);
         ``s_ref``, ``var_ref``, ``z_ref``, ``s_pred``, ``var_pred``, ``z_pred`` (Eqs. 1–2);
         ``z_disp`` (Eq. 3), its two-sided normal p-value ``p``, the BH-adjusted ``p_adj``,
-        ``displaced`` and ``category`` (:func:`classify_shift`). ``table.attrs`` holds the
+        ``displaced`` and ``category`` (:func:`classify_shift`); the silence test (module
+        docstring, items 9–10): ``z_ref_exact``, ``z_pred_exact``, ``silence_group``,
+        ``p_silence``, ``p_silence_adj`` (BH) and ``erased_silence``. ``table.attrs`` holds the
         parameters, ``z_crit`` and V. A word absent from one corpus or group has count 0 and the
         smoothed probability α / (N + αV) there (module docstring, item 1).
     """

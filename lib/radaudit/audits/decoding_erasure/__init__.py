@@ -37,6 +37,7 @@ Where things are
 - ``model.py``: the demo report writers (training corpus per sex skew, training, generation).
 - ``study.py``: generations per decoding strategy (demo model or the paper's VLM + LoRA), the skew study.
 - ``tables.py``: Table 1 / Table 2 layouts, the p* sweep, skews, words, the run summary.
+- ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (each number, its control, a verdict).
 - ``plots.py``: Fig. 1, 2a, 2c, 3 and the vocabulary transitions.
 """
 
@@ -48,8 +49,10 @@ from radaudit.audits.decoding_erasure.corpus import (
     CorpusResult,
     baseline_corpora,
     collapse_floor,
+    copy_control,
     evaluate_corpus,
 )
+from radaudit.audits.decoding_erasure.findings import headline_findings, real_word_vocabulary
 from radaudit.audits.decoding_erasure.model import (
     DEMO_CONFIG,
     PAPER_SKEWS,
@@ -101,10 +104,10 @@ from radaudit.audits.decoding_erasure.tables import (
 )
 
 __all__ = [
-    "baseline_corpora", "BASELINE_NAMES", "build_training_corpus", "CATEGORY_COLORS", "collapse_floor",
+    "baseline_corpora", "BASELINE_NAMES", "build_training_corpus", "CATEGORY_COLORS", "collapse_floor", "copy_control",
     "config_hash", "corpus_fingerprint", "corpus_kwargs", "CorpusResult", "DEFAULT_TEMPLATE", "DEMO_CONFIG",
     "demo_model_path", "DIVERSITY_LABELS", "evaluate_corpus", "evaluate_strategies", "fig_association_shift",
-    "fig_pstar_sweep", "fig_skew_sensitivity", "fig_surface_vs_diversity", "fig_vocabulary_transitions",
+    "fig_pstar_sweep", "headline_findings", "real_word_vocabulary", "fig_skew_sensitivity", "fig_surface_vs_diversity", "fig_vocabulary_transitions",
     "format_prompt", "generate_reports", "GENERATION_COLUMNS", "generation_summary", "lora_config",
     "PAPER_SKEWS", "Params", "pstar_sweep_table", "ranking_reversals", "REF_COLUMN", "report_seeds",
     "SECTION_ORDER", "select_image_studies", "skew_label", "skew_sensitivity", "skew_study_plan", "skew_table",

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import ParamsError, RadauditError
-from radaudit.metrics.association import CATEGORIES, AssociationAudit, association_audit
+from radaudit.metrics.association import CATEGORIES, SILENCE_ERASURE, AssociationAudit, association_audit
 from radaudit.metrics.base import metric_label
 from radaudit.metrics.diversity import DIVERSITY_METRICS, diversity_table
 from radaudit.stats import bootstrap_ci, stable_seed
@@ -77,8 +77,16 @@ class CorpusResult:
         return self.association.excluded
 
     def category_counts(self) -> dict[str, int]:
-        counts = self.association.words["category"].value_counts()
-        return {c: int(counts.get(c, 0)) for c in (*CATEGORIES, "Unclassified", "Stable")}
+        """Words per category of the paper (§2.1.2, its displacement test) and, under
+        :data:`SILENCE_ERASURE`, the words the silence test calls erased (association module, item 9)."""
+        return _category_counts(self.association.words)
+
+
+def _category_counts(words: pd.DataFrame) -> dict[str, int]:
+    counts = words["category"].value_counts()
+    out = {c: int(counts.get(c, 0)) for c in (*CATEGORIES, "Unclassified", "Stable")}
+    out[SILENCE_ERASURE] = int(words["erased_silence"].sum())
+    return out
 
 
 def _texts_hash(texts: Sequence[str]) -> str:
@@ -285,27 +293,44 @@ DEFAULT_TEMPLATE = ("No acute cardiopulmonary abnormality. The lungs are clear. 
 
 
 def collapse_floor(df: pd.DataFrame, *, reference: str = "reference", group: str = "group",
-                   groups: Sequence[Any] = ("F", "M"), template: str = DEFAULT_TEMPLATE,
+                   groups: Sequence[Any] = ("F", "M"), template: str | None = DEFAULT_TEMPLATE,
                    **cad_kwargs: Any) -> dict[str, Any]:
     """What CAD can detect on these references at all: the categories when *every* prediction is ``template``.
 
     A generator that writes the same normal report for every study is the extreme of template
-    collapse. Because a word the model never writes is almost never flagged (Eqs. 1–3, see
-    :mod:`radaudit.metrics.association` note 8) and Erasure needs a significant displacement, this
-    is the most Erasure this reference set can show at the chosen p*; with few reports or weak
-    reference associations it is 0, and a 0 for a real model then says "no power", not "no erasure".
-    Returns ``{"n_reports", "strong_reference_words" (|z_ref| > z_strong), <category>: count, ...}``.
+    collapse: this is the positive control of the Erasure counts. The paper's test flags only the
+    template's own words here (a word the model never writes cannot be displaced under Eqs. 1–3:
+    :mod:`radaudit.metrics.association` item 8), so its count is the most the *paper's* Erasure
+    can show on these references whatever the sample size; the silence test (item 9) flags the
+    strongly associated words the template leaves out, and is 0 only when the references hold none
+    it can detect. Returns ``{"n_reports", "strong_reference_words" (|z_ref| > z_strong),
+    "strong_reference_words_exact" (|z_ref_exact| > z_strong), <category>: count, ...,
+    SILENCE_ERASURE: count}``. ``template=None`` keeps every reference as its own prediction
+    (:func:`copy_control`).
     """
     from radaudit.metrics.association import association_audit
 
     kw = {k: v for k, v in cad_kwargs.items() if k in {"alpha", "p_star", "z_neutral", "z_strong", "correction",
                                                        "min_count"}}
-    d = pd.DataFrame({"reference": df[reference].to_numpy(), "prediction": template, "group": df[group].to_numpy()})
+    refs = df[reference].to_numpy()
+    d = pd.DataFrame({"reference": refs, "prediction": refs if template is None else template,
+                      "group": df[group].to_numpy()})
     a = association_audit(d, "reference", "prediction", "group", tuple(groups), n_resamples=0, n_permutations=0, **kw)
     w = a.words
-    counts = w["category"].value_counts()
+    counts = _category_counts(w)
     z_strong = float(w.attrs.get("z_strong", kw.get("z_strong", 2.0)))
     out: dict[str, Any] = {"n_reports": int(sum(a.n_reports.values())),
-                           "strong_reference_words": int((w["z_ref"].abs() > z_strong).sum())}
-    out.update({c: int(counts.get(c, 0)) for c in (*CATEGORIES, "Unclassified")})
+                           "strong_reference_words": int((w["z_ref"].abs() > z_strong).sum()),
+                           "strong_reference_words_exact": int((w["z_ref_exact"].abs() > z_strong).sum())}
+    out.update({c: counts[c] for c in (*CATEGORIES, "Unclassified", SILENCE_ERASURE)})
     return out
+
+
+def copy_control(df: pd.DataFrame, *, reference: str = "reference", group: str = "group",
+                 groups: Sequence[Any] = ("F", "M"), **cad_kwargs: Any) -> dict[str, Any]:
+    """The negative control of the Erasure counts: every prediction is its own reference.
+
+    Nothing is erased, so both tests must flag 0 words; a count above 0 here would mean the test
+    flags words by itself. Returns the same keys as :func:`collapse_floor`.
+    """
+    return collapse_floor(df, reference=reference, group=group, groups=groups, template=None, **cad_kwargs)

@@ -17,6 +17,7 @@ from radaudit.audits.decoding_erasure.tables import (
     vocabulary_transitions,
 )
 from radaudit.errors import ParamsError
+from radaudit.metrics.association import SILENCE_ERASURE
 from radaudit.metrics.base import metric_label
 
 log = logging.getLogger(__name__)
@@ -98,12 +99,17 @@ def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: 
     return fig
 
 
+PANEL_TITLES: dict[str, str] = {"Erasure": "Erasure (paper's test)", SILENCE_ERASURE: "Erasure (silence test)"}
+
+
 def fig_pstar_sweep(results: Sequence[CorpusResult], p_grid: Sequence[float],
-                    categories: Sequence[str] = ("Erasure", "New Bias", "Bias Flip")):
+                    categories: Sequence[str] = ("Erasure", SILENCE_ERASURE, "New Bias", "Bias Flip")):
     """Figure 3: words per category for each corpus as p* sweeps (log x axis); one panel per category.
 
     Lines that do not cross mean the ranking of the corpora is preserved across thresholds (the
-    paper's claim). The counts are :func:`pstar_sweep_table`'s. Returns the Figure.
+    paper's claim). The counts are :func:`pstar_sweep_table`'s; the paper's Erasure and the silence
+    test's are side by side. A category with no word at any p* says so in its panel ("n/a (no word in
+    this category)") instead of drawing lines on zero. Returns the Figure.
     """
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
@@ -115,15 +121,19 @@ def fig_pstar_sweep(results: Sequence[CorpusResult], p_grid: Sequence[float],
         for name, part in sub.groupby("corpus", sort=False):
             ax.plot(part["p_star"], part["count"], marker="o", ms=3, label=name)
         ax.set_xscale("log")
-        ax.set_title(cat)
+        ax.set_title(PANEL_TITLES.get(cat, cat))
         ax.set_xlabel("$p^\\star$ (BH-adjusted)")
         ax.set_ylabel("words (#)")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(0, max(3, int(sub["count"].max()) + 1) if len(sub) else 3)
-        if len(sub) and sub["count"].max() == 0:
-            ax.text(0.5, 0.6, "no word in this category\nat any $p^\\star$ of the grid", transform=ax.transAxes,
-                    ha="center", fontsize=9, color="#555555")
-    axes[0][-1].legend(fontsize=7, loc="best")
+        if not len(sub) or sub["count"].max() == 0:
+            for line in list(ax.lines):
+                line.remove()
+            ax.text(0.5, 0.5, "n/a (no word in this category\nat any $p^\\star$ of the grid)", transform=ax.transAxes,
+                    ha="center", va="center", fontsize=9, color="#555555")
+    drawn = [ax for ax in axes[0] if ax.lines]
+    if drawn:
+        drawn[-1].legend(fontsize=7, loc="best")
     fig.tight_layout()
     return fig
 

@@ -12,7 +12,7 @@ import pandas as pd
 
 from radaudit.audits.decoding_erasure.corpus import CorpusResult
 from radaudit.errors import ParamsError
-from radaudit.metrics.association import CATEGORIES, classify_shift
+from radaudit.metrics.association import CATEGORIES, SILENCE_ERASURE, classify_shift, silence_erased
 from radaudit.tables import format_ci, format_number
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,11 @@ def _ref_columns(results: Sequence[CorpusResult]) -> dict[str, str]:
     return {h: f"{REF_COLUMN} ({first[h]})" for h in hashes}
 
 
+CATEGORY_ROWS: dict[str, str] = {"Erasure": "Erasure (#, paper's test)", SILENCE_ERASURE: "Erasure (#, silence test)"}
+"""Table 1's labels of the two Erasure counts: the paper's displacement test (Eq. 3) and ours, which can
+see a word the model never writes (radaudit.metrics.association, items 9-10)."""
+
+
 def strategy_table_long(results: Sequence[CorpusResult]) -> pd.DataFrame:
     """Tidy Table 1: one row per (section, metric, corpus) with the estimate, CI, p-value and the formatted cell.
 
@@ -82,8 +87,9 @@ def strategy_table_long(results: Sequence[CorpusResult]) -> pd.DataFrame:
             rows += _diversity_rows(r.diversity_ref, refcols[r.reference_hash])
         rows += _diversity_rows(r.diversity_pred, r.name)
         counts = r.category_counts()
-        for c in ("Erasure", "New Bias", "Bias Flip"):
-            rows.append(_row("Clinical Categories", f"{c} (#)", r.name, counts[c], cell=str(counts[c])))
+        for c in ("Erasure", SILENCE_ERASURE, "New Bias", "Bias Flip"):
+            label = CATEGORY_ROWS.get(c, f"{c} (#)")
+            rows.append(_row("Clinical Categories", label, r.name, counts[c], cell=str(counts[c])))
         w = r.wae.set_index("metric")
         for key, label in (("WAE_pred", "WAE (pred)"), ("WAE_ref", "WAE (ref)"), ("delta_WAE_pred", "ΔWAE (pred)")):
             x = w.loc[key]
@@ -123,6 +129,8 @@ def pstar_sweep_table(results: Sequence[CorpusResult], p_grid: Sequence[float]) 
     A word is displaced at p* when its BH-adjusted p ≤ p* (``correction="bh"``, the audit's own
     rule) or |z_disp| > Φ⁻¹(1 − p*/2) (``correction="none"``); categories by
     :func:`radaudit.metrics.association.classify_shift` with the audit's z_neutral / z_strong.
+    The silence test's Erasure (:data:`SILENCE_ERASURE`) is re-flagged the same way from
+    ``p_silence_adj`` (or ``p_silence``) by :func:`radaudit.metrics.association.silence_erased`.
     Columns: ``corpus``, ``p_star``, ``category``, ``count``.
     """
     from scipy.stats import norm
@@ -142,6 +150,10 @@ def pstar_sweep_table(results: Sequence[CorpusResult], p_grid: Sequence[float]) 
                                   z_strong=prm["z_strong"])
             for c in (*CATEGORIES, "Unclassified"):
                 rows.append({"corpus": r.name, "p_star": float(p), "category": c, "count": int((cats == c).sum())})
+            p_sil = w["p_silence_adj" if prm.get("correction", "bh") == "bh" else "p_silence"]
+            silent = silence_erased(p_sil, w["z_ref_exact"], w["z_pred_exact"], p_star=p, z_neutral=prm["z_neutral"],
+                                    z_strong=prm["z_strong"])
+            rows.append({"corpus": r.name, "p_star": float(p), "category": SILENCE_ERASURE, "count": int(silent.sum())})
     return pd.DataFrame(rows, columns=["corpus", "p_star", "category", "count"])
 
 
@@ -235,7 +247,8 @@ def words_table(results: Sequence[CorpusResult]) -> pd.DataFrame:
 def system_table(results: Sequence[CorpusResult]) -> pd.DataFrame:
     """The paper's Table 2 layout (systems x strategy, compact cells), one column per corpus.
 
-    Rows: ``Div. (Temp./Sem. %)``; ``Erasure/NB/BF``; ``WAE (pred/ref)`` (each with its 95% CI);
+    Rows: ``Div. (Temp./Sem. %)``; ``Erasure/NB/BF`` (the paper's test); ``Erasure (silence test)``
+    (ours, beside it); ``WAE (pred/ref)`` (each with its 95% CI);
     ``WEAT (S/ES)`` (prediction side); ``<first surface metric>`` with CI, since the paper only says
     text similarity is "comparable (Δ ≤ 2%, unshown)" and we show it.
     """
@@ -251,6 +264,7 @@ def system_table(results: Sequence[CorpusResult]) -> pd.DataFrame:
             "Div. (Temp./Sem. %)": "/".join(format_number(100 * d.get(k, math.nan)) for k in ("template_diversity",
                                                                                                "semantic_diversity")),
             "Erasure/NB/BF": f"{c['Erasure']}/{c['New Bias']}/{c['Bias Flip']}",
+            "Erasure (silence test)": str(c[SILENCE_ERASURE]),
             "WAE (pred/ref)": " / ".join(format_ci(w.loc[k, "estimate"], w.loc[k, "low"], w.loc[k, "high"])
                                          for k in ("WAE_pred", "WAE_ref")),
             "WEAT (S/ES)": f"{format_number(wp['S'])}/{format_number(wp['ES'])}",
@@ -269,11 +283,18 @@ def ranking_reversals(sweep: pd.DataFrame) -> pd.DataFrame:
 
     ``sweep``: :func:`pstar_sweep_table`. Per category, over every pair of corpora: ``reversed_pairs``
     = pairs ordered a > b at some p* and a < b at another (ties do not count as an order), of
-    ``pairs``; ``preserved`` = no reversed pair. One row per category.
+    ``pairs``; ``preserved`` = no reversed pair. A ranking needs something to rank: where fewer than
+    two corpora have a word in the category at any p*, ``ranked`` is the number that do and
+    ``preserved`` is ``"n/a"`` (an all-zero sweep trivially "preserves" an empty ranking, which is no
+    evidence for the paper's claim). One row per category.
     """
     rows = []
     for cat, part in sweep.groupby("category", sort=False):
         wide = part.pivot_table(index="p_star", columns="corpus", values="count", aggfunc="first")
+        ranked = int((wide.max(axis=0) > 0).sum())
+        if ranked < 2:
+            rows.append({"category": cat, "pairs": 0, "reversed_pairs": 0, "ranked": ranked, "preserved": "n/a"})
+            continue
         names = list(wide.columns)
         rev = 0
         pairs = 0
@@ -282,8 +303,8 @@ def ranking_reversals(sweep: pd.DataFrame) -> pd.DataFrame:
                 diff = np.sign(wide[names[i]].to_numpy() - wide[names[j]].to_numpy())
                 pairs += 1
                 rev += int((diff > 0).any() and (diff < 0).any())
-        rows.append({"category": cat, "pairs": pairs, "reversed_pairs": rev, "preserved": rev == 0})
-    return pd.DataFrame(rows, columns=["category", "pairs", "reversed_pairs", "preserved"])
+        rows.append({"category": cat, "pairs": pairs, "reversed_pairs": rev, "ranked": ranked, "preserved": rev == 0})
+    return pd.DataFrame(rows, columns=["category", "pairs", "reversed_pairs", "ranked", "preserved"])
 
 
 def summary_lines(results: Sequence[CorpusResult], floor: Mapping[str, Any] | None = None,
@@ -316,19 +337,20 @@ def summary_lines(results: Sequence[CorpusResult], floor: Mapping[str, Any] | No
                      f"{rng(sto, lambda n: voc.loc[n, 'emergent'])} words never seen in the references.")
     cats = {n: by[n].category_counts() for n in by}
     lines.append("**CAD categories at p\\* = {:g}.** ".format(float(results[0].association.params.get("p_star", 0.05)))
-                 + "; ".join(f"{n}: {c['Erasure']} erased, {c['New Bias']} new bias, {c['Bias Flip']} flipped"
-                             for n, c in cats.items()) + ".")
+                 + "; ".join(f"{n}: {c['Erasure']} erased by the paper's test ({c[SILENCE_ERASURE]} by the silence "
+                             f"test), {c['New Bias']} new bias, {c['Bias Flip']} flipped" for n, c in cats.items()) + ".")
     wae = {n: by[n].wae.set_index("metric").loc["WAE_pred"] for n in by}
     lines.append("**WAE (pred).** " + "; ".join(
         f"{n}: {format_ci(w['estimate'], w['low'], w['high'])} (permutation p = {format_number(w['perm_pvalue'])})"
         for n, w in wae.items()) + ". WAE ≈ 1 is the noise floor (no more displacement than sampling noise).")
     if floor is not None:
-        if floor.get("Erasure", 0) == 0:
-            lines.append(f"**Power.** Even if every one of these {floor['n_reports']} studies got the same normal template, "
-                         f"CAD would flag 0 erased words at this p\\* ({floor['strong_reference_words']} reference words "
-                         "are strongly sex-associated, but too rarely for a significant displacement). Zero categories "
-                         "here mean *no power*, not *no erasure*; the paper used N = 2,000.")
-        else:
-            lines.append(f"**Power.** A fully collapsed generator would have {floor['Erasure']} erased words on these "
-                         f"{floor['n_reports']} studies: that is the most Erasure this reference set can show.")
+        silence = floor.get(SILENCE_ERASURE, 0)
+        lines.append(
+            f"**Positive control.** If every one of these {floor['n_reports']} studies got the same normal template, the "
+            f"paper's test would flag {floor.get('Erasure', 0)} erased words and the silence test {silence}. The paper's "
+            "test cannot flag a word the model never writes, at any sample size (its predicted count is 0, so its "
+            "variance is the smoothing floor 2/α and the displacement cannot reach significance): a template erases "
+            "words by leaving them out, so the paper's count is a floor and the silence test's is the one to read"
+            + (". The silence test flags nothing even here: these references hold no sex-associated word frequent "
+               "enough to detect its loss, so zeros below mean *no power*, not *no erasure*." if silence == 0 else "."))
     return lines

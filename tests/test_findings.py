@@ -1,0 +1,84 @@
+"""findings.json (radaudit.findings, Run.finding): the format's rules hold, and break loudly."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from radaudit.findings import Finding, FindingsError, findings_frame, read_findings, write_findings
+
+
+def test_round_trip_is_deterministic_and_exact(tmp_path):
+    fs = [Finding("greedy_distinct_reports", "Distinct reports, greedy", np.float64(0.04), "shown", ci=(0.01, 0.09),
+                  paper=0.003),
+          Finding("erased_terms_greedy", "Erased words", np.int64(7), "partly", note="fewer than the paper's 32")]
+    p = write_findings(tmp_path / "findings.json", "decoding_erasure", "demo", fs)
+    first = p.read_bytes()
+    write_findings(p, "decoding_erasure", "demo", fs)
+    assert p.read_bytes() == first
+    doc = json.loads(first)
+    assert doc["findings"][0] == {"id": "greedy_distinct_reports", "label": "Distinct reports, greedy", "value": 0.04,
+                                  "ci": [0.01, 0.09], "paper": 0.003, "verdict": "shown", "note": ""}
+    assert doc["findings"][1]["value"] == 7.0 and doc["findings"][1]["ci"] is None
+    back = read_findings(tmp_path)
+    assert back["experiment"] == "decoding_erasure" and back["findings"] == fs
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(id="Greedy-Distinct"), "snake_case"),
+    (dict(verdict="maybe"), "verdict must be one of"),
+    (dict(verdict="not shown"), "needs a note"),
+    (dict(value=math.nan), "value is missing"),
+    (dict(value=None), "value is missing"),
+    (dict(ci=(0.1, 0.2)), "does not contain the value 0.5"),
+    (dict(ci=(0.9, 0.1)), "low > high"),
+    (dict(ci=(0.1,)), r"ci must be \[low, high\]"),
+    (dict(value="half"), "must be a number"),
+    (dict(value=True), "bool"),
+    (dict(label=" "), "label"),
+])
+def test_bad_findings_are_clear_errors(kwargs, message):
+    base = dict(id="x_value", label="X", value=0.5, verdict="shown")
+    with pytest.raises(FindingsError, match=message):
+        Finding(**{**base, **kwargs})
+
+
+def test_missing_value_with_a_reason_and_unknown_ci_bound_are_kept_honest():
+    f = Finding("wae", "WAE", None, "n/a", note="no word is associated in the reference")
+    assert f.value is None
+    g = Finding("wae_ref", "WAE ref", 1.2, "shown", ci=(math.nan, 2.0))
+    assert g.ci is None  # an interval with a missing bound is no interval
+    noise = Finding("td", "TD", 1 / 60 + 1e-17, "shown", ci=(1 / 60 - 1e-18, 1 / 60))  # a degenerate bootstrap
+    assert noise.ci == (1 / 60 - 1e-18, noise.value)
+    t = findings_frame([f, g, Finding("auc", "AUROC", 0.8, "shown", ci=(0.7, 0.9), paper=0.85)])
+    assert t["value"].tolist() == ["n/a", "1.20", "0.80 [0.70, 0.90]"]
+    assert t["paper"].tolist() == ["", "", "0.85"]
+
+
+def test_duplicate_ids_and_bad_files_are_refused(tmp_path):
+    f = Finding("a", "A", 1, "shown")
+    with pytest.raises(FindingsError, match="repeated"):
+        write_findings(tmp_path / "f.json", "e", "demo", [f, f])
+    with pytest.raises(FindingsError, match="wrote no findings"):
+        read_findings(tmp_path)
+    (tmp_path / "findings.json").write_text('{"experiment": "e", "preset": "demo", "findings": '
+                                            '[{"id": "a", "label": "A", "value": 1, "verdict": "shown", "extra": 1}]}')
+    with pytest.raises(FindingsError, match="unknown keys"):
+        read_findings(tmp_path)
+
+
+def test_run_finding_writes_the_file_with_the_runs_preset_and_replaces_by_id(tmp_path):
+    from radaudit.session import Run
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"preset": "smoke"}))
+    run = Run(experiment="decoding_erasure", params=None, dir=tmp_path)  # type: ignore[arg-type]
+    run.finding("a_b", "A", 0.5, verdict="shown", ci=[0.4, 0.6])
+    run.finding("c", "C", 2, verdict="n/a", note="smoke preset: too few reports")
+    run.finding("a_b", "A", 0.55, verdict="shown", ci=[0.4, 0.6])  # a re-run cell replaces, keeps the order
+    doc = read_findings(tmp_path)
+    assert doc["preset"] == "smoke" and [f.id for f in doc["findings"]] == ["a_b", "c"]
+    assert doc["findings"][0].value == 0.55
+    assert run.findings_table()["verdict"].tolist() == ["shown", "n/a"]
