@@ -54,8 +54,10 @@ def test_missing_value_with_a_reason_and_unknown_ci_bound_are_kept_honest():
     noise = Finding("td", "TD", 1 / 60 + 1e-17, "shown", ci=(1 / 60 - 1e-18, 1 / 60))  # a degenerate bootstrap
     assert noise.ci == (1 / 60 - 1e-18, noise.value)
     t = findings_frame([f, g, Finding("auc", "AUROC", 0.8, "shown", ci=(0.7, 0.9), paper=0.85)])
-    assert t["value"].tolist() == ["n/a", "1.20", "0.80 [0.70, 0.90]"]
+    assert t["value"].tolist() == ["n/a", "1.2", "0.8 [0.7, 0.9]"]
     assert t["paper"].tolist() == ["", "", "0.85"]
+    assert findings_frame([Finding("n", "N", 0.041234, "shown", paper=32)])[["value", "paper"]].values.tolist() == [
+        ["0.0412", "32"]]
 
 
 def test_duplicate_ids_and_bad_files_are_refused(tmp_path):
@@ -82,3 +84,36 @@ def test_run_finding_writes_the_file_with_the_runs_preset_and_replaces_by_id(tmp
     assert doc["preset"] == "smoke" and [f.id for f in doc["findings"]] == ["a_b", "c"]
     assert doc["findings"][0].value == 0.55
     assert run.findings_table()["verdict"].tolist() == ["shown", "n/a"]
+
+
+def test_readme_block_is_written_between_its_markers_only():
+    from radaudit.findings import readme_block, readme_findings, update_readme
+
+    doc = {"experiment": "decoding_erasure", "preset": "demo",
+           "findings": [Finding("greedy_distinct_reports", "Distinct greedy reports", 0.04, "shown", ci=(0.01, 0.09),
+                                paper=0.003),
+                        Finding("erased_terms_greedy", "Erased words", 7, "not shown", note="controls fail")]}
+    block = readme_block(doc, "20261125-1200_demo")
+    assert "- **Distinct greedy reports** `greedy_distinct_reports`: 0.04 [0.01, 0.09] (paper: 0.003); *shown*" in block
+    assert "- **Erased words** `erased_terms_greedy`: 7; *not shown* — controls fail" in block
+    readme = ("# x\n<!-- findings:decoding_erasure -->\nold numbers\n<!-- /findings -->\ntail\n"
+              "<!-- findings:modality_shift -->\nkeep\n<!-- /findings -->\n")
+    new = update_readme(readme, "decoding_erasure", block)
+    assert readme_findings(new, "decoding_erasure") == block and readme_findings(new, "modality_shift") == "keep\n"
+    assert new.endswith("tail\n<!-- findings:modality_shift -->\nkeep\n<!-- /findings -->\n")
+    with pytest.raises(FindingsError, match="no '<!-- findings:atomic_facts -->'"):
+        update_readme(readme, "atomic_facts", block)
+
+
+def test_readme_shows_the_decoding_erasure_findings_of_a_run():
+    """The README's numbers are written from a run's findings.json (the slow demo test checks they are the
+    latest run's); here: the block is there and names every finding issue 20 asks for."""
+    from radaudit.findings import readme_findings
+    from radaudit.paths import project_root
+
+    body = readme_findings((project_root() / "README.md").read_text(encoding="utf-8"), "decoding_erasure")
+    assert body is not None and body.startswith("Headline numbers of the `demo` run (")
+    for fid in ("greedy_distinct_reports", "beam_distinct_reports", "erased_terms_greedy",
+                "erased_terms_greedy_paper_test", "nucleus_emergent_real_words", "erasure_positive_control",
+                "erasure_negative_control"):
+        assert f"`{fid}`" in body, fid

@@ -5,6 +5,7 @@
     radaudit run data_overview --preset demo [-p key=value ...] [--data-root PATH] [--out DIR]
     radaudit run all --preset demo
     radaudit sweep data_overview --preset smoke --grid seed=0,1 [--grid key=v1,v2 ...]
+    radaudit findings decoding_erasure [--run DIR] [--readme]
     radaudit metrics
     radaudit data list [--data-root PATH]
     radaudit data fetch iu_xray [--data-root PATH] [--mirror URL]
@@ -144,6 +145,31 @@ def sweep_cmd(experiment, preset, grid, overrides, data_root, out, no_progress) 
     click.echo(f"\nsweep index: {sweep_dir / 'index.md'}")
     if (index["status"] != "succeeded").any():
         sys.exit(1)
+
+
+@main.command("findings")
+@click.argument("experiment")
+@click.option("--run", "run_dir", type=click.Path(file_okay=False), default=None,
+              help="A run folder (default: outputs/<experiment>/latest).")
+@click.option("--readme", is_flag=True, help="Rewrite the experiment's findings block in README.md from this run.")
+def findings_cmd(experiment, run_dir, readme) -> None:
+    """A run's headline findings (findings.json); --readme writes them into the README."""
+    from pathlib import Path
+
+    from radaudit.experiments import get_experiment
+    from radaudit.findings import findings_frame, read_findings, readme_block, update_readme
+    from radaudit.paths import project_root
+
+    get_experiment(experiment)
+    folder = Path(run_dir) if run_dir else project_root() / "outputs" / experiment / "latest"
+    doc = read_findings(folder)
+    click.echo(findings_frame(doc["findings"]).drop(columns=["note"]).to_string(index=False))
+    if readme:
+        path = project_root() / "README.md"
+        name = folder.resolve().name
+        path.write_text(update_readme(path.read_text(encoding="utf-8"), experiment, readme_block(doc, name)),
+                        encoding="utf-8")
+        click.echo(f"README.md: findings of {experiment} written from {name}")
 
 
 @main.command("metrics")

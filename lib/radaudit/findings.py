@@ -27,7 +27,7 @@ from typing import Any
 from radaudit.errors import RadauditError
 
 __all__ = ["FINDINGS_FILE", "VERDICTS", "Finding", "FindingsError", "findings_frame", "read_findings",
-           "write_findings"]
+           "readme_block", "readme_findings", "update_readme", "write_findings"]
 
 FINDINGS_FILE = "findings.json"
 VERDICTS: tuple[str, ...] = ("shown", "not shown", "partly", "n/a")
@@ -155,15 +155,61 @@ def read_findings(path: str | Path) -> dict[str, Any]:
     return {**doc, "findings": items}
 
 
+def _fmt(x: float) -> str:
+    """Counts as integers (``32``), other numbers with 3 significant digits (``0.003``, ``0.0412``, ``12.3``)."""
+    if float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    return f"{x:.3g}"
+
+
 def findings_frame(findings: Iterable[Finding]):
     """A table for reports and notebooks: id, label, value, 95% CI, paper, verdict, note."""
     import pandas as pd
 
-    from radaudit.tables import format_ci, format_number
-
     rows = []
     for f in findings:
-        value = "n/a" if f.value is None else (format_ci(f.value, *f.ci) if f.ci else format_number(f.value))
+        value = "n/a" if f.value is None else _fmt(f.value) + (f" [{_fmt(f.ci[0])}, {_fmt(f.ci[1])}]" if f.ci else "")
         rows.append({"id": f.id, "finding": f.label, "value": value,
-                     "paper": "" if f.paper is None else format_number(f.paper), "verdict": f.verdict, "note": f.note})
+                     "paper": "" if f.paper is None else _fmt(f.paper), "verdict": f.verdict, "note": f.note})
     return pd.DataFrame(rows, columns=["id", "finding", "value", "paper", "verdict", "note"])
+
+
+# ----------------------------------------------------------------------------------------------
+# README paragraphs written from a run (never typed)
+
+_BLOCK = re.compile(r"(<!-- findings:(?P<exp>[a-z_]+) -->\n)(?P<body>.*?)(<!-- /findings -->)", re.DOTALL)
+
+
+def readme_block(doc: dict[str, Any], source: str = "") -> str:
+    """The Markdown the README shows for a run's findings: one line per finding with the value, its
+    95% CI, the paper's value and the verdict (the note after a dash). ``source`` names the run."""
+    lines = [f"Headline numbers of the `{doc['preset']}` run{f' ({source})' if source else ''}, written by "
+             "`radaudit findings --readme` from its `findings.json`:", ""]
+    for f in findings_frame(doc["findings"]).itertuples(index=False):
+        paper = f" (paper: {f.paper})" if f.paper else ""
+        note = f" — {f.note}" if f.note else ""
+        lines.append(f"- **{f.finding}** `{f.id}`: {f.value}{paper}; *{f.verdict}*{note}")
+    return "\n".join(lines) + "\n"
+
+
+def update_readme(text: str, experiment: str, block: str) -> str:
+    """``text`` with the body between ``<!-- findings:<experiment> -->`` and ``<!-- /findings -->`` replaced
+    by ``block``. Raises :class:`FindingsError` when the README has no such markers (add them where the
+    experiment's paragraph should show its numbers)."""
+    hits = [m for m in _BLOCK.finditer(text) if m.group("exp") == experiment]
+    if not hits:
+        raise FindingsError(f"the README has no '<!-- findings:{experiment} -->' ... '<!-- /findings -->' block; "
+                            "add one where the experiment's numbers belong")
+    out = text
+    for m in reversed(hits):
+        out = out[:m.start("body")] + block + out[m.end("body"):]
+    return out
+
+
+def readme_findings(text: str, experiment: str) -> str | None:
+    """The current body of the experiment's README block (``None`` without one)."""
+    for m in _BLOCK.finditer(text):
+        if m.group("exp") == experiment:
+            return m.group("body")
+    return None
+

@@ -49,17 +49,20 @@ def tiny_model(tiny_corpus, tmp_path_factory):
 def test_corpus_from_real_data(corpora):
     for skew, c in corpora.items():
         assert list(c.columns[:4]) == ["prompt", "target", "sex", "split"]
-        assert set(c["sex"]) == {"F", "M"}
+        assert set(c["sex"]) == {"F", "M", "U"}
         assert set(c["split"]) == {"train", "test"}
         assert (c["target"].str.len() > 0).all()
         assert not c["target"].str.contains(r"\s{2,}|\n").any()
         assert set(c["source"]) == {"iu_xray", "chexpert_plus_valid"}
-        word = c["sex"].map({"F": "Sex: female.", "M": "Sex: male."})
+        word = c["sex"].map({"F": "Sex: female.", "M": "Sex: male.", "U": "Sex: not given."})
         assert all(w in p for w, p in zip(word, c["prompt"]))
-        assert c["prompt"].str.match(r"^Indication: .+\. Sex: (female|male)\. Report:$").all()
+        assert c["prompt"].str.match(r"^Indication: .+\. Sex: (female|male|not given)\. Report:$").all()
         test = c[c["split"] == "test"]
-        assert test["sex"].value_counts().to_dict() == {"F": 50, "M": 50}
-    assert len(corpora[None][corpora[None]["split"] == "train"]) > 1000  # every report with a stated sex
+        assert test["sex"].value_counts().to_dict() == {"F": 50, "M": 50}  # the test split is sex-labelled only
+        # every report without a recorded sex is a training row, the same rows for every skew
+        assert (c.loc[c["sex"] == "U", "split"] == "train").all() and (c["sex"] == "U").sum() > 2500
+    labelled = corpora[None][(corpora[None]["split"] == "train") & (corpora[None]["sex"] != "U")]
+    assert len(labelled) > 1000  # every report with a stated sex
     # the held-out split is the same for every skew (same seed)
     tests = [c.loc[c["split"] == "test", ["prompt", "target"]].reset_index(drop=True) for c in corpora.values()]
     for t in tests[1:]:
@@ -73,7 +76,7 @@ def test_corpus_from_real_data(corpora):
 def test_skew_shares_and_equal_size(corpora):
     sizes = set()
     for skew in PAPER_SKEWS:
-        train = corpora[skew][corpora[skew]["split"] == "train"]
+        train = corpora[skew][(corpora[skew]["split"] == "train") & (corpora[skew]["sex"] != "U")]
         n_m = int((train["sex"] == "M").sum())
         assert abs(n_m - skew * len(train)) <= 1
         sizes.add(len(train))
@@ -85,9 +88,13 @@ def test_corpus_seed_and_max_reports(shared_data, corpora):
     pd.testing.assert_frame_equal(again, corpora[0.67])
     other = build_training_corpus(shared_data, skew=0.67, seed=1)
     assert not other["target"].reset_index(drop=True).equals(again["target"].reset_index(drop=True))
-    capped = build_training_corpus(shared_data, skew=0.33, seed=0, max_reports=100)
+    capped = build_training_corpus(shared_data, skew=0.33, seed=0, max_reports=100, unlabelled=False)
     train = capped[capped["split"] == "train"]
-    assert len(train) == 100 and int((train["sex"] == "M").sum()) == 33
+    assert len(train) == 100 and int((train["sex"] == "M").sum()) == 33 and set(train["sex"]) == {"F", "M"}
+    # without the unlabelled rows the sex-labelled rows and the test split are exactly the same
+    full = corpora[0.33]
+    pd.testing.assert_frame_equal(build_training_corpus(shared_data, skew=0.33, seed=0, unlabelled=False),
+                                  full[full["sex"] != "U"].reset_index(drop=True), check_like=False)
     for bad in (0.0, 1.0, 1.5, "half", True):
         with pytest.raises(ParamsError, match="skew"):
             build_training_corpus(shared_data, skew=bad)

@@ -355,3 +355,18 @@ def test_headline_findings_controls_that_fail_make_the_count_uninterpretable():
     assert found["erased_terms_greedy"].verdict == "not shown" and "controls fail" in found["erased_terms_greedy"].note
     assert found["erasure_positive_control"].verdict == "not shown" and "no power" in found["erasure_positive_control"].note
     assert found["erasure_ranking_reversed_pairs"].verdict == "n/a"  # one strategy: nothing to rank
+
+
+def test_figure1_marks_and_labels_the_silence_tests_erased_words():
+    refs = _sexed_corpus()
+    greedy = _result(refs, ["heart normal. lungs clear."] * len(refs), name="greedy")
+    erased = set(greedy.words.loc[greedy.words["erased_silence"], "word"])
+    assert {"mastectomy", "aicd"} <= erased
+    fig = de.fig_association_shift(greedy.words, top_k=6, title="greedy")
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert f"Erasure, silence test ({len(erased)})" in legend
+    blue = {t.get_text() for t in ax.texts if t.get_color() == de.CATEGORY_COLORS["Erasure"]}
+    assert {"mastectomy", "aicd"} <= blue  # the paper flags nothing here, so the erased words get the labels
+    assert "no word displaced or erased" not in ax.get_title()
+    plt.close(fig)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 
 from radaudit.run import run_experiment
 
@@ -27,3 +28,12 @@ def test_smoke_notebook_writes_every_table_and_figure(shared_data, tmp_path):
     scores = pd.read_parquet(d / "scores_per_pair.parquet")
     assert len(scores) == 2 * (40 + 10)  # 40 Table 2 cells x 1 pair + 2 reports x 5 groups, two metrics
     assert m["recorded"]["pair_datasets"]["pairs_dataset"]["n_pairs"] == 40
+    # findings.json: the context ablation's two medians, each the median of the per-metric table's AUROCs
+    from radaudit.findings import read_findings
+
+    f = {x.id: x for x in read_findings(d)["findings"]}
+    assert list(f)[:2] == ["whole_report_auroc_median", "trimmed_pair_auroc_median"]
+    comp = pd.read_csv(d / "tables" / "auroc_context_ablation.csv")
+    assert f["trimmed_pair_auroc_median"].value == pytest.approx(comp["auroc_paper"].median())
+    assert f["whole_report_auroc_median"].value == pytest.approx(comp["auroc_full"].median())
+    assert all(x.ci is None or x.ci[0] <= x.value <= x.ci[1] for x in f.values())

@@ -42,8 +42,9 @@ def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: 
     The diagonal is "no change"; the grey band |z_pred − z_ref| ≤ z_crit marks where associations
     are roughly stable (a guide to the eye: whether a word is displaced is decided by its own
     z_disp, Eq. 3, which the colours show). Dotted lines at ±z_neutral mark neutrality. Colours
-    are the §2.1.2 categories; the ``top_k`` displaced words with the largest |z_disp| are labelled
-    (fewer displaced words: the most sex-associated stable words fill the labels, in grey italics).
+    are the §2.1.2 categories; blue rings mark the words the silence test calls erased (ours: most sit
+    near y = 0, never written). The ``top_k`` displaced words with the largest |z_disp| are labelled,
+    then the silence test's erased words (blue), then the most sex-associated stable words (grey italics).
     Positive z = associated with ``groups[0]`` (female by default), as in CAD.
     Returns the Figure.
     """
@@ -75,15 +76,29 @@ def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: 
             ax.scatter(x[m], y[m], s=12 if cat == "Stable" else 22, color="#999999" if cat == "Stable" else CATEGORY_COLORS[cat],
                        alpha=0.6 if cat == "Stable" else 0.9, label=f"{cat} ({int(m.sum())})", zorder=2 if cat == "Stable" else 3,
                        edgecolor="none")
+    silent = (words_table["erased_silence"].to_numpy(bool) if "erased_silence" in words_table
+              else np.zeros(len(words_table), dtype=bool))
+    if (silent & finite).any():  # ours, beside the paper's: words whose rate fell in the associated group
+        m = silent & finite
+        ax.scatter(x[m], y[m], s=70, facecolors="none", edgecolors=CATEGORY_COLORS["Erasure"], linewidths=1.3,
+                   label=f"Erasure, silence test ({int(m.sum())})", zorder=3)
     disp = words_table[words_table["category"] != "Stable"]
     if top_k:
         top = disp.reindex(disp["z_disp"].abs().sort_values(ascending=False).index).head(top_k)
         for r in top.itertuples(index=False):
             ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, 3), textcoords="offset points", fontsize=8, zorder=4)
-        if len(top) < top_k:  # fill with the most sex-associated stable words, in grey: which words these are
-            stable = words_table[words_table["category"] == "Stable"]
+        n_labels = len(top)
+        if n_labels < top_k and silent.any():  # then the silence test's erased words, most associated first
+            extra = words_table[silent & ~words_table["word"].isin(top["word"]).to_numpy()]
+            extra = extra.reindex(extra["z_ref_exact"].abs().sort_values(ascending=False).index).head(top_k - n_labels)
+            for r in extra.itertuples(index=False):
+                ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, -9), textcoords="offset points", fontsize=8,
+                            color=CATEGORY_COLORS["Erasure"], zorder=4)
+            n_labels += len(extra)
+        if n_labels < top_k:  # fill with the most sex-associated stable words, in grey: which words these are
+            stable = words_table[(words_table["category"] == "Stable").to_numpy() & ~silent]
             strength = np.maximum(stable["z_ref"].abs(), stable["z_pred"].abs())
-            for r in stable.reindex(strength.sort_values(ascending=False).index).head(top_k - len(top)).itertuples(index=False):
+            for r in stable.reindex(strength.sort_values(ascending=False).index).head(top_k - n_labels).itertuples(index=False):
                 ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, 3), textcoords="offset points", fontsize=7,
                             color="#666666", style="italic", zorder=4)
     ax.set_xlim(-lim, lim)
@@ -91,8 +106,8 @@ def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: 
     ax.set_aspect("equal")
     ax.set_xlabel(_axis_label("ref", groups))
     ax.set_ylabel(_axis_label("pred", groups))
-    if disp.empty:
-        title = (f"{title} — " if title else "") + "no word displaced at this p*"
+    if disp.empty and not silent.any():
+        title = (f"{title} — " if title else "") + "no word displaced or erased at this p*"
     if title:
         ax.set_title(title)
     ax.legend(fontsize=7, loc="upper left", frameon=True)

@@ -55,6 +55,7 @@ Where things are
 - ``scores.py``: scoring the pairs; DS/RS, AUROC of harmful vs harmless rewrites, monotonicity.
 - ``agreement.py``: inter-radiologist agreement on error counts (Table 1; RadPref, ReXVal).
 - ``tables.py``: the DS/RS tables, whole-report vs trimmed AUROC, the run summary.
+- ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (the context ablation first).
 - ``plots.py``: the figures.
 """
 
@@ -89,6 +90,7 @@ from radaudit.audits.metric_metaeval.plots import (
     fig_ds_rs,
     fig_monotonicity,
 )
+from radaudit.audits.metric_metaeval.findings import headline_findings
 from radaudit.audits.metric_metaeval.scores import (
     ASPECT_SHORT,
     ERROR_CODES,
@@ -101,6 +103,7 @@ from radaudit.audits.metric_metaeval.scores import (
     column_key,
     ds_rs_long,
     kendall_tau,
+    median_auroc,
     metric_label,
     monotonicity_long,
     monotonicity_summary,
@@ -118,7 +121,7 @@ from radaudit.audits.metric_metaeval.tables import (
 
 __all__ = [
     "agreement_table", "AGREEMENT_TYPES", "ASPECT_SHORT", "auroc", "auroc_table", "build_datasets",
-    "column_key", "context_comparison", "ds_rs_long", "ERROR_CODES", "examples_table", "fig_auroc_context",
+    "column_key", "headline_findings", "median_auroc", "context_comparison", "ds_rs_long", "ERROR_CODES", "examples_table", "fig_auroc_context",
     "fig_auroc_heatmap", "fig_ds_rs", "fig_monotonicity", "INSIG_COLOR", "kendall_tau", "make_engine",
     "mean_pairwise_agreement", "MetaevalData", "metric_label", "METRIC_LABELS", "METRIC_RANGES",
     "monotonicity_long", "monotonicity_summary", "pairwise_rater_correlations", "Params", "radpref_agreement",

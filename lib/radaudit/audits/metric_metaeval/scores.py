@@ -258,6 +258,41 @@ def auroc_table(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: fl
     return out
 
 
+def median_auroc(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
+    """The median over metrics of the overall harmful-vs-harmless AUROC (:func:`auroc_table`'s
+    ``Overall`` rows), with a BCa bootstrap CI over *pairs*: each replicate resamples the pairs once,
+    recomputes every metric's AUROC on that same resample, and takes the median — so the interval
+    carries the sampling of the pairs, which is what varies between studies (the metrics are fixed).
+    Metrics with an undefined AUROC on a resample are left out of that replicate's median.
+
+    Returns ``{"median", "low", "high", "n_metrics", "n_pairs", "method"}``.
+    """
+    df = scores[scores["group"].isna()] if "group" in scores.columns else scores
+    if df.empty:
+        raise DataFormatError("no discrimination/robustness pairs to compute the AUROC on")
+    sign = df.groupby("metric", sort=False)["higher_is_better"].first().map(lambda h: 1.0 if bool(h) else -1.0)
+    wide = df.pivot_table(index="pair_id", columns="metric", values="score", aggfunc="first", dropna=False)
+    wide = wide[list(sign.index)] * sign.to_numpy()
+    insig = df.groupby("pair_id")["significance"].first().reindex(wide.index).to_numpy() == "insignificant"
+    values = wide.to_numpy(float)
+
+    def stat(v: np.ndarray, lab: np.ndarray) -> float:
+        lab = np.asarray(lab, dtype=bool)
+        per = []
+        for j in range(v.shape[1]):
+            col = v[:, j]
+            ok = np.isfinite(col)
+            if (lab & ok).any() and (~lab & ok).any():
+                per.append(auroc(col[ok & lab], col[ok & ~lab]))
+        return float(np.median(per)) if per else math.nan
+
+    est = stat(values, insig)
+    ci = bootstrap_ci((values, insig), stat, n_resamples=n_bootstrap, confidence=confidence, method="bca",
+                      seed=stable_seed(seed, "median_auroc"), max_failed=0.5)
+    return {"median": est, "low": ci.low, "high": ci.high, "n_metrics": int(values.shape[1]),
+            "n_pairs": int(values.shape[0]), "method": "bca"}
+
+
 # ----------------------------------------------------------------------------------------------
 # monotonicity (§4.3, Figure 4)
 

@@ -1,0 +1,64 @@
+"""metric_metaeval's findings: the median AUROC over metrics (hand-computed) and its verdicts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from radaudit.audits import metric_metaeval as mm
+
+
+def _scores(copies: int = 2) -> pd.DataFrame:
+    """4 metrics on pairs i1, i2 (insignificant) and s1, s2 (significant), repeated ``copies`` times.
+
+    a (lower is better): insig 0.1, 0.2 vs sig 0.9, 0.8 -> negated, AUROC 1
+    b (higher is better): insig 0.1, 0.2 vs sig 0.9, 0.8 -> AUROC 0
+    c: insig 0.5, 0.1 vs sig 0.3, 0.3 -> 2 of 4 comparisons -> 0.5
+    d: insig 0.9, 0.4 vs sig 0.5, 0.3 -> 3 of 4 -> 0.75;  median(1, 0, 0.5, 0.75) = 0.625
+    """
+    values = {"a": ([0.1, 0.2], [0.9, 0.8], False), "b": ([0.1, 0.2], [0.9, 0.8], True),
+              "c": ([0.5, 0.1], [0.3, 0.3], True), "d": ([0.9, 0.4], [0.5, 0.3], True)}
+    rows = []
+    for k in range(copies):
+        for m, (ins, sig, hib) in values.items():
+            for j, v in enumerate(ins):
+                rows.append({"metric": m, "pair_id": f"i{j}_{k}", "score": v, "significance": "insignificant",
+                             "higher_is_better": hib, "group": None})
+            for j, v in enumerate(sig):
+                rows.append({"metric": m, "pair_id": f"s{j}_{k}", "score": v, "significance": "significant",
+                             "higher_is_better": hib, "group": None})
+    return pd.DataFrame(rows)
+
+
+def test_median_auroc_hand_computed_with_a_ci_over_pairs():
+    res = mm.median_auroc(_scores(3), n_bootstrap=300, seed=0)
+    assert res["median"] == pytest.approx(0.625)
+    assert res["n_metrics"] == 4 and res["n_pairs"] == 12
+    assert res["low"] <= 0.625 <= res["high"] and res["high"] - res["low"] > 0
+    # the per-metric values are auroc_table's Overall rows
+    au = mm.auroc_table(_scores(3).assign(aspect="Laterality"), n_bootstrap=50).query("aspect == 'Overall'")
+    assert au.set_index("metric")["auroc"].to_dict() == pytest.approx({"a": 1.0, "b": 0.0, "c": 0.5, "d": 0.75})
+
+
+def test_median_auroc_ignores_an_undefined_metric_and_refuses_no_pairs():
+    df = _scores(3)
+    df.loc[df["metric"] == "d", "score"] = np.nan  # d undefined everywhere: median(1, 0, 0.5) = 0.5
+    assert mm.median_auroc(df, n_bootstrap=100)["median"] == pytest.approx(0.5)
+    with pytest.raises(Exception, match="no discrimination"):
+        mm.median_auroc(df.iloc[:0])
+
+
+def test_findings_verdicts_follow_the_stated_rule():
+    whole = {"median": 0.5, "low": 0.45, "high": 0.55, "n_metrics": 17, "n_pairs": 800, "method": "bca"}
+    trimmed = {"median": 0.15, "low": 0.1, "high": 0.2, "n_metrics": 17, "n_pairs": 800, "method": "bca"}
+    f = {x.id: x for x in mm.headline_findings(trimmed, whole)}
+    assert list(f) == ["whole_report_auroc_median", "trimmed_pair_auroc_median"]  # the ablation leads
+    assert f["whole_report_auroc_median"].verdict == "shown" and f["whole_report_auroc_median"].ci == (0.45, 0.55)
+    separating = {**whole, "median": 0.7, "low": 0.62, "high": 0.78}
+    assert mm.headline_findings(trimmed, separating)[0].verdict == "not shown"
+    off = mm.headline_findings(trimmed, None)[0]
+    assert off.value is None and off.verdict == "n/a" and "ablation off" in off.note
+    assert not math.isnan(f["trimmed_pair_auroc_median"].value)
