@@ -267,7 +267,8 @@ def test_collapse_floor_paper_test_sees_written_words_silence_test_sees_omitted_
     written = de.collapse_floor(df, template="mastectomy changes. chest stable.")
     # the template writes all four evenly: the paper's test flags all four; the silence test flags chest and
     # stable, whose M rate fell from 100/220 to 100/400 tokens, but not mastectomy/changes, whose F rate is kept
-    assert written == {"n_reports": 200, "strong_reference_words": 4, "strong_reference_words_exact": 4, "Erasure": 4,
+    assert written == {"n_reports": 200, "strong_reference_words": 4, "strong_reference_words_exact": 4,
+                       "reference_words_bh": 4, "Erasure": 4,
                        "New Bias": 0, "Bias Flip": 0, "Preservation": 0, "Unclassified": 0,
                        "Erasure (silence test)": 2}
     # the default normal template writes none of them: the paper's test cannot flag a total omission
@@ -275,6 +276,10 @@ def test_collapse_floor_paper_test_sees_written_words_silence_test_sees_omitted_
     omitted = de.collapse_floor(df)
     assert omitted["Erasure"] == 0 and omitted["strong_reference_words"] == 4
     assert omitted["Erasure (silence test)"] == 4
+    # references that do not differ by sex hold no association to erase, and the count says so
+    same = pd.DataFrame({"reference": ["chest stable. mastectomy changes."] * 200, "group": ["F", "M"] * 100})
+    flat = de.collapse_floor(same)
+    assert flat["reference_words_bh"] == 0 and flat["Erasure (silence test)"] == 0
 
 
 def test_system_table_cells():

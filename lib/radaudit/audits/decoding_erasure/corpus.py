@@ -304,7 +304,8 @@ def collapse_floor(df: pd.DataFrame, *, reference: str = "reference", group: str
     can show on these references whatever the sample size; the silence test (item 9) flags the
     strongly associated words the template leaves out, and is 0 only when the references hold none
     it can detect. Returns ``{"n_reports", "strong_reference_words" (|z_ref| > z_strong),
-    "strong_reference_words_exact" (|z_ref_exact| > z_strong), <category>: count, ...,
+    "strong_reference_words_exact" (|z_ref_exact| > z_strong), "reference_words_bh" (associations that
+    survive BH over the vocabulary: :func:`_associated_after_bh`), <category>: count, ...,
     SILENCE_ERASURE: count}``. ``template=None`` keeps every reference as its own prediction
     (:func:`copy_control`).
     """
@@ -321,9 +322,23 @@ def collapse_floor(df: pd.DataFrame, *, reference: str = "reference", group: str
     z_strong = float(w.attrs.get("z_strong", kw.get("z_strong", 2.0)))
     out: dict[str, Any] = {"n_reports": int(sum(a.n_reports.values())),
                            "strong_reference_words": int((w["z_ref"].abs() > z_strong).sum()),
-                           "strong_reference_words_exact": int((w["z_ref_exact"].abs() > z_strong).sum())}
+                           "strong_reference_words_exact": int((w["z_ref_exact"].abs() > z_strong).sum()),
+                           "reference_words_bh": _associated_after_bh(w, float(kw.get("p_star", 0.05)))}
     out.update({c: counts[c] for c in (*CATEGORIES, "Unclassified", SILENCE_ERASURE)})
     return out
+
+
+def _associated_after_bh(words: pd.DataFrame, p_star: float) -> int:
+    """Reference words whose sex association survives Benjamini–Hochberg over the vocabulary: the exact
+    test's two-sided p (from ``z_ref_exact``, association module item 10), adjusted at ``p_star``. The
+    paper's "strongly associated" (|z_ref| > z_strong) is not corrected for testing every word, so with
+    V words about 5% pass it by chance; this count says how many associations are more than that."""
+    from scipy.stats import norm
+
+    from radaudit.stats import benjamini_hochberg
+
+    p = 2.0 * norm.sf(words["z_ref_exact"].abs().to_numpy(float))
+    return int(benjamini_hochberg(p, alpha=p_star)[0].sum())
 
 
 def copy_control(df: pd.DataFrame, *, reference: str = "reference", group: str = "group",

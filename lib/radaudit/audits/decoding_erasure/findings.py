@@ -75,7 +75,10 @@ def erased_terms(by: Mapping[str, CorpusResult], name: str, controls: Mapping[st
         verdict, note = "not shown", (f"the controls fail (template: {pos} erased, must be > 0; copy: {neg}, must be 0): "
                                       "the count cannot be interpreted")
     else:
-        verdict, note = "not shown", f"no word erased although the template control flags {pos}"
+        bh = controls["positive"].get("reference_words_bh")
+        verdict, note = "not shown", (f"no word erased; the template control flags {pos}, and {bh} reference words' sex "
+                                      "association survives BH: these references hold (almost) nothing to erase at "
+                                      "this sample size")
     out = [Finding(fid, label, n, verdict, note=note + f"; the paper's test flags {c['Erasure']}")]
     n_p = c["Erasure"]
     out.append(Finding(fid_p, label_p, n_p, "shown" if n_p > 0 else "not shown", paper=PAPER.get(fid_p),
@@ -127,9 +130,10 @@ def control_findings(controls: Mapping[str, Mapping[str, Any]]) -> list[Finding]
     return [
         Finding("erasure_positive_control", "Positive control: words erased by one normal template for every study "
                 "(silence test)", pos[SILENCE_ERASURE], "shown" if pos[SILENCE_ERASURE] > 0 else "not shown",
-                note=(f"the paper's test flags {pos['Erasure']}; {pos['strong_reference_words_exact']} reference words are "
-                      "strongly sex-associated") + ("" if pos[SILENCE_ERASURE] > 0 else
-                                                    ": these references cannot show erasure at all (no power)")),
+                note=(f"the paper's test flags {pos['Erasure']}; {pos['strong_reference_words_exact']} reference words pass "
+                      f"|z| > 2, {pos.get('reference_words_bh', 'n/a')} of them survive BH over the vocabulary (more "
+                      "than chance)") + ("" if pos[SILENCE_ERASURE] > 0 else
+                                         ": these references cannot show erasure at all (no power)")),
         Finding("erasure_negative_control", "Negative control: words erased when every prediction is its reference "
                 "(silence test)", neg[SILENCE_ERASURE], "shown" if neg[SILENCE_ERASURE] == 0 else "not shown",
                 note="" if neg[SILENCE_ERASURE] == 0 else "the test flags words with nothing erased: do not trust it"),
