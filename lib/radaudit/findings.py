@@ -184,7 +184,7 @@ def readme_block(doc: dict[str, Any], source: str = "") -> str:
     """The Markdown the README shows for a run's findings: one line per finding with the value, its
     95% CI, the paper's value and the verdict (the note after a dash). ``source`` names the run."""
     lines = [f"Headline numbers of the `{doc['preset']}` run{f' ({source})' if source else ''}, written by "
-             "`radaudit findings --readme` from its `findings.json`:", ""]
+             f"`radaudit findings {doc['experiment']} --readme` from its `findings.json`:", ""]
     for f in findings_frame(doc["findings"]).itertuples(index=False):
         paper = f" (paper: {f.paper})" if f.paper else ""
         note = f" — {f.note}" if f.note else ""
