@@ -116,9 +116,11 @@ def test_tiny_training_saves_reloads_and_learns(tiny_model, tiny_corpus):
     tok = AutoTokenizer.from_pretrained(tiny_model)
     assert model.config.num_hidden_layers == 1 and model.config.hidden_size == 32
     assert (tok.bos_token, tok.eos_token, tok.pad_token) == ("<s>", "</s>", "<pad>")
-    ids = tok("Indication: cough. Sex: male. Report:")["input_ids"]
+    ids = tok("Sex: male. Report:")["input_ids"]
     assert ids[0] == tok.bos_token_id
-    assert tok.decode(ids, skip_special_tokens=True) == "indication: cough. sex: male. report:"  # lower-cased BPE
+    assert tok.convert_ids_to_tokens(ids) == ["<s>", "▁sex", ":", "▁male", ".", "▁report", ":"]  # one token per word
+    assert tok.decode(ids, skip_special_tokens=True) == "sex: male. report:"  # lower-cased, spaces restored exactly
+    assert tok.convert_ids_to_tokens(tok("zzqx", add_special_tokens=False)["input_ids"]) == ["<unk>"]  # not a word seen
 
     log = json.loads((tiny_model / "training_log.json").read_text())
     losses = log["loss"]
