@@ -18,9 +18,10 @@ from radaudit.config import validate_params
 from radaudit.errors import DataFormatError, ParamsError
 
 
-def _row(metric, aspect, error_type, significance, score, *, pair, study="s", group=None, hib=True):
+def _row(metric, aspect, error_type, significance, score, *, pair, study="s", group=None, hib=True, rule=None):
     return {"pair_id": pair, "study_id": study, "source": "x", "aspect": aspect, "error_type": error_type,
-            "significance": significance, "group": group, "metric": metric, "score": score,
+            "significance": significance, "rule": rule or f"{aspect}_{significance}_{error_type}", "group": group,
+            "metric": metric, "score": score,
             "score_100": 100 * score / mm.METRIC_RANGES.get(metric, 1.0), "higher_is_better": hib}
 
 
@@ -50,20 +51,56 @@ def test_ds_rs_by_hand(tiny):
     cell = long.set_index(["score", "column"])
     assert cell.at[("DS", "Location O"), "estimate"] == pytest.approx(30.0)
     assert cell.at[("DS", "Neg. S"), "estimate"] == pytest.approx(50.0)
-    assert cell.at[("DS", "Overall"), "estimate"] == pytest.approx(100 * (0.2 + 0.4 + 0.5) / 3)
+    # Overall = the mean of the column estimates (the paper's Overall), not of the pairs: (30 + 50) / 2
+    assert cell.at[("DS", "Overall"), "estimate"] == pytest.approx(40.0)
     assert cell.at[("RS", "Location O"), "estimate"] == pytest.approx(95.0)
     assert cell.at[("RS", "Neg. S"), "estimate"] == pytest.approx(80.0)  # the NaN is left out ...
     assert cell.at[("RS", "Neg. S"), "n_undefined"] == 1  # ... and counted
-    assert cell.at[("RS", "Overall"), "estimate"] == pytest.approx(100 * (0.9 + 1.0 + 0.8) / 3)
+    assert cell.at[("RS", "Overall"), "estimate"] == pytest.approx((95 + 80) / 2)
+    assert cell.at[("DS", "Overall"), "ci_method"] == "percentile bootstrap over pairs"
     ov = cell.loc[("DS", "Overall")]
     assert ov["low"] <= ov["estimate"] <= ov["high"]
     assert math.isnan(cell.at[("DS", "Neg. S"), "low"])  # one pair: no interval
 
 
+def test_paper_overall_ci_by_hand(tiny):
+    # column means 30 and 50: mean 40, SD 14.1421 (ddof 1), SE = 14.1421 / sqrt(2) = 10, half-width 1.959964 * 10
+    assert mm.paper_overall_ci([30.0, 50.0]) == pytest.approx((40.0, 40.0 - 19.59964, 40.0 + 19.59964), abs=1e-5)
+    est, lo, hi = mm.paper_overall_ci([30.0])
+    assert est == 30.0 and math.isnan(lo) and math.isnan(hi)  # one column: no SD
+    long = mm.ds_rs_long(tiny, n_bootstrap=20, overall_ci="paper").set_index(["score", "column"])
+    assert long.at[("DS", "Overall"), "low"] == pytest.approx(20.40036, abs=1e-4)
+    assert long.at[("DS", "Overall"), "ci_method"].startswith("paper")
+    with pytest.raises(ParamsError, match="overall_ci"):
+        mm.ds_rs_long(tiny, overall_ci="wald")
+
+
+def test_cell_is_averaged_over_rules():
+    """Rule A made two pairs (0.2, 0.4: mean 30), rule B one (0.9: 90): over rules (30 + 90) / 2 = 60;
+    over pairs (the paper) (20 + 40 + 90) / 3 = 50."""
+    rows = [_row("m", "severity", "omission", "significant", v, pair=p, rule=r)
+            for v, p, r in ((0.2, "a", "A"), (0.4, "b", "A"), (0.9, "c", "B"))]
+    df = pd.DataFrame(rows).assign(group=pd.array([pd.NA] * 3, dtype="Int64"))
+    by_rules = mm.ds_rs_long(df, n_bootstrap=50).set_index("column")
+    by_pairs = mm.ds_rs_long(df, n_bootstrap=50, cell_average="pairs").set_index("column")
+    assert by_rules.at["Severity O", "estimate"] == pytest.approx(60.0)
+    assert by_rules.at["Severity O", "n_rules"] == 2
+    assert by_pairs.at["Severity O", "estimate"] == pytest.approx(50.0)
+    drill = mm.ds_rs_by_rule(df, n_bootstrap=50).set_index("rule")
+    assert drill.at["A", "estimate"] == pytest.approx(30.0) and drill.at["A", "n"] == 2
+    assert drill.at["B", "estimate"] == pytest.approx(90.0) and drill.at["B", "n"] == 1
+    cells = mm.rules_per_cell(df.drop(columns=["metric", "score", "score_100", "higher_is_better"]))
+    row = cells[(cells["column"] == "Severity O") & (cells["significance"] == "significant")].iloc[0]
+    assert (row["n_pairs"], row["n_rules"], row["rules"]) == (3, 2, "A (2), B (1)")
+    assert len(cells) == 40 and cells["n_rules"].sum() == 2  # 20 columns x 2 significances; the rest empty
+
+
 def test_score_table_layout(tiny):
     t4 = mm.score_table(mm.ds_rs_long(tiny, n_bootstrap=20), "DS")
-    assert list(t4.columns) == ["Metric", "Location O", "Neg. S", "Overall", "CI"]
-    assert t4.loc[0, "Location O"] == 30.0 and t4.loc[0, "CI"].startswith("[")
+    assert list(t4.columns) == ["Metric", "Location O", "Neg. S", "Overall", "CI (percentile bootstrap over pairs)"]
+    assert t4.loc[0, "Location O"] == 30.0 and t4.loc[0, "CI (percentile bootstrap over pairs)"].startswith("[")
+    t4p = mm.score_table(mm.ds_rs_long(tiny, n_bootstrap=20, overall_ci="paper"), "DS")
+    assert t4p.columns[-1] == "CI (paper: mean ± 1.96·SD/√k over the k column means)"
     assert len(mm.table_columns()) == 21 and mm.table_columns()[:4] == [
         "Comparison/Progression E", "Comparison/Progression F", "Comparison/Progression O", "Cont. S"]
     with pytest.raises(ParamsError):
@@ -318,3 +355,15 @@ def test_params_validation_and_paper_defaults():
     with pytest.raises(ParamsError, match="engine"):
         validate_params(mm.Params, {"engine": "gpt"})
     assert mm.resolve_metrics(None)[:1] == ["bleu1"]
+
+
+def test_min_rules_per_cell_finding_names_the_thin_cells():
+    cells = pd.DataFrame({"column": ["Location E", "Location E", "Neg. S", "Neg. S"],
+                          "significance": ["significant", "insignificant"] * 2,
+                          "n_pairs": [10, 10, 10, 0], "n_rules": [3, 4, 2, 0], "rules": ""})
+    f = mm.rules_finding(cells)
+    assert f.id == "min_rules_per_cell" and f.value == 2 and f.verdict == "n/a"
+    assert "fewer than 3 rules: Neg. S (significant: 2)" in f.note
+    assert "cells without pairs: Neg. S (insignificant: 0)" in f.note
+    full = mm.rules_finding(cells.assign(n_rules=[3, 3, 5, 0]))
+    assert full.value == 3 and "every filled cell has at least 3 rules" in full.note

@@ -12,7 +12,13 @@ from radaudit.run import run_experiment
 
 
 def test_smoke_notebook_writes_every_table_and_figure(shared_data, tmp_path):
-    res = run_experiment("metric_metaeval", "smoke", data_root=str(shared_data), out=tmp_path, progress=False)
+    # a filled review sheet from "an earlier run": reviewer 1 calls one of two significant pairs harmless
+    filled = tmp_path / "filled.csv"
+    pd.DataFrame({"pair_id": ["a", "b", "c"], "significance": ["significant", "significant", "insignificant"],
+                  "rule": ["r1", "r1", "r2"], "reviewer1_significance": ["significant", "insignificant", "insignificant"],
+                  "reviewer1_one_change": ["yes", "yes", ""], "reviewer1_comment": ""}).to_csv(filled, index=False)
+    res = run_experiment("metric_metaeval", "smoke", [f"review_sheet={filled}"], data_root=str(shared_data),
+                         out=tmp_path, progress=False)
     d = res.run_dir
     m = json.loads((d / "manifest.json").read_text())
     assert m["status"] == "succeeded"
@@ -37,3 +43,11 @@ def test_smoke_notebook_writes_every_table_and_figure(shared_data, tmp_path):
     assert f["trimmed_pair_auroc_median"].value == pytest.approx(comp["auroc_paper"].median())
     assert f["whole_report_auroc_median"].value == pytest.approx(comp["auroc_full"].median())
     assert all(x.ci is None or x.ci[0] <= x.value <= x.ci[1] for x in f.values())
+    # every pair is in the review sheet with blank reviewer columns; the filled sheet was read back
+    sheet = pd.read_csv(d / "tables" / "review_sheet.csv", keep_default_na=False)
+    assert len(sheet) == 40 and (sheet["reviewer2_significance"] == "").all()
+    cells = pd.read_csv(d / "tables" / "rules_per_cell.csv")
+    assert f["min_rules_per_cell"].value == cells.loc[cells["n_pairs"] > 0, "n_rules"].min()
+    review = pd.read_csv(d / "tables" / "review_agreement.csv").set_index("comparison")
+    assert review.at["reviewer1 vs rule: significance", "agreement"] == pytest.approx(2 / 3)
+    assert (d / "tables" / "ds_rs_by_rule.csv").exists()

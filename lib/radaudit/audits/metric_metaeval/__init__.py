@@ -90,7 +90,7 @@ from radaudit.audits.metric_metaeval.plots import (
     fig_ds_rs,
     fig_monotonicity,
 )
-from radaudit.audits.metric_metaeval.findings import headline_findings
+from radaudit.audits.metric_metaeval.findings import headline_findings, rules_finding
 from radaudit.audits.metric_metaeval.scores import (
     ASPECT_SHORT,
     ERROR_CODES,
@@ -101,7 +101,13 @@ from radaudit.audits.metric_metaeval.scores import (
     auroc,
     auroc_table,
     column_key,
+    CELL_AVERAGES,
+    CI_LABELS,
+    OVERALL_CIS,
+    ds_rs_by_rule,
     ds_rs_long,
+    paper_overall_ci,
+    rules_per_cell,
     kendall_tau,
     median_auroc,
     metric_label,
@@ -121,7 +127,7 @@ from radaudit.audits.metric_metaeval.tables import (
 
 __all__ = [
     "agreement_table", "AGREEMENT_TYPES", "ASPECT_SHORT", "auroc", "auroc_table", "build_datasets",
-    "column_key", "headline_findings", "median_auroc", "context_comparison", "ds_rs_long", "ERROR_CODES", "examples_table", "fig_auroc_context",
+    "CELL_AVERAGES", "CI_LABELS", "column_key", "ds_rs_by_rule", "headline_findings", "rules_finding", "OVERALL_CIS", "paper_overall_ci", "rules_per_cell", "median_auroc", "context_comparison", "ds_rs_long", "ERROR_CODES", "examples_table", "fig_auroc_context",
     "fig_auroc_heatmap", "fig_ds_rs", "fig_monotonicity", "INSIG_COLOR", "kendall_tau", "make_engine",
     "mean_pairwise_agreement", "MetaevalData", "metric_label", "METRIC_LABELS", "METRIC_RANGES",
     "monotonicity_long", "monotonicity_summary", "pairwise_rater_correlations", "Params", "radpref_agreement",

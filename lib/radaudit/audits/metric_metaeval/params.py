@@ -39,6 +39,10 @@ class Params(BaseParams):
     context_ablation: bool = Field(True, description="With context='paper', also score the same rewrites kept whole and compare the AUROC (how much the paper's context design decides the verdict).")
     agreement: bool = Field(True, description="Compute the Table 1 analog on RadPref's three radiologists.")
     rexval_path: str | None = Field(None, description="Folder of the ReXVal files (credentialed): reproduces the paper's Table 1; null = skip.")
+    cell_average: Literal["rules", "pairs"] = Field("rules", description="How a Table 4/5 cell averages its pairs: 'rules' (mean over its rewriting rules of each rule's mean; each kind of edit weighs the same) or 'pairs' (the paper's mean over pairs).")
+    overall_ci: Literal["paper", "bootstrap"] = Field("bootstrap", description="CI of Tables 4/5's Overall: 'paper' (mean ± 1.96·SD/√k over the k column means, the paper's) or 'bootstrap' (percentile bootstrap over pairs).")
+    n_reviewers: int = Field(2, ge=1, description="Reviewer column blocks in the exported review sheet (tables/review_sheet.csv).")
+    review_sheet: str | None = Field(None, description="A filled review sheet (CSV exported by an earlier run) to read back: agreement between reviewers and the rules; null = none yet.")
     fdr_alpha: float = Field(0.05, gt=0, lt=1, description="Benjamini–Hochberg level for every table with p-values.")
     n_examples: int = Field(1, ge=0, description="Example pairs shown per aspect and significance in the notebook.")
 

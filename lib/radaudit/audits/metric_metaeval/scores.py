@@ -34,8 +34,15 @@ ASPECT_SHORT: dict[str, str] = {
 TABLE_ASPECT_ORDER: tuple[str, ...] = ("comparison", "contradiction", "description", "location", "modality", "negation",
                                        "noise", "severity", "size_distance", "stylistic", "uncertainty", "terminology")
 #: Columns of the per-pair score table.
-SCORE_COLUMNS: tuple[str, ...] = ("pair_id", "study_id", "source", "aspect", "error_type", "significance", "group",
-                                  "metric", "score", "score_100", "higher_is_better")
+SCORE_COLUMNS: tuple[str, ...] = ("pair_id", "study_id", "source", "aspect", "error_type", "significance", "rule",
+                                  "group", "metric", "score", "score_100", "higher_is_better")
+#: How a Table 4/5 cell averages its pairs: over the rewriting rules (each rule weighs the same) or over pairs (paper).
+CELL_AVERAGES: tuple[str, ...] = ("rules", "pairs")
+#: CI of the Overall column: the paper's (mean ± 1.96·SD/√k over the k column means) or a bootstrap over pairs.
+OVERALL_CIS: tuple[str, ...] = ("paper", "bootstrap")
+#: The CI method as the tables name it.
+CI_LABELS: dict[str, str] = {"paper": "paper: mean ± 1.96·SD/√k over the k column means",
+                             "bootstrap": "percentile bootstrap over pairs"}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -84,9 +91,11 @@ def score_pairs(pairs: pd.DataFrame, metrics: Sequence[str] | None = None,
     names = resolve_metrics(metrics)
     options = dict(metric_options or {})
     refs, cands = pairs["gt"].astype(str).tolist(), pairs["rewritten"].astype(str).tolist()
-    meta = pairs[["pair_id", "study_id", "source", "aspect", "error_type", "significance", "group"]].reset_index(drop=True) \
-        if {"study_id", "source", "group"} <= set(pairs.columns) else \
-        pairs[["pair_id", "aspect", "error_type", "significance"]].reset_index(drop=True).assign(study_id=pd.NA, source=pd.NA, group=pd.NA)
+    meta = pairs.reset_index(drop=True)
+    for col in ("study_id", "source", "rule", "group"):
+        if col not in meta.columns:
+            meta = meta.assign(**{col: pd.NA})
+    meta = meta[["pair_id", "study_id", "source", "aspect", "error_type", "significance", "rule", "group"]]
     frames, skipped = [], {}
     for name in names:
         try:
@@ -150,46 +159,169 @@ def table_columns() -> list[str]:
     return [*cols, "Overall"]
 
 
-def _mean_ci(values: np.ndarray, *, n_bootstrap: int, confidence: float, seed: int) -> tuple[float, float, float]:
-    """Mean of the finite values and its percentile bootstrap CI (NaN bounds with fewer than 2 values)."""
+def _cell_mean(values: np.ndarray, rules: np.ndarray | None = None) -> float:
+    """Mean of the finite ``values``; with ``rules``, the mean over rules of each rule's mean (each
+    rewriting rule weighs the same, however many pairs it made)."""
     v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if v.size == 0:
+    ok = np.isfinite(v)
+    if not ok.any():
+        return math.nan
+    if rules is None:
+        return float(v[ok].mean())
+    r = np.asarray(rules)[ok]
+    return float(np.mean([v[ok][r == k].mean() for k in np.unique(r)]))
+
+
+def _mean_ci(values: np.ndarray, rules: np.ndarray | None = None, *, n_bootstrap: int, confidence: float,
+             seed: int) -> tuple[float, float, float]:
+    """:func:`_cell_mean` and its percentile bootstrap CI over pairs (NaN bounds with fewer than 2 values).
+
+    Percentile, not BCa: a cell holds about 10 pairs whose scores are often tied (label F1 is 0 or 1),
+    where BCa's jackknife acceleration is unstable."""
+    v = np.asarray(values, dtype=float)
+    ok = np.isfinite(v)
+    if not ok.any():
         return math.nan, math.nan, math.nan
-    est = float(v.mean())
+    v = v[ok]
+    r = None if rules is None else np.asarray(rules, dtype=object)[ok].astype(str)
+    est = _cell_mean(v, r)
     if v.size < 2 or np.ptp(v) == 0:
         return est, (est if v.size >= 2 else math.nan), (est if v.size >= 2 else math.nan)
-    ci = bootstrap_ci(v, np.mean, n_resamples=n_bootstrap, confidence=confidence, method="percentile", seed=seed)
+    data, stat = ((v, r), _cell_mean) if r is not None else (v, np.mean)
+    ci = bootstrap_ci(data, stat, n_resamples=n_bootstrap, confidence=confidence, method="percentile", seed=seed)
     return est, ci.low, ci.high
 
 
-def ds_rs_long(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+def paper_overall_ci(column_means: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """The paper's Overall and its CI: ``mean ± z·SD/√k`` over the k defined column means (z = 1.96 at
+    95%; SD with ddof = 1). It treats the columns as the sample, so it says how much the Overall would
+    move with other aspects, not with other pairs; with k < 2 the bounds are NaN."""
+    m = np.asarray(column_means, dtype=float)
+    m = m[np.isfinite(m)]
+    if m.size == 0:
+        return math.nan, math.nan, math.nan
+    est = float(m.mean())
+    if m.size < 2:
+        return est, math.nan, math.nan
+    half = float(sps.norm.ppf(0.5 + confidence / 2) * m.std(ddof=1) / math.sqrt(m.size))
+    return est, est - half, est + half
+
+
+def _overall_of_columns(values: np.ndarray, columns: np.ndarray, rules: np.ndarray | None) -> float:
+    """Overall = the mean over columns of each column's :func:`_cell_mean` (columns present in the sample)."""
+    per = [_cell_mean(values[columns == c], None if rules is None else rules[columns == c]) for c in np.unique(columns)]
+    per = [p for p in per if np.isfinite(p)]
+    return float(np.mean(per)) if per else math.nan
+
+
+def ds_rs_long(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0,
+               cell_average: str = "rules", overall_ci: str = "bootstrap") -> pd.DataFrame:
     """DS (significant pairs) and RS (insignificant pairs) per metric x Table 4/5 column, and Overall.
 
-    One row per metric x significance x column: ``score`` = ``"DS"``/``"RS"``, ``estimate`` (mean of
-    ``score_100`` over the defined pairs), ``low``/``high`` (95% percentile bootstrap over pairs), ``n``
-    (defined pairs), ``n_undefined``.
+    One row per metric x significance x column: ``score`` = ``"DS"``/``"RS"``, ``estimate``, ``low``/``high``,
+    ``n`` (defined pairs), ``n_undefined``, ``n_rules`` (rewriting rules among the cell's pairs),
+    ``ci_method``.
+
+    - A cell's estimate (``cell_average="rules"``, the default) is the mean over its rewriting rules of
+      each rule's mean ``score_100``, so a rule that happened to make more pairs does not dominate; the
+      paper's is the mean over pairs (``cell_average="pairs"``; equal when every rule made as many
+      pairs). Its CI is a percentile bootstrap over the cell's pairs (:func:`_mean_ci`).
+    - ``Overall`` is the mean of the column estimates (the paper's: its CI is over the 20 column means).
+      ``overall_ci="paper"``: mean ± 1.96·SD/√k over the k columns (:func:`paper_overall_ci`);
+      ``"bootstrap"``: a percentile bootstrap over the pairs of that significance, each replicate
+      recomputing every column. The two answer different questions (other aspects vs other pairs);
+      the bootstrap one is usually about half as wide. ``ci_method`` says which a row carries.
     """
     need = {"metric", "aspect", "error_type", "significance", "score_100"}
     if not need <= set(scores.columns):
         raise DataFormatError(f"scores needs columns {sorted(need)} (from score_pairs).")
+    if cell_average not in CELL_AVERAGES:
+        raise ParamsError(f"cell_average={cell_average!r}: use one of {', '.join(CELL_AVERAGES)}.")
+    if overall_ci not in OVERALL_CIS:
+        raise ParamsError(f"overall_ci={overall_ci!r}: use one of {', '.join(OVERALL_CIS)}.")
     df = scores[scores["group"].isna()] if "group" in scores.columns else scores
     if df.empty:
         raise DataFormatError("no discrimination/robustness pairs in scores (all rows are monotonicity pairs).")
     bad = sorted(set(df["significance"]) - {"significant", "insignificant"})
     if bad:
         raise DataFormatError(f"unknown significance values {bad}; expected significant / insignificant.")
+    by_rule = cell_average == "rules" and "rule" in df.columns and df["rule"].notna().all()
     df = df.assign(column=[column_key(a, e) for a, e in zip(df["aspect"], df["error_type"])])
     rows = []
     for (metric, sig), part in df.groupby(["metric", "significance"], sort=False):
-        groups = [(c, g["score_100"].to_numpy(float)) for c, g in part.groupby("column", sort=False)]
-        groups.append(("Overall", part["score_100"].to_numpy(float)))
-        for col, vals in groups:
-            est, lo, hi = _mean_ci(vals, n_bootstrap=n_bootstrap, confidence=confidence,
+        base = {"metric": metric, "label": metric_label(metric), "score": "DS" if sig == "significant" else "RS",
+                "significance": sig}
+        col_est = []
+        for col, g in part.groupby("column", sort=False):
+            vals = g["score_100"].to_numpy(float)
+            rules = g["rule"].astype(str).to_numpy() if by_rule else None
+            est, lo, hi = _mean_ci(vals, rules, n_bootstrap=n_bootstrap, confidence=confidence,
                                    seed=stable_seed(seed, "dsrs", metric, sig, col))
-            rows.append({"metric": metric, "label": metric_label(metric), "score": "DS" if sig == "significant" else "RS",
-                         "significance": sig, "column": col, "estimate": est, "low": lo, "high": hi,
-                         "n": int(np.isfinite(vals).sum()), "n_undefined": int((~np.isfinite(vals)).sum())})
+            col_est.append(est)
+            rows.append({**base, "column": col, "estimate": est, "low": lo, "high": hi, "n": int(np.isfinite(vals).sum()),
+                         "n_undefined": int((~np.isfinite(vals)).sum()),
+                         "n_rules": int(g.loc[np.isfinite(vals), "rule"].nunique()) if "rule" in g.columns else 0,
+                         "ci_method": CI_LABELS["bootstrap"]})
+        vals = part["score_100"].to_numpy(float)
+        ok = np.isfinite(vals)
+        if overall_ci == "paper":
+            est, lo, hi = paper_overall_ci(col_est, confidence)
+        else:
+            cols = part["column"].to_numpy()[ok]
+            rules = part["rule"].astype(str).to_numpy()[ok] if by_rule else None
+            est = _overall_of_columns(vals[ok], cols, rules)
+            lo = hi = math.nan
+            if ok.sum() >= 2 and np.ptp(vals[ok]) > 0:
+                data = (vals[ok], cols) if rules is None else (vals[ok], cols, rules)
+                ci = bootstrap_ci(data, _overall_of_columns if rules is not None else
+                                  (lambda v, c: _overall_of_columns(v, c, None)),
+                                  n_resamples=n_bootstrap, confidence=confidence, method="percentile",
+                                  seed=stable_seed(seed, "dsrs", metric, sig, "Overall"))
+                lo, hi = ci.low, ci.high
+        rows.append({**base, "column": "Overall", "estimate": est, "low": lo, "high": hi, "n": int(ok.sum()),
+                     "n_undefined": int((~ok).sum()), "n_rules": int(part.loc[ok, "rule"].nunique()) if "rule" in part.columns else 0,
+                     "ci_method": CI_LABELS[overall_ci]})
+    return pd.DataFrame(rows)
+
+
+def ds_rs_by_rule(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """The drill-down behind each Table 4/5 cell: one row per metric x significance x column x rewriting
+    rule with the rule's mean ``score_100`` (``estimate``), a percentile bootstrap CI over its pairs and
+    ``n``. A cell whose rules disagree shows here which kind of edit the metric handles badly."""
+    need = {"metric", "aspect", "error_type", "significance", "score_100", "rule"}
+    if not need <= set(scores.columns):
+        raise DataFormatError(f"scores needs columns {sorted(need)} (from score_pairs on pairs with a rule column).")
+    df = scores[scores["group"].isna()] if "group" in scores.columns else scores
+    df = df.assign(column=[column_key(a, e) for a, e in zip(df["aspect"], df["error_type"])])
+    rows = []
+    for (metric, sig, col, rule_name), g in df.groupby(["metric", "significance", "column", "rule"], sort=False):
+        vals = g["score_100"].to_numpy(float)
+        est, lo, hi = _mean_ci(vals, n_bootstrap=n_bootstrap, confidence=confidence,
+                               seed=stable_seed(seed, "dsrs_rule", metric, sig, col, rule_name))
+        rows.append({"metric": metric, "label": metric_label(metric), "score": "DS" if sig == "significant" else "RS",
+                     "column": col, "rule": rule_name, "error_type": g["error_type"].iloc[0], "estimate": est,
+                     "low": lo, "high": hi, "n": int(np.isfinite(vals).sum())})
+    out = pd.DataFrame(rows)
+    order = {c: i for i, c in enumerate(table_columns())}
+    return out.sort_values(["metric", "score", "column", "rule"], key=lambda s: s.map(order) if s.name == "column" else s,
+                           kind="stable").reset_index(drop=True)
+
+
+def rules_per_cell(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Distinct rewriting rules behind each Table 4/5 cell (column x significance) of a pair table
+    (discrimination/robustness pairs only): ``column, significance, n_pairs, n_rules, rules``."""
+    need = {"aspect", "error_type", "significance", "rule"}
+    if not need <= set(pairs.columns):
+        raise DataFormatError(f"pairs needs columns {sorted(need)} (PairDataset.pairs).")
+    df = pairs[pairs["group"].isna()] if "group" in pairs.columns else pairs
+    df = df.assign(column=[column_key(a, e) for a, e in zip(df["aspect"], df["error_type"])])
+    rows = []
+    for col in table_columns()[:-1]:
+        for sig in ("significant", "insignificant"):
+            g = df[(df["column"] == col) & (df["significance"] == sig)]
+            counts = g["rule"].value_counts().sort_index()
+            rows.append({"column": col, "significance": sig, "n_pairs": int(len(g)), "n_rules": int(len(counts)),
+                         "rules": ", ".join(f"{r} ({n})" for r, n in counts.items())})
     return pd.DataFrame(rows)
 
 

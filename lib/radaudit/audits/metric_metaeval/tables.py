@@ -16,7 +16,9 @@ log = logging.getLogger(__name__)
 
 def score_table(long: pd.DataFrame, score: Literal["DS", "RS"], digits: int = 2) -> pd.DataFrame:
     """Table 4 (``"DS"``) or Table 5 (``"RS"``) layout: one row per metric, the 20 aspect/error-type
-    columns in the paper's order, ``Overall`` and its ``CI``. Cells are numbers (x 100); ``CI`` text."""
+    columns in the paper's order, ``Overall`` and its CI. Cells are numbers (x 100); the CI is text in a
+    column named for its method (``CI (paper: mean ± 1.96·SD/√k over the k column means)`` or
+    ``CI (percentile bootstrap over pairs)``, from ``long``'s ``ci_method``), so the table says which."""
     if score not in ("DS", "RS"):
         raise ParamsError(f"score must be 'DS' or 'RS', got {score!r}")
     part = long[long["score"] == score]
@@ -26,7 +28,9 @@ def score_table(long: pd.DataFrame, score: Literal["DS", "RS"], digits: int = 2)
     cols = [c for c in table_columns() if c in wide.columns]
     wide = wide[cols].round(digits)
     ov = part[part["column"] == "Overall"].set_index("label")
-    wide["CI"] = [f"[{format_number(ov.at[m, 'low'], digits)}, {format_number(ov.at[m, 'high'], digits)}]" for m in wide.index]
+    methods = ov["ci_method"].dropna().unique() if "ci_method" in ov.columns else []
+    ci_col = f"CI ({methods[0]})" if len(methods) == 1 else "CI"
+    wide[ci_col] = [f"[{format_number(ov.at[m, 'low'], digits)}, {format_number(ov.at[m, 'high'], digits)}]" for m in wide.index]
     wide.index.name = "Metric"
     return wide.reset_index()
 
