@@ -87,3 +87,13 @@ _DESCRIPTORS = {"calcified", "noncalcified", "non-calcified", "spiculated", "irr
 def _prenominal(text: str, m: re.Match[str]) -> bool:
     """The descriptor modifies a noun in the same phrase (a word follows it)."""
     return bool(re.match(r"[\s-]+[A-Za-z]", text[m.end():]))
+
+
+def _sentence_deletion(text: str, sent) -> tuple[int, int]:
+    """Span deleting ``sent`` with the whitespace after it (or before it, for the last sentence)."""
+    m = re.match(r"\s*", text[sent.end:])
+    b = sent.end + m.end()
+    if b < len(text):
+        return sent.start, b
+    m2 = re.search(r"\s*$", text[:sent.start])
+    return sent.start - len(m2.group(0)), sent.end

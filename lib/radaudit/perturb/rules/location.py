@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
@@ -22,14 +23,134 @@ from radaudit.perturb.textops import (
     styled,
 )
 from radaudit.perturb.verify import (
+    CheckContext,
     all_of,
     labels,
     local_attr,
 )
 from radaudit.text.attributes import (
+    extract_devices,
     extract_laterality,
     extract_location,
 )
+
+# --------------------------------------------------------------------------- shared by the rules of this module
+
+#: Benign, calcified or healed findings whose site does not change care (Fleischner: a benign calcification
+#: pattern needs no follow-up): their site is edited only by the insignificant rules below.
+_BENIGN = re.compile(r"\b(?:granulom\w*|calcifi\w*|calcium)\b", re.IGNORECASE)
+_GRANULOMA = re.compile(r"\bgranulom(?:as?|ata)\b", re.IGNORECASE)
+#: Findings whose bilateral/unilateral distribution changes the differential and work-up.
+_SIG_NOUN = (r"effusions?|opacit(?:y|ies)|consolidations?|infiltrates?|airspace\s+(?:disease|opacit(?:y|ies))|"
+             r"pneumonia|nodules?|mass(?:es)?|pneumothora(?:x|ces)")
+_NOT_A_LESION = re.compile(r"(?i)obscur|overlap|limit|exclud|evaluat|marker|fiducial|projecting\s+over|overl[iy]|"
+                           r"dependent|shrapnel|foreign|suture")
+_LOBE_SIMPLE = re.compile(r"^(?P<side>left|right)(?P<sep>\s+)(?P<lvl>upper|middle|lower)(?P<tail>\s+lobe)$",
+                          re.IGNORECASE)
+
+
+def _case(text: str, pos: int, src: str, new: str) -> str:
+    """``new`` in the case of the report around ``pos``: all capitals in an upper-case sentence,
+    Capitalised where ``src`` is Capitalised ("Lingular ..."), else as written ("mid SVC")."""
+    if is_upper_context(text, pos):
+        return new.upper()
+    if src[:1].isupper() and not src.isupper():
+        return new[:1].upper() + new[1:]
+    return new
+
+
+def _site_edit(start: int, site: str, a: int, b: int, new: str) -> tuple[int, int, str, str]:
+    """A candidate edit that rewrites the whole site phrase ``site`` (at ``start`` in the report) with its
+    part ``site[a:b]`` replaced by ``new``, so that the checks see the whole site on both sides."""
+    return start, start + len(site), site[:a] + new + site[b:], site
+
+
+def _lobe_alone(text: str, a: int, b: int) -> bool:
+    """The lobe at ``[a, b)`` is not a segment's lobe ("posterior segment of the right upper lobe", "right
+    upper lobe anterior segment") and no zone in its sentence ties the finding to a level ("retrocardiac
+    left lower lobe atelectasis", "left upper lobe collapse with left apical thickening")."""
+    if re.search(r"(?i)\b(?:segments?|portion|aspect)\s+of\s+(?:the\s+)?$", text[max(0, a - 30):a]) or \
+            re.match(r"(?i)\s+(?:(?-i:XXXX)\s+)?(?:\w+\s+)?segment", text[b:]):
+        return False
+    sent = sentence_at(text, a, b)
+    rest = text[sent.start:a] + " " + text[b:sent.end]
+    return not re.search(r"(?i)retrocardiac|basilar|\bbases?\b|apical|\bapex|apices|costophrenic|infrahilar|"
+                         r"suprahilar|lung\s+zone", rest)
+
+
+def _lesion_sentence(text: str, a: int, b: int) -> bool:
+    """The sentence around ``[a, b)`` asserts a lung/pleural finding (:data:`FINDING_NOUN`) and
+    mentions nothing benign or calcified (:data:`_BENIGN`), nor a site used for something else
+    ("bony overlap in the lung apices could obscure a nodule", "markers projecting over the apex")."""
+    sent = sentence_at(text, a, b)
+    if sent is None or _BENIGN.search(sent.text) or _NOT_A_LESION.search(sent.text):
+        return False
+    return any(is_positive(text, sent.start + m.start(), sent.start + m.end())
+               for m in re.finditer(rf"\b(?:{FINDING_NOUN})\b", sent.text, re.IGNORECASE))
+
+
+def _prenominal_site(text: str, end: int) -> bool:
+    """The site ending at ``end`` modifies a finding noun that follows ("right lower lobe opacity")."""
+    m = re.match(rf"[\s-]+((?:[\w-]+\s+){{0,2}})(?:{FINDING_NOUN})\b", text[end:], re.IGNORECASE)
+    return bool(m) and not re.search(r"(?i)\b(?:a|an|the|is|are|was|were|with|and|or|of|in|at|on|to|which|that)\b",
+                                     m.group(1))
+
+
+def _terms(pattern: str, expect: str):
+    """Check: the ``pattern`` matches (lower case, spaces collapsed) in the edited parts are ``"same"``
+    or ``"differ"`` between GT and ME (for sites :mod:`radaudit.text.attributes` does not extract)."""
+    rx = re.compile(pattern, re.IGNORECASE)
+
+    def count(s: str) -> Counter:
+        return Counter(" ".join(m.group(0).lower().split()) for m in rx.finditer(s))
+
+    def check(ctx: CheckContext) -> str | None:
+        same = count(ctx.gt_part) == count(ctx.me_part)
+        if expect == "same" and not same:
+            return f"the site terms changed in the edited span ({ctx.gt_part!r} -> {ctx.me_part!r}) but should not"
+        if expect == "differ" and same:
+            return f"the site terms did not change in the edited span ({ctx.gt_part!r} -> {ctx.me_part!r})"
+        return None
+
+    return check
+
+
+def _same_site_side():
+    """Check: the sides of the sites (:class:`~radaudit.text.attributes.Location` ``side``, which knows
+    that the lingula is left) in the edited parts are the same in GT and ME."""
+
+    def check(ctx: CheckContext) -> str | None:
+        a = Counter(loc.side for loc in extract_location(ctx.gt_part))
+        b = Counter(loc.side for loc in extract_location(ctx.me_part))
+        return None if a == b else f"the side of the site changed ({ctx.gt_part!r} -> {ctx.me_part!r}) but should not"
+
+    return check
+
+
+def _tips(text: str) -> tuple[Counter, Counter]:
+    devices = extract_devices(text)
+    return (Counter(d.tip.location for d in devices if d.tip is not None and d.tip.location),
+            Counter(d.value for d in devices))
+
+
+def _tip_check(expect: str):
+    """Check: the device tip positions (:func:`~radaudit.text.attributes.extract_devices`) of the whole
+    report were ``"added"``, ``"dropped"`` or ``"moved"`` (same number, another place), with the same
+    devices in GT and ME."""
+
+    def check(ctx: CheckContext) -> str | None:
+        (gt_tips, gt_dev), (me_tips, me_dev) = _tips(ctx.gt), _tips(ctx.me)
+        if gt_dev != me_dev:
+            return f"the devices changed ({dict(gt_dev)} -> {dict(me_dev)}), only a tip position should"
+        ok = {"added": not (gt_tips - me_tips) and bool(me_tips - gt_tips),
+              "dropped": not (me_tips - gt_tips) and bool(gt_tips - me_tips),
+              "moved": gt_tips != me_tips and sum(gt_tips.values()) == sum(me_tips.values())}[expect]
+        return None if ok else f"tip positions {dict(gt_tips)} -> {dict(me_tips)}: expected one {expect}"
+
+    return check
+
+
+# --------------------------------------------------------------------------- the first rule of each cell
 
 
 @rule("location", "significant", "inaccuracy", check=all_of(local_attr("laterality", "differ"), labels("same")))
@@ -40,8 +161,11 @@ def loc_flip_side(text: str, rng: random.Random) -> Rewrite | None:
         if lat.value not in ("left", "right") or not is_positive(text, lat.start, lat.end):
             continue
         sent = sentence_at(text, lat.start, lat.end)
-        if sent is None or {a.value for a in extract_laterality(sent.text)} >= {"left", "right"}:
-            continue  # "right greater than left": flipping one side makes nonsense
+        sides = [a.value for a in extract_laterality(sent.text)] if sent is not None else []
+        if sent is None or set(sides) >= {"left", "right"} or sides.count(lat.value) > 1:
+            continue  # "right greater than left", "left hemithorax with left-sided volume loss": a flip contradicts
+        if re.match(r"(?i)[\s-]+middle\s+lobe", text[lat.end:]) or _NORMAL_SIDE.match(text, lat.end):
+            continue  # "left middle lobe" does not exist; "the right lung is clear" is no finding
         cands.append(lat)
     lat = pick(rng, cands)
     if lat is None:
@@ -56,6 +180,9 @@ def loc_flip_side(text: str, rng: random.Random) -> Rewrite | None:
                 "and a procedure on the wrong side (§3.1, Location).")
 
 
+_NORMAL_SIDE = re.compile(r"(?i)(?:[\s-]+sided)?\s+(?:lung|hemithorax)\s+(?:(?:is|are|appears?|remains?)\s+)?"
+                          r"(?:(?:grossly|otherwise|now|well|essentially)\s+)?"
+                          r"(?:clear|normal|unremarkable|expanded|aerated)")
 _PAIRED_AFTER = re.compile(
     rf"^[\s-]+(?:(?:\w+[\s-]+){{0,2}})(?:{FINDING_NOUN}|lung|base|apex|apical|basilar|costophrenic|hilar|hilum|"
     r"perihilar|pleural|hemithorax)\b",
@@ -73,17 +200,50 @@ def loc_make_bilateral(text: str, rng: random.Random) -> Rewrite | None:
             continue
         if not _PAIRED_AFTER.match(text[lat.end:]) or re.match(r"[\s-]+(?:upper|middle|lower)\s+lobe", text[lat.end:], re.I):
             continue
-        cands.append(lat)
-    lat = pick(rng, cands)
-    if lat is None:
+        sent = sentence_at(text, lat.start, lat.end)
+        if _NORMAL_SIDE.match(text, lat.end) or (sent is not None and _NOT_BILATERAL.search(sent.text)):
+            continue  # "the right lung is clear", "pads overlie the right hemithorax", "a 9 mm nodule": nothing to spread
+        edit = _bilateral_edit(text, lat)
+        if edit is not None:
+            cands.append((*edit, lat.text))
+    c = pick(rng, cands)
+    if c is None:
         return None
-    new = match_case(lat.text, "bilateral")
-    return _one(text, lat.start, lat.end, new,
-                f"{lat.text!r} becomes {new!r}: the finding is fabricated on the other side as well, which changes "
+    a, b, new, old = c
+    return _one(text, a, b, new,
+                f"{old!r} becomes {new!r}: the finding is fabricated on the other side as well, which changes "
                 "staging and management (Appendix A, Location S).")
 
 
-_LOBE_PREP = re.compile(r"(?:,\s*|\s+)(?:in|within|of|at|involving|at\s+the\s+level\s+of)\s+the\s+$", re.IGNORECASE)
+_NOT_BILATERAL = re.compile(r"(?i)overl[iy]|project|\b(?:nodule|mass|lesion|cavity|node|granuloma)\b|"
+                            r"\b(?:a|an|one)\s+(?:[\w-]+\s+){0,3}(?:nodular\s+)?(?:opacity|density)\b|\d\s*(?:mm|cm)\b")
+_SINGULAR_SITE = {"base": "bases", "apex": "apices", "hilum": "hila", "hemithorax": "hemithoraces", "lung": "lungs",
+                  "effusion": "effusions", "angle": "angles", "sulcus": "sulci", "hemidiaphragm": "hemidiaphragms"}
+_SITE_AFTER_SIDE = re.compile(
+    r"(?P<gap>[\s-]+(?:(?:lung|mid|upper|lower|medial|lateral|posterior|anterior|costophrenic|pleural)\s+)*)"
+    r"(?P<n>base|apex|hilum|hemithorax|lung|effusion|angle|sulcus|hemidiaphragm)\b", re.IGNORECASE)
+
+
+def _bilateral_edit(text: str, lat) -> tuple[int, int, str] | None:
+    """The edit that makes the side ``lat`` bilateral, with the site after it in the plural ("left base"
+    -> "bilateral bases", "left base opacity" -> "bibasilar opacity"); None where that cannot be written
+    ("a small left pleural effusion", "left lung base is ...")."""
+    m = _SITE_AFTER_SIDE.match(text, lat.end)
+    if m is None or re.match(r"\s+(?:base|apex|angle|sulcus|zone|field)", text[m.end():], re.IGNORECASE):
+        return lat.start, lat.end, match_case(lat.text, "bilateral")  # "left hilar", "left pleural effusion" (see below)
+    n = m.group("n")
+    if _prenominal_site(text, m.end()):
+        if n.lower() in ("base", "apex"):
+            return lat.start, m.end(), match_case(lat.text, "bibasilar" if n.lower() == "base" else "biapical")
+        return lat.start, lat.end, match_case(lat.text, "bilateral")
+    if re.search(r"(?i)\b(?:a|an|one)\s+(?:[\w-]+\s+){0,3}$", text[max(0, lat.start - 40):lat.start]) or \
+            re.match(r"(?i)\s+(?:is|was|has|appears|remains|measures)\b", text[m.end():]):
+        return None  # the article or the verb would have to change too
+    return lat.start, m.end(), match_case(lat.text, "bilateral") + m.group("gap") + match_case(n, _SINGULAR_SITE[n.lower()])
+
+
+_NOT_DROPPABLE = re.compile(r"(?i)resect|lobectomy|status\s+post|\bs/p\b|surgical")
+_LOBE_PREP = re.compile(r"(?:,\s*|\s+)(?:in|within|of|at|involving|at\s+the\s+level\s+of)\s+(?:the\s+)?$", re.IGNORECASE)
 
 
 @rule("location", "significant", "omission", check=all_of(local_attr("location", "differ"), labels("same")))
@@ -95,7 +255,18 @@ def loc_drop_lobe(text: str, rng: random.Random) -> Rewrite | None:
     for loc in extract_location(text):
         if loc.kind_of != "lobe" or loc.value in ("upper_lobe", "lower_lobe") or not is_positive(text, loc.start, loc.end):
             continue
-        pm = _LOBE_PREP.search(text[max(0, loc.start - 40):loc.start])
+        sent = sentence_at(text, loc.start, loc.end)
+        if _GRANULOMA.search(sent.text) or _NOT_DROPPABLE.search(sent.text):
+            continue  # a healed granuloma's site is insignificant (loc_drop_granuloma_site); a resected lobe is history
+        before = text[max(0, loc.start - 40):loc.start]
+        if re.match(r"\s*(?:and\b|/|&)", text[loc.end:]) or re.search(r"(?i)(?:\band|/|&|\b(?:segments?|portion|aspect|"
+                                                                     r"region|periphery)\s+of(?:\s+the)?)\s*$", before):
+            continue  # one of several sites, or a part of the lobe: deleting it leaves "present and right upper lobe"
+        pm = _LOBE_PREP.search(before)
+        if pm and pm.group(0).strip()[:1].isupper():
+            continue  # "In the left lower lobe a patchy infiltrate ...": the sentence would start in lower case
+        if not pm and re.search(r"(?i)\bthe\s+$", before):
+            continue  # "the right upper lobe was consolidated": the lobe is the subject
         if pm:
             a = max(0, loc.start - 40) + pm.start()
             cands.append((a, loc.end, "", loc.text))
@@ -193,3 +364,506 @@ def loc_redescribe(text: str, rng: random.Random) -> Rewrite | None:
     new = new.upper() if is_upper_context(text, a) else match_case(m.group(0), new)
     return _one(text, a, b, new, f"The same site is re-described ({m.group(0)!r} -> {new!r}); the clinical meaning is "
                            "unchanged (Table 2, Location I).")
+
+
+# --------------------------------------------------------------------------- more rules per cell: significant inaccuracy
+
+_OTHER_LOBES = {("right", "upper"): ("middle", "lower"), ("right", "middle"): ("upper", "lower"),
+                ("right", "lower"): ("upper", "middle"), ("left", "upper"): ("lower",), ("left", "lower"): ("upper",)}
+
+
+@rule("location", "significant", "inaccuracy",
+      check=all_of(local_attr("location", "differ"), _same_site_side(), labels("same")))
+def loc_swap_lobe(text: str, rng: random.Random) -> Rewrite | None:
+    """Move an asserted lung finding to another lobe of the same side ("opacity in the right upper lobe"
+    -> "... right lower lobe"; "lingular opacity" -> "left lower lobe opacity"). (Choice: the paper's
+    examples change the side; a wrong lobe on the right side also misdirects bronchoscopy, biopsy and
+    follow-up, and upper- vs lower-lobe disease suggests different causes: reactivation TB or cancer vs
+    aspiration. Benign calcified lesions are left to the insignificant rules.)"""
+    cands = []
+    for loc in extract_location(text):
+        if loc.kind_of != "lobe" or not is_positive(text, loc.start, loc.end):
+            continue
+        if not _lesion_sentence(text, loc.start, loc.end) or not _lobe_alone(text, loc.start, loc.end):
+            continue
+        sent = sentence_at(text, loc.start, loc.end)
+        m = _LOBE_SIMPLE.match(loc.text)
+        if m:
+            side, lvl = m.group("side").lower(), m.group("lvl").lower()
+            for other in _OTHER_LOBES.get((side, lvl), ()):
+                if not re.search(rf"(?i)\b{other}\s+lobe", sent.text):
+                    cands.append(_site_edit(loc.start, loc.text, *m.span("lvl"), match_case(m.group("lvl"), other)))
+        elif loc.value == "lingula" and not re.search(r"(?i)\blower\s+lobe", sent.text):
+            side = re.search(r"(?i)\bleft\s+$", text[max(0, loc.start - 8):loc.start])
+            a = loc.start - len(side.group(0)) if side else loc.start
+            cands.append((a, loc.end, _case(text, a, text[a:loc.end], "left lower lobe"), text[a:loc.end]))
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The finding is moved from the {old!r} to another lobe of the same side: follow-up, bronchoscopy or biopsy "
+        "would target the wrong lobe, and upper- vs lower-lobe disease points to different causes (§3.1, Location)."))
+
+
+_APEX_BASE = {"bibasilar": "biapical", "biapical": "bibasilar", "basilar": "apical", "apical": "basilar",
+              "basal": "apical", "bases": "apices", "apices": "bases", "base": "apex", "apex": "base",
+              "upper": "lower", "lower": "upper"}
+_ZONE_WORD = re.compile(r"\b(?:bibasilar|biapical|basilar|apical|basal|bases|apices|base|apex|upper|lower)\b", re.IGNORECASE)
+
+
+@rule("location", "significant", "inaccuracy",
+      check=all_of(local_attr("location", "differ"), local_attr("laterality", "same"), labels("same")))
+def loc_swap_apex_base(text: str, rng: random.Random) -> Rewrite | None:
+    """Swap the cranio-caudal zone of an asserted finding, apex <-> base ("left basilar opacity" -> "left
+    apical opacity", "bibasilar opacities" -> "biapical opacities", "upper lung zone" -> "lower lung
+    zone"). (Choice: no example in the paper; apical disease suggests reactivation TB, a Pancoast tumour or
+    centrilobular emphysema, basal disease aspiration, atelectasis or fibrosis, so the work-up differs.)"""
+    cands = []
+    for loc in extract_location(text):
+        if loc.kind_of != "zone" or loc.value not in ("apex", "base", "upper_zone", "lower_zone"):
+            continue
+        if not is_positive(text, loc.start, loc.end) or not _lesion_sentence(text, loc.start, loc.end):
+            continue
+        words = list(_ZONE_WORD.finditer(loc.text))
+        if not words or re.match(r"(?i)\s+lordotic", text[loc.end:]):
+            continue
+        w = words[-1]
+        new = _APEX_BASE[w.group(0).lower()]
+        if new in ("apex", "base") and _prenominal_site(text, loc.end):
+            new = {"apex": "apical", "base": "basilar"}[new]  # "left base opacity" -> "left apical opacity"
+        sent = sentence_at(text, loc.start, loc.end)
+        rest = text[sent.start:loc.start] + " " + text[loc.end:sent.end]
+        if re.search(r"(?i)\b(?:bi)?(?:apic|apex|upper|basal|basilar|base|lower)", rest):
+            continue  # a zone is named again in the sentence ("in the left lower lung, ... lower lobe")
+        cands.append(_site_edit(loc.start, loc.text, *w.span(), match_case(w.group(0), new)))
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The zone of the finding ({old!r}) is moved between lung apex and base: apical and basal disease have "
+        "different causes (reactivation TB, Pancoast tumour vs aspiration, atelectasis, fibrosis) and work-up "
+        "(§3.1, Location)."))
+
+
+_TIP_TERMS = [
+    (r"(?:(?:upper|proximal|high|superior|mid(?:dle)?|lower|distal|low)(?:[- ]|\s+to\s+))*(?:portion\s+of\s+the\s+)?"
+     r"(?:SVC|superior\s+vena\s+cava)", "right atrium"),
+    (r"(?:superior\s+)?(?:cavo[- ]?atrial|caval[- ]atrial|atrio[- ]?caval|atrial[- ]caval)\s+junction", "right atrium"),
+    (r"(?:(?:upper|proximal|high|mid|lower|distal|low)\s+)?right\s+atrium", "mid SVC"),
+    (r"(?:(?:left|right)\s+)?(?:brachiocephalic|innominate)\s+vein", "right atrium"),
+    (r"(?:(?:body\s+of\s+the\s+)|(?:gastric\s+))?stomach", "distal esophagus"),
+    (r"(?:gastro-?o?esophageal|GE)\s+junction", "stomach"),
+    (r"right\s+(?:mainstem|main[- ]stem|main)\s+bronchus", "mid trachea"),
+]
+_TIP_RX = re.compile("|".join(f"(?P<t{i}>{p})" for i, (p, _) in enumerate(_TIP_TERMS)), re.IGNORECASE)
+#: Lines and tubes whose tip position is read on the film (not dialysis or tunnelled catheters, whose tip
+#: belongs in the atrium, nor gastrostomy tubes, pacemaker leads or drains).
+_TIP_DEVICES = ("central_venous_catheter", "port", "catheter", "enteric_tube", "endotracheal_tube")
+_NOT_TIP_DEVICE = re.compile(r"(?i)dialysis|tunnel|hickman|gastrostomy|g-tube|peg\b|epidural|intrathecal|drain|femoral")
+
+
+_REPOSITION = re.compile(r"(?i)reposition|retract|advanc|withdr[ae]w|pull(?:ed|ing)?\s+back|malposition|recommend|"
+                         r"should\s+be|needs?\s+to")
+
+
+def _tip_terms(text: str) -> list[tuple[object, re.Match[str]]]:
+    """``(device, match)`` for each line/tube whose tip lies at exactly one term of :data:`_TIP_TERMS`
+    and is not reported as malpositioned."""
+    out = []
+    for d in extract_devices(text):
+        if d.value not in _TIP_DEVICES or d.tip is None or len(d.tip.locations) != 1 or d.position_note == "malpositioned":
+            continue
+        if _NOT_TIP_DEVICE.search(text[max(0, d.start - 20):d.end]) or not is_positive(text, d.start, d.end):
+            continue
+        ms = [m for m in _TIP_RX.finditer(text, d.end, d.tip.end)
+              if not re.match(r"[\w-]", text[m.start() - 1:m.start()]) and not re.match(r"[\w-]", text[m.end():m.end() + 1])]
+        if len(ms) != 1 or ms[0].start() > d.tip.start or ms[0].end() < d.tip.end:
+            continue  # a distance ("3 cm above the cavoatrial junction") or a second place is part of the tip
+        if not re.match(r"\s*(?:[.,;:/)]|$)|\s+(?:and|with|which|stable|unchanged|without|in|on|at)\b", text[ms[0].end():]):
+            continue  # "within the stomach body"
+        sent = sentence_at(text, d.start, d.end)
+        nxt = sentence_at(text, sent.end + 1, sent.end + 2) if sent is not None and sent.end + 2 <= len(text) else None
+        if any(s is not None and _REPOSITION.search(s.text) for s in (sent, nxt)):
+            continue  # "... Consider repositioning": the report already calls it malpositioned
+        out.append((d, ms[0]))
+    return out
+
+
+@rule("location", "significant", "inaccuracy", check=all_of(_tip_check("moved"), labels("same")))
+def loc_move_tip(text: str, rng: random.Random) -> Rewrite | None:
+    """Move the tip of a line or tube between a correct and a wrong position ("PICC with tip in the mid
+    SVC" -> "... in the right atrium"; "enteric tube tip in the stomach" -> "... in the distal esophagus").
+    (Choice: no device example in the paper; where a tip lies decides whether the line or tube may be used
+    or must be repositioned, cf. Table 3 group 4, "malpositioned right internal jugular catheter".)"""
+    cands = []
+    for _d, m in _tip_terms(text):
+        i = int(m.lastgroup[1:])
+        new = _TIP_TERMS[i][1]
+        cands.append((m.start(), m.end(), _case(text, m.start(), m.group(0), new), m.group(0)))
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The tip position {old!r} is moved between a correct and a wrong place: a tip in the right atrium or "
+        "an enteric tube in the esophagus must be repositioned before use, a correct one may be used "
+        "(§3.1, Location; Table 3)."))
+
+
+# --------------------------------------------------------------------------- significant fabrication
+
+_ONE_LESION = re.compile(r"(?i)\b(?:nodule|mass|lesion|nodular\s+opacity|density|cavity)\b|\d\s*(?:mm|cm)\b")
+_ADD_LOBE = {("right", "upper"): "upper and middle", ("right", "middle"): "middle and lower",
+             ("right", "lower"): "middle and lower", ("left", "upper"): "upper and lower",
+             ("left", "lower"): "upper and lower"}
+
+
+@rule("location", "significant", "fabrication",
+      check=all_of(local_attr("location", "differ"), local_attr("laterality", "same"), labels("same")))
+def loc_add_lobe(text: str, rng: random.Random) -> Rewrite | None:
+    """Spread an asserted finding to a second lobe of the same side ("opacity in the right lower lobe" ->
+    "... right middle and lower lobes"). (Choice: the paper's example adds the other side; a multilobar
+    process on one side also changes severity scoring of pneumonia (multilobar infiltrates are an IDSA/ATS
+    minor criterion for severe pneumonia) and the extent a resection or follow-up must cover.)"""
+    cands = []
+    for loc in extract_location(text):
+        m = _LOBE_SIMPLE.match(loc.text)
+        if loc.kind_of != "lobe" or not m or not is_positive(text, loc.start, loc.end):
+            continue
+        if not _lesion_sentence(text, loc.start, loc.end) or not _lobe_alone(text, loc.start, loc.end):
+            continue
+        if _ONE_LESION.search(sentence_at(text, loc.start, loc.end).text):
+            continue  # one nodule or mass lies in one lobe: "a nodule in the right upper and middle lobes" is no report
+        side, lvl = m.group("side").lower(), m.group("lvl").lower()
+        both = _ADD_LOBE[(side, lvl)]
+        added = next(w for w in both.split(" and ") if w != lvl)
+        if re.search(rf"(?i)\b{added}\s+lobe", sentence_at(text, loc.start, loc.end).text):
+            continue
+        tail = m.group("tail") if _prenominal_site(text, loc.end) else m.group("tail") + "s"
+        new = match_case(m.group("lvl"), both) + match_case(m.group("tail"), tail)
+        cands.append(_site_edit(loc.start, loc.text, m.start("lvl"), len(loc.text), new))
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The finding in the {old!r} is extended to a second lobe of that side: a multilobar process is a marker "
+        "of severe pneumonia and widens the extent of any resection or follow-up (§3.1, Location)."))
+
+
+_ADD_TIP = {"central_venous_catheter": "right atrium", "port": "right atrium", "enteric_tube": "distal esophagus",
+            "endotracheal_tube": "right mainstem bronchus"}
+_TIP_TALK = re.compile(r"(?i)\btip\b|terminat|remov|extubat|withdraw|no\s+longer|discontinu|pulled|"
+                       r"above|below|carina|\bcm\b|coil|cours|advanc|retract|\bends?\b|project|overl[iy]|extends")
+
+
+@rule("location", "significant", "fabrication", check=all_of(_tip_check("added"), labels("same")))
+def loc_add_tip(text: str, rng: random.Random) -> Rewrite | None:
+    """Give a line or tube whose tip the report does not place a wrong tip position ("Left subclavian line
+    is stable." -> "Left subclavian line with the tip in the right atrium is stable."; an enteric tube in
+    the distal esophagus, an endotracheal tube in the right mainstem bronchus). (Choice: no device example
+    in the paper; a fabricated malposition prompts repositioning or a repeat film, Table 3 group 4.)"""
+    cands = []
+    for d in extract_devices(text):
+        if d.value not in _ADD_TIP or d.tip is not None or d.position_note is not None:
+            continue
+        if _NOT_TIP_DEVICE.search(text[max(0, d.start - 20):d.end]) or not is_positive(text, d.start, d.end):
+            continue
+        sent = sentence_at(text, d.start, d.end)
+        if sent is None or _TIP_TALK.search(sent.text):
+            continue
+        nxt = sentence_at(text, sent.end + 1, sent.end + 2) if sent.end + 2 <= len(text) else None
+        if nxt is not None and re.search(r"(?i)\btip\b|terminat", nxt.text):
+            continue  # "PICC line is in place. The tip is in ...": the tip is placed in the next sentence
+        if not re.match(r"[\s.,;:]|$", text[d.end:d.end + 1]):
+            continue
+        cands.append((d.end, d.end, " " + styled(text, d.end, f"with the tip in the {_ADD_TIP[d.value]}"), d.text))
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"A tip position the report does not give is added to the {old!r}: a tip in the right atrium, the "
+        "esophagus or a mainstem bronchus is a malposition that must be corrected before use (§3.1, Location; "
+        "Table 3)."))
+
+
+# --------------------------------------------------------------------------- significant omission
+
+_BILATERAL_FORMS = re.compile(
+    r"\b(?P<bi>bilateral|both)(?=[\s-])"
+    r"|\b(?P<pre>bibasilar|biapical|bibasal)\b"
+    r"|\b(?P<adv>bilaterally)\b"
+    r"|\b(?P<bases>(?:(?:both|bilateral)\s+)?lung\s+bases|(?<=the\s)bases)\b",
+    re.IGNORECASE,
+)
+_ASYMMETRY = re.compile(r"(?i)\bthan\b|[<>]|larger|greater|more\s+on|predominan|asymmetr|symmetr|equal|"
+                        r"\bleft\b|\bright\b|\bL\b|\bR\b")
+_PLURAL_SITE = re.compile(r"(?i)\b(?:bases|apices|zones|fields|lungs|hila|hemithoraces|diffuse(?:ly)?|throughout)\b")
+_ANATOMIC_NEXT = re.compile(r"(?i)[\s-]+(?:pleural|upper|middle|mid|lower|lung|basilar|basal|apical|perihilar|hilar|"
+                            r"parenchymal|pulmonary)\b")
+
+
+@rule("location", "significant", "omission", check=all_of(local_attr("laterality", "differ"), labels("same")))
+def loc_make_unilateral(text: str, rng: random.Random) -> Rewrite | None:
+    """Keep one side of a bilateral finding and drop the other ("small bilateral pleural effusions" ->
+    "small left pleural effusion", "bibasilar opacities" -> "right basilar opacities"). (Choice: the
+    mirror of Appendix A's Location S example; bilateral opacities are a criterion of ARDS and bilateral
+    effusions suggest heart failure, while a unilateral effusion or opacity calls for a local work-up,
+    e.g. diagnostic thoracentesis.)"""
+    cands = []
+    for m in _BILATERAL_FORMS.finditer(text):
+        if not is_positive(text, m.start(), m.end()):
+            continue
+        sent = sentence_at(text, m.start(), m.end())
+        if sent is None or _BENIGN.search(sent.text) or re.search(r"(?i)atelecta|scar|emphysema", sent.text):
+            continue
+        rest = sent.text[:m.start() - sent.start] + " " + sent.text[m.end() - sent.start:]
+        if _ASYMMETRY.search(rest) or _BILATERAL_FORMS.search(rest) or _PLURAL_SITE.search(rest):
+            continue  # "left greater than right", another side named: dropping one side would contradict it
+        nxt = sentence_at(text, sent.end + 1, sent.end + 2) if sent.end + 2 <= len(text) else None
+        if nxt is not None and (_BILATERAL_FORMS.search(nxt.text) or _PLURAL_SITE.search(nxt.text)):
+            continue  # "Innumerable bilateral nodules. These are seen throughout both lungs."
+        side = ("left", "right")[rng.randrange(2)]
+        after = text[m.end():sent.end]
+        noun = re.match(rf"(?P<gap>(?:[\s-]+[A-Za-z-]+?){{0,3}}?)[\s-]+(?P<n>{_SIG_NOUN})\b", after, re.IGNORECASE)
+        if noun is not None and not is_positive(text, m.end() + noun.start("n"), m.end() + noun.end("n")):
+            noun = None
+        if m.group("bi"):
+            if noun is None or m.group("bi").lower() == "both":
+                continue
+            n = noun.group("n")
+            word = side if _ANATOMIC_NEXT.match(after) else f"{side}-sided"
+            if n.lower() == "effusions":
+                if re.search(r"(?i)\b(?:are|were|two)\s+(?:\w+\s+){0,2}$", text[sent.start:m.start()]) or \
+                        re.match(r"(?i)\s+(?:are|were|have|persist|remain)\b", after[noun.end():]):
+                    continue
+                b = m.end() + noun.end()
+                new = match_case(m.group(0), word) + after[:noun.end("n") - 1]  # "effusions" -> "effusion"
+                cands.append((m.start(), b, new, m.group(0)))
+            else:
+                cands.append((m.start(), m.end(), match_case(m.group(0), word), m.group(0)))
+        elif m.group("pre"):
+            if noun is None:
+                continue
+            new = match_case(m.group(0), f"{side} {m.group(0).lower()[2:]}")
+            cands.append((m.start(), m.end(), new, m.group(0)))
+        else:
+            before = [f for f in re.finditer(rf"(?i)\b(?:{_SIG_NOUN})\b", text[sent.start:m.start()])
+                      if is_positive(text, sent.start + f.start(), sent.start + f.end())]
+            if not before and noun is None:
+                continue
+            if m.group("adv"):
+                cands.append((m.start(), m.end(), styled(text, m.start(), f"on the {side}"), m.group(0)))
+            else:
+                words = m.group(0).split()
+                new = f"{side} lung base" if words[-2:][0].lower() == "lung" else f"{side} base"
+                cands.append((m.start(), m.end(), _case(text, m.start(), m.group(0), new), m.group(0)))
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The bilateral finding ({old!r}) is reported on one side only: the other side's involvement is lost, "
+        "and unilateral vs bilateral opacities or effusions have different causes and work-up (bilateral "
+        "opacities are an ARDS criterion; a unilateral effusion calls for thoracentesis) (§3.1, Location)."))
+
+
+_TIP_LEAD = re.compile(
+    r"(?P<keep>(?:\s+(?:is|are|remains|again\s+seen|unchanged|stable|present|noted|seen|identified|coiled))*)"
+    r"(?P<del>,?\s+(?:(?:with|and)\s+)?(?:(?:its|the)\s+)?(?:distal\s+)?(?:tip\s+)?(?:(?:is|lies|appears|projects|"
+    r"projecting|overlies|overlying|terminates|terminating|ends|seen)\s+)?(?:(?:in|at|within|over|near)\s+)?"
+    r"(?:the\s+)?(?:expected\s+(?:location|region)\s+of\s+the\s+)?)",
+    re.IGNORECASE,
+)
+
+
+@rule("location", "significant", "omission", check=all_of(_tip_check("dropped"), labels("same")))
+def loc_drop_tip(text: str, rng: random.Random) -> Rewrite | None:
+    """Omit where the tip of a line or tube lies ("Right PICC is unchanged with tip at the caval atrial
+    junction." -> "Right PICC is unchanged."). (Choice: no device example in the paper; the tip position
+    is what a line check film is read for, and without it a line cannot be cleared for use.)"""
+    cands = []
+    for d, m in _tip_terms(text):
+        lead = _TIP_LEAD.fullmatch(text, d.end, m.start())
+        if lead is None or not re.search(r"[A-Za-z,]", lead.group("del")):
+            continue
+        if not re.match(r"\s*(?:[.,;:]|$)|\s+and\b", text[m.end():]):
+            continue
+        cands.append((lead.start("del"), m.end(), "", text[lead.start("del"):m.end()].strip()))
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The tip position ({old!r}) is omitted: a line or tube cannot be cleared for use, and a malposition "
+        "cannot be excluded, without it (§3.1, Location)."))
+
+
+# --------------------------------------------------------------------------- insignificant omission
+
+_BEFORE_GRANULOMA = re.compile(r"(?:[\s-]+(?:calcified|small|tiny|punctate|stable|dense|densely|old|healed|"
+                               r"\d+(?:\.\d+)?\s*-?(?:mm|cm)|(?-i:XXXX)))*[\s-]+$", re.IGNORECASE)
+_AFTER_GRANULOMA = re.compile(r"(?P<keep>(?:\s+(?:is|are))?(?:\s+(?:again\s+)?(?:noted|seen|present|identified))?)"
+                              r"(?P<del>\s*,\s*|\s+(?:(?:in|within|at|of|overlying|projecting\s+over)\s+(?:the\s+)?)?)",
+                              re.IGNORECASE)
+
+
+_SITE_ENDS = re.compile(r"\s*(?:[.,;:]|$)|\s+(?!(?:and|regions?|areas?|zones?|aspect|(?-i:XXXX))\b)\w", re.IGNORECASE)
+
+
+def _granuloma_sites(text: str) -> list[tuple[str, int, int, tuple[int, int, str]]]:
+    """``(site, start, end, deletion)``: a lobe or zone written right before or after an asserted
+    granuloma ("Right lung base calcified granuloma", "Calcified granuloma in the left upper lobe") at
+    ``[start, end)`` of the report, and the edit ``(a, b, new)`` that deletes it cleanly."""
+    out = []
+    for g in _GRANULOMA.finditer(text):
+        if not is_positive(text, g.start(), g.end()):
+            continue
+        sent = sentence_at(text, g.start(), g.end())
+        for loc in extract_location(sent.text):
+            a, b = sent.start + loc.start, sent.start + loc.end
+            if re.match(r"\s*(?:and\b|/|&)", text[b:]) or re.search(r"(?:\band|/|&)\s*$", text[max(0, a - 6):a]):
+                continue  # one of several sites ("right midlung and posterior costophrenic sulcus")
+            if b <= g.start() and _BEFORE_GRANULOMA.fullmatch(text, b, g.start()):
+                e = delete_word(text, a, b)
+                if e is not None:
+                    out.append((loc.text, a, b, e))
+            elif a >= g.end():
+                lead = _AFTER_GRANULOMA.fullmatch(text, g.end(), a)
+                if lead is not None and _SITE_ENDS.match(text, b):
+                    out.append((loc.text, a, b, (lead.start("del"), b, "")))
+    return out
+
+
+@rule("location", "insignificant", "omission", check=all_of(local_attr("location", "differ"), labels("same")))
+def loc_drop_granuloma_site(text: str, rng: random.Random) -> Rewrite | None:
+    """Omit the site of a calcified granuloma ("Calcified granuloma in the left upper lobe" -> "Calcified
+    granuloma"). (Choice: no example in the paper; a granuloma is a healed benign lesion that needs no
+    follow-up wherever it lies, like the side in Appendix A, Location I.)"""
+    cands = [(*edit, site) for site, _a, _b, edit in _granuloma_sites(text)]
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The site {old!r} of a granuloma is omitted: a healed benign lesion needs no follow-up wherever it "
+        "lies (Appendix A, Location I)."))
+
+
+_SPINE_REGION = r"(?:(?:mid|upper|lower)[- ]?)?thoracic|thoracolumbar|cervicothoracic"
+_DEGENERATIVE = re.compile(r"(?i)degenerat|spondylo|osteophyt|arthrit|\bDJD\b|spur|scoliosis|kyphosis")
+_SPINE_SERIOUS = re.compile(r"(?i)fractur|compression|wedg|deformit|lesion|lytic|blastic|metasta|destruct|collapse|"
+                            r"height|kyphoplast|vertebroplast|fusion|hardware|\brods?\b|\bscrews?\b")
+
+
+@rule("location", "insignificant", "omission", check=all_of(_terms(_SPINE_REGION, "differ"), labels("same")))
+def loc_drop_spine_region(text: str, rng: random.Random) -> Rewrite | None:
+    """Omit the region of the spine of an incidental degenerative or curvature finding ("degenerative
+    changes of the thoracic spine" -> "... of the spine"). (Choice: no example in the paper; the spine
+    seen on a chest radiograph is the thoracic spine, and degenerative change or a mild scoliosis there
+    does not alter care; fractures and destructive lesions are left alone.)"""
+    cands = []
+    for m in find_all(text, rf"\bthe\s+(?P<r>{_SPINE_REGION})\s+spine\b"):
+        sent = sentence_at(text, m.start(), m.end())
+        if sent is None or not _DEGENERATIVE.search(sent.text) or _SPINE_SERIOUS.search(sent.text):
+            continue
+        if not is_positive(text, m.start("r"), m.end("r")):
+            continue
+        e = delete_word(text, m.start("r"), m.end("r"))
+        if e is not None:
+            cands.append((*e, m.group("r")))
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The spinal region {old!r} of a degenerative change is omitted: it is evident on a chest radiograph and "
+        "the incidental finding needs no action (Appendix A, Location I)."))
+
+
+# --------------------------------------------------------------------------- insignificant fabrication
+
+_GRANULOMA_SITES = ("right upper lobe", "left upper lobe", "right midlung", "left midlung", "right lung base",
+                    "left lung base")
+_GRANULOMATOUS = re.compile(r"\bgranulomas?\b|\bcalcified\s+nodules?\b|"
+                            r"\bgranulomatous\s+(?:disease|calcifications?|sequelae?|changes?)\b", re.IGNORECASE)
+_NOT_LUNG = re.compile(r"(?i)splen|liver|hepat|abdom|mediastin|hil(?:ar|um|a)\b|node|anterior|posterior|lateral|"
+                       r"medial|bilateral|both|throughout|scattered|diffuse|multiple|numerous|\blungs?\b|"
+                       r"^\W*(?:this|these|it|they|which)\b")
+
+
+@rule("location", "insignificant", "fabrication", check=all_of(local_attr("location", "differ"), labels("same")))
+def loc_add_granuloma_site(text: str, rng: random.Random) -> Rewrite | None:
+    """Give a site to a granuloma the report does not place ("Stable calcified granuloma." -> "Stable
+    calcified granuloma in the right upper lobe."). (Choice: no example in the paper; the site of a healed
+    benign granuloma changes neither interpretation nor follow-up.)"""
+    cands = []
+    for g in _GRANULOMATOUS.finditer(text):
+        if not is_positive(text, g.start(), g.end()):
+            continue
+        sent = sentence_at(text, g.start(), g.end())
+        if extract_location(sent.text) or extract_laterality(sent.text) or _NOT_LUNG.search(sent.text):
+            continue
+        after = re.match(r"\s+(?:(?:is|are)\s+)?(?:again\s+)?(?:noted|seen|present|identified)\b", text[g.end():])
+        pos = g.end() + (after.end() if after else 0)
+        if not re.match(r"\s*(?:[.,;:]|$)", text[pos:]):
+            continue
+        site = _GRANULOMA_SITES[rng.randrange(len(_GRANULOMA_SITES))]
+        cands.append((pos, pos, " " + styled(text, pos, f"in the {site}"), g.group(0)))
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"A site is added to the {old!r}, which the report does not place: a healed benign granuloma needs no "
+        "follow-up wherever it lies (Location I)."))
+
+
+_DEGEN_SPINE = re.compile(
+    r"\b(?:degenerative\s+(?:changes?|joint\s+disease|disease)|arthritic\s+changes?|osteoarthritis|DJD)"
+    r"(?:\s+(?:are|is)\s+(?:present|noted|seen))?\s+(?:of|in|within|involving|along)\s+the\s+"
+    r"(?:(?:mid|upper|lower|visualized)[- ]?)?(?:(?:thoracic|thoracolumbar|lower\s+cervical)\s+)?spine\b",
+    re.IGNORECASE,
+)
+
+
+@rule("location", "insignificant", "fabrication", check=all_of(_terms(r"shoulders?", "differ"), labels("same")))
+def loc_add_degenerative_site(text: str, rng: random.Random) -> Rewrite | None:
+    """Extend an incidental degenerative change to a second site ("degenerative changes of the thoracic
+    spine" -> "... of the thoracic spine and both shoulders"). (Choice: no example in the paper; like
+    Appendix A's Severity I example, a common incidental skeletal finding at one more site changes no
+    decision on a chest radiograph.)"""
+    cands = []
+    for m in _DEGEN_SPINE.finditer(text):
+        sent = sentence_at(text, m.start(), m.end())
+        if sent is None or not is_positive(text, m.start(), m.end()) or _SPINE_SERIOUS.search(sent.text):
+            continue
+        if re.search(r"(?i)shoulder|acromioclavicular|glenohumeral|\bAC\b|endplate|disc|DISH|spondyl|osteophyt",
+                     sent.text):
+            continue  # a shoulder already named, or a finding only the spine can have
+        if not re.match(r"\s*(?:[.,;:]|$)", text[m.end():]):
+            continue
+        if re.match(r"\s*(?:and\b|,\s*\w+\s+and\b|/)", text[m.end():]):
+            continue  # a list of sites already
+        cands.append((m.end(), m.end(), " " + styled(text, m.end(), "and both shoulders"), m.group(0)))
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The incidental degenerative change ({old!r}) is extended to both shoulders: common, incidental on a "
+        "chest radiograph, and without consequence for care (Location I)."))
+
+
+# --------------------------------------------------------------------------- insignificant inaccuracy
+
+_NEAR_LOBE = {("right", "upper"): "middle", ("right", "middle"): "lower", ("right", "lower"): "middle",
+              ("left", "upper"): "lower", ("left", "lower"): "upper"}
+
+
+@rule("location", "insignificant", "inaccuracy",
+      check=all_of(local_attr("location", "differ"), local_attr("laterality", "same"), labels("same")))
+def loc_shift_granuloma_site(text: str, rng: random.Random) -> Rewrite | None:
+    """Move a granuloma to the neighbouring lobe or zone of the same side ("calcified granuloma in the
+    right upper lobe" -> "... right middle lobe", "right base" -> "right midlung"). (Choice: no example
+    in the paper; a healed benign granuloma needs no follow-up wherever it lies.)"""
+    cands = []
+    for site, a, _b, _edit in _granuloma_sites(text):
+        m = _LOBE_SIMPLE.match(site)
+        if m:
+            w, new = m.span("lvl"), _NEAR_LOBE[(m.group("side").lower(), m.group("lvl").lower())]
+        elif re.match(r"(?i)(?:left|right)\s+(?:lung\s+)?base$", site):
+            w, new = re.search(r"(?i)(?:lung\s+)?base$", site).span(), "midlung"
+        elif re.match(r"(?i)(?:left|right)\s+mid[- ]?lung(?:\s+zone)?$", site):
+            w, new = re.search(r"(?i)mid[- ]?lung(?:\s+zone)?$", site).span(), "lung base"
+        else:
+            continue
+        cands.append(_site_edit(a, site, *w, match_case(site[w[0]:w[1]], new)))
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The granuloma's site {old!r} is moved to the neighbouring lobe or zone: a healed benign lesion needs no "
+        "follow-up wherever it lies (Location I)."))
+
+
+@rule("location", "insignificant", "inaccuracy",
+      check=all_of(local_attr("location", "differ"), local_attr("laterality", "same"), labels("same")))
+def loc_lobe_to_zone(text: str, rng: random.Random) -> Rewrite | None:
+    """Give the radiographic zone instead of the lobe ("right lower lobe opacity" -> "right basilar
+    opacity", "in the left upper lobe" -> "in the left upper lung"). (Choice: no example in the paper; on
+    a frontal film the lower lobe is the lung base, and a basal or lower-lobe finding is managed alike.)"""
+    cands = []
+    for loc in extract_location(text):
+        m = _LOBE_SIMPLE.match(loc.text)
+        if loc.kind_of != "lobe" or not m or m.group("lvl").lower() == "middle" or not is_positive(text, loc.start, loc.end):
+            continue
+        sent = sentence_at(text, loc.start, loc.end)
+        if not any(is_positive(text, sent.start + f.start(), sent.start + f.end())
+                   for f in re.finditer(rf"\b(?:{FINDING_NOUN})\b", sent.text, re.IGNORECASE)):
+            continue
+        if not _lobe_alone(text, loc.start, loc.end):
+            continue  # "anterior segment of the right lower lobe": a segment of a zone makes no sense
+        pre = _prenominal_site(text, loc.end)
+        zone = {"lower": "basilar" if pre else "lung base", "upper": "upper lung"}[m.group("lvl").lower()]
+        new = _case(text, loc.start + m.start("lvl"), m.group("lvl"), zone)
+        cands.append(_site_edit(loc.start, loc.text, m.start("lvl"), len(loc.text), new))
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The lobe {old!r} is given as the corresponding radiographic zone: on a frontal film the two are "
+        "the same region, and the finding is managed alike (Location I)."))

@@ -6,18 +6,25 @@ import random
 import re
 
 from radaudit.perturb.base import Rewrite, rule
-from radaudit.perturb.rules._common import _one
+from radaudit.perturb.rules._common import (
+    _finding_nps,
+    _one,
+    _pick_edit,
+    _sentence_deletion,
+)
 from radaudit.perturb.textops import (
     FINDING_NOUN,
     find_all,
     is_positive,
     match_case,
     pick,
+    sentence_at,
     sentence_end_insert,
     status_at,
     styled,
 )
 from radaudit.perturb.verify import labels
+from radaudit.text.attributes import extract_certainty
 from radaudit.text.sections import sentences
 
 _FINDING_IN = re.compile(rf"\b(?:{FINDING_NOUN}|fractures?|abnormalit(?:y|ies))\b", re.IGNORECASE)
@@ -66,16 +73,6 @@ def neg_hedge(text: str, rng: random.Random) -> Rewrite | None:
 
 
 _PERTINENT = r"pneumothorax|pleural\s+effusions?|effusions?|consolidation|edema|pneumonia"
-
-
-def _sentence_deletion(text: str, sent) -> tuple[int, int]:
-    """Span deleting ``sent`` with the whitespace after it (or before it, for the last sentence)."""
-    m = re.match(r"\s*", text[sent.end:])
-    b = sent.end + m.end()
-    if b < len(text):
-        return sent.start, b
-    m2 = re.search(r"\s*$", text[:sent.start])
-    return sent.start - len(m2.group(0)), sent.end
 
 
 @rule("negation", "significant", "omission", check=labels("differ"))
@@ -136,3 +133,51 @@ def neg_add_negative(text: str, rng: random.Random) -> Rewrite | None:
     a, b, ins = sentence_end_insert(text, sents[-1], new)
     return _one(text, a, b, ins, f"An unstated negative is added ({new!r}); it states the usual default and changes no "
                            "decision (Negation I).")
+
+
+_DENY_NOUN = (r"pneumothorax|effusions?|consolidations?|edema|pneumonia|mass(?:es)?|nodules?|opacit(?:y|ies)|"
+              r"infiltrates?|cardiomegaly")
+#: Modifiers that make "No <NP>" say something else ("No new effusion" allows an old one) or hedge it: not denied.
+_DENY_SKIP_MODS = frozenset("""new stable persistent chronic increasing worsening improving decreasing enlarging residual
+possible probable questionable likely suspected calcified noncalcified non-calcified pericardial""".split())
+#: Modifiers that a negation drops ("a small left effusion" -> "no left effusion"; "No small effusion" reads as
+#: "only a larger one may exist").
+_DENY_DROP_MODS = frozenset("""small tiny mild minimal moderate large severe trace slight marked extensive mildly
+moderately severely multiple several few""".split())
+_SIZE_WORD = re.compile(r"(?i)\d+(?:\.\d+)?(?:-?(?:mm|cm))?|x|mm|cm")
+#: What may follow the finding for "No <NP>" to stay a sentence: a verb of seeing and/or a place.
+_DENY_TAIL = re.compile(r"(?i)^(?:\s+(?:is|are)\s+(?:seen|noted|present|identified|demonstrated))?"
+                        r"(?:\s*,?\s+(?:in|at|of|within|involving|along|over)\s+(?:the\s+)?[A-Za-z -]{1,40}?"
+                        r"|\s+bilaterally)?"
+                        r"\s*[.;]?\s*$")
+
+
+@rule("negation", "significant", "inaccuracy", check=labels("differ"))
+def neg_deny(text: str, rng: random.Random) -> Rewrite | None:
+    """Negate an asserted finding ("Small left pleural effusion." -> "No left pleural effusion."; "There is a
+    right lower lobe consolidation" -> "There is no right lower lobe consolidation"): a false negative.
+    (Choice: Table 2's Negation S example is the false positive; the paper names "errors or omissions in
+    negation" as leading to "serious misdiagnoses" (§3.1), and a denied finding is the missed diagnosis.)"""
+    cands = []
+    for m, a, mods in _finding_nps(text, _DENY_NOUN):
+        sent = sentence_at(text, m.start(), m.end())
+        if sent is None or any(w in _DENY_SKIP_MODS for w in mods) or extract_certainty(sent.text):
+            continue
+        if not _DENY_TAIL.match(text[m.end():sent.end]):
+            continue
+        lead = re.match(r"(?i)(there\s+(?:is|are)\s+)(?:(?:a|an|some)\s+)?$", text[sent.start:a])
+        if lead is None and a != sent.start:
+            continue
+        start = sent.start + (lead.end(1) if lead else 0)
+        kept = [w for w in text[a:m.start()].split() if w.lower() not in _DENY_DROP_MODS
+                and not _SIZE_WORD.fullmatch(w)]
+        words = [*kept, m.group(0)]
+        upper = text[a:m.end()].isupper()
+        if lead is None and not upper and words[0][1:].islower():
+            words[0] = words[0].lower()
+        cue = ("no" if lead else "No") if not upper else "NO"
+        new = " ".join([cue, *words])
+        cands.append((start, m.end(), new, text[start:m.end()]))
+    return _pick_edit(text, rng, cands,
+                      lambda old: f"The asserted finding {old!r} is negated: a present finding is reported as absent, a "
+                                  "missed diagnosis (§3.1, Negation).")

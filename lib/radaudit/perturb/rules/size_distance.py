@@ -131,3 +131,27 @@ def size_add_ctr(text: str, rng: random.Random) -> Rewrite | None:
     a, b, ins = sentence_end_insert(text, sent, f"The cardiothoracic ratio is {ratio}.")
     return _one(text, a, b, ins, f"A normal cardiothoracic ratio ({ratio}) is added; it has no bearing on management "
                            "(Appendix A, Size/Distance I).")
+
+
+_UNIT = re.compile(r"(?i)\b(mm|cm)\b|(?<=\d)(mm|cm)\b")
+
+
+@rule("size_distance", "insignificant", "inaccuracy", check=all_of(size_ratio(0.99, 1.01), labels("same")))
+def size_convert_units(text: str, rng: random.Random) -> Rewrite | None:
+    """Write a measurement in the other metric unit ("8 mm" -> "0.8 cm", "4 cm" -> "40 mm"). (Choice: the
+    paper's Size/Distance I example changes the number within measurement error; the same number in
+    other units is the limiting case — the text changes, the measurement does not.)"""
+    cands = []
+    for sz in _sizes(text):
+        units = {(m.group(1) or m.group(2)).lower() for m in _UNIT.finditer(sz.text)}
+        if len(units) != 1:
+            continue
+        unit = units.pop()
+        factor, other = (0.1, "cm") if unit == "mm" else (10.0, "mm")
+        new = _UNIT.sub(lambda m: other.upper() if (m.group(1) or m.group(2)).isupper() else other,
+                        _scale_numbers(sz.text, factor))
+        if new != sz.text:
+            cands.append((sz.start, sz.end, new, sz.text))
+    return _pick_edit(text, rng, cands, lambda old: (
+        f"The measurement {old!r} is written in the other metric unit; the size is the same "
+        "(Size/Distance I)."))
