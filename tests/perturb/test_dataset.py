@@ -80,6 +80,28 @@ def test_balance_on_real_reports(dataset):
     assert (pairs.loc[pairs["significance"] == "significant", "context"] == "full").all()
 
 
+def test_each_cell_is_shared_over_its_rules(dataset, reports):
+    """10 pairs, three rules: 4/3/3 unless a rule applies to too few reports (then another rule fills in);
+    without balancing, the rule that applies most often takes most of the cell."""
+    from radaudit.perturb import RULES
+    from radaudit.perturb.engine import RuleEngine
+
+    pairs = dataset.pairs
+    per_cell = pairs.groupby(["aspect", "error_type", "significance"])["rule"].nunique()
+    hi = per_cell[per_cell.index.get_level_values(0).isin(["location", "severity", "description", "comparison"])]
+    assert (hi >= 2).all() and (hi >= 3).mean() > 0.8, hi[hi < 3]
+    share = pairs.groupby(["aspect", "error_type", "significance", "rule"]).size()
+    assert share.max() <= 8  # no rule takes a whole cell of 10
+    assert set(pairs["rule"]) <= set(RULES)
+    rep, _ = reports
+    sub = rep.sample(600, random_state=1).reset_index(drop=True)
+    cells = pd.DataFrame([{"aspect": "location", "error_type": "inaccuracy", "significance": "significant", "target": 9}])
+    even = build_pair_dataset(sub, "rules", cells=cells, seed=0).pairs["rule"].value_counts()
+    free = build_pair_dataset(sub, RuleEngine(balance_rules=False), cells=cells, seed=0).pairs["rule"].value_counts()
+    assert len(even) >= 3 and even.max() - even.min() <= 1  # 9 pairs over (at least) three rules: 3/3/3
+    assert free.max() > even.max()  # unbalanced: the most applicable rule dominates
+
+
 def test_shortfall_is_reported_with_counts(reports):
     rep, _ = reports
     few = rep[rep["text"].str.contains("pneumothorax", case=False)].head(30)

@@ -47,6 +47,7 @@ from radaudit.perturb.base import (
     Pair,
     apply_edits,
     derive_seed,
+    rules_for,
 )
 from radaudit.perturb.engine import Outcome, RewriteTask, RuleEngine, make_pair
 from radaudit.perturb.verify import check_outside, verify_rewrite
@@ -237,6 +238,60 @@ def _provenance(kind: str, engine: Any, seed: int, reports: pd.DataFrame, source
     }
 
 
+@dataclass
+class _Unit:
+    """A share of one cell's target: ``rule`` (``None`` = any rule of the cell) and its seeded report order."""
+
+    cell: int
+    aspect: str
+    error_type: str | None
+    significance: str
+    rule: str | None
+    target: int
+    order: list[int]
+    got: int = 0
+    pos: int = 0
+
+
+def _fill(units: list[_Unit], reports: pd.DataFrame, eng: Any, labeler: Any, context: str, seed: int,
+          accepted: dict[int, list[Pair]], used: dict[int, set[int]], stats: dict[int, dict[str, int]],
+          rejected: list[Pair]) -> None:
+    """Fill every unit from its report order, in engine batches; a report is used at most once per cell."""
+    hint = int(getattr(eng, "batch_hint", 0) or 0)
+    while True:
+        batch: list[tuple[_Unit, int, RewriteTask]] = []
+        for u in units:
+            missing = u.target - u.got
+            take: list[int] = []
+            while missing > 0 and len(take) < max(missing, hint) and u.pos < len(u.order):
+                i = u.order[u.pos]
+                u.pos += 1
+                if i not in used[u.cell]:
+                    take.append(i)
+            batch += [(u, i, RewriteTask(reports.at[i, "study_id"], reports.at[i, "source"], reports.at[i, "text"],
+                                         u.aspect, u.significance, u.error_type, seed, u.rule)) for i in take]
+        if not batch:
+            return
+        outcomes: list[Outcome] = eng.rewrite([t for _, _, t in batch], labeler)
+        for (u, i, _t), o in zip(batch, outcomes):
+            if u.got >= u.target:
+                continue  # already full: the rest of this round's batch is unused
+            st = stats[u.cell]
+            st["tried"] += 1
+            st["not_applicable"] += o.status == "not_applicable"
+            st["rejected"] += len(o.rejected)
+            rejected += o.rejected
+            if o.pair is None or i in used[u.cell]:
+                continue  # (another rule of the cell took this report in the same batch)
+            p = o.pair
+            if context == "paper" and p.significance == "insignificant":
+                chk = RULES[p.rule].check if p.rule in RULES else None
+                p = _trim_context(p, chk, labeler)
+            accepted[u.cell].append(p)
+            used[u.cell].add(i)
+            u.got += 1
+
+
 def build_pair_dataset(reports: pd.DataFrame, engine: Any = "rules", n_per_cell: int = 10, seed: int = 0, *,
                        labeler: Any = None, context: str = "paper", cells: pd.DataFrame | None = None,
                        sources: Mapping[str, Any] | None = None, max_tasks_per_cell: int | None = None) -> PairDataset:
@@ -247,61 +302,60 @@ def build_pair_dataset(reports: pd.DataFrame, engine: Any = "rules", n_per_cell:
     (without one they are skipped and the notes say so). ``cells``: override :func:`table2_cells`.
     ``max_tasks_per_cell``: cap on reports tried per cell (LLM budgets); default all.
     Each GT report is used at most once per cell, in a seeded order per cell.
+
+    Rules shared out (an engine with ``balance_rules``, the rule engine): a cell's target is split
+    evenly over its rules (10 pairs, 3 rules: 4/3/3, the extra pairs to rules in a seeded order), each
+    rule searching its own seeded report order, so that a cell's pairs are several kinds of edit and
+    not mostly the rule that applies to most reports. What a rule cannot fill (it applies to too few
+    reports) is filled afterwards by any rule of the cell, as without balancing; ``fill`` counts the cell.
     """
     if context not in ("paper", "full"):
         raise ParamsError(f"context={context!r}: use 'paper' (§4.2.1) or 'full'.")
     reports = _check_reports(reports)
     eng = _engine(engine)
     cells = table2_cells(n_per_cell) if cells is None else cells.reset_index(drop=True)
-    order = {}
-    for k, c in cells.iterrows():
+    balance = bool(getattr(eng, "balance_rules", False))
+
+    def order_of(c, *extra: object) -> list[int]:
         idx = list(range(len(reports)))
-        random.Random(derive_seed(seed, "cell", c.aspect, c.error_type, c.significance)).shuffle(idx)
-        order[k] = idx[: max_tasks_per_cell] if max_tasks_per_cell else idx
-    accepted: dict[int, list[Pair]] = {k: [] for k in order}
-    stats = {k: {"tried": 0, "not_applicable": 0, "rejected": 0} for k in order}
+        random.Random(derive_seed(seed, "cell", c.aspect, c.error_type, c.significance, *extra)).shuffle(idx)
+        return idx[: max_tasks_per_cell] if max_tasks_per_cell else idx
+
+    units: list[_Unit] = []
+    for k, c in cells.iterrows():
+        et = None if pd.isna(c.error_type) else c.error_type
+        names: list[str | None] = [r.name for r in rules_for(c.aspect, c.significance, et)] if balance else [None]
+        if len(names) > 1:
+            random.Random(derive_seed(seed, "rule-share", c.aspect, et, c.significance)).shuffle(names)
+        for j, name in enumerate(names):
+            share = int(c.target) // len(names) + (1 if j < int(c.target) % len(names) else 0)
+            if share:
+                units.append(_Unit(k, c.aspect, et, c.significance, name, share,
+                                   order_of(c) if name is None else order_of(c, name)))
+    accepted: dict[int, list[Pair]] = {k: [] for k in cells.index}
+    used: dict[int, set[int]] = {k: set() for k in cells.index}
+    stats = {k: {"tried": 0, "not_applicable": 0, "rejected": 0} for k in cells.index}
     rejected: list[Pair] = []
-    pos = dict.fromkeys(order, 0)
-    hint = int(getattr(eng, "batch_hint", 0) or 0)
-    while True:
-        batch: list[tuple[int, RewriteTask]] = []
-        for k, c in cells.iterrows():
-            missing = int(c.target) - len(accepted[k])
-            if missing <= 0 or pos[k] >= len(order[k]):
-                continue
-            take = order[k][pos[k]: pos[k] + max(missing, hint)]
-            pos[k] += len(take)
-            et = None if pd.isna(c.error_type) else c.error_type
-            batch += [(k, RewriteTask(reports.at[i, "study_id"], reports.at[i, "source"], reports.at[i, "text"],
-                                      c.aspect, c.significance, et, seed)) for i in take]
-        if not batch:
-            break
-        outcomes: list[Outcome] = eng.rewrite([t for _, t in batch], labeler)
-        for (k, _t), o in zip(batch, outcomes):
-            if len(accepted[k]) >= int(cells.at[k, "target"]):
-                continue  # already full: the rest of this round's batch is unused
-            stats[k]["tried"] += 1
-            stats[k]["not_applicable"] += o.status == "not_applicable"
-            stats[k]["rejected"] += len(o.rejected)
-            rejected += o.rejected
-            if o.pair is not None:
-                p = o.pair
-                if context == "paper" and p.significance == "insignificant":
-                    chk = RULES[p.rule].check if p.rule in RULES else None
-                    p = _trim_context(p, chk, labeler)
-                accepted[k].append(p)
+    _fill(units, reports, eng, labeler, context, seed, accepted, used, stats, rejected)
+    if balance:  # what a rule could not fill, any rule of the cell may
+        rest = [_Unit(k, c.aspect, None if pd.isna(c.error_type) else c.error_type, c.significance, None,
+                      int(c.target) - len(accepted[k]), order_of(c))
+                for k, c in cells.iterrows() if len(accepted[k]) < int(c.target)]
+        _fill(rest, reports, eng, labeler, context, seed, accepted, used, stats, rejected)
+    n_order = min(len(reports), max_tasks_per_cell or len(reports))
     fill_rows = []
     for k, c in cells.iterrows():
         n = len(accepted[k])
         short = int(c.target) - n
-        note = "" if short <= 0 else (f"only {n} of {len(order[k])} reports gave a verified rewrite "
+        note = "" if short <= 0 else (f"only {n} of {n_order} reports gave a verified rewrite "
                                       f"({stats[k]['not_applicable']} had nothing to edit, {stats[k]['rejected']} rewrites failed verification)")
         fill_rows.append({"aspect": c.aspect, "error_type": "sampled" if pd.isna(c.error_type) else c.error_type,
                           "significance": c.significance, "target": int(c.target), "filled": n, **stats[k],
                           "shortfall": max(short, 0), "note": note})
-    pairs = [p for k in order for p in accepted[k]]
+    pairs = [p for k in cells.index for p in accepted[k]]
     fill = pd.DataFrame(fill_rows, columns=FILL_COLUMNS)
     prov = _provenance("pair_dataset", eng, seed, reports, sources, n_per_cell=n_per_cell, context=context,
+                       balance_rules=balance,
                        labeler=type(labeler).__name__ if labeler is not None else None,
                        counts={"target": int(fill["target"].sum()), "filled": int(fill["filled"].sum()),
                                "rejected": len(rejected), "cells_short": int((fill["shortfall"] > 0).sum())})

@@ -25,7 +25,8 @@ __all__ = ["RewriteTask", "Outcome", "RuleEngine", "make_pair", "pair_id"]
 
 @dataclass(frozen=True)
 class RewriteTask:
-    """Rewrite ``gt`` (report ``study_id`` of ``source``) in one cell, with ``seed``."""
+    """Rewrite ``gt`` (report ``study_id`` of ``source``) in one cell, with ``seed``; ``rule``: use only
+    that rule of the cell (the rule engine; an LLM engine ignores it), ``None``: any rule of the cell."""
 
     study_id: str
     source: str
@@ -34,6 +35,7 @@ class RewriteTask:
     significance: str
     error_type: str | None
     seed: int
+    rule: str | None = None
 
     def __post_init__(self) -> None:
         check_cell(self.aspect, self.significance, self.error_type)
@@ -74,20 +76,27 @@ def make_pair(task: RewriteTask, gt: str, me: str, spans: Sequence[tuple[tuple[i
 
 @dataclass
 class RuleEngine:
-    """The deterministic engine: the rules of the task's cell in a seeded order; the first whose
-    rewrite passes verification gives the pair. Rules that apply but fail verification are kept
-    as rejected pairs."""
+    """The deterministic engine: the rules of the task's cell (or the task's one ``rule``) in a seeded
+    order; the first whose rewrite passes verification gives the pair. Rules that apply but fail
+    verification are kept as rejected pairs. ``balance_rules``: :func:`~radaudit.perturb.dataset.build_pair_dataset`
+    shares each cell's pairs out over its rules (see there)."""
 
     name: str = "rules"
     batch_hint: int = 64
+    balance_rules: bool = True
 
     def describe(self) -> dict[str, Any]:
         from radaudit.perturb.base import RULES
 
-        return {"engine": self.name, "rules": sorted(RULES)}
+        return {"engine": self.name, "rules": sorted(RULES), "balance_rules": self.balance_rules}
 
     def rewrite_one(self, task: RewriteTask, labeler: Any = None) -> Outcome:
         rules = rules_for(task.aspect, task.significance, task.error_type)
+        if task.rule is not None:
+            rules = [r for r in rules if r.name == task.rule]
+            if not rules:
+                raise ValueError(f"rule {task.rule!r} is not a rule of the cell {task.aspect}/{task.significance}/"
+                                 f"{task.error_type}")
         rng = random.Random(derive_seed(task.seed, "rule-order", task.study_id, task.aspect, task.significance,
                                         task.error_type))
         rng.shuffle(rules)
