@@ -117,3 +117,14 @@ def test_readme_shows_the_decoding_erasure_findings_of_a_run():
                 "erased_terms_greedy_paper_test", "nucleus_emergent_real_words", "erasure_positive_control",
                 "erasure_negative_control"):
         assert f"`{fid}`" in body, fid
+
+
+def test_readme_shows_the_metric_metaeval_findings_of_a_run():
+    """As above for metric_metaeval: the context ablation leads, and the rules-per-cell check is quoted."""
+    from radaudit.findings import readme_findings
+    from radaudit.paths import project_root
+
+    body = readme_findings((project_root() / "README.md").read_text(encoding="utf-8"), "metric_metaeval")
+    assert body is not None and body.startswith("Headline numbers of the `demo` run (")
+    ids = [line.split("`")[1] for line in body.splitlines() if line.startswith("- **")]
+    assert ids[:2] == ["whole_report_auroc_median", "trimmed_pair_auroc_median"] and "min_rules_per_cell" in ids

@@ -51,3 +51,23 @@ def test_smoke_notebook_writes_every_table_and_figure(shared_data, tmp_path):
     review = pd.read_csv(d / "tables" / "review_agreement.csv").set_index("comparison")
     assert review.at["reviewer1 vs rule: significance", "agreement"] == pytest.approx(2 / 3)
     assert (d / "tables" / "ds_rs_by_rule.csv").exists()
+
+
+@pytest.mark.slow
+def test_demo_run_findings_and_readme(shared_data, tmp_path):
+    """Issue 20's bar on the demo: three rules behind every cell, both AUROC medians with their CI, and the
+    README's numbers are this run's (same params + seed -> same findings.json)."""
+    from radaudit.findings import read_findings, readme_block, readme_findings
+    from radaudit.paths import project_root
+
+    r = run_experiment("metric_metaeval", "demo", data_root=str(shared_data), out=tmp_path, progress=False)
+    doc = read_findings(r.run_dir)
+    f = {x.id: x for x in doc["findings"]}
+    assert f["min_rules_per_cell"].value >= 3
+    for fid in ("whole_report_auroc_median", "trimmed_pair_auroc_median"):
+        assert f[fid].ci[0] <= f[fid].value <= f[fid].ci[1]
+    comp = pd.read_csv(r.run_dir / "tables" / "auroc_context_ablation.csv")
+    assert f["whole_report_auroc_median"].value == pytest.approx(comp["auroc_full"].median())
+    body = readme_findings((project_root() / "README.md").read_text(encoding="utf-8"), "metric_metaeval")
+    run_name = body.split("run (", 1)[1].split(")", 1)[0]
+    assert body == readme_block(doc, run_name), "README numbers are stale: radaudit findings metric_metaeval --readme"
