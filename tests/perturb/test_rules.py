@@ -94,3 +94,13 @@ def test_rules_for_rejects_unknown_cells():
 
     with pytest.raises(ParamsError, match="Allowed"):
         rules_for("laterality", "significant")
+
+
+def test_insignificant_rules_leave_what_changes_management():
+    """The side of a pneumothorax decides where the chest tube goes: loc_drop_side (insignificant) must not drop it;
+    style_reorder moves a sentence that leans on the previous one ("This is ...") together with it."""
+    assert RULES["loc_drop_side"]("Small right apical pneumothorax. Heart size is normal.", random.Random(0)) is None
+    gt = "There is separation of the right AC joint. This is age-indeterminate. No pneumothorax. Heart size is normal."
+    for seed in range(5):
+        me = RULES["style_reorder"](gt, random.Random(seed)).apply(gt)
+        assert "There is separation of the right AC joint. This is age-indeterminate." in me

@@ -12,6 +12,7 @@ from radaudit.perturb.rules._common import (
     _pick_edit,
 )
 from radaudit.perturb.textops import (
+    CRITICAL_NOUN,
     FINDING_NOUN,
     delete_word,
     find_all,
@@ -286,14 +287,21 @@ _ZONE_AFTER = re.compile(r"^[\s-]+(?:lung\s+base|costophrenic|basilar|apical|ape
 @rule("location", "insignificant", "omission", check=all_of(local_attr("laterality", "differ"), labels("same")))
 def loc_drop_side(text: str, rng: random.Random) -> Rewrite | None:
     """Omit the side of a zone-level finding ("blunting of the right costophrenic angle" -> "... the
-    costophrenic angle"; Appendix A, Location I: the side is evident on the image)."""
+    costophrenic angle"; Appendix A, Location I: the side is evident on the image). Not in a sentence
+    with a pneumothorax, effusion, consolidation, pneumonia, mass or nodule: their side decides where a
+    chest tube, a needle or a biopsy goes, so omitting it is significant."""
+
+    def critical(a: int, b: int) -> bool:
+        sent = sentence_at(text, a, b)
+        return sent is not None and re.search(rf"(?i)\b(?:{CRITICAL_NOUN})\b", sent.text) is not None
+
     cands = []
     for m in find_all(text, r"\s+on\s+the\s+(?:left|right)(?:\s+side)?(?=\s*[.,;]|$)"):
-        if is_positive(text, m.start() + 1, m.end()):
+        if is_positive(text, m.start() + 1, m.end()) and not critical(m.start() + 1, m.end()):
             cands.append((m.start(), m.end(), "", m.group(0).strip()))
     for lat in extract_laterality(text):
         if lat.value in ("left", "right") and len(lat.text) > 1 and _ZONE_AFTER.match(text[lat.end:]) \
-                and is_positive(text, lat.start, lat.end):
+                and is_positive(text, lat.start, lat.end) and not critical(lat.start, lat.end):
             e = delete_word(text, lat.start, lat.end)
             if e is not None:
                 cands.append((*e, lat.text))

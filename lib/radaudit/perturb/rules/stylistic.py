@@ -28,14 +28,26 @@ from radaudit.text.attributes import extract_severity
 from radaudit.text.sections import Sentence, sentences
 
 
+_LEANS_BACK = re.compile(r"(?i)^(?:this|these|that|those|it|its|they|their|which|otherwise)\b|\b(?:otherwise|remainder|remaining)\b")
+
+
 @rule("stylistic", "insignificant", "inaccuracy", check=all_of(same_sentences(), labels("same")))
 def style_reorder(text: str, rng: random.Random) -> Rewrite | None:
     """Reorder the sentences (Table 2, Stylistic I: "lung... edema... effusions" -> "effusions... lung...
-    edema")."""
+    edema"). A sentence that leans on the one before it ("This is age-indeterminate.", "The lungs are
+    otherwise clear.") moves with it: moved alone, "this" would point at another finding."""
     sents = sentences(text)
     if len(sents) < 3 or any(not re.search(r"[.!?]$", s.text) for s in sents):
         return None
-    order = list(range(len(sents)))
+    units: list[list[int]] = []
+    for i, sent in enumerate(sents):
+        if units and _LEANS_BACK.search(sent.text):
+            units[-1].append(i)
+        else:
+            units.append([i])
+    if len(units) < 2:
+        return None
+    order = list(range(len(units)))
     for _ in range(10):
         rng.shuffle(order)
         if order != sorted(order):
@@ -43,11 +55,15 @@ def style_reorder(text: str, rng: random.Random) -> Rewrite | None:
     else:
         return None
     first, last = sents[0].start, sents[-1].end
+
+    def unit_text(u: list[int]) -> str:
+        return text[sents[u[0]].start:sents[u[-1]].end]
+
     pieces = []
     for k, idx in enumerate(order):
-        pieces.append(sents[idx].text)
-        if k + 1 < len(sents):
-            pieces.append(text[sents[k].end:sents[k + 1].start])
+        pieces.append(unit_text(units[idx]))
+        if k + 1 < len(units):
+            pieces.append(text[sents[units[k][-1]].end:sents[units[k + 1][0]].start])
     new = "".join(pieces)
     if new == text[first:last]:
         return None
