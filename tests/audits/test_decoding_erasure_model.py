@@ -212,3 +212,14 @@ def test_same_seed_same_weights(tiny_model, tiny_corpus, tmp_path):
     a, b = load_file(tiny_model / "model.safetensors"), load_file(again / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert (tiny_model / "tokenizer.json").read_text() == (again / "tokenizer.json").read_text()
+
+
+def test_prompt_carries_the_clinical_question_and_the_sex_once():
+    """Recipe 3: the indication's demographics and de-identification marks are dropped, so the patient's
+    sex reaches the model only through ``Sex:``."""
+    assert dem.format_prompt("The patient is a XXXX-year-old male with chest pain.", "M") == \
+        "Indication: chest pain. Sex: male. Report:"
+    assert dem.format_prompt("XXXX-year-old woman, hypoxia", "F") == "Indication: hypoxia. Sex: female. Report:"
+    assert dem.format_prompt("XXXX", "U") == "Indication: not given. Sex: not given. Report:"
+    with pytest.raises(ParamsError, match="sex must be"):
+        dem.format_prompt("cough", "X")

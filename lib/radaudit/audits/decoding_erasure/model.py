@@ -70,14 +70,16 @@ SIZE_SKEW_BOUND = 0.67
 #: Written into the model folder; its ``config_hash`` decides whether a folder can be reused.
 CONFIG_FILE = "radaudit_report_model.json"
 #: Bump when the training recipe changes in a way the hyperparameters do not show.
-RECIPE_VERSION = 2
+RECIPE_VERSION = 3
 
 #: The real demo configuration: ~1.2M parameters, ~2 min on 2 idle CPU cores (the test marked ``slow``
-#: checks <= 5 min). 300 steps at lr 1e-3 stop near the held-out minimum (with 780 sex-labelled
-#: reports alone the model memorised them: held-out loss 2.86 at step 240, 4.46 at step 1035).
-#: Word-level tokens (``tokenizer="word"``, recipe 2): a sampled token is always a word of the
-#: training reports, never a made-up piece — with BPE, 184 of 273 words nucleus sampling wrote that
-#: no reference used were not English words (recipe 1). ``max_seconds`` is the budget guard.
+#: checks <= 5 min). Word-level tokens (``tokenizer="word"``, recipe 2): a sampled token is always a word of
+#: the training reports, never a made-up piece — with BPE, 184 of 273 words nucleus sampling wrote that no
+#: reference used were not English words (recipe 1). Measured on the 100 test prompts (skew 0.5, seed 0):
+#: recipe 2 (raw indication), 300 steps: greedy 37% / beam 17% distinct reports, held-out loss 2.26;
+#: 1000 steps: 38% / 29%, loss 1.96 — training longer lowers the loss but conditions *more* on the
+#: prompt, the opposite of the paper's collapse; recipe 3 (clinical question only), 300 steps: 22% / 8%.
+#: ``max_seconds`` is the budget guard.
 DEMO_CONFIG: dict[str, Any] = {
     "steps": 300, "max_seconds": 270.0, "vocab_size": 3000, "n_layer": 3, "d_model": 128, "n_head": 4,
     "d_ff": 384, "max_length": 160, "batch_size": 32, "lr": 1e-3, "weight_decay": 0.1, "max_grad_norm": 1.0,
@@ -97,11 +99,20 @@ def _clean(text: Any) -> str:
 
 
 def format_prompt(indication: Any, sex: str) -> str:
-    """``"Indication: <indication or 'not given'>. Sex: female|male|not given. Report:"`` (``sex`` is
-    ``"F"``/``"M"``, or ``"U"`` for a report whose patient's sex is not recorded: training only)."""
+    """``"Indication: <clinical question or 'not given'>. Sex: female|male|not given. Report:"`` (``sex``
+    is ``"F"``/``"M"``, or ``"U"`` for a report whose patient's sex is not recorded: training only).
+
+    The indication is reduced to its clinical question (:func:`radaudit.text.indication.clinical_indication`,
+    recipe 3): ``"The patient is a XXXX-year-old male with chest pain."`` becomes ``"chest pain"``. The
+    patient's sex then enters the prompt once, through ``Sex:`` (the variable the study audits), and the
+    referrer's phrasing — which in IU X-ray identifies the service and with it the reading radiologist's
+    personal template — no longer tells the model which template to write. Recipe 2 kept the raw
+    indication: its greedy reports differed mostly in *whose* normal template they used (37% distinct)."""
+    from radaudit.text.indication import clinical_indication
+
     if sex not in _SEX_WORD:
         raise ParamsError(f"sex must be 'F', 'M' or 'U' (not given), got {sex!r}.")
-    ind = _clean(indication).rstrip(" .") or "not given"
+    ind = clinical_indication(_clean(indication)) or "not given"
     return f"Indication: {ind}. Sex: {_SEX_WORD[sex]}. Report:"
 
 
@@ -142,8 +153,8 @@ def build_training_corpus(data_root: str | os.PathLike | None = None, *, skew: f
       ``skew``. They are the stand-in's "pre-training": a report model learns what reports look like
       from far more text than its sex-labelled fine-tuning set, as the paper's VLM does (a pretrained
       Qwen3-VL, LoRA-tuned on 60K examples). With 780 sex-labelled reports alone the small model
-      memorises report-specific sentences (39% distinct reports under greedy decoding, where the paper's
-      VLM writes 0.3%). The skew (below) is the male share of the *sex-labelled* rows; they are never
+      memorises report-specific sentences (39% distinct reports under greedy decoding with recipe 1,
+      where the paper's VLM writes 0.3%). The skew (below) is the male share of the *sex-labelled* rows; they are never
       in the test split.
 
     * Test split: ``n_test_per_sex`` reports of each sex, drawn with ``seed`` *before* any skewing, so
