@@ -72,9 +72,14 @@ def test_demo_run_findings_and_readme(demo_run):
     r = demo_run
     doc = read_findings(r.run_dir)
     f = {x.id: x for x in doc["findings"]}
+    long = pd.read_csv(r.run_dir / "tables" / "table1_long.csv")
     assert f["erasure_positive_control"].value > 0 and f["erasure_negative_control"].value == 0
     assert f["nucleus_emergent_real_words"].value >= 0.8
-    long = pd.read_csv(r.run_dir / "tables" / "table1_long.csv")
+    assert f["erased_terms_greedy"].value > 0  # the silence test sees the words greedy decoding leaves out
+    assert f["erased_terms_greedy_paper_test"].value == 0  # ... which the paper's test cannot
+    assert f["beam_distinct_reports"].value <= 0.05
+    erased = long[long["metric"] == "Erasure (#, silence test)"].set_index("corpus")["estimate"]
+    assert erased["greedy"] > 0 and erased["nucleus"] == 0  # deterministic decoding erases, sampling does not
     td = long[long["metric"] == "Template Div. (%)"].set_index("corpus")["estimate"]
     assert td["greedy"] < td["nucleus"] and td["beam4"] < td["nucleus"]
     skew = pd.read_csv(r.run_dir / "tables" / "fig2c_skew_sensitivity.csv")
@@ -87,13 +92,12 @@ def test_demo_run_findings_and_readme(demo_run):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue 20 open: the demo model writes 22% / 8% distinct reports under greedy / "
-                                       "beam (<= 5% needed) and no reference word's sex association survives BH")
-def test_demo_collapses_and_erases_as_the_paper(demo_run):
-    """Issue 20's bar: template collapse of the paper's order and at least one word erased by greedy decoding.
-    Strict: when the stand-in gets there, this starts passing and the marker must go."""
+@pytest.mark.xfail(strict=True, reason="issue 20 open: the demo model writes 14% distinct reports under greedy "
+                                       "decoding (<= 5% needed; beam: 4.7%)")
+def test_demo_greedy_collapses_as_the_paper(demo_run):
+    """Issue 20's last bar: template collapse of the paper's order under greedy decoding. Strict: when the
+    stand-in gets there, this starts passing and the marker must go."""
     from radaudit.findings import read_findings
 
     f = {x.id: x for x in read_findings(demo_run.run_dir)["findings"]}
-    assert f["greedy_distinct_reports"].value <= 0.05 and f["beam_distinct_reports"].value <= 0.05
-    assert f["erased_terms_greedy"].value > 0  # the silence test sees the words greedy decoding leaves out
+    assert f["greedy_distinct_reports"].value <= 0.05
