@@ -175,3 +175,145 @@ def test_missing_phrase_lists(tmp_path):
         load_phrases(tmp_path)
     with pytest.raises(DatasetNotFoundError):
         chexpert_phrases_dir(tmp_path / "no-data-root")
+
+
+# ------------------------------------------------------------------------------------------------
+# Precision rules (deviations 6-11 of radaudit.text.labeler, issue 18): for each rule a hand-written
+# sentence where it must fire and one where it must not. ``precision_rules=False`` is the labeler
+# before them.
+
+
+@pytest.fixture(scope="module")
+def labeler_before(shared_data):
+    return ChexpertLabeler(chexpert_phrases_dir(shared_data), precision_rules=False)
+
+
+def one(lab, text: str, obs: str) -> float:
+    return float(lab.label([text]).iloc[0][obs])
+
+
+def is_blank(v: float) -> bool:
+    return v != v
+
+
+@pytest.mark.parametrize("fires, keeps, obs, kept_value", [
+    # deviation 6: a past infection is not a pneumonia
+    ("Calcified hilar nodes, sequela of old granulomatous infection.", "Right lower lobe opacity consistent with infection.",
+     "Pneumonia", 1),
+    ("Right apical scarring from prior tuberculosis infection.", "Left lower lobe pneumonia.", "Pneumonia", 1),
+    # edema outside the lungs
+    ("Soft tissue edema over the left lateral chest wall.", "Mild interstitial edema.", "Edema", 1),
+    # contours that are not cardiomediastinal
+    ("Prominent hilar contours.", "The mediastinal contour is widened.", "Enlarged Cardiomediastinum", 1),
+    ("Old healed right 6th rib contour deformity.", "The superior mediastinal contour is prominent.", "Enlarged Cardiomediastinum", 1),
+    # a device fracture is not a bone fracture
+    ("Central venous catheter fracture at the level of the first rib.", "Acute fracture of the left clavicle.", "Fracture", 1),
+    # lumpectomy, breast prostheses, supporting structures
+    ("Surgical changes of a right lumpectomy.", "A 2 cm lump in the right upper lobe.", "Lung Lesion", 1),
+    ("Supporting soft tissues are unremarkable.", "Support lines in standard position.", "Support Devices", 1),
+])
+def test_precision_unmentions(labeler, labeler_before, fires, keeps, obs, kept_value):
+    assert is_blank(one(labeler, fires, obs)) and not is_blank(one(labeler_before, fires, obs))
+    assert one(labeler, keeps, obs) == kept_value
+
+
+def test_breast_prostheses_are_not_support_devices(labeler):
+    # the "prosthesis" added by deviation 11 is not read in "breast prostheses" (breast implants)
+    assert is_blank(one(labeler, "Bilateral breast prostheses.", "Support Devices"))
+    assert one(labeler, "Left humeral head prosthesis.", "Support Devices") == 1
+
+
+@pytest.mark.parametrize("text, obs", [
+    ("The mediastinum is shifted to the left.", "Enlarged Cardiomediastinum"),
+    ("Stable mediastinal contours.", "Enlarged Cardiomediastinum"),
+    ("Motion limits evaluation of the mediastinum.", "Enlarged Cardiomediastinum"),
+    ("Heart size is stable.", "Cardiomegaly"),
+    ("Low lung volumes with magnified appearance of the heart.", "Cardiomegaly"),
+    ("Stable, nonenlarged cardiomediastinal silhouette.", "Enlarged Cardiomediastinum"),
+])
+def test_anatomy_without_a_size_word_is_not_a_mention(labeler, labeler_before, text, obs):
+    # deviation 7 fires: the structure is named, its size is not stated
+    assert is_blank(one(labeler, text, obs))
+    assert one(labeler_before, text, obs) in (1, -1)  # CheXpert: positive, or uncertain when "stable"
+
+
+@pytest.mark.parametrize("text, obs, expected", [
+    ("The mediastinum is widened.", "Enlarged Cardiomediastinum", 1),
+    ("The heart is mildly enlarged.", "Cardiomegaly", 1),
+    ("Heart size is normal.", "Cardiomegaly", 0),  # negated mentions stay
+    ("The mediastinal contours are within normal limits.", "Enlarged Cardiomediastinum", 0),
+    ("Stable enlarged cardiac silhouette.", "Cardiomegaly", -1),  # size word: CheXpert's stable rule still acts
+    ("Borderline heart size.", "Cardiomegaly", -1),
+    ("Stable cardiomegaly.", "Cardiomegaly", 1),  # an abnormality phrase, not anatomy
+])
+def test_anatomy_with_a_size_word_or_negation_is_kept(labeler, text, obs, expected):
+    assert one(labeler, text, obs) == expected
+
+
+@pytest.mark.parametrize("fires, keeps, obs", [
+    # deviation 8: hedges the cue list lacked
+    ("A pneumonia superimposed on emphysema would be a consideration.", "A pneumonia superimposed on emphysema.", "Pneumonia"),
+    ("Posterior airspace opacity consistent with developing infection.", "Posterior airspace opacity consistent with infection.",
+     "Pneumonia"),
+    ("Possibility of a nondisplaced left 7th rib fracture.", "Nondisplaced left 7th rib fracture.", "Fracture"),
+    ("Limited exam, for evaluation of rib fractures.", "Healing left rib fractures.", "Fracture"),
+    ("Bony overlap at the apices could obscure a small pulmonary nodule.", "A small pulmonary nodule at the right apex.",
+     "Lung Lesion"),
+])
+def test_added_hedges(labeler, labeler_before, fires, keeps, obs):
+    assert one(labeler, fires, obs) == -1 and one(labeler_before, fires, obs) == 1
+    assert one(labeler, keeps, obs) == 1
+
+
+def test_non_prefix_negates(labeler, labeler_before):
+    # deviation 9
+    assert one(labeler, "Mild nonconsolidating right lower lobe airspace disease.", "Consolidation") == 0
+    assert one(labeler_before, "Mild nonconsolidating right lower lobe airspace disease.", "Consolidation") == 1
+    assert one(labeler, "Consolidating right lower lobe airspace disease.", "Consolidation") == 1
+    assert one(labeler, "Non-displaced fracture of the left 5th rib.", "Fracture") == 1  # "non" on another word
+
+
+def test_limitation_statement_is_not_a_finding(labeler, labeler_before):
+    # deviation 10: an exam limitation says nothing about the patient
+    text = "Please note that nondisplaced rib fractures may not be demonstrated."
+    out = nonblank(labeler.label([text]).iloc[0])
+    assert out == {"No Finding": 1}
+    assert one(labeler_before, text, "Fracture") == -1
+    # not a limitation: uncertainty about this patient stays uncertain
+    assert one(labeler, "A small apical pneumothorax cannot be excluded.", "Pneumothorax") == -1
+    assert one(labeler, "A subtle left rib fracture may be present.", "Fracture") == -1
+
+
+@pytest.mark.parametrize("fires, keeps, obs, kept_value", [
+    # deviation 11, Edema: congestion in other words, uncertain like CheXpert's "vascular congestion"
+    ("Cardiomegaly and pulmonary venous hypertension.", "No pulmonary venous hypertension.", "Edema", 0),
+    ("Mild congestion without overt edema.", "No congestion.", "Edema", 0),
+    ("The pulmonary vessels are engorged.", "The pulmonary vasculature is not engorged.", "Edema", 0),
+    ("Prominence of the central pulmonary vasculature.", "Pulmonary vascularity is normal.", "Edema", NAN),
+])
+def test_congestion_phrases_are_uncertain_edema(labeler, labeler_before, fires, keeps, obs, kept_value):
+    assert one(labeler, fires, obs) == -1 and one(labeler_before, fires, obs) != -1
+    v = one(labeler, keeps, obs)
+    assert (is_blank(v) and is_blank(kept_value)) or v == kept_value
+
+
+@pytest.mark.parametrize("fires, keeps, obs", [
+    # deviation 11, Support Devices and Pleural Other: phrases the lists lack
+    ("Coronary artery stents.", "Coronary artery calcification.", "Support Devices"),
+    ("Spinal cord stimulator overlies the lower thoracic spine.", "Degenerative change of the lower thoracic spine.", "Support Devices"),
+    ("EKG leads overlie the chest.", "No acute cardiopulmonary abnormality.", "Support Devices"),
+    ("Right chest XXXX tip in the low SVC.", "The tip of the left scapula projects over the lung apex.", "Support Devices"),
+    ("Tracheostomy in place.", "The trachea is midline.", "Support Devices"),
+    ("Mild thickening of the right minor fissure.", "The minor fissure is not thickened.", "Pleural Other"),
+    ("Biapical pleural capping.", "The lung apices are clear.", "Pleural Other"),
+])
+def test_added_mentions(labeler, labeler_before, fires, keeps, obs):
+    assert one(labeler, fires, obs) == 1 and is_blank(one(labeler_before, fires, obs))
+    assert one(labeler, keeps, obs) != 1
+
+
+def test_precision_rules_flag(labeler, labeler_before):
+    assert labeler.precision_rules is True and labeler_before.precision_rules is False
+    # the CheXpert labeler's own examples hold either way
+    for text, expected in CHEXPERT_SAMPLES:
+        assert nonblank(labeler_before.label([text]).iloc[0]) == expected

@@ -75,6 +75,38 @@ Deviations from the CheXpert labeler (all deliberate)
    an impression for CheXpert-comparable labels, or findings + impression (the IU X-ray benchmark).
 5. An empty or whitespace-only report gets all 14 labels blank (the labeler, finding no mention,
    would say No Finding = 1). ``None``/NaN is an error (fix it upstream or pass ``""``).
+
+Precision rules (deviations 6-11; ``precision_rules=True``, the default)
+-----------------------------------------------------------------------
+Added for issue 18 from the errors on the *dev* half of the IU X-ray MeSH benchmark only
+(``benchmarks/labeler_iu_xray.py``; its test half was not looked at). ``precision_rules=False``
+gives the labeler as it was before them (closer to CheXpert's own output on deviations 7 and 10).
+
+6. More unmentions (:data:`PRECISION_UNMENTIONS`): a past infection is not a pneumonia ("sequela
+   of old granulomatous infection", "prior tuberculosis infection"); soft-tissue / subcutaneous /
+   chest-wall edema is not Edema; rib, hilar, diaphragm, soft-tissue contours and "contour
+   deformity" are not the cardiomediastinal contour; a catheter / lead / wire fracture is not a
+   Fracture; "lumpectomy" is not a lump; breast prostheses and "supporting" are not Support Devices.
+7. Anatomy is not a finding: a Cardiomegaly mention that names anatomy ("the heart", "heart
+   size", "cardiac silhouette", ...; not "cardiomegaly", "cardiac enlargement", "enlarged heart")
+   and every Enlarged Cardiomediastinum mention (the list is all anatomy: "mediastinum",
+   "contour", "mediastinal silhouette", ...) is dropped unless it is negated or its clause has a
+   size word (:data:`SIZE_WORD`: enlarged, widened, prominent, large, increased, borderline, ...).
+   "The mediastinum is shifted", "limits evaluation of the mediastinum", "heart size is stable"
+   and "stable mediastinal contours" give no label (CheXpert: positive, or uncertain by its stable
+   rule); "normal heart size" stays 0, "stable enlarged cardiac silhouette" stays uncertain.
+8. Hedges the cue list lacks, applied to positive mentions within their clause
+   (:data:`HEDGE_AFTER`, :data:`HEDGE_BEFORE`): "X would be a consideration", "consistent with
+   early/developing X", "possibility of X", "for evaluation of X", "could obscure X".
+9. A mention glued to "non" / "non-" is negative ("nonconsolidating airspace disease").
+10. A mention whose only uncertainty cue is an exam limitation (:data:`LIMITATION_RULES`: "fractures
+    may not be demonstrated") is dropped: it states no finding about the patient.
+11. Phrases the lists lack for concepts they define (:data:`PRECISION_MENTIONS`): congestion in
+    other words ("congestion", "engorged", "pulmonary venous hypertension", "cephalization",
+    "prominence of the central vasculature"), always uncertain like CheXpert's "vascular
+    congestion"; devices (stent, stimulator, leads, generator, prosthesis, tracheostomy, internal
+    fixation, a tip in the SVC / atrium / above the carina); fissural thickening and apical capping
+    (Pleural Other).
 """
 
 from __future__ import annotations
@@ -95,7 +127,8 @@ from radaudit.text.sections import sentences
 
 __all__ = [
     "OBSERVATIONS", "TOP5", "EXTRA_UNMENTIONS", "Mention", "ChexpertLabeler", "load_phrases",
-    "POSITIVE", "NEGATIVE", "UNCERTAIN",
+    "POSITIVE", "NEGATIVE", "UNCERTAIN", "PRECISION_UNMENTIONS", "PRECISION_MENTIONS", "SIZE_WORD",
+    "HEDGE_AFTER", "HEDGE_BEFORE", "LIMITATION_RULES",
 ]
 
 POSITIVE, NEGATIVE, UNCERTAIN = 1.0, 0.0, -1.0
@@ -134,6 +167,120 @@ _STABLE = re.compile(r"\b(?:stable|unchanged|similar|not\s+(?:significantly\s+)?
 _BORDERLINE = re.compile(r"\bborderline\b")
 _CLAUSE_BREAK = re.compile(r"[,;:()]|\b(?:but|however|although|though|whereas|which|and\s+(?:the|there))\b")
 _CHF = ("chf", "heart failure")
+PNEUMONIA = "Pneumonia"
+
+# ------------------------------------------------------------------ precision rules (deviations 6-11)
+# Written for issue 18 looking only at the errors on the *dev* half of IU X-ray
+# (benchmarks/labeler_iu_xray.py); ``ChexpertLabeler(precision_rules=False)`` turns them all off.
+FRACTURE = "Fracture"
+LUNG_LESION = "Lung Lesion"
+
+#: Deviation 6: unmentions for phrases that name something other than the observation.
+PRECISION_UNMENTIONS: dict[str, tuple[str, ...]] = {
+    # a healed / past infection is not a current pneumonia ("calcified nodules, sequela of old
+    # granulomatous infection", "cavity related to prior tuberculosis infection")
+    PNEUMONIA: (
+        r"(?:granulomatous|tubercul\w*|histoplasm\w*|mycobacteri\w*|fungal)\s+(?:infection|infectious\s+process)",
+        r"(?:old|prior|previous|remote|healed|past)\s+(?:[a-z]+\s+)?(?:infection|infectious\s+process)",
+        r"sequela[es]?\s+of\s+(?:[a-z]+\s+){0,3}infection",
+        r"post[-\s]?infectious",
+    ),
+    # edema outside the lungs is not pulmonary edema ("soft tissue edema with no visible bony injury")
+    EDEMA: (
+        r"(?:soft[-\s]+tissues?|subcutaneous|chest[-\s]+wall|scalp|facial|periorbital|extremity|pedal|peripheral|"
+        r"mucosal|laryngeal|airway|cerebral|bowel(?:[-\s]+wall)?|gallbladder(?:[-\s]+wall)?|(?:bone\s+)?marrow)\s+edema",
+        r"edema\s+(?:of|in|within)\s+the\s+(?:soft\s+tissues?|subcutaneous\s+tissues?|chest\s+wall)",
+    ),
+    # contours that are not the cardiomediastinal silhouette ("rib contour deformity", "prominent
+    # hilar contours", "nodular soft tissue contour" of a hemidiaphragm)
+    ENLARGED_CM: (
+        r"(?:rib|ribs|costal|hilar|hila|hilum|diaphragm\w*|hemidiaphragm\w*|soft[-\s]+tissue|bone|bony|osseous|"
+        r"cortical|vertebral|breast|skin|pleural)\s+contours?",
+        r"contours?\s+(?:deformit\w*|irregularit\w*)",
+    ),
+    # a broken device is not a broken bone ("central venous catheter fracture")
+    FRACTURE: (r"(?:catheter|line|lead|leads|wire|wires|tube|port|device|stent|generator)\s+fractur\w*",),
+    # "lump" of the Lung Lesion list inside "lumpectomy" (a breast operation)
+    LUNG_LESION: (r"lumpectom\w*",),
+    # breast implants are not support devices; "support" of the list inside "supporting structures"
+    SUPPORT_DEVICES: (r"breast\s+(?:prosthe\w*|implants?)", r"supporting"),
+}
+
+#: Deviation 7: a mention that only names the heart or the mediastinum ("the heart", "heart size",
+#: "mediastinal contours", "mediastinum"; every Enlarged Cardiomediastinum phrase and the
+#: Cardiomegaly phrases other than "cardiomegaly", "cardiac enlargement", "enlarged heart") states an
+#: enlargement only when its clause has a size word (:data:`SIZE_WORD`). Without one ("The
+#: mediastinum is shifted", "stable mediastinal contours", "magnified appearance of the heart",
+#: "limits evaluation of the mediastinum") it is not a mention of the observation, unless it is
+#: negated ("normal heart size" stays 0).
+SIZE_WORD = re.compile(
+    r"(?<!non-)(?<!non\s)\b(?:enlarg\w*|widen\w*|wide|prominen\w*|large|larger|big|bigger|increas\w*|bulg\w*|"
+    r"expan\w*|dilat\w*|borderline|globular|fullness|mass|masses)\b")
+
+#: Deviation 8: hedges the cue list lacks, read as post-negation uncertainty within the clause of a
+#: positive mention (name -> regex). ``HEDGE_AFTER`` follows the mention ("a pneumonia ... would be
+#: a consideration"); ``HEDGE_BEFORE`` ends just before it (at most a few words between).
+HEDGE_AFTER: dict[str, re.Pattern[str]] = {
+    "would be a consideration": re.compile(
+        r"\b(?:would|could|might|may|is|are|remains?)\s+(?:also\s+|still\s+)?(?:be\s+)?(?:an?\s+)?(?:\w+\s+)?"
+        r"(?:considerations?|possibility|possibilities)\b"),
+}
+HEDGE_BEFORE: dict[str, re.Pattern[str]] = {
+    # as the cue list's "compatible with early/developing"
+    "consistent with developing": re.compile(
+        r"\b(?:consistent|compatible)\s+with\s+(?:an?\s+)?(?:early|earliest|developing|evolving|incipient)\s+(?:[a-z]+\s+){0,3}$"),
+    "possibility of": re.compile(r"\b(?:possibility|possibilities)\s+(?:of|for)\s+(?:an?\s+)?(?:[a-z0-9-]+\s+){0,6}$"),
+    "for evaluation of": re.compile(r"\bfor\s+(?:further\s+)?(?:evaluation|assessment)\s+of\s+(?:the\s+)?(?:[a-z0-9-]+\s+){0,3}$"),
+    "could obscure": re.compile(r"\b(?:may|might|could|can|would)\s+(?:\w+\s+)?(?:obscure|mask|hide)\s+(?:an?\s+|the\s+)?(?:[a-z0-9-]+\s+){0,4}$"),
+}
+
+#: Deviation 9: a mention glued to the prefix "non" ("nonconsolidating airspace disease") is negative.
+_NON_PREFIX = re.compile(r"\bnon-?$")
+
+#: Deviation 10: a mention whose only uncertainty is a limitation of the exam ("Please note that
+#: fractures may not be demonstrated") states no finding: it is dropped (the cue rule name in
+#: :mod:`radaudit.text.negation`).
+LIMITATION_RULES = frozenset({"may not be seen"})
+
+#: Deviation 11: mentions the phrase lists lack, for observations the lists already define.
+#: Edema: vascular congestion written in other words, uncertain like the list's "vascular
+#: congestion" / "vascular prominence" (CheXpert post_negation_uncertainty.txt).
+PRECISION_MENTIONS: dict[str, tuple[str, ...]] = {
+    EDEMA: (
+        r"\bcongestion\b",
+        r"\bcephali[sz]ation\b",
+        r"\b(?:pulmonary\s+)?venous\s+hypertension\b",
+        r"\bvascular\s+(?:engorgement|redistribution|plethora)\b",
+        r"\bprominen(?:t|ce)\s+(?:of\s+the\s+)?(?:\w+\s+){0,2}vascula(?:ture|rity)\b",
+        # the vessels named, the state after the verb (lookahead: a negation in between stays a cue)
+        r"\bvascula(?:ture|rity)(?=\s+(?:is|are|appears?|remains?)\s+(?:\w+\s+)?(?:prominent|indistinct|congested)\b)",
+        r"\bengorge(?:d|ment)\b",
+    ),
+    # pleural thickening the list lacks: along a fissure (the fissures are pleura), apical capping
+    "Pleural Other": (
+        r"\b(?:fissural|fissure)\s+thickening\b",
+        r"\bthickening\s+(?:of|in|along|within)\s+the\s+(?:\w+\s+){0,2}fissures?\b",
+        r"\b(?:bi)?apical\s+(?:pleural\s+)?(?:capping|caps?)\b",
+    ),
+    # devices the list lacks (it has "pacer", "pacemaker", "device", "valve", "coil", "hardware", ...)
+    SUPPORT_DEVICES: (
+        r"\bstents?\b",
+        r"\b(?:neuro|spinal\s+cord\s+|spinal\s+|nerve\s+|vagal\s+)?stimulators?\b",
+        r"\bleads\b",
+        r"\b(?:pacer|pacing|pacemaker|atrial|ventricular|epicardial|transvenous|defibrillator)\s+lead\b",
+        r"\b(?:pulse\s+)?generator\b",
+        r"\bprosthe(?:sis|ses|tic)\b",
+        r"\btracheostomy\b",
+        r"\binternal\s+fixation\b",
+        # a tip in a central vein, the heart or the airway is the tip of a line or a tube (the
+        # device word itself is often de-identified: "right chest XXXX tip in the low SVC")
+        r"\btips?\b(?=(?:\s+\w+){0,5}\s+(?:in|at|over|overlies|overlying|projects?(?:ing)?\s+over|projected\s+over|"
+        r"terminat\w*\s+(?:in|at|over)|near|above|below|within)\s+(?:the\s+)?(?:\w+\s+){0,2}"
+        r"(?:svc|superior\s+vena\s+cava|cavo-?atrial|caval|atri(?:um|al)|ventricle|carina|brachiocephalic|ivc)\b)",
+    ),
+}
+#: Which added mentions are always uncertain unless negated (as :data:`ALWAYS_UNCERTAIN`).
+PRECISION_ALWAYS_UNCERTAIN: frozenset[str] = frozenset({EDEMA})
 
 
 @dataclass(frozen=True)
@@ -207,7 +354,8 @@ class ChexpertLabeler:
     copy is :func:`radaudit.data.chexpert_phrases_dir` ``(data_root)``, which finds it under the data
     root and says how to fetch it when it is missing (the text toolkit reads no data root itself: it
     is the layer below :mod:`radaudit.data`). ``no_new``: how "no new X" is read
-    (:mod:`radaudit.text.negation`; ``"uncertain"`` as in CheXpert).
+    (:mod:`radaudit.text.negation`; ``"uncertain"`` as in CheXpert). ``precision_rules``: apply
+    deviations 6-11 (module docstring; default True); False gives the labeler before them.
 
     >>> lab = ChexpertLabeler(chexpert_phrases_dir())              # doctest: +SKIP
     >>> lab.label(["Heart size normal and lungs are clear. No edema or pneumonia. No effusion"])  # doctest: +SKIP
@@ -218,9 +366,11 @@ class ChexpertLabeler:
         phrases_dir: str | os.PathLike,
         *,
         no_new: Literal["uncertain", "negative"] = "uncertain",
+        precision_rules: bool = True,
     ) -> None:
         self.phrases_dir = Path(phrases_dir)
         self.no_new = no_new
+        self.precision_rules = bool(precision_rules)
         self.mention_phrases, self.unmention_phrases = load_phrases(self.phrases_dir)
         self._compile()
 
@@ -234,10 +384,15 @@ class ChexpertLabeler:
             phrases = self.mention_phrases.get(obs, [])
             if not phrases:
                 continue
-            self._mention_re[obs] = _alternation(_phrase_regex(p) for p in phrases)  # type: ignore[assignment]
+            pats = [_phrase_regex(p) for p in phrases]
+            if self.precision_rules:
+                pats += list(PRECISION_MENTIONS.get(obs, ()))
+            self._mention_re[obs] = _alternation(pats)  # type: ignore[assignment]
             self._phrase_of[obs] = [(re.compile(_phrase_regex(p)), p) for p in sorted(phrases, key=len, reverse=True)]
             unm = [_phrase_regex(p) for p in self.unmention_phrases.get(obs, [])]
             unm += list(EXTRA_UNMENTIONS.get(obs, ()))
+            if self.precision_rules:
+                unm += list(PRECISION_UNMENTIONS.get(obs, ()))
             if obs in (CARDIOMEGALY, ENLARGED_CM):
                 for p in phrases:
                     if obs == CARDIOMEGALY and p in _ABNORMAL_CARDIAC:
@@ -274,13 +429,22 @@ class ChexpertLabeler:
                 status, covering = explain_mention(sent, (s, e), cues=cues)
                 rule = covering[0].rule if covering else ""
                 phrase = self._phrase(obs, low[s:e])
+                if self.precision_rules:
+                    if status != "negative" and self._names_anatomy_only(obs, phrase, low, s, e):
+                        continue  # deviation 7: the heart / mediastinum named without a size word
+                    if status == "uncertain" and {c.rule for c in covering if c.kind != "pseudo"} <= LIMITATION_RULES:
+                        continue  # deviation 10: a limitation of the exam, not a finding
+                    if _NON_PREFIX.search(low, max(0, s - 4), s):
+                        status, rule = "negative", "'non' prefix"  # deviation 9
                 if status == "positive":
                     status, rule = self._mention_rules(obs, phrase, low, s, e, status, rule)
                 out.append(Mention(obs, phrase, sent[s:e], offset + s, offset + e, sent, offset, status, rule))
         return out
 
     @staticmethod
-    def _clause(low: str, s: int, e: int) -> str:
+    def _clause_span(low: str, s: int, e: int) -> tuple[int, int]:
+        """``[lo, hi)`` of the clause around the mention ``[s, e)``: from the last clause break
+        before it to the first after it (:data:`_CLAUSE_BREAK`)."""
         lo = 0
         for m in _CLAUSE_BREAK.finditer(low, 0, s):
             lo = m.end()
@@ -288,11 +452,34 @@ class ChexpertLabeler:
         m = _CLAUSE_BREAK.search(low, e)
         if m:
             hi = m.start()
+        return lo, hi
+
+    @classmethod
+    def _clause(cls, low: str, s: int, e: int) -> str:
+        lo, hi = cls._clause_span(low, s, e)
         return low[lo:hi]
+
+    def _names_anatomy_only(self, obs: str, phrase: str, low: str, s: int, e: int) -> bool:
+        """Deviation 7: a Cardiomegaly / Enlarged Cardiomediastinum mention that names anatomy and
+        whose clause has no size word."""
+        if obs not in (CARDIOMEGALY, ENLARGED_CM) or phrase in _ABNORMAL_CARDIAC:
+            return False
+        return SIZE_WORD.search(self._clause(low, s, e)) is None
 
     def _mention_rules(self, obs: str, phrase: str, low: str, s: int, e: int, status: str, rule: str) -> tuple[str, str]:
         if obs == EDEMA and phrase in ALWAYS_UNCERTAIN:
             return "uncertain", f"CheXpert: '{phrase}' is uncertain"
+        if self.precision_rules:
+            if obs in PRECISION_ALWAYS_UNCERTAIN and phrase not in self.mention_phrases.get(obs, ()):
+                return "uncertain", f"'{phrase}' is uncertain (as CheXpert's 'vascular congestion')"
+            lo, hi = self._clause_span(low, s, e)
+            for name, rx in HEDGE_AFTER.items():
+                if rx.search(low, e, hi):
+                    return "uncertain", f"hedge: {name}"
+            before = low[lo:s]
+            for name, rx in HEDGE_BEFORE.items():
+                if rx.search(before):
+                    return "uncertain", f"hedge: {name}"
         if obs in (CARDIOMEGALY, ENLARGED_CM) and phrase not in _ABNORMAL_CARDIAC:
             clause = self._clause(low, s, e)
             if _STABLE.search(clause):
