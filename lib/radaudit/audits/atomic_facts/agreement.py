@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
-from typing import Any
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -14,14 +15,21 @@ from radaudit.audits.atomic_facts.data import (
     _NEGATED,
     INTER_RATER,
     MEAN_RATER,
+    SPLIT_PARTS,
+    SPLIT_SEED,
     TARGETS,
     ReaderStudy,
+    select_cases,
+    split_cases,
 )
 from radaudit.audits.atomic_facts.scores import METRIC_LABELS
 from radaudit.errors import ParamsError, RadauditError
 from radaudit.metrics.base import metric_label
 
 log = logging.getLogger(__name__)
+
+CI_METHODS: tuple[str, ...] = ("percentile", "bca")
+"""Case-bootstrap interval methods of :func:`correlation_table` and :func:`preference_table`."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -113,6 +121,14 @@ def _bootstrap_weights(case_ids: Sequence[Any], n_bootstrap: int, seed: int) -> 
     return counts[:, codes].astype(np.float32), n_units
 
 
+def _jackknife_weights(case_ids: Sequence[Any]) -> np.ndarray:
+    """(U × n_rows) leave-one-case-out weights: row u is 1 everywhere but on the rows of case u
+    (cases in sorted order, as :func:`_bootstrap_weights`). Fed to the same weighted statistics as
+    the bootstrap resamples, they give the jackknife values behind the BCa acceleration."""
+    codes, uniques = pd.factorize(pd.Series(list(case_ids)).astype(str), sort=True)
+    return (codes[None, :] != np.arange(len(uniques))[:, None]).astype(np.float32)
+
+
 def _tau_weighted(x: np.ndarray, y: np.ndarray, w: np.ndarray, diagonal: bool = False) -> np.ndarray:
     """Kendall τ-b of every column of ``x`` (n × m; NaN = row left out for that column) with every
     column of ``y`` (n × t; complete) on data where row i appears ``w[b, i]`` times (B × n).
@@ -176,19 +192,31 @@ def _rho_rows(x: np.ndarray, y: np.ndarray, w: np.ndarray, diagonal: bool = Fals
     return out
 
 
-def _interval(estimate: float, replicates: np.ndarray, confidence: float, n_units: int, name: str) -> tuple[float, float, float]:
-    """Percentile bootstrap interval (:func:`radaudit.stats.interval_from_replicates`) or NaNs when
+def _interval(estimate: float, replicates: np.ndarray, confidence: float, n_units: int, name: str,
+              jackknife: np.ndarray | None = None, method: str = "percentile") -> tuple[float, float, float, str]:
+    """``(low, high, se, method used)``: the percentile or BCa bootstrap interval
+    (:func:`radaudit.stats.interval_from_replicates`; BCa needs the leave-one-case-out
+    ``jackknife`` values and falls back to the percentile interval where its constants are
+    undefined, e.g. a jackknife sample with a constant variable), or NaNs when the statistic is
     undefined (a constant variable on the full data or on most resamples)."""
-    from radaudit.stats import interval_from_replicates
+    from radaudit.stats import BootstrapWarning, interval_from_replicates
 
     r = np.asarray(replicates, dtype=float)
     if not math.isfinite(estimate) or np.isfinite(r).sum() < 2:
-        return math.nan, math.nan, math.nan
+        return math.nan, math.nan, math.nan, ""
+    jk = None if jackknife is None else np.asarray(jackknife, dtype=float)
     try:
-        res = interval_from_replicates(float(estimate), r, None, "percentile", confidence, n_units, name, max_failed=0.5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BootstrapWarning)  # the fallback is reported in the table
+            res = interval_from_replicates(float(estimate), r, jk, method, confidence, n_units, name, max_failed=0.5)
     except RadauditError:
-        return math.nan, math.nan, math.nan
-    return res.low, res.high, res.se
+        return math.nan, math.nan, math.nan, ""
+    return res.low, res.high, res.se, res.method
+
+
+def _check_ci_method(ci_method: str) -> None:
+    if ci_method not in CI_METHODS:
+        raise ParamsError(f"ci_method must be one of {list(CI_METHODS)}, got {ci_method!r}.")
 
 
 def _pvalue(diff: np.ndarray) -> float:
@@ -200,18 +228,23 @@ def _pvalue(diff: np.ndarray) -> float:
 
 
 def _coefficients(x: np.ndarray, y: np.ndarray, case_ids: Sequence[Any], n_bootstrap: int, seed: int,
-                  diagonal: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """{"kendall"/"spearman": (estimate, replicates)} with shared cluster-bootstrap resamples."""
+                  diagonal: bool = False,
+                  jackknife: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """{"kendall"/"spearman": (estimate, replicates, jackknife values or None)} with shared
+    cluster-bootstrap resamples (and leave-one-case-out samples when ``jackknife``)."""
     w, _ = _bootstrap_weights(case_ids, n_bootstrap, seed)
+    jw = _jackknife_weights(case_ids) if jackknife else None
     ones = np.ones((1, len(x)), dtype=np.float32)
     with np.errstate(all="ignore"):
-        return {"kendall": (_tau_weighted(x, y, ones, diagonal)[0], _tau_weighted(x, y, w, diagonal)),
-                "spearman": (_rho_rows(x, y, ones, diagonal)[0], _rho_rows(x, y, w, diagonal))}
+        return {"kendall": (_tau_weighted(x, y, ones, diagonal)[0], _tau_weighted(x, y, w, diagonal),
+                            None if jw is None else _tau_weighted(x, y, jw, diagonal)),
+                "spearman": (_rho_rows(x, y, ones, diagonal)[0], _rho_rows(x, y, w, diagonal),
+                             None if jw is None else _rho_rows(x, y, jw, diagonal))}
 
 
 def correlation_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequence[str] | None = None, *,
                       reference: str = "atomimed", n_bootstrap: int = 1000, confidence: float = 0.95,
-                      seed: int = 0) -> pd.DataFrame:
+                      seed: int = 0, ci_method: Literal["percentile", "bca"] = "percentile") -> pd.DataFrame:
     """Table 2 analog in long form: Kendall τ-b and Spearman ρ of each metric with each radiologist
     judgement (module docstring: orientation, CIs), per radiologist, on their mean, and the
     inter-rater ceiling.
@@ -222,9 +255,14 @@ def correlation_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequenc
     ``se``, ``n_candidates``, ``n_cases``, ``n_undefined`` (candidates without a score), and — for
     every other metric on the mean of the radiologists — ``diff_vs_reference`` (``reference``'s
     coefficient minus this metric's), ``diff_low``/``diff_high``, the bootstrap ``diff_p`` and its
-    Benjamini–Hochberg adjustment ``diff_p_bh`` (per target and coefficient).
+    Benjamini–Hochberg adjustment ``diff_p_bh`` (per target and coefficient); ``ci_method``: the
+    interval method actually used (``ci_method="bca"`` adds leave-one-case-out jackknife samples
+    for the BCa acceleration and falls back to ``"percentile"`` cell by cell where BCa is undefined).
     """
     from radaudit.stats import benjamini_hochberg
+
+    _check_ci_method(ci_method)
+    jack = ci_method == "bca"
 
     metrics = list(metrics or [c for c in scores.columns if c not in ("case_id", "candidate", "system")])
     if not metrics:
@@ -242,7 +280,7 @@ def correlation_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequenc
     n_units = study.candidates["case_id"].nunique()
     if n_units < 2:
         raise RadauditError(f"reader study {study.name!r} has {n_units} case; correlations and their CIs need at least 2.")
-    res = _coefficients(X, Y.to_numpy(dtype=float), case_ids, n_bootstrap, seed)
+    res = _coefficients(X, Y.to_numpy(dtype=float), case_ids, n_bootstrap, seed, jackknife=jack)
     # inter-rater ceiling: each rater's column vs the mean of the other raters, per target
     raters = study.raters
     ceil_x, ceil_y, ceil_t = [], [], []
@@ -252,37 +290,42 @@ def correlation_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequenc
                 ceil_x.append(Y[f"{t}@{r}"].to_numpy())
                 ceil_y.append(Y[[f"{t}@{o}" for o in raters if o != r]].mean(axis=1).to_numpy())
                 ceil_t.append(t)
-    ceil = _coefficients(np.c_[tuple(ceil_x)], np.c_[tuple(ceil_y)], case_ids, n_bootstrap, seed, diagonal=True) if ceil_x else {}
+    ceil = (_coefficients(np.c_[tuple(ceil_x)], np.c_[tuple(ceil_y)], case_ids, n_bootstrap, seed, diagonal=True,
+                          jackknife=jack) if ceil_x else {})
 
     n_cand = np.isfinite(X).sum(0)
     ref_j = metrics.index(reference) if reference in metrics else None
     rows_out = []
     nan4 = dict.fromkeys(("diff_vs_reference", "diff_low", "diff_high", "diff_p"), math.nan)
     for coef in ("kendall", "spearman"):
-        est, reps = res[coef]
+        est, reps, jk = res[coef]
         for j, m in enumerate(metrics):
             for c, col in enumerate(tcols):
                 t, rater = col.split("@", 1)
                 e = float(est[j, c])
-                low, high, se = _interval(e, reps[:, j, c], confidence, n_units, f"{m}/{col}/{coef}")
+                low, high, se, used = _interval(e, reps[:, j, c], confidence, n_units, f"{m}/{col}/{coef}",
+                                                None if jk is None else jk[:, j, c], ci_method)
                 row = {"metric": m, "label": metric_label(m, METRIC_LABELS), "target": t, "rater": rater, "coefficient": coef,
                        "estimate": e, "low": low, "high": high, "se": se, "n_candidates": int(n_cand[j]),
-                       "n_cases": n_units, "n_undefined": int(len(X) - n_cand[j]), **nan4}
+                       "n_cases": n_units, "n_undefined": int(len(X) - n_cand[j]), **nan4, "ci_method": used}
                 if ref_j is not None and j != ref_j and rater == MEAN_RATER:
                     d = reps[:, ref_j, c] - reps[:, j, c]
                     de = float(est[ref_j, c] - e)
-                    dl, dh, _ = _interval(de, d, confidence, n_units, f"{reference}-{m}")
+                    dl, dh, _, _ = _interval(de, d, confidence, n_units, f"{reference}-{m}",
+                                             None if jk is None else jk[:, ref_j, c] - jk[:, j, c], ci_method)
                     row.update(diff_vs_reference=de, diff_low=dl, diff_high=dh, diff_p=_pvalue(d))
                 rows_out.append(row)
         if ceil:
-            cest, creps = ceil[coef]
+            cest, creps, cjk = ceil[coef]
             for t in study.targets:
                 idx = [i for i, tt in enumerate(ceil_t) if tt == t]
                 e = float(np.mean(cest[idx]))
-                low, high, se = _interval(e, creps[:, idx].mean(1), confidence, n_units, f"inter-rater/{t}/{coef}")
+                low, high, se, used = _interval(e, creps[:, idx].mean(1), confidence, n_units, f"inter-rater/{t}/{coef}",
+                                                None if cjk is None else cjk[:, idx].mean(1), ci_method)
                 rows_out.append({"metric": INTER_RATER, "label": "Radiologist vs the others (ceiling)", "target": t,
                                  "rater": INTER_RATER, "coefficient": coef, "estimate": e, "low": low, "high": high,
-                                 "se": se, "n_candidates": len(Y), "n_cases": n_units, "n_undefined": 0, **nan4})
+                                 "se": se, "n_candidates": len(Y), "n_cases": n_units, "n_undefined": 0, **nan4,
+                                 "ci_method": used})
     out = pd.DataFrame(rows_out)
     out["diff_p_bh"] = math.nan
     for _, g in out[out["diff_p"].notna()].groupby(["target", "coefficient"]):
@@ -389,14 +432,17 @@ def _pref_stats(m: np.ndarray, h: np.ndarray, w: np.ndarray, diagonal: bool = Fa
 
 def preference_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequence[str] | None = None, *,
                      source: str = "rating", tie_tolerance: float = 1e-9, n_bootstrap: int = 1000,
-                     confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+                     confidence: float = 0.95, seed: int = 0,
+                     ci_method: Literal["percentile", "bca"] = "percentile") -> pd.DataFrame:
     """Table 3 analog in long form: ACC, MAE and τ (:func:`preference_agreement`) of each metric's
     preferences against the radiologists' consensus (``rater="mean"``: vote shares) and each
     radiologist alone, plus the inter-rater ceiling (each radiologist against the consensus of the
-    others, entries pooled over radiologists). Percentile bootstrap CIs over cases. Columns:
-    ``metric``, ``label``, ``rater``, ``statistic`` (acc/mae/tau), ``estimate``, ``low``, ``high``,
-    ``n_cases``, ``n_entries`` (ordered candidate pairs), ``n_strict_pairs`` (unordered candidate
-    pairs on which the human side is not a tie: the pairs behind ACC)."""
+    others, entries pooled over radiologists). Percentile (or, ``ci_method="bca"``, BCa) bootstrap
+    CIs over cases. Columns: ``metric``, ``label``, ``rater``, ``statistic`` (acc/mae/tau),
+    ``estimate``, ``low``, ``high``, ``n_cases``, ``n_entries`` (ordered candidate pairs),
+    ``n_strict_pairs`` (unordered candidate pairs on which the human side is not a tie: the pairs
+    behind ACC), ``ci_method`` (the interval method used, as in :func:`correlation_table`)."""
+    _check_ci_method(ci_method)
     metrics = list(metrics or [c for c in scores.columns if c not in ("case_id", "candidate", "system")])
     unknown = [m for m in metrics if m not in scores.columns]
     if unknown:
@@ -414,8 +460,10 @@ def preference_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequence
         raise RadauditError("some radiologist did not judge every candidate pair; restrict the study to complete cases.")
     M = np.c_[tuple(metric_preference(scores, m, keys, tie_tolerance) for m in metrics)]
     w, n_units = _bootstrap_weights(keys["case_id"], n_bootstrap, seed)
+    jw = _jackknife_weights(keys["case_id"]) if ci_method == "bca" else None
     ones = np.ones((1, len(keys)), dtype=np.float32)
     est, reps = _pref_stats(M, H, ones), _pref_stats(M, H, w)
+    jk = None if jw is None else _pref_stats(M, H, jw)
     rater_names = list(humans)
     strict_n = ((H[:, None, :] != 0.5) & np.isfinite(M)[:, :, None]).sum(0)
     out = []
@@ -423,10 +471,11 @@ def preference_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequence
         for c, r in enumerate(rater_names):
             for s in ("acc", "mae", "tau"):
                 e = float(est[s][0, j, c])
-                low, high, _ = _interval(e, reps[s][:, j, c], confidence, n_units, f"{m}/{r}/{s}")
+                low, high, _, used = _interval(e, reps[s][:, j, c], confidence, n_units, f"{m}/{r}/{s}",
+                                               None if jk is None else jk[s][:, j, c], ci_method)
                 out.append({"metric": m, "label": metric_label(m, METRIC_LABELS), "rater": r, "statistic": s, "estimate": e,
                             "low": low, "high": high, "n_cases": n_units, "n_entries": int(np.isfinite(M[:, j]).sum()),
-                            "n_strict_pairs": int(strict_n[j, c]) // 2})
+                            "n_strict_pairs": int(strict_n[j, c]) // 2, "ci_method": used})
     raters = study.raters
     if len(raters) >= 2:  # ceiling: rater r vs the consensus of the others, entries pooled over raters
         own, oth = [], []
@@ -437,10 +486,59 @@ def preference_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequence
         co, ch = np.concatenate(own)[:, None], np.concatenate(oth)[:, None]
         cw, cones = np.tile(w, len(raters)), np.tile(ones, len(raters))
         cest, creps = _pref_stats(co, ch, cones, diagonal=True), _pref_stats(co, ch, cw, diagonal=True)
+        cjk = None if jw is None else _pref_stats(co, ch, np.tile(jw, len(raters)), diagonal=True)
         for s in ("acc", "mae", "tau"):
             e = float(cest[s][0, 0])
-            low, high, _ = _interval(e, creps[s][:, 0], confidence, n_units, f"inter-rater/{s}")
+            low, high, _, used = _interval(e, creps[s][:, 0], confidence, n_units, f"inter-rater/{s}",
+                                           None if cjk is None else cjk[s][:, 0], ci_method)
             out.append({"metric": INTER_RATER, "label": "Radiologist vs the others (ceiling)", "rater": INTER_RATER,
                         "statistic": s, "estimate": e, "low": low, "high": high, "n_cases": n_units,
-                        "n_entries": len(co), "n_strict_pairs": int((ch[:, 0] != 0.5).sum()) // 2})
+                        "n_entries": len(co), "n_strict_pairs": int((ch[:, 0] != 0.5).sum()) // 2, "ci_method": used})
     return pd.DataFrame(out)
+
+
+# ----------------------------------------------------------------------------------------------
+# agreement per half of the cases (issue 18: out of sample)
+
+
+def agreement_by_split(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequence[str] | None = None, *,
+                       parts: Sequence[str] | Mapping[str, Iterable[Any]] = SPLIT_PARTS, split_seed: int = SPLIT_SEED,
+                       assignment: Mapping[str, str] | None = None, reference: str = "atomimed",
+                       source: str = "rating", tie_tolerance: float = 1e-9, n_bootstrap: int = 1000,
+                       confidence: float = 0.95, seed: int = 0,
+                       ci_method: Literal["percentile", "bca"] = "percentile") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`correlation_table` and :func:`preference_table` on each part of the cases, stacked
+    with a first column ``split``.
+
+    ``parts``: names among :data:`SPLIT_PARTS` (``all``, and the ``dev``/``test`` halves of
+    :func:`split_cases` of the study's case ids with ``split_seed``, or of ``assignment`` when the
+    study is already a subset of the one the split was drawn on), or a mapping ``{name: case ids}``
+    for any other subsets. ``scores`` is aligned with ``study.candidates`` (as
+    :func:`correlation_table` requires); each part restricts both the same way. Every part uses
+    the same bootstrap ``seed``; resampling is over that part's cases.
+    """
+    if len(scores) != len(study.candidates) or not (
+            scores["case_id"].astype(str).to_numpy() == study.candidates["case_id"].astype(str).to_numpy()).all():
+        raise RadauditError("scores are not aligned with study.candidates (same rows, same order): score the study's candidates.")
+    if isinstance(parts, Mapping):
+        chosen = {str(k): {str(c) for c in v} for k, v in parts.items()}
+    else:
+        bad = [p for p in parts if p not in SPLIT_PARTS]
+        if bad:
+            raise ParamsError(f"unknown split part(s) {bad}; choose from {list(SPLIT_PARTS)} or pass {{name: case ids}}.")
+        split = dict(assignment) if assignment is not None else split_cases(study.candidates["case_id"], split_seed)
+        every = set(study.candidates["case_id"].astype(str))
+        chosen = {p: (every if p == "all" else {c for c, h in split.items() if h == p} & every) for p in parts}
+    corr_parts, pref_parts = [], []
+    case_col = scores["case_id"].astype(str)
+    for name, ids in chosen.items():
+        sub = select_cases(study, ids, f"{study.name}/{name}")
+        sub_scores = scores[case_col.isin(ids)].reset_index(drop=True)
+        kw = dict(n_bootstrap=n_bootstrap, confidence=confidence, seed=seed, ci_method=ci_method)
+        corr = correlation_table(sub_scores, sub, metrics, reference=reference, **kw)
+        pref = preference_table(sub_scores, sub, metrics, source=source, tie_tolerance=tie_tolerance, **kw)
+        corr_parts.append(corr.assign(split=name))
+        pref_parts.append(pref.assign(split=name))
+    corr_all, pref_all = pd.concat(corr_parts, ignore_index=True), pd.concat(pref_parts, ignore_index=True)
+    return (corr_all[["split", *[c for c in corr_all.columns if c != "split"]]],
+            pref_all[["split", *[c for c in pref_all.columns if c != "split"]]])

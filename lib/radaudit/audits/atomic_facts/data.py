@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -96,6 +99,88 @@ def radpref_study(data_root: Any = None, max_cases: int | None = None, path: Any
                          "significant_errors": sig.astype(float), "rating": ann["rating_1to5"].astype(float)})
     judg = judg[judg["case_id"].isin(set(cand_df["case_id"]))].reset_index(drop=True)
     return ReaderStudy("radpref", cand_df.reset_index(drop=True), judg)
+
+
+# ----------------------------------------------------------------------------------------------
+# dev / test halves (issue 18: agreement out of sample)
+
+#: Seed of the dev/test split of a reader study's cases: the issue number, fixed before any result
+#: of the split was seen (the IU labeler benchmark uses the same seed for its own split).
+SPLIT_SEED = 18
+SPLIT_PARTS: tuple[str, ...] = ("all", "dev", "test")
+"""``all`` = every case; ``dev`` = the half rules may be written on; ``test`` = the half nobody looks at."""
+_SPLIT_SALT = "radaudit-reader-study-split"
+
+
+def _split_key(unit: str, seed: int) -> str:
+    return hashlib.sha256(f"{_SPLIT_SALT}:{seed}:{unit}".encode()).hexdigest()
+
+
+_REXGRADIENT_ID = re.compile(r"^(p[A-Za-z0-9]+)_a[A-Za-z0-9]+_s[0-9.]+$")
+
+
+def case_patient(case_id: Any) -> str:
+    """The patient of a case: ``pXXXX`` of a ReXGradient-style id ``pXXXX_aYYYY_s<UID>`` (RadPref's
+    ids), else the case id itself (one case, one patient)."""
+    m = _REXGRADIENT_ID.match(str(case_id))
+    return m.group(1) if m else str(case_id)
+
+
+def split_cases(case_ids: Iterable[Any], seed: int = SPLIT_SEED, *,
+                by_patient: bool = True) -> dict[str, Literal["dev", "test"]]:
+    """Split cases into two halves by case id: ``{case_id: "dev" | "test"}``, in first-seen order.
+
+    Hash-based, exactly half: the distinct ids (as ``str``) are grouped by patient
+    (:func:`case_patient`; with ``by_patient=False`` every case is its own group), the groups are
+    ranked by ``sha256(f"{salt}:{seed}:{group}")`` (ties, which do not happen in practice, by the
+    group), and walking that ranking a group goes to ``"dev"`` while it fits into ``n // 2`` cases;
+    the rest are ``"test"``. So ``dev`` has exactly ``n // 2`` cases whenever the group sizes allow
+    it (always when the groups are single cases, and on RadPref: 83 patients, 66 with one case)
+    and otherwise as many as fit; the odd case goes to test. Two studies of one patient never fall
+    in different halves (a rule written on one would have seen the other's wording).
+
+    The result depends only on the *set* of ids and the seed: not on their order or repetition, on
+    NumPy's or Python's random generators, or on the Python hash seed; another seed gives another
+    split. ``dev`` is the half rule writers may read (e.g. to extend the rule lexicon); ``test`` is
+    the half nobody reads, on which agreement is reported out of sample.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ParamsError(f"split seed must be an integer, got {seed!r}.")
+    ids = list(dict.fromkeys(str(c) for c in case_ids))
+    groups: dict[str, list[str]] = {}
+    for c in ids:
+        groups.setdefault(case_patient(c) if by_patient else c, []).append(c)
+    target = len(ids) // 2
+    dev: set[str] = set()
+    for g in sorted(groups, key=lambda g: (_split_key(g, int(seed)), g)):
+        if len(dev) + len(groups[g]) <= target:
+            dev.update(groups[g])
+        if len(dev) == target:
+            break
+    return {c: ("dev" if c in dev else "test") for c in ids}
+
+
+def select_cases(study: ReaderStudy, case_ids: Iterable[Any], name: str | None = None) -> ReaderStudy:
+    """The study restricted to ``case_ids`` (candidates and judgements; row order kept)."""
+    keep = {str(c) for c in case_ids}
+    cand = study.candidates[study.candidates["case_id"].astype(str).isin(keep)].reset_index(drop=True)
+    if cand.empty:
+        raise RadauditError(f"reader study {study.name!r}: none of the {len(keep)} selected cases is in the study.")
+    judg = study.judgements[study.judgements["case_id"].astype(str).isin(keep)].reset_index(drop=True)
+    return ReaderStudy(name or study.name, cand, judg)
+
+
+def split_study(study: ReaderStudy, part: str = "all", seed: int = SPLIT_SEED,
+                assignment: dict[str, str] | None = None) -> ReaderStudy:
+    """One half of a study (:func:`split_cases` of its case ids; ``assignment`` overrides it, e.g.
+    the split of the full study when this one is already cut down), or all of it for ``"all"``.
+    The result is named ``"<study>/<part>"``."""
+    if part not in SPLIT_PARTS:
+        raise ParamsError(f"split part must be one of {list(SPLIT_PARTS)}, got {part!r}.")
+    if part == "all":
+        return study
+    assignment = assignment if assignment is not None else split_cases(study.candidates["case_id"], seed)
+    return select_cases(study, [c for c, p in assignment.items() if p == part], f"{study.name}/{part}")
 
 
 def rexval_study(path: Any = None, data_root: Any = None, max_cases: int | None = None) -> ReaderStudy:
