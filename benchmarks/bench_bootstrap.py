@@ -14,10 +14,10 @@ import argparse
 
 import numpy as np
 import pandas as pd
+from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 from scipy import stats as sps
 
 from radaudit.stats import bootstrap_ci, paired_bootstrap
-from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 
 def main() -> None:

@@ -28,9 +28,9 @@ from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path when run 
 
 def images(n: int) -> tuple[list, str]:
     try:
-        from radaudit.data import load_dataset
-
         import warnings
+
+        from radaudit.data import load_dataset
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

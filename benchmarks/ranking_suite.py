@@ -240,6 +240,41 @@ def write_markdown(path: Path, summary: pd.DataFrame, pairs: pd.DataFrame, infos
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def render_readme(result: dict) -> str:
+    """The README block (``<!-- bench:ranking_suite -->``) from ``ranking_suite.json``: AtomiMed's two
+    variants and the best other metric, on the dev suite (looked at while writing the rules) and the
+    holdout suite (never looked at)."""
+    from _readme import pct
+
+    ok = {m: e for m, e in result["metrics"].items() if e["status"] == "ok"}
+
+    def acc(m: str, split: str) -> float | None:
+        sp = ok.get(m, {}).get("splits", {}).get(split)
+        return None if sp is None else sp["accuracy"]
+
+    others = [m for m in ok if not m.startswith("atomimed")]
+    best_dev = max(others, key=lambda m: acc(m, "dev") or 0.0) if others else None
+    best_ho = max(others, key=lambda m: acc(m, "holdout") or 0.0) if others else None
+    n = {s: v["n_cases"] for s, v in result["suites"].items()}
+    lines = [f"Ranking suite (`benchmarks/results/ranking_suite.md`, commit {result['commit']}, {result['date']}): "
+             f"share of cases whose order a metric reproduces exactly, on the dev suite ({n.get('dev', 0)} cases, "
+             f"looked at while writing the rule backend) and the holdout suite ({n.get('holdout', 0)} cases, written "
+             "by a separate author and never read):", ""]
+    lines.append("| metric | dev | holdout |")
+    lines.append("|---|---|---|")
+    for m in ("atomimed_clinical", "atomimed"):
+        if m in ok:
+            lines.append(f"| `{m}` | {pct(acc(m, 'dev'))} | {pct(acc(m, 'holdout'))} |")
+    for m in dict.fromkeys(x for x in (best_dev, best_ho) if x):
+        lines.append(f"| `{m}` (best other metric on {'dev' if m == best_dev else 'holdout'}"
+                     f"{' and holdout' if m == best_dev == best_ho else ''}) | {pct(acc(m, 'dev'))} | "
+                     f"{pct(acc(m, 'holdout'))} |")
+    unavailable = [m for m, e in result["metrics"].items() if e["status"] != "ok"]
+    if unavailable:
+        lines += ["", f"Not run here (package or weights missing): {', '.join(f'`{m}`' for m in unavailable)}."]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", nargs="+", default=None, metavar="PATH[:SPLIT]",
@@ -247,6 +282,7 @@ def main() -> None:
     ap.add_argument("--metrics", nargs="+", default=None, help="registry names (default: every registered metric)")
     ap.add_argument("--tie-tol", type=float, default=1e-6)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    ap.add_argument("--readme", action="store_true", help="also rewrite the README's ranking_suite block")
     a = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
@@ -325,6 +361,10 @@ def main() -> None:
                 }
         result["metrics"][m] = entry
     (out / "ranking_suite.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    if a.readme:
+        from _readme import write_block
+
+        write_block("ranking_suite", render_readme(result))
 
     ran = [m for m, i in infos.items() if i["status"] == "ok"]
     dev_acc = {m: result["metrics"][m]["splits"]["dev"]["accuracy"] for m in ran if "dev" in suites}

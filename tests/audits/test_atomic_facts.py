@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -244,6 +245,85 @@ def test_granular_table_pooled_f1():
     d = af.granular_table(tr, "disease", present_only=True).set_index(["system", "category"])
     assert d.loc[("A", "Pleura"), "n"] == 2  # the negated pneumothorax question is left out
     assert af.granular_table(tr, "disease", present_only=False).set_index(["system", "category"]).loc[("A", "Pleura"), "n"] == 3
+
+
+def test_granular_table_and_figure_on_an_empty_trace():
+    import matplotlib.pyplot as plt
+
+    from radaudit.atomic import trace_frame
+
+    empty = trace_frame([]).assign(case_id=[], candidate=[], system=[])
+    attr, dis = af.granular_table(empty, "attribute"), af.granular_table(empty, "disease")
+    assert attr.empty and dis.empty
+    assert list(attr.columns) == list(dis.columns) == list(af.GRANULAR_COLUMNS)
+    fig = af.fig_granular(attr, dis, 5)  # says "no questions" instead of failing
+    assert sum("no questions" in t.get_text() for ax in fig.axes for t in ax.texts) == 2
+    plt.close(fig)
+
+
+def _llm(garbage_for: str | None):
+    """A fake LLM for _study's reports: the reference has a negated effusion, C1 candidates a present
+    one, C2 candidates none; the reader answers every question "no". Decompositions of reports
+    containing ``garbage_for`` (every report: ``""``) are prose."""
+    import re
+
+    def gen(prompt: str) -> str:
+        if "Questions:" in prompt:
+            ids = re.findall(r"^(\d+)\. ", prompt.split("Questions:\n", 1)[1], re.M)
+            return json.dumps({"answers": [{"id": int(i), "answer": "no"} for i in ids]})
+        report = prompt.split("Report:\n", 1)[1]
+        if garbage_for is not None and garbage_for in report:
+            return "The report shows an effusion."
+        if report.startswith("No pleural effusion."):
+            return '{"findings": [{"name": "pleural effusion", "present": "no"}]}'
+        return '{"findings": [{"name": "pleural effusion", "present": "yes"}]}' if " C1" in report else '{"findings": []}'
+
+    return gen
+
+
+def test_failed_llm_decompositions_are_missing_counted_and_left_out():
+    st = _study(RATINGS, ERRORS)
+    opts = {"backend": "llm", "generate_fn": _llm("a C1"), "max_retries": 1}
+    ms = af.score_study(st.candidates, [], atomimed=opts)
+    bad = (st.candidates["case_id"] == "a") & (st.candidates["candidate"] == "C1")
+    assert ms.scores.loc[bad, ["atomimed", "atomimed_disease", "atomimed_attribute"]].isna().all().all()
+    assert ms.scores.loc[~bad, "atomimed"].notna().all() and not ms.atomimed.loc[bad, "ok"].any()
+    t = af.failures_table(ms.atomimed, ms.calls).set_index("stage")
+    assert list(t.reset_index().columns) == list(af.FAILURE_COLUMNS)
+    assert t.loc["decomposition", ["n", "ok", "failed", "attempts"]].tolist() == [9, 8, 1, 10]  # 1 ref + 8 candidates
+    assert t.loc["pairs", ["n", "ok", "failed"]].tolist() == [8, 7, 1]
+    assert t.loc["disease reading", "failed"] == 0 and pd.isna(t.loc["pairs", "retried"])
+    corr = af.correlation_table(ms.scores, st, ms.metrics, n_bootstrap=20, seed=0)
+    a = corr[(corr["metric"] == "atomimed") & (corr["rater"] == "mean")]
+    assert (a["n_undefined"] == 1).all() and (a["n_candidates"] == 7).all()
+    pref = af.preference_table(ms.scores, st, ms.metrics, n_bootstrap=20, seed=0)
+    lines = af.summary_lines(corr, pref, [], backend="llm", atomimed=ms.atomimed, calls=ms.calls)
+    assert "1 of 8 candidate reports could not be scored" in lines[-1]
+    assert "Decomposition: 1 of 9 calls failed" in lines[-1]
+    # the rule backend calls no model: an all-zero table and no such line
+    rule = af.score_study(st.candidates, [])
+    assert af.failure_line(rule.atomimed, rule.calls) is None
+    assert af.failures_table(rule.atomimed, rule.calls).loc[:2, "n"].tolist() == [0, 0, 0]
+
+
+def test_every_llm_decomposition_failing_still_gives_every_table():
+    import matplotlib.pyplot as plt
+
+    st = _study(RATINGS, ERRORS)
+    ms = af.score_study(st.candidates, ["bleu4"], atomimed={"backend": "llm", "generate_fn": _llm(""), "max_retries": 0})
+    assert ms.scores["atomimed"].isna().all() and ms.trace.empty and ms.scores["bleu4"].notna().all()
+    corr = af.correlation_table(ms.scores, st, ms.metrics, n_bootstrap=20, seed=0)
+    assert corr[corr["metric"] == "atomimed"]["estimate"].isna().all() and len(af.table2(corr))
+    pref = af.preference_table(ms.scores, st, ms.metrics, n_bootstrap=20, seed=0)
+    assert len(af.table3(pref))
+    lines = af.summary_lines(corr, pref, ["bleu4"], backend="llm", atomimed=ms.atomimed, calls=ms.calls)
+    assert "8 of 8 candidate reports could not be scored" in lines[-1] and "scored no candidate" in lines[-1]
+    assert any("AtomiMed scored no candidate pair" in line for line in lines)
+    attr, dis = af.granular_table(ms.trace, "attribute"), af.granular_table(ms.trace, "disease")
+    assert attr.empty and list(dis.columns) == list(af.GRANULAR_COLUMNS)
+    plt.close(af.fig_granular(attr, dis))
+    plt.close(af.fig_correlation(corr, "kendall", ms.metrics))
+    plt.close(af.fig_preference(pref, ms.metrics))
 
 
 def test_generations_study(tmp_path):

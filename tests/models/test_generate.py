@@ -291,6 +291,33 @@ def test_to_generation_config_blocks_library_and_checkpoint_defaults_in_native_s
 
 # --- chat template -----------------------------------------------------------------------------------
 
+#: A Qwen3-like template: it opens an empty think block unless enable_thinking is false.
+THINKING_TEMPLATE = (
+    "{% for m in messages %}<s> {{ m['role'] }} : {{ m['content'] }} </s> {% endfor %}"
+    "{% if add_generation_prompt %}<s> assistant : {% if enable_thinking is defined and enable_thinking is false %}"
+    "no {% else %}chest {% endif %}{% endif %}"
+)
+
+
+def test_qwen3_style_templates_get_enable_thinking_false(tiny_causal_lm):
+    from radaudit.models.backends import template_kwargs
+
+    chat = load_for_generation(tiny_causal_lm, device="cpu")
+    be = get_backend(chat)
+    chat.tokenizer.chat_template = THINKING_TEMPLATE
+    assert template_kwargs(chat.tokenizer) == {"enable_thinking": False}
+    text, _, applied = be.render("no acute")
+    assert applied and text.endswith("assistant : no ")  # thinking off
+    be.enable_thinking = True
+    assert be.render("no acute")[0].endswith("assistant : chest ")
+    # a template that does not read it gets no extra variable: its text is unchanged
+    chat.tokenizer.chat_template = TINY_CHAT_TEMPLATE
+    assert template_kwargs(chat.tokenizer) == {}
+    assert be.render("no acute")[0] == "<s> user : no acute </s> <s> assistant : "
+    chat.tokenizer.chat_template = {"default": THINKING_TEMPLATE}
+    assert template_kwargs(chat.tokenizer, enable_thinking=True) == {"enable_thinking": True}
+
+
 def test_chat_template_applied_when_present_and_asked(tiny_causal_lm):
     chat = load_for_generation(tiny_causal_lm, device="cpu")
     be = get_backend(chat)

@@ -37,6 +37,7 @@ from radaudit.models.llm_json import (
     repair_json_text,
     schema_json,
     strip_code_fences,
+    strip_thinking,
     summarize_results,
 )
 from radaudit.models.resolver import (
@@ -321,6 +322,23 @@ def test_call_json_batch_batched_equals_unbatched():
         [(r.ok, r.attempts, r.repairs, r.raw_outputs, r.prompts) for r in ref]
     _, s = call_json_batch(lambda b: ["{}"], prompts, Finding, batched=True, on_generate_error="record")
     assert s.failed == 4 and s.failures["error"].str.contains("returned 1 outputs for 4 prompts").all()
+
+
+def test_a_leading_think_block_is_skipped():
+    assert strip_thinking('<think>maybe {"x": 1}</think>\n{"a": 1}') == '\n{"a": 1}'
+    assert strip_thinking('  <THINK>\n</THINK>{"a": 1}') == '{"a": 1}'
+    assert strip_thinking('reasoning {"x": 1}</think> {"a": 1}') == ' {"a": 1}'  # the template opened the tag
+    assert strip_thinking('<think> cut off {"x": 1}') == ""  # never closed: no answer
+    assert strip_thinking('{"note": "</think>"}') == '{"note": "</think>"}'  # JSON first: kept
+    assert strip_thinking('{"a": 1}') == '{"a": 1}'
+    assert parse_json_output('<think>\n{"x": 2}\n</think>\n\n{"finding": "a", "present": true}') == \
+        ({"finding": "a", "present": True}, [])  # not a repair
+    r = call_json(lambda p: '<think>\n{"finding": "b"}\n</think>\n{"finding": "a", "present": true}', "p", Finding)
+    assert r.ok and r.value == Finding(finding="a", present=True) and r.repairs == []
+    r = call_json(lambda p: '<think>\n{"finding": "a", "present": true}', "p", Finding, max_retries=0)
+    assert not r.ok and r.error == "no JSON object or array found in the output"  # cut off while thinking
+    r = call_json(lambda p: '<think>x</think>{"finding": "a", "present": true}', "p", Finding, repair=False)
+    assert r.ok and r.repairs == []  # skipped with repair=False too
 
 
 def test_summarize_empty():

@@ -19,7 +19,15 @@ from radaudit.atomic.decompose import (
     RuleDecomposer,
     greedy_generator,
 )
-from radaudit.atomic.pipeline import SCORE_COLUMNS, make_backend, score_pair, score_pairs, trace_of
+from radaudit.atomic.pipeline import (
+    CALL_COLUMNS,
+    SCORE_COLUMNS,
+    calls_of,
+    make_backend,
+    score_pair,
+    score_pairs,
+    trace_of,
+)
 from radaudit.atomic.schema import ATTRIBUTES, Attributes, Decomposition, Finding, Question, TraceRow
 from radaudit.atomic.score import aggregate, align_findings, level_scores, name_similarity
 from radaudit.atomic.trace import format_trace, read_jsonl, trace_frame, write_jsonl
@@ -31,9 +39,9 @@ from radaudit.atomic.verify import (
 )
 
 __all__ = [
-    "ATTRIBUTES", "Attributes", "DEFAULT_ATTRIBUTE_READER_PROMPT", "DEFAULT_DECOMPOSE_PROMPT",
+    "ATTRIBUTES", "Attributes", "CALL_COLUMNS", "DEFAULT_ATTRIBUTE_READER_PROMPT", "DEFAULT_DECOMPOSE_PROMPT",
     "DEFAULT_DISEASE_READER_PROMPT", "Decomposition", "Finding", "LLMDecomposer", "LLMReader", "Question",
-    "ReportFacts", "RuleDecomposer", "RuleReader", "SCORE_COLUMNS", "TraceRow", "aggregate", "align_findings",
+    "ReportFacts", "RuleDecomposer", "RuleReader", "SCORE_COLUMNS", "TraceRow", "aggregate", "align_findings", "calls_of",
     "format_trace", "greedy_generator", "level_scores", "make_backend", "name_similarity", "read_jsonl",
     "score_pair", "score_pairs", "trace_frame", "trace_of", "values_match", "write_jsonl",
 ]

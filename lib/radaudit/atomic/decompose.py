@@ -33,9 +33,17 @@ Two backends behind one interface, ``decompose(reports) -> list[ReportFacts]``:
 :class:`LLMDecomposer` (any instruct model; paper preset: Qwen3-235B-A22B via vLLM, T = 0)
     Formats ``prompt_template`` (must contain ``{report}``) per report and asks ``generate_fn``
     for JSON matching :class:`~radaudit.atomic.schema.Decomposition` through
-    :func:`radaudit.models.llm_json.call_json_batch` (extraction, repair, bounded retries).
-    A reply that still fails is **not** turned into "no findings": its :class:`ReportFacts` has
-    ``ok=False`` and ``n_unparseable=1``, and every pair that uses it is scored NaN and counted.
+    :func:`radaudit.models.llm_json.call_json_batch` (extraction, repair, bounded retries; a
+    leading ``<think>`` block is skipped). The schema is strict: ``{"findings": [...]}`` with
+    nothing else, so ``{}``, ``{"answer": "sure"}``, ``[]`` and prose all fail
+    (``{"findings": []}`` is a valid report without findings); so does a reply cut off before its
+    end (truncated JSON is not closed by repair here: the findings after the cut would be lost
+    unnoticed; raise the token limit). A reply that still fails is **not**
+    turned into "no findings": its :class:`ReportFacts` has ``ok=False`` and ``n_unparseable=1``,
+    and every pair that uses it is scored NaN, ``ok=False``, and counted. Every outcome is kept:
+    ``ReportFacts.repairs``/``attempts``/``error`` per report and the batch's
+    :class:`~radaudit.models.llm_json.JsonBatchSummary` in ``LLMDecomposer.last_summary``;
+    :func:`radaudit.atomic.pipeline.score_pairs` turns them into per-pair and per-run counts.
     ``generate_fn`` is a plain ``prompt -> str`` callable (``batched=True``: ``list -> list``);
     :func:`greedy_generator` builds one from a model spec with the project's model layer
     (greedy decoding = temperature 0).
@@ -49,7 +57,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from radaudit.atomic.lexicon import ANATOMY, FINDINGS, compile_alternation, morphology_terms
+from radaudit.atomic.lexicon import ANATOMY, FINDINGS, compile_alternation, malposition_name, morphology_terms
 from radaudit.atomic.schema import ATTRIBUTES, DECOMPOSITION_EXAMPLE, Attributes, Decomposition, Finding
 from radaudit.errors import ParamsError
 
@@ -93,8 +101,9 @@ class ReportFacts:
     ``findings``: the ACFs. ``ok``: whether the decomposition could be read (always true for the rule
     backend). ``n_unparseable``: 1 when the LLM's output could not be parsed and validated after
     repairs and retries (then ``findings`` is empty and must not be scored), else 0. ``repairs``:
-    the JSON repairs applied; ``attempts``: generator calls; ``error``: why it failed;
-    ``raw_output``: the last reply (LLM backend).
+    the JSON repairs applied; ``attempts``: generator calls (0: no model call, e.g. the rule
+    backend or an empty report); ``error``: why it failed; ``raw_output``: the last reply (LLM
+    backend).
     """
 
     findings: tuple[Finding, ...]
@@ -104,6 +113,16 @@ class ReportFacts:
     attempts: int = 0
     error: str | None = None
     raw_output: str = ""
+
+    @property
+    def repaired(self) -> bool:
+        """Read, but only after at least one JSON repair."""
+        return self.ok and bool(self.repairs)
+
+    @property
+    def retried(self) -> bool:
+        """Read on a follow-up attempt (the first reply failed)."""
+        return self.ok and self.attempts > 1
 
     def to_frame(self):
         """One row per finding: ``name, present, <six facets>, evidence``."""
@@ -125,6 +144,20 @@ def report_body(text: str) -> str:
 
 # ------------------------------------------------------------------------------------------ rule backend
 
+#: a finding explained away as a mimic in its own sentence is read as uncertain (hedged)
+_MIMIC = re.compile(r"\b(?:likely|probabl[ey]|most\s+likely|may\s+(?:be|represent)|could\s+(?:be|represent)|"
+                    r"consistent\s+with|represents?|due\s+to|reflects?|compatible\s+with)\s+(?:an?\s+|the\s+)?"
+                    r"(?:(?:bilateral\s+|right\s+|left\s+)?nipple\s+shadows?|artifacts?|artefacts?|overlying\s+(?:soft\s+tissues?|"
+                    r"vessels?|skin\s+folds?|clothing|hair)|overlapping\s+(?:soft\s+tissues?|vessels?|structures)|"
+                    r"skin\s+folds?|summation|costochondral\s+(?:calcification|cartilage))", re.IGNORECASE)
+
+
+def _is_resolution(value: str) -> bool:
+    from radaudit.text.attributes import extract_temporal
+
+    return any(t.value == "resolved" for t in extract_temporal(value))
+
+
 _CLAUSE_END = re.compile(r"[;:]|\b(?:but|however|whereas|while|although)\b", re.IGNORECASE)
 _COORD = re.compile(r",|\b(?:and|or|with|as\s+well\s+as|versus|vs)\b", re.IGNORECASE)
 _STATUS_RANK = {"positive": 2, "uncertain": 1, "negative": 0}
@@ -138,6 +171,8 @@ class _Mention:
     status: str
     device: bool
     tip: str = ""
+    position: str | None = None
+    tip_span: tuple[int, int] | None = None
 
 
 @dataclass
@@ -205,50 +240,62 @@ class RuleDecomposer:
                         for v in vals:
                             if v not in slot["attrs"][k]:
                                 slot["attrs"][k].append(v)
+                else:
+                    slot.setdefault("resolved", []).extend(v for v in attrs["temporal"] if _is_resolution(v))
+                if m.status != "negative" and _MIMIC.search(sent.text):
+                    slot["mimic"] = True
         findings = []
         for name, slot in merged.items():
             rank = slot["rank"]
             if rank == 1 and self.uncertain == "drop":
                 continue
+            evidence = " ".join(slot["ev"][rank])
+            if rank == 2 and slot.get("mimic"):
+                rank = 1  # "nodular opacity, likely a nipple shadow": stated, then explained away
             present = "yes" if rank == 2 or (rank == 1 and self.uncertain == "yes") else "no"
-            attrs = {k: ", ".join(v) or None for k, v in slot["attrs"].items()} if present == "yes" else {}
+            if present == "yes":
+                attrs = {k: ", ".join(v) or None for k, v in slot["attrs"].items()}
+            else:  # an absent finding keeps only a statement that it resolved ("effusion has resolved")
+                attrs = {"temporal": ", ".join(dict.fromkeys(slot.get("resolved", []))) or None}
             findings.append(Finding(name=name, present=present, attributes=Attributes(**attrs),
-                                    evidence=" ".join(slot["ev"][rank])))
+                                    evidence=evidence, hedged=present == "yes" and rank == 1))
         return findings
 
     # ---------------------------------------------------------------------------------------- internals
     def _mentions(self, sent: str) -> list[_Mention]:
         from radaudit.text.attributes import extract_devices
+        from radaudit.text.device_position import POSITIONED_DEVICES, device_position
         from radaudit.text.negation import explain_mention, find_cues
 
-        raw: list[tuple[str, int, int, bool, str]] = []
+        raw: list[tuple[str, int, int, bool, str, str | None, tuple[int, int] | None]] = []
         for m in self._re.finditer(sent):
-            raw.append((self._names[int(m.lastgroup[1:])], m.start(), m.end(), False, ""))
+            raw.append((self._names[int(m.lastgroup[1:])], m.start(), m.end(), False, "", None, None))
         for d in extract_devices(sent):
-            if any(d.start < e and s < d.end for _, s, e, _, _ in raw):
+            if any(d.start < r[2] and r[1] < d.end for r in raw):
                 raw = [r for r in raw if not (d.start < r[2] and r[1] < d.end)]
             tip = ", ".join(loc.replace("_", " ") for loc in d.tip.locations) if d.tip else ""
             if d.tip and d.tip.reference and d.tip.relation:
                 tip = ", ".join(x for x in (tip, d.tip.text) if x)
-            raw.append((d.value.replace("_", " "), d.start, d.end, True, tip))
+            position = device_position(d, sent) if d.value in POSITIONED_DEVICES else None
+            raw.append((d.value.replace("_", " "), d.start, d.end, True, tip, position,
+                        (d.tip.start, d.tip.end) if d.tip else None))
         anat: list[tuple[str, int, int]] = []
         if self._anat_re is not None:
             for m in self._anat_re.finditer(sent):
-                if not any(m.start() < e and s < m.end() for _, s, e, _, _ in raw):
+                if not any(m.start() < r[2] and r[1] < m.end() for r in raw):
                     anat.append((self._anat_names[int(m.lastgroup[1:])], m.start(), m.end()))
         if not raw and not anat:
             return []
         cues = find_cues(sent, no_new=self.no_new)
         out = []
-        for name, s, e, device, tip in raw:
+        for name, s, e, device, tip, position, tip_span in raw:
             status, _ = explain_mention(sent, (s, e), cues=cues)
-            out.append(_Mention(name, s, e, status, device, tip))
+            out.append(_Mention(name, s, e, status, device, tip, position, tip_span))
         for name, s, e in anat:
             status, _ = explain_mention(sent, (s, e), cues=cues)
-            if status == "positive":
-                lo, hi = _clause_bounds(sent, s, e)
-                if not self._anat_pred[name].search(sent, lo, hi):
-                    continue  # "the heart size is stable": anatomy, not a finding
+            if status != "negative" and not _anatomy_predicate(sent, s, e, self._anat_pred[name],
+                                                               [m[1] for m in raw]):
+                continue  # "the heart size is stable", "contours obscured by opacity": anatomy, not a finding
             out.append(_Mention(name, s, e, status, False))
         out.sort(key=lambda m: (m.start, m.end))
         return out
@@ -257,7 +304,10 @@ class RuleDecomposer:
         mentions = self._mentions(sent)
         if not mentions:
             return []
-        items = _attribute_items(sent)
+        tips = [m.tip_span for m in mentions if m.tip_span]
+        # the words of a tip position ("in the right atrium") are the tip's, not a side of the device
+        items = [it for it in _attribute_items(sent) if not (it[0] == "location" and any(a < it[2] and it[1] < b
+                                                                                         for a, b in tips))]
         attrs: list[dict[str, list[str]]] = [{k: [] for k in ATTRIBUTES} for _ in mentions]
         for facet, a, b in items:
             k = _owner(mentions, sent, facet, a, b)
@@ -268,7 +318,33 @@ class RuleDecomposer:
         for k, m in enumerate(mentions):
             if m.tip:
                 attrs[k]["location"].append(f"tip: {m.tip}")
-        return list(zip(mentions, attrs))
+        out = list(zip(mentions, attrs))
+        for m in mentions:
+            # a judged device position is a finding of its own ("malpositioned endotracheal tube": yes/no)
+            if m.position is not None and m.status != "negative":
+                status = m.status if m.position == "malpositioned" else "negative"
+                out.append((_Mention(malposition_name(m.name), m.start, m.end, status, True),
+                            {k: [] for k in ATTRIBUTES}))
+        return out
+
+
+_PRED_STOP = re.compile(r"[,;:()]|\b(?:by|with|and|but|which|that|due|from|secondary|related|in|at|of|for|to|"
+                        r"than|compared|since|although|while|whereas)\b", re.IGNORECASE)
+
+
+def _anatomy_predicate(sent: str, s: int, e: int, pred: re.Pattern[str], other_starts: list[int]) -> bool:
+    """Whether the anatomy mention ``[s, e)`` has an abnormal predicate of its own: within the two
+    words before it ("enlarged cardiac silhouette", "prominent hila") or in the words after it up to
+    the first preposition, comma or other finding ("the heart is mildly enlarged"; not "the contours
+    are obscured by increased opacity", where "increased" belongs to the opacity)."""
+    lo, hi = _clause_bounds(sent, s, e)
+    before = sent[lo:s].split()[-2:]
+    if before and pred.search(" ".join(before)):
+        return True
+    stop = _PRED_STOP.search(sent, e, hi)
+    end = stop.start() if stop else hi
+    end = min([end, *[x for x in other_starts if x >= e]])
+    return bool(pred.search(sent, e, end))
 
 
 def _clause_bounds(sent: str, s: int, e: int) -> tuple[int, int]:
@@ -340,7 +416,8 @@ class LLMDecomposer:
     :func:`greedy_generator`. ``prompt_template``: must contain ``{report}``. ``max_retries``,
     ``repair``: as in :func:`radaudit.models.llm_json.call_json`. A generator that raises is
     recorded as an unparseable decomposition (``on_generate_error="record"``) or propagates
-    (``"raise"``).
+    (``"raise"``). ``last_summary``: the :class:`~radaudit.models.llm_json.JsonBatchSummary` of
+    the last :meth:`decompose` that called the model (``None`` before).
     """
 
     generate_fn: Callable[..., Any]
@@ -356,6 +433,7 @@ class LLMDecomposer:
             raise ParamsError("LLMDecomposer needs generate_fn, a callable prompt -> str (see greedy_generator).")
         render_prompt(self.prompt_template, report="")  # fail early on a template without {report}
         self._cache: dict[str, ReportFacts] = {}
+        self.last_summary: Any = None
 
     def decompose(self, reports: Sequence[str]) -> list[ReportFacts]:
         """One :class:`ReportFacts` per report; empty reports have no findings and need no call."""
@@ -370,9 +448,9 @@ class LLMDecomposer:
         todo = [t for t in todo if t.strip()]
         if todo:
             prompts = [render_prompt(self.prompt_template, report=t) for t in todo]
-            results, _ = call_json_batch(self.generate_fn, prompts, Decomposition, batched=self.batched,
-                                         max_retries=self.max_retries, repair=self.repair,
-                                         on_generate_error=self.on_generate_error)
+            results, self.last_summary = call_json_batch(
+                self.generate_fn, prompts, Decomposition, batched=self.batched, max_retries=self.max_retries,
+                repair=self.repair, on_generate_error=self.on_generate_error, reject_repairs=("close_truncated",))
             for t, r in zip(todo, results):
                 self._cache[t] = ReportFacts(
                     findings=tuple(r.value.findings) if r.ok else (), ok=r.ok, n_unparseable=0 if r.ok else 1,

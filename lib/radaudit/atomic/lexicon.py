@@ -32,39 +32,60 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["FINDINGS", "ANATOMY", "MORPHOLOGY", "compile_alternation", "morphology_terms"]
+__all__ = ["FINDINGS", "ANATOMY", "MORPHOLOGY", "compile_alternation", "morphology_terms", "malposition_name",
+           "canonical_names", "is_canonical",
+           "SPECIFIC_OF", "GENERIC_CREDIT", "related_as"]
 
 #: canonical finding name -> regex alternation (lower case; whole words are enforced when compiled).
 FINDINGS: dict[str, str] = {
     "pericardial effusion": r"pericardial\s+effusions?",
-    "pleural effusion": r"(?:pleural\s+)?effusions?|hydrothora(?:x|ces)|pleural\s+fluid|"
-                        r"blunting\s+of\s+the\s+(?:\w+\s+){0,2}(?:costophrenic|cp)\s+(?:angles?|sulc(?:us|i))",
-    "pneumothorax": r"pneumothora(?:x|ces)|(?-i:ptx)",
+    "pleural effusion": r"(?:pleural\s+)?effusions?|hydrothora(?:x|ces)|pleural\s+fluid(?:\s+collections?)?|"
+                        r"fluid\s+(?:with)?in\s+the\s+(?:(?:left|right)\s+)?pleural\s+(?:space|cavity)|"
+                        r"blunting\s+of\s+the\s+(?:\w+\s+){0,2}(?:costophrenic|cp)\s+(?:angles?|sulc(?:us|i))|"
+                        r"blunted\s+(?:(?:left|right|bilateral)\s+)?(?:costophrenic|cp)\s+(?:angles?|sulc(?:us|i))|"
+                        r"(?:costophrenic|cp)\s+(?:angles?|sulc(?:us|i))\s+(?:blunting|(?:is|are)\s+(?:\w+\s+)?blunted)",
+    "pneumothorax": r"pneumothora(?:x|ces)|(?-i:ptx)|(?:free\s+)?air\s+(?:with)?in\s+the\s+(?:(?:left|right)\s+)?pleural\s+space|"
+                    r"pleural\s+air",
     "pneumomediastinum": r"pneumomediastinum",
-    "pneumoperitoneum": r"pneumoperitoneum|free\s+(?:intraperitoneal\s+)?air|(?:sub-?diaphragmatic|intraperitoneal)\s+(?:free\s+)?air",
+    "pneumoperitoneum": r"pneumoperitoneum|free\s+(?:intraperitoneal\s+|intra-abdominal\s+|subdiaphragmatic\s+)?(?:air|gas)|"
+                        r"(?:sub-?diaphragmatic|intraperitoneal)\s+(?:free\s+)?(?:air|gas)|"
+                        r"(?:air|gas)\s+(?:under|beneath|below)\s+the\s+(?:(?:left|right|both)\s+)?(?:hemi-?)?diaphragms?",
     "subcutaneous emphysema": r"subcutaneous\s+(?:emphysema|air|gas)|soft\s+tissue\s+(?:emphysema|air|gas)",
     "consolidation": r"consolidations?|consolidative\s+(?:opacit(?:y|ies)|process|changes?)",
-    "atelectasis": r"atelecta\w*|(?:lobar|lobe|lung|segmental)\s+collapse|collapsed?\s+(?:lung|lobe)",
+    "atelectasis": r"atelecta\w*|(?:lobar|segmental)\s+collapse|(?<=lobe\s)collapse|(?<=lung\s)collapse|"
+                   r"(?<=lingula\s)collapse|collapsed?\s+(?:lung|lobe)|"
+                   r"collapse\s+of\s+the\s+(?:\w+\s+){0,3}(?:lobes?|lungs?|lingula|segments?)",
     "pneumonia": r"pneumonias?|pneumonitis|bronchopneumonia|infectious\s+process|infection",
     "aspiration": r"aspiration",
-    "pulmonary edema": r"(?:pulmonary|interstitial|alveolar|perihilar)\s+edema|edema|fluid\s+overload",
+    "pulmonary edema": r"(?:pulmonary|interstitial|alveolar|perihilar)\s+edema|edema|fluid\s+overload|"
+                       r"kerley\s+b?\s*lines|septal\s+lines",
     "vascular congestion": r"(?:pulmonary\s+)?(?:vascular|venous)\s+(?:congestion|engorgement)|pulmonary\s+congestion|"
                            r"cephalization|vascular\s+redistribution",
     "heart failure": r"(?:congestive\s+)?heart\s+failure|(?-i:CHF)",
     "cardiomegaly": r"cardiomegaly|cardiac\s+enlargement|enlarge(?:d|ment\s+of\s+the)\s+(?:cardiac\s+silhouette|heart)|"
                     r"enlarged\s+cardiac\s+(?:silhouette|size)",
+    "mediastinal shift": r"(?:(?:leftward|rightward|contralateral|ipsilateral)\s+)?(?:mediastinal|tracheal|cardiomediastinal)\s+shift|"
+                         r"(?:leftward|rightward|contralateral)\s+shift\s+of\s+the\s+(?:\w+\s+)?(?:mediastinum|trachea|heart)|"
+                         r"shift\s+of\s+the\s+(?:\w+\s+)?(?:mediastinum|mediastinal\s+structures|trachea)|"
+                         r"(?:mediastinum|trachea|mediastinal\s+structures)\s+(?:is\s+|are\s+)?(?:shifted|deviated|displaced)|"
+                         r"tracheal\s+deviation|deviation\s+of\s+the\s+trachea",
     "widened mediastinum": r"mediastinal\s+widening|widen(?:ed|ing)\s+(?:of\s+the\s+)?(?:superior\s+)?mediastinum|"
                            r"mediastinal\s+(?:enlargement|mass)",
     "opacity": r"opacit(?:y|ies)|opacification|infiltrat(?:e|es|ion|ive)|air\s*-?\s*space\s+(?:disease|process)|"
-               r"densit(?:y|ies)",
-    "nodule": r"nodules?|nodular\s+(?:densit(?:y|ies)|lesions?)|micronodul(?:es?|ar)(?:\s+(?:pattern|opacit(?:y|ies)))?",
+               r"densit(?:y|ies)|"
+               # the silhouette sign: an obscured heart border or hemidiaphragm is adjacent airspace opacity
+               r"(?:obscuration|silhouetting|effacement)\s+of\s+the\s+(?:left|right)\s+(?:heart\s+border|hemi-?diaphragm)|"
+               r"(?:left|right)\s+(?:heart\s+border|hemi-?diaphragm)\s+(?:is\s+)?(?:obscured|silhouetted|effaced)|"
+               r"(?:obscured|silhouetted|effaced)\s+(?:left|right)\s+(?:heart\s+border|hemi-?diaphragm)",
+    "nodule": r"nodules?|nodular\s+(?:densit(?:y|ies)|lesions?|opacit(?:y|ies))|micronodul(?:es?|ar)(?:\s+(?:pattern|opacit(?:y|ies)))?",
     "mass": r"mass(?:es)?|tumou?rs?|neoplasms?|malignan(?:cy|cies)|carcinoma",
     "metastatic disease": r"metasta(?:sis|ses|tic\s+disease)",
     "granuloma": r"granulomas?|granulomatous\s+(?:disease|changes?|calcifications?)",
     "lung lesion": r"(?:lung|pulmonary)\s+lesions?|cavitary\s+lesions?|cavit(?:y|ies)",
     "emphysema": r"emphysema(?:tous\s+changes?)?|bullae|bullous\s+(?:disease|changes?)",
     "copd": r"(?-i:COPD)|chronic\s+obstructive\s+(?:pulmonary|lung|airway)\s+disease",
-    "hyperinflation": r"hyperinfla\w+|hyperexpan\w+|over-?inflat\w+|(?:increased|large)\s+lung\s+volumes",
+    "hyperinflation": r"hyperinfla\w+|hyperexpan\w+|over-?inflat\w+|(?:increased|large)\s+lung\s+volumes|"
+                      r"flatten(?:ed|ing)\s+(?:of\s+the\s+)?(?:hemi-?)?diaphragms?",
     "low lung volumes": r"(?:low|reduced|decreased|diminished|small|shallow)\s+lung\s+volumes?|hypoinflat\w+|"
                         r"poor\s+(?:inspiratory\s+effort|inspiration)|shallow\s+inspiration",
     "interstitial abnormality": r"interstitial\s+(?:markings?|opacit(?:y|ies)|disease|lung\s+disease|prominence|"
@@ -79,7 +100,10 @@ FINDINGS: dict[str, str] = {
     "airway disease": r"(?:reactive|small)\s+airways?\s+disease|bronchitis|bronchiolitis|asthma",
     "volume loss": r"volume\s+loss|loss\s+of\s+(?:lung\s+)?volume",
     "air trapping": r"air\s+trapping",
-    "lymphadenopathy": r"(?:lymph)?adenopath(?:y|ies)|enlarged\s+(?:lymph\s+)?nodes?",
+    "lymphadenopathy": r"(?:lymph)?adenopath(?:y|ies)|"
+                       r"(?:enlarged|bulky|prominent)\s+(?:(?:right|left|bilateral|mediastinal|hilar|paratracheal|subcarinal|"
+                       r"axillary|supraclavicular|aortopulmonary|prevascular|precarinal|paraesophageal)\s+){0,3}(?:lymph\s+)?nodes?|"
+                       r"(?:(?:mediastinal|hilar|paratracheal|subcarinal|axillary)\s+)?(?:lymph\s+)?nod(?:e|al)\s+enlargement",
     "hilar enlargement": r"hilar\s+(?:enlargement|prominence|fullness|mass(?:es)?)|enlarged\s+hila|prominent\s+hila",
     "calcification": r"calcifications?",
     "aortic atherosclerosis": r"(?:aortic|vascular)\s+(?:atherosclero\w+|calcifications?)|atherosclero\w+|"
@@ -109,7 +133,7 @@ ANATOMY: dict[str, tuple[str, str]] = {
     ),
     "widened mediastinum": (
         r"cardiomediastinal\s+(?:silhouette|contours?|width)|mediastinal\s+(?:silhouette|contours?|width)|mediastinum",
-        r"widen\w*|enlarg\w*|prominen\w*|increased|shift\w*",
+        r"widen\w*|enlarg\w*|prominen\w*|increased",
     ),
     "low lung volumes": (
         r"lung\s+volumes?|inspiratory\s+effort",
@@ -157,6 +181,8 @@ MORPHOLOGY: dict[str, str] = {
     r"cystic": "cystic",
     r"layering": "layering",
     r"dense": "dense",
+    r"tension|under\s+tension": "tension",
+    r"complete|total|white-?out": "complete",
 }
 
 
@@ -175,3 +201,80 @@ _MORPH_NAMES = list(MORPHOLOGY.values())
 def morphology_terms(text: str) -> list[tuple[str, int, int]]:
     """``(canonical term, start, end)`` of every morphology word in ``text``, in order."""
     return [(_MORPH_NAMES[int(m.lastgroup[1:])], m.start(), m.end()) for m in _MORPH_RE.finditer(text)]
+
+
+#: generic finding -> the more specific findings that imply it (a radiograph reading that names the
+#: specific one also says the generic one is there). Used by AtomiMed-clinical to credit "right lower
+#: lobe opacity" against "right lower lobe pneumonia" (:func:`related_as`); the paper matches names only.
+SPECIFIC_OF: dict[str, tuple[str, ...]] = {
+    "opacity": ("consolidation", "pneumonia", "atelectasis", "aspiration", "pulmonary edema", "mass", "lung lesion"),
+    "consolidation": ("pneumonia", "aspiration"),
+    "lung lesion": ("mass", "nodule", "metastatic disease"),
+    "heart failure": ("pulmonary edema", "vascular congestion"),
+    "interstitial abnormality": ("increased lung markings", "fibrosis", "pulmonary edema"),
+    "increased lung markings": ("interstitial abnormality",),
+    "copd": ("emphysema", "hyperinflation"),
+    "pacemaker lead": ("pacemaker",),  # a pacemaker has leads; naming them is extra detail
+    "pacemaker": ("pacemaker lead",),
+    "widened mediastinum": ("lymphadenopathy",),
+}
+
+#: What a generic finding is worth when the other report names the specific one it stands for
+#: ("right lower lobe consolidation" for "right lower lobe pneumonia": the finding was seen, the
+#: diagnosis not made). Generic findings not listed here: 0.5.
+GENERIC_CREDIT: dict[str, float] = {"consolidation": 0.75, "heart failure": 0.75, "interstitial abnormality": 0.75,
+                                    "increased lung markings": 1.0, "copd": 0.75, "opacity": 0.5, "lung lesion": 0.5,
+                                    "widened mediastinum": 0.5}
+
+
+def related_as(asking: str, other: str) -> str | None:
+    """How finding ``other`` relates to ``asking`` in :data:`SPECIFIC_OF`: ``"specific"`` when ``other``
+    names a more specific finding that implies ``asking`` (asking "opacity", other "pneumonia"),
+    ``"generic"`` when ``other`` is the generic finding ``asking`` implies, else ``None``.
+
+    >>> related_as("opacity", "pneumonia"), related_as("pneumonia", "opacity"), related_as("pneumonia", "nodule")
+    ('specific', 'generic', None)
+    """
+    a, o = " ".join(asking.lower().split()), " ".join(other.lower().split())
+    if o in SPECIFIC_OF.get(a, ()):
+        return "specific"
+    if a in SPECIFIC_OF.get(o, ()):
+        return "generic"
+    return None
+
+
+def malposition_name(device: str) -> str:
+    """The canonical name of the finding "this device is malpositioned" (``"malpositioned endotracheal
+    tube"``): emitted by the rule decomposer next to the device when its position is judged
+    (:func:`radaudit.text.device_position.device_position`), present for a malposition and absent for
+    a tube or line stated to be in good position."""
+    return f"malpositioned {device.replace('_', ' ')}"
+
+
+def canonical_names() -> frozenset[str]:
+    """Every finding name the rule decomposer can emit: :data:`FINDINGS`, :data:`ANATOMY`, the device
+    types of :data:`radaudit.text.attributes.DEVICE_TYPES` and their malposition findings.
+
+    Two *different* canonical names are different entities however similar their spelling
+    ("malpositioned enteric tube" vs "malpositioned endotracheal tube": rapidfuzz ratio 0.84):
+    the fuzzy threshold θ exists to match an LLM's free-text names, not to merge entries of this
+    vocabulary (:func:`radaudit.atomic.score.entity_similarity`)."""
+    return _canonical()
+
+
+def is_canonical(name: str) -> bool:
+    """Whether ``name`` (any case/spacing) is one of :func:`canonical_names`."""
+    return " ".join(name.lower().split()) in _canonical()
+
+
+def _canonical() -> frozenset[str]:
+    global _CANONICAL
+    if _CANONICAL is None:
+        from radaudit.text.attributes import DEVICE_TYPES
+
+        devices = [d.replace("_", " ") for d in DEVICE_TYPES]
+        _CANONICAL = frozenset([*FINDINGS, *ANATOMY, *devices, *(malposition_name(d) for d in devices)])
+    return _CANONICAL
+
+
+_CANONICAL: frozenset[str] | None = None

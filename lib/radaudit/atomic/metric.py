@@ -14,7 +14,7 @@ import numpy as np
 from radaudit.atomic.pipeline import _check, make_backend, score_pairs
 from radaudit.metrics.base import MetricResult, check_pairs, mean_result
 
-__all__ = ["AtomiMedMetric", "make_atomimed"]
+__all__ = ["AtomiMedMetric", "make_atomimed", "AtomiMedClinicalMetric", "make_atomimed_clinical"]
 
 _PER_PAIR = ("precision", "recall", "disease_precision", "disease_recall", "disease_f1", "attribute_precision",
              "attribute_recall", "attribute_f1", "n_unparseable")
@@ -50,8 +50,11 @@ class AtomiMedMetric:
                             theta=self.theta, scorer=self.scorer, weight=self.weight, unmentioned=self.unmentioned,
                             uncertain=self.uncertain, batched=self.batched, max_retries=self.max_retries)
         details: dict[str, Any] = {k: table[k].to_numpy(dtype=float) for k in _PER_PAIR}
-        details.update({"n_unparseable_total": int(table["n_unparseable"].sum()), "backend": self.backend,
-                        "theta": self.theta, "trace": table.attrs["trace"], "table": table})
+        details.update({"n_unparseable_total": int(table["n_unparseable"].sum()),
+                        "n_repaired_total": int(table["n_repaired"].sum()),
+                        "n_not_scored": int((~table["ok"]).sum()), "backend": self.backend,
+                        "theta": self.theta, "trace": table.attrs["trace"], "calls": table.attrs["calls"],
+                        "table": table})
         return mean_result(self.name, np.asarray(table["f1"], dtype=float), details)
 
 
@@ -63,3 +66,63 @@ def make_atomimed(backend: str = "rule", generate_fn: Callable[..., Any] | None 
                           unmentioned=unmentioned, uncertain=uncertain, batched=batched, max_retries=max_retries)
 
 
+
+
+@dataclass
+class AtomiMedClinicalMetric:
+    """AtomiMed-clinical F1 per pair (:mod:`radaudit.atomic.clinical`; not the paper's definition).
+
+    Same decompositions as ``atomimed`` (``backend`` ``"rule"`` or ``"llm"`` with ``generate_fn``);
+    ``kappa``, ``alpha``, ``negative_weight``, ``hedge_factor``, ``theta``, ``scorer`` and
+    ``significance`` (a table path, ``None`` = the shipped one) as in
+    :class:`~radaudit.atomic.clinical.ClinicalOptions`."""
+
+    backend: str = "rule"
+    generate_fn: Callable[..., Any] | None = None
+    theta: float = 0.8
+    scorer: str = "ratio"
+    kappa: float = 1.0
+    alpha: float = 0.5
+    negative_weight: float = 0.25
+    hedge_factor: float = 0.75
+    significance: str | None = None
+    uncertain: str = "yes"
+    batched: bool = False
+    max_retries: int = 2
+    name: str = field(init=False, default="atomimed_clinical")
+    _decomposer: Any = field(init=False, repr=False)
+    _options: Any = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        from radaudit.atomic.clinical import ClinicalOptions, load_significance
+
+        _check(self.theta, self.scorer, 0.5, "no")
+        self._options = ClinicalOptions(kappa=self.kappa, alpha=self.alpha, negative_weight=self.negative_weight,
+                                        hedge_factor=self.hedge_factor, theta=self.theta, scorer=self.scorer,
+                                        significance=load_significance(self.significance))
+        self._decomposer = make_backend(self.backend, generate_fn=self.generate_fn, batched=self.batched,
+                                        max_retries=self.max_retries, theta=self.theta, scorer=self.scorer,
+                                        uncertain=self.uncertain)[0]
+
+    def compute(self, references: Sequence[str], candidates: Sequence[str]) -> MetricResult:
+        from radaudit.atomic.clinical import score_pairs_clinical
+
+        refs, cands = check_pairs(references, candidates)
+        table = score_pairs_clinical(refs, cands, decomposer=self._decomposer, options=self._options)
+        details: dict[str, Any] = {k: table[k].to_numpy(dtype=float) for k in ("precision", "recall", "n_missed",
+                                                                               "n_false", "n_unparseable")}
+        details.update({"n_not_scored": int((~table["ok"]).sum()), "backend": self.backend, "variant": "clinical",
+                        "significance": self._options.significance.source, "trace": table.attrs["trace"],
+                        "table": table})
+        return mean_result(self.name, np.asarray(table["f1"], dtype=float), details)
+
+
+def make_atomimed_clinical(backend: str = "rule", generate_fn: Callable[..., Any] | None = None, theta: float = 0.8,
+                           scorer: str = "ratio", kappa: float = 1.0, alpha: float = 0.5, negative_weight: float = 0.25,
+                           hedge_factor: float = 0.75, significance: str | None = None, uncertain: str = "yes",
+                           batched: bool = False, max_retries: int = 2) -> AtomiMedClinicalMetric:
+    """The ``atomimed_clinical`` metric (:class:`AtomiMedClinicalMetric`)."""
+    return AtomiMedClinicalMetric(backend=backend, generate_fn=generate_fn, theta=theta, scorer=scorer, kappa=kappa,
+                                  alpha=alpha, negative_weight=negative_weight, hedge_factor=hedge_factor,
+                                  significance=significance, uncertain=uncertain, batched=batched,
+                                  max_retries=max_retries)

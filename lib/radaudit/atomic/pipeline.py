@@ -22,9 +22,13 @@ Per pair, in order (§2.2):
 4. Eq. 4 combines the levels (equal weights), or uses the disease level alone when no attribute
    question was asked (:mod:`radaudit.atomic.score`).
 
-A pair whose decomposition could not be parsed (LLM backend) gets NaN scores, ``ok=False`` and
-its count in ``n_unparseable``; answers the reader could not parse count as non-matches and in
-``n_unparseable`` too. Nothing is dropped.
+A pair whose decomposition could not be parsed (LLM backend) is never scored: NaN scores,
+``ok=False``, its count in ``n_unparseable``/``n_decompose_failed`` and the reason in ``error``;
+callers leave it out of averages and correlations and report how many (the ``atomimed`` metric's
+``n_undefined``). Answers the reader could not parse count as non-matches and in
+``n_unparseable`` too. Every JSON call is counted: per pair, decompositions and readings that
+failed or were accepted only after a repair (:data:`SCORE_COLUMNS`); per run, one row per stage in
+``frame.attrs["calls"]`` (:func:`calls_of`, :data:`CALL_COLUMNS`). Nothing is dropped.
 """
 
 from __future__ import annotations
@@ -49,7 +53,8 @@ from radaudit.atomic.verify import (
 )
 from radaudit.errors import ParamsError
 
-__all__ = ["BACKENDS", "SCORE_COLUMNS", "score_pairs", "score_pair", "trace_of", "make_backend"]
+__all__ = ["BACKENDS", "CALL_COLUMNS", "SCORE_COLUMNS", "calls_of", "score_pairs", "score_pair", "trace_of",
+           "make_backend"]
 
 BACKENDS = ("rule", "llm")
 #: The columns of :func:`score_pairs`' table, in order.
@@ -59,8 +64,19 @@ SCORE_COLUMNS: tuple[str, ...] = (
     "attribute_precision", "attribute_recall", "attribute_f1",
     "n_disease_gt", "n_disease_inf", "c_disease_gt_inf", "c_disease_inf_gt",
     "n_attribute_gt", "n_attribute_inf", "c_attribute_gt_inf", "c_attribute_inf_gt",
-    "n_aligned", "n_unparseable", "n_repaired", "ok", "error",
+    "n_aligned", "n_unparseable", "n_repaired",
+    "n_decompose_failed", "n_decompose_repaired", "n_reader_calls", "n_reader_failed", "n_reader_repaired",
+    "n_answers_unparseable", "ok", "error",
 )
+#: The integer count columns of :data:`SCORE_COLUMNS`.
+_COUNT_COLUMNS: tuple[str, ...] = SCORE_COLUMNS[10:SCORE_COLUMNS.index("ok")]
+#: The columns of the per-run JSON-call table (:func:`calls_of`): one row per stage
+#: (``decomposition``: one call per distinct non-empty report, a decomposition the decomposer had
+#: cached from an earlier call counting with its outcome then; ``disease reading`` /
+#: ``attribute reading``: one call per pair, direction and level with questions). ``calls`` =
+#: ``ok`` + ``failed``; ``clean``: valid at the first reply as it was; ``repaired``: accepted after
+#: a JSON repair; ``retried``: accepted on a follow-up prompt; ``attempts``: generator calls.
+CALL_COLUMNS: tuple[str, ...] = ("stage", "calls", "ok", "clean", "repaired", "retried", "failed", "attempts")
 
 
 def make_backend(backend: str = "rule", *, generate_fn: Callable[..., Any] | None = None, batched: bool = False,
@@ -106,9 +122,15 @@ def score_pairs(references: Sequence[str], predictions: Sequence[str], backend: 
     asked); ``n_*``/``c_*``: question and match counts per direction (``_gt``: asked from the
     reference, ``c_*_gt_inf``: of those, matched in the prediction); ``n_aligned``: findings aligned
     for the attribute level; ``n_unparseable``: failed decompositions + unparseable answers;
-    ``n_repaired``: decompositions accepted only after a JSON repair; ``ok``/``error``: whether the
-    pair could be scored and why not. The audit trace (one row per question, see
-    :mod:`radaudit.atomic.trace`) is in ``frame.attrs["trace"]`` (:func:`trace_of`).
+    ``n_repaired``: decompositions + readings accepted only after a JSON repair. The breakdown:
+    ``n_decompose_failed``/``n_decompose_repaired`` (of the pair's two reports),
+    ``n_reader_calls``/``n_reader_failed``/``n_reader_repaired`` (the reader's JSON calls for the
+    pair, at most 4; a failed call makes all its questions unparseable) and
+    ``n_answers_unparseable`` (questions without a usable answer). ``ok``/``error``: whether the
+    pair could be scored and why not: a pair with a failed decomposition has NaN scores and
+    ``ok=False``, it is never scored. The audit trace (one row per question, see
+    :mod:`radaudit.atomic.trace`) is in ``frame.attrs["trace"]`` (:func:`trace_of`), the per-run
+    JSON-call counts in ``frame.attrs["calls"]`` (:func:`calls_of`).
 
     ``backend``: ``"rule"`` or ``"llm"`` (needs ``generate_fn``; ``batched``/``max_retries`` go to the
     JSON calls); ``decomposer``/``reader`` objects override the backend's (e.g. an LLM decomposer
@@ -140,6 +162,7 @@ def score_pairs(references: Sequence[str], predictions: Sequence[str], backend: 
         d_req.append(ReadRequest(tuple(disease_questions(gt_facts[i], "gt->inf")), preds[i], inf_facts[i]))
         d_req.append(ReadRequest(tuple(disease_questions(inf_facts[i], "inf->gt")), refs[i], gt_facts[i]))
     d_ans = rdr.read(d_req)
+    d_calls = _reader_calls(rdr, len(d_req))
 
     # alignment and attribute level (Eq. 2)
     a_req: list[ReadRequest] = []
@@ -160,18 +183,26 @@ def score_pairs(references: Sequence[str], predictions: Sequence[str], backend: 
         a_req.append(ReadRequest(tuple(gq), preds[i], inf_facts[i]))
         a_req.append(ReadRequest(tuple(fq), refs[i], gt_facts[i]))
     a_ans = rdr.read(a_req)
+    a_calls = _reader_calls(rdr, len(a_req))
 
     rows, trace = [], []
     for i in range(len(refs)):
-        n_unp = gt_facts[i].n_unparseable + inf_facts[i].n_unparseable
-        n_rep = int(bool(gt_facts[i].repairs)) + int(bool(inf_facts[i].repairs))
+        dec_failed = int(not gt_facts[i].ok) + int(not inf_facts[i].ok)
+        dec_repaired = int(gt_facts[i].repaired) + int(inf_facts[i].repaired)
         if not ok[i]:
             err = "; ".join(f"{side} report: {f.error}" for side, f in (("reference", gt_facts[i]), ("prediction", inf_facts[i]))
                             if not f.ok)
-            rows.append({"pair": i, **dict.fromkeys(SCORE_COLUMNS[1:10], math.nan), "n_unparseable": n_unp,
-                         "n_repaired": n_rep, "ok": False, "error": err, "n_aligned": 0})
+            rows.append({"pair": i, **dict.fromkeys(SCORE_COLUMNS[1:10], math.nan), "n_aligned": 0,
+                         "n_unparseable": gt_facts[i].n_unparseable + inf_facts[i].n_unparseable,
+                         "n_repaired": dec_repaired, "n_decompose_failed": dec_failed,
+                         "n_decompose_repaired": dec_repaired, "ok": False,
+                         "error": "not scored (decomposition failed): " + err})
             continue
         k = slot[i]
+        calls = [c for c in (d_calls[2 * k], d_calls[2 * k + 1], a_calls[2 * k], a_calls[2 * k + 1]) if c is not None]
+        rd_failed = sum(not c.ok for c in calls)
+        rd_repaired = sum(bool(c.ok and c.repairs) for c in calls)
+        n_ans_unp = 0
         counts = {}
         for level, req, ans, matches in (
             ("disease", d_req, d_ans, d_match[i]),
@@ -185,7 +216,7 @@ def score_pairs(references: Sequence[str], predictions: Sequence[str], backend: 
                 else:
                     ms = [judge(q, a, unmentioned=unmentioned, theta=theta) for q, a in zip(r.questions, answers)]
                 for q, a, m in zip(r.questions, answers, ms):
-                    n_unp += int(a.unparseable)
+                    n_ans_unp += int(a.unparseable)
                     trace.append(TraceRow(i, q.direction, q.level, q.finding, q.attribute, q.text, q.expected,
                                           a.found, bool(m), a.evidence, q.source_evidence, q.target, a.unparseable))
                 per_dir.append((sum(ms), len(ms)))
@@ -204,13 +235,17 @@ def score_pairs(references: Sequence[str], predictions: Sequence[str], backend: 
             "attribute_precision": p_a, "attribute_recall": r_a, "attribute_f1": f_a,
             "n_disease_gt": nd_g, "n_disease_inf": nd_f, "c_disease_gt_inf": cd_g, "c_disease_inf_gt": cd_f,
             "n_attribute_gt": na_g, "n_attribute_inf": na_f, "c_attribute_gt_inf": ca_g, "c_attribute_inf_gt": ca_f,
-            "n_aligned": len(aligned[i]), "n_unparseable": n_unp, "n_repaired": n_rep, "ok": True, "error": "",
+            "n_aligned": len(aligned[i]), "n_unparseable": dec_failed + n_ans_unp,
+            "n_repaired": dec_repaired + rd_repaired, "n_decompose_failed": dec_failed,
+            "n_decompose_repaired": dec_repaired, "n_reader_calls": len(calls), "n_reader_failed": rd_failed,
+            "n_reader_repaired": rd_repaired, "n_answers_unparseable": n_ans_unp, "ok": True, "error": "",
         })
     frame = pd.DataFrame(rows, columns=list(SCORE_COLUMNS))
-    for c in SCORE_COLUMNS[10:21]:
+    for c in _COUNT_COLUMNS:
         frame[c] = frame[c].fillna(0).astype(int)
     frame["ok"] = frame["ok"].astype(bool)
     frame.attrs["trace"] = trace_frame(trace)
+    frame.attrs["calls"] = _calls_table(refs + preds, facts, d_calls, a_calls)
     frame.attrs["params"] = {"backend": backend, "decomposer": getattr(dec, "name", type(dec).__name__),
                              "reader": getattr(rdr, "name", type(rdr).__name__), "theta": theta, "scorer": scorer,
                              "weight": weight, "unmentioned": unmentioned, "uncertain": uncertain}
@@ -218,11 +253,52 @@ def score_pairs(references: Sequence[str], predictions: Sequence[str], backend: 
 
 
 def score_pair(reference: str, prediction: str, **kwargs: Any) -> pd.Series:
-    """:func:`score_pairs` on one pair: its row as a Series (the trace in ``.attrs["trace"]``)."""
+    """:func:`score_pairs` on one pair: its row as a Series (the trace in ``.attrs["trace"]``, the
+    call counts in ``.attrs["calls"]``)."""
     frame = score_pairs([reference], [prediction], **kwargs)
     row = frame.iloc[0].copy()
     row.attrs["trace"] = frame.attrs["trace"]
+    row.attrs["calls"] = frame.attrs["calls"]
     return row
+
+
+def _reader_calls(reader: Any, n: int) -> list[Any]:
+    """The reader's per-request JSON call outcomes after a ``read`` of ``n`` requests
+    (``LLMReader.last_calls``); ``None`` each for a reader that makes no model call."""
+    calls = getattr(reader, "last_calls", None)
+    if calls is None or len(calls) != n:
+        return [None] * n
+    return list(calls)
+
+
+def _call_row(stage: str, outcomes: list[tuple[bool, bool, int]]) -> dict[str, Any]:
+    """One :data:`CALL_COLUMNS` row from ``(ok, repaired, attempts)`` per call."""
+    ok = sum(o for o, _, _ in outcomes)
+    return {"stage": stage, "calls": len(outcomes), "ok": ok,
+            "clean": sum(o and not r and a == 1 for o, r, a in outcomes),
+            "repaired": sum(o and r for o, r, _ in outcomes), "retried": sum(o and a > 1 for o, _, a in outcomes),
+            "failed": len(outcomes) - ok, "attempts": sum(a for _, _, a in outcomes)}
+
+
+def _calls_table(texts: Sequence[str], facts: Sequence[Any], d_calls: Sequence[Any], a_calls: Sequence[Any]) -> pd.DataFrame:
+    seen: dict[str, Any] = {}
+    for t, f in zip(texts, facts):
+        seen.setdefault(t, f)
+    dec = [(f.ok, bool(f.ok and f.repairs), f.attempts) for f in seen.values() if f.attempts or not f.ok]
+    rows = [_call_row("decomposition", dec)]
+    for stage, calls in (("disease reading", d_calls), ("attribute reading", a_calls)):
+        rows.append(_call_row(stage, [(c.ok, bool(c.ok and c.repairs), c.attempts) for c in calls if c is not None]))
+    return pd.DataFrame(rows, columns=list(CALL_COLUMNS))
+
+
+def calls_of(scores: pd.DataFrame | pd.Series) -> pd.DataFrame:
+    """The per-run JSON-call counts attached by :func:`score_pairs` (:data:`CALL_COLUMNS`; all zero
+    for the rule backend, which calls no model)."""
+    calls = scores.attrs.get("calls")
+    if calls is None:
+        raise ParamsError("This table has no AtomiMed call counts: pass the DataFrame returned by score_pairs "
+                          "(pandas drops .attrs on some operations such as concat; keep the original).")
+    return calls
 
 
 def trace_of(scores: pd.DataFrame | pd.Series) -> pd.DataFrame:

@@ -12,6 +12,15 @@ AtomiMed (Chang et al., arXiv 2606.31292, §2.1) decomposes a report into a two-
 The same pydantic models are the JSON schema the LLM backend must emit (:data:`DECOMPOSITION_EXAMPLE`
 shows it) and the output of the rule-based backend, so both backends feed the same verifier.
 
+**Strict for the LLM.** A model's reply is accepted only when it *is* a decomposition: the top-level
+object must have ``findings`` (a list; ``{"findings": []}`` is a report without findings), every
+finding needs ``name`` and ``present``, and an unknown key anywhere (top level, finding, attributes)
+is rejected (``extra="forbid"``). So ``{}``, ``{"answer": "sure"}``, ``[]``, a finding without
+``present`` (e.g. a truncated reply closed by the repair step) or prose fail validation and are
+retried and then counted as failures by :mod:`radaudit.atomic.decompose`; they never become an
+empty decomposition that scores 1.0 against another. The rule backend builds the same models in
+code with the known fields only, so the strictness costs it nothing.
+
 Choices where the paper is silent (documented here, used everywhere):
 
 - ``present`` is the string ``"yes"``/``"no"`` of Eq. 1. LLM replies are normalised before
@@ -81,9 +90,10 @@ def _clean_value(value: Any) -> Any:
 
 
 class Attributes(BaseModel):
-    """The six facets of one finding (Eq. 2); ``None`` = the report does not state it."""
+    """The six facets of one finding (Eq. 2); ``None`` = the report does not state it (or the key is
+    left out). Any other key is rejected."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     location: str | None = None
     size: str | None = None
@@ -106,14 +116,18 @@ class Finding(BaseModel):
     """One disease-level fact (Eq. 1) with its attribute-level facts (Eq. 2).
 
     ``evidence``: the sentence(s) of the report that state it (filled by the rule backend; optional
-    for the LLM)."""
+    for the LLM). ``name`` and ``present`` are required; any other key is rejected."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(min_length=1)
     present: Literal["yes", "no"]
     attributes: Attributes = Field(default_factory=Attributes)
     evidence: str = ""
+    #: The report states the finding only as possible ("may represent pneumonia"): ``present`` is then
+    #: "yes" (the U-Ones reading) and ``hedged`` True. Set by the rule backend; optional for the LLM.
+    #: Not in the paper; used by AtomiMed-clinical (:mod:`radaudit.atomic.clinical`) only.
+    hedged: bool = False
 
     @field_validator("present", mode="before")
     @classmethod
@@ -137,11 +151,14 @@ class Finding(BaseModel):
 
 
 class Decomposition(BaseModel):
-    """What a decomposer returns for one report: its findings, as the LLM must emit them."""
+    """What a decomposer returns for one report: its findings, as the LLM must emit them.
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    ``findings`` is required (``[]`` for a report without findings); no other key is allowed, so an
+    object that is not a decomposition (``{}``, ``{"answer": "sure"}``) fails validation."""
 
-    findings: list[Finding] = Field(default_factory=list)
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    findings: list[Finding]
 
 
 #: An example of the JSON an LLM decomposer must return (quoted in the default prompt).

@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from radaudit.errors import ParamsError
 
 __all__ = ["SCORERS", "level_scores", "aggregate", "f1", "ratio", "normalize_name", "name_similarity",
-           "align_findings"]
+           "entity_similarity", "align_findings"]
 
 SCORERS = ("ratio", "token_set_ratio", "token_sort_ratio", "partial_ratio")
 _PUNCT = re.compile(r"[^\w\s]")
@@ -123,6 +123,27 @@ def name_similarity(a: str, b: str, scorer: str = "ratio") -> float:
     return getattr(fuzz, scorer)(a_n, b_n) / 100.0
 
 
+def entity_similarity(a: str, b: str, scorer: str = "ratio") -> float:
+    """:func:`name_similarity`, except that two *different* names of the rule lexicon's canonical
+    vocabulary (:func:`radaudit.atomic.lexicon.canonical_names`) are different entities (0.0).
+
+    θ is the paper's threshold for matching surface forms of one entity; the rule decomposer already
+    normalises every name, so with the rule backend θ never decides anything (and a θ low enough to
+    merge, say, "malpositioned enteric tube" with "malpositioned endotracheal tube", ratio 0.84, would
+    merge different findings). θ acts wherever at least one name is free text (LLM backend).
+
+    >>> entity_similarity("malpositioned enteric tube", "malpositioned endotracheal tube")
+    0.0
+    >>> round(entity_similarity("pleural effusion", "pleural effusions"), 2)
+    0.97
+    """
+    from radaudit.atomic.lexicon import is_canonical
+
+    if normalize_name(a) != normalize_name(b) and is_canonical(a) and is_canonical(b):
+        return 0.0
+    return name_similarity(a, b, scorer)
+
+
 def align_findings(gt_names: Sequence[str], inf_names: Sequence[str], gt_ok: Sequence[bool],
                    inf_ok: Sequence[bool], theta: float = 0.8, scorer: str = "ratio") -> list[tuple[int, int, float]]:
     """One-to-one alignment of reference and predicted findings for the attribute level.
@@ -130,7 +151,7 @@ def align_findings(gt_names: Sequence[str], inf_names: Sequence[str], gt_ok: Seq
     Only findings "correctly aligned in both directions" take part: ``gt_ok[i]`` says reference
     finding ``i`` is present and its GT→INF disease question matched, ``inf_ok[j]`` the same for
     predicted finding ``j`` in the INF→GT direction. Eligible pairs with
-    ``name_similarity >= theta`` are taken greedily, most similar first (ties: reference order,
+    ``entity_similarity >= theta`` are taken greedily, most similar first (ties: reference order,
     then prediction order). Returns ``[(i, j, similarity), ...]`` sorted by ``i``.
     """
     if not 0.0 <= theta <= 1.0:
@@ -143,7 +164,7 @@ def align_findings(gt_names: Sequence[str], inf_names: Sequence[str], gt_ok: Seq
             continue
         for j, b in enumerate(inf_names):
             if inf_ok[j]:
-                s = name_similarity(a, b, scorer)
+                s = entity_similarity(a, b, scorer)
                 if s >= theta:
                     cands.append((-s, i, j))
     cands.sort()

@@ -17,10 +17,17 @@ question from the finding whose name is most similar (≥ θ) to the asked one (
 evidence sentence), else :data:`~radaudit.atomic.schema.NOT_MENTIONED`; an attribute question from
 the aligned finding's value for that facet. :class:`LLMReader` asks a model with the answering
 report's text: one prompt per (pair, direction, level) listing all questions, JSON reply
-``{"answers": [{"id", "answer", "evidence", "match"?}]}`` through
-:func:`radaudit.models.llm_json.call_json_batch`. A reply that fails after repairs/retries, or
-that leaves a question out or answers it with something that is not an answer, marks that
-question ``unparseable``: it counts as a non-match and in ``n_unparseable``, never dropped.
+``{"answers": [{"id", "answer", "evidence"?, "match"?}]}`` through
+:func:`radaudit.models.llm_json.call_json_batch`. The reply schema (:class:`ReaderReply`) is strict:
+``answers`` is required and must be a list of objects with ``id`` and ``answer``; an unknown key
+(top level or item) is rejected, so ``{}``, ``{"answer": "sure"}``, ``[]``, truncated JSON (a
+cut-off reply is not closed by repair here) or prose fail (then retried, then counted). A reply
+that fails after repairs/retries marks every question of its prompt ``unparseable``; a valid
+reply that leaves a question out or answers it with something that is not an answer marks that
+question ``unparseable``. Unparseable answers count as non-matches and in ``n_unparseable``,
+never dropped. Each prompt's JSON call
+outcome (ok, repairs, attempts) is kept in :attr:`LLMReader.last_calls` so that
+:func:`radaudit.atomic.pipeline.score_pairs` can count failed and repaired readings per pair.
 
 Judging (:func:`judge`)
 -----------------------
@@ -37,12 +44,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from radaudit.atomic.compare import values_match
 from radaudit.atomic.decompose import ReportFacts, render_prompt
 from radaudit.atomic.schema import NOT_MENTIONED, Answer, Finding, Question, normalize_yes_no
-from radaudit.atomic.score import name_similarity
+from radaudit.atomic.score import entity_similarity
 from radaudit.errors import ParamsError
 
 __all__ = ["ReadRequest", "RuleReader", "LLMReader", "disease_questions", "attribute_questions", "judge",
@@ -96,7 +103,7 @@ def judge(question: Question, answer: Answer, *, unmentioned: Literal["no", "mis
 @dataclass
 class RuleReader:
     """Answers from the answering report's decomposition (module docstring). ``theta``/``scorer``:
-    the name similarity used to find the asked finding (:func:`~radaudit.atomic.score.name_similarity`)."""
+    the name similarity used to find the asked finding (:func:`~radaudit.atomic.score.entity_similarity`)."""
 
     theta: float = 0.8
     scorer: str = "ratio"
@@ -114,7 +121,7 @@ class RuleReader:
             return Answer(value if value is not None else NOT_MENTIONED, target.evidence)
         best, best_s = None, -1.0
         for f in facts.findings:
-            s = name_similarity(q.finding, f.name, self.scorer)
+            s = entity_similarity(q.finding, f.name, self.scorer)
             # most similar; among equals a present finding wins (a positive statement outranks a negative)
             if s >= self.theta and (s > best_s or (s == best_s and f.present == "yes" and best.present == "no")):
                 best, best_s = f, s
@@ -149,7 +156,11 @@ DEFAULT_ATTRIBUTE_READER_PROMPT = (
 
 
 class ReaderItem(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    """One answer of an LLM reader: ``id`` (the question's number) and ``answer`` are required;
+    ``evidence`` and ``match`` optional; any other key is rejected. A ``null`` answer reads as
+    ``""`` (not mentioned), a boolean as yes/no, a number as its text."""
+
+    model_config = ConfigDict(extra="forbid")
 
     id: int
     answer: str
@@ -163,15 +174,18 @@ class ReaderItem(BaseModel):
             return ""
         if isinstance(v, bool):
             return "yes" if v else "no"
+        if isinstance(v, (int, float)):
+            return str(v)
         return v
 
 
 class ReaderReply(BaseModel):
-    """The JSON an LLM evidence reader must return."""
+    """The JSON an LLM evidence reader must return: ``{"answers": [ReaderItem, ...]}``, ``answers``
+    required, nothing else allowed."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
-    answers: list[ReaderItem] = Field(default_factory=list)
+    answers: list[ReaderItem]
 
 
 _NOT_MENTIONED_SPELLINGS = {"not mentioned", "not_mentioned", "not stated", "unknown", "n/a", "none", "",
@@ -198,7 +212,12 @@ def _attribute_answer(item: ReaderItem) -> Answer:
 class LLMReader:
     """Evidence reader backed by an instruct LLM (module docstring). ``generate_fn``/``batched``/
     ``max_retries``/``repair`` as in :class:`~radaudit.atomic.decompose.LLMDecomposer`;
-    ``disease_prompt``/``attribute_prompt`` must contain ``{report}`` and ``{questions}``."""
+    ``disease_prompt``/``attribute_prompt`` must contain ``{report}`` and ``{questions}``.
+
+    ``last_calls``: after :meth:`read`, one entry per request, in order: the
+    :class:`~radaudit.models.llm_json.JsonCallResult` of its prompt (``ok``, ``repairs``,
+    ``attempts``, ``error``), or ``None`` for a request without questions (no call);
+    ``last_summary``: the :class:`~radaudit.models.llm_json.JsonBatchSummary` of those calls."""
 
     generate_fn: Callable[..., Any]
     disease_prompt: str = DEFAULT_DISEASE_READER_PROMPT
@@ -214,6 +233,8 @@ class LLMReader:
             raise ParamsError("LLMReader needs generate_fn, a callable prompt -> str.")
         for t in (self.disease_prompt, self.attribute_prompt):
             render_prompt(t, report="", questions="")
+        self.last_calls: list[Any] = []
+        self.last_summary: Any = None
 
     def _prompt(self, r: ReadRequest) -> str:
         lines = []
@@ -230,14 +251,16 @@ class LLMReader:
         from radaudit.models.llm_json import call_json_batch
 
         out: list[list[Answer]] = [[] for _ in requests]
+        self.last_calls = [None] * len(requests)
         todo = [k for k, r in enumerate(requests) if r.questions]
         if not todo:
             return out
         prompts = [self._prompt(requests[k]) for k in todo]
-        results, _ = call_json_batch(self.generate_fn, prompts, ReaderReply, batched=self.batched,
+        results, self.last_summary = call_json_batch(self.generate_fn, prompts, ReaderReply, batched=self.batched,
                                      max_retries=self.max_retries, repair=self.repair,
-                                     on_generate_error=self.on_generate_error)
+                                     on_generate_error=self.on_generate_error, reject_repairs=("close_truncated",))
         for k, res in zip(todo, results):
+            self.last_calls[k] = res
             qs = requests[k].questions
             if not res.ok:
                 out[k] = [Answer(NOT_MENTIONED, unparseable=True) for _ in qs]

@@ -27,6 +27,10 @@ are appended on the right). The tokenizer's ``padding_side`` is set to ``"left"`
 no pad token gets its (first) EOS token as pad token (the attention mask hides it; generated tokens
 after EOS are cut off by id, so pad == EOS is harmless).
 
+**Chat templates.** Prompts go through the tokenizer's chat template (:meth:`Backend.render`);
+a template that reads ``enable_thinking`` (Qwen3 family) gets ``enable_thinking=False`` so the
+model answers without a ``<think>`` reasoning block (:func:`template_kwargs`).
+
 **vLLM.** :class:`VLLMBackend` maps the same strategies to ``vllm.SamplingParams`` (greedy =
 ``temperature=0``; top-k off = ``-1``; a per-request ``seed``) and beam search to
 ``LLM.beam_search(prompts, BeamSearchParams(beam_width=k, max_tokens=...))``. Prompts are passed as
@@ -288,12 +292,30 @@ def make_seeded_sampler(strategy: DecodingStrategy, seeds: Sequence[int]) -> Any
 
 # --- the backend interface ------------------------------------------------------------------------
 
+def template_kwargs(tokenizer: Any, *, enable_thinking: bool = False) -> dict[str, Any]:
+    """Extra variables for ``tokenizer.apply_chat_template``: ``{"enable_thinking": ...}`` when the
+    tokenizer's chat template reads ``enable_thinking`` (Qwen3-family templates), else ``{}``.
+
+    transformers passes extra keyword arguments of ``apply_chat_template`` to the Jinja template as
+    variables; a template that does not use one ignores it, but giving it only where it is read
+    keeps every other model's rendered prompt (and so its cache keys) exactly as before.
+    """
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, dict):  # named templates: "default", "tool_use", ...
+        template = " ".join(str(v) for v in template.values())
+    if isinstance(template, str) and "enable_thinking" in template:
+        return {"enable_thinking": bool(enable_thinking)}
+    return {}
+
+
 class Backend:
     """A generation backend. Subclasses set ``name`` and implement ``generate``; ``tokenizer`` is a
     Hugging Face tokenizer used for rendering prompts and decoding (identical across backends)."""
 
     name: str = "?"
     spec: str = ""
+    #: The ``enable_thinking`` value given to chat templates that read it (:meth:`render`).
+    enable_thinking: bool = False
 
     def __init__(self) -> None:
         self.n_calls = 0  # batched model calls made
@@ -326,13 +348,20 @@ class Backend:
         (chat messages are used as given) and the template is applied with the generation prompt;
         its text is tokenized without adding special tokens (the template has them). Otherwise the
         text is tokenized as is, with the tokenizer's special tokens (e.g. BOS).
+
+        A template that reads an ``enable_thinking`` variable (Qwen3 and its kind: they reason in a
+        ``<think>`` block first unless told not to) is rendered with ``enable_thinking=``
+        :attr:`enable_thinking` (``False``: the project's prompts ask for the answer itself, and a
+        reasoning trace would eat the token budget of a JSON answer). Other templates get no extra
+        variable, so their text is unchanged (:func:`template_kwargs`).
         """
         tok = self.tokenizer
         is_chat = not isinstance(prompt, str)
         has_template = bool(getattr(tok, "chat_template", None))
         if chat_template and has_template:
             messages = [{"role": "user", "content": prompt}] if not is_chat else [dict(m) for m in prompt]
-            text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                           **template_kwargs(tok, enable_thinking=self.enable_thinking))
             ids = tok(text, add_special_tokens=False)["input_ids"]
             return text, list(ids), True
         if is_chat:

@@ -16,6 +16,14 @@ Schemas
     raises :class:`~radaudit.errors.ParamsError` saying so. ``value`` is then the parsed JSON.
     ``strict=True`` turns off pydantic's lax coercions (``"yes"`` → ``True``, ``"3"`` → ``3``).
 
+Reasoning traces
+    A reply that opens with a reasoning block (Qwen3's or DeepSeek-R1's ``<think>...</think>``,
+    or text up to a lone ``</think>`` when the chat template opened the tag) is read from after the
+    block (:func:`strip_thinking`), so braces in the reasoning never pass for the answer; a reply
+    cut off inside the block has no answer. This is not a repair (the answer itself was not
+    changed) and is done with ``repair=False`` too. The model layer also renders Qwen3-style chat
+    templates with ``enable_thinking=False`` (:meth:`radaudit.models.backends.Backend.render`).
+
 Extraction and repair
     The reply is searched for JSON candidates: the contents of a Markdown code fence first, then
     each balanced ``{...}``/``[...]`` in order of position (top-level scalars are never taken).
@@ -41,6 +49,8 @@ Extraction and repair
 
     A truncated string value is closed with the text seen so far (a prefix of what the model
     meant); ``close_truncated`` in ``repairs`` flags it. Repairs never invent a key or a value.
+    A caller for which a partial reply is wrong (a cut-off list silently loses its last items)
+    passes ``reject_repairs=("close_truncated",)``: such a candidate then fails like invalid JSON.
 
 Why hand-written, not ``json_repair``
     ``json-repair`` (MIT, pure Python, no dependencies; 0.64.5 installs cleanly here) was checked.
@@ -75,7 +85,7 @@ __all__ = [
     "call_json", "call_json_batch", "close_truncated", "escape_control_chars", "extract_json_span",
     "fix_python_literals", "fix_single_quotes", "fix_smart_quotes", "iter_json_candidates",
     "parse_json_output", "quote_unquoted_keys", "remove_comments", "remove_trailing_commas",
-    "repair_json_text", "results_frame", "schema_json", "strip_code_fences", "validate_json",
+    "repair_json_text", "results_frame", "schema_json", "strip_code_fences", "strip_thinking", "validate_json",
 ]
 
 
@@ -126,6 +136,29 @@ def _map_code(text: str, fn: Callable[[str], str]) -> str:
 
 
 # --- extraction ------------------------------------------------------------------------------------
+
+_THINK_OPEN = re.compile(r"\A\s*<think>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+
+
+def strip_thinking(text: str) -> str:
+    """``text`` without a leading reasoning block; unchanged when it has none.
+
+    ``"<think>maybe {x}</think>{\"a\": 1}"`` → ``'{"a": 1}'``. A reply that starts inside the block
+    (the chat template wrote ``<think>``) is cut after the first ``</think>`` when it has no
+    ``<think>`` of its own and does not start with JSON (``{"note": "</think>"}`` is kept); a
+    reply whose ``<think>`` is never closed (cut off while reasoning) becomes ``""``.
+    """
+    m = _THINK_OPEN.match(text)
+    if m:
+        end = _THINK_CLOSE.search(text, m.end())
+        return "" if end is None else text[end.end():]
+    if "<think>" not in text.lower():
+        end = _THINK_CLOSE.search(text)
+        if end is not None and not text[:end.start()].lstrip().startswith(("{", "[", "`")):
+            return text[end.end():]
+    return text
+
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n`]*\n?(.*?)(?:```|\Z)", re.S)
 
@@ -469,6 +502,9 @@ REPAIR_STEPS: tuple[tuple[str, Callable[[str], str]], ...] = (
 )
 
 
+_REPAIR_NAMES = frozenset({"code_fence", "extract_span", *(name for name, _ in REPAIR_STEPS)})
+
+
 def repair_json_text(text: str) -> tuple[str, list[str]]:
     """Apply :data:`REPAIR_STEPS` in order; return the repaired text and the names of the steps that
     changed it. Raises :class:`JsonRepairError` for an unsafe truncation."""
@@ -503,7 +539,9 @@ def _parse_candidate(span: str, prefix: list[str], repair: bool) -> _Parsed:
 
 
 def _candidates(text: str, repair: bool) -> Iterator[tuple[str, list[str]]]:
-    """(span, repairs already implied) for each candidate, fenced contents first, de-duplicated."""
+    """(span, repairs already implied) for each candidate, fenced contents first, de-duplicated
+    (after a leading reasoning block is cut off: :func:`strip_thinking`)."""
+    text = strip_thinking(text)
     seen: set[str] = set()
     stripped = text.strip()
     fenced = strip_code_fences(text) if repair else None
@@ -663,9 +701,10 @@ class _Call:
     """The state of one JSON call across attempts (shared by :func:`call_json` and the batch)."""
 
     def __init__(self, prompt: str, schema: Any, max_retries: int, repair: bool, strict: bool, followup: str,
-                 schema_text: str) -> None:
+                 schema_text: str, reject_repairs: frozenset[str] = frozenset()) -> None:
         self.prompt, self.schema, self.max_retries = prompt, schema, max_retries
         self.repair, self.strict, self.followup, self.schema_text = repair, strict, followup, schema_text
+        self.reject_repairs = reject_repairs
         self.next_prompt: str | None = prompt
         self.result = JsonCallResult(None, [], 0, False, None, [], [], [])
 
@@ -722,6 +761,12 @@ class _Call:
             except ValueError as err:
                 parse_error = parse_error or str(err)
                 continue
+            rejected = [x for x in parsed.repairs if x in self.reject_repairs]
+            if rejected:
+                why = ("the output was cut off (it ends inside the JSON value)" if rejected == ["close_truncated"]
+                       else f"the output needed repair(s) not accepted here: {', '.join(rejected)}")
+                first = first or (parsed.repairs, why)
+                continue
             try:
                 return validate_json(parsed.value, self.schema, strict=self.strict), parsed.repairs, None
             except ValueError as err:
@@ -733,9 +778,13 @@ class _Call:
         return None, [], "no JSON object or array found in the output"
 
 
-def _check_common(schema: Any, max_retries: int) -> str:
+def _check_common(schema: Any, max_retries: int, reject_repairs: Sequence[str] = ()) -> str:
     if not isinstance(max_retries, int) or max_retries < 0:
         raise ParamsError(f"max_retries must be an integer >= 0, got {max_retries!r}.")
+    unknown = [x for x in reject_repairs if x not in _REPAIR_NAMES]
+    if isinstance(reject_repairs, str) or unknown:
+        raise ParamsError(f"reject_repairs must be a list of repair names ({', '.join(sorted(_REPAIR_NAMES))}), "
+                          f"got {reject_repairs!r}.")
     if _is_dict_schema(schema):
         _jsonschema_validator(schema)
     return schema_json(schema)
@@ -743,19 +792,22 @@ def _check_common(schema: Any, max_retries: int) -> str:
 
 def call_json(generate_fn: Callable[[str], str], prompt: str, schema: Any, *, max_retries: int = 2,
               repair: bool = True, strict: bool = False, followup: str = DEFAULT_FOLLOWUP,
-              on_generate_error: Literal["raise", "record"] = "raise") -> JsonCallResult:
+              on_generate_error: Literal["raise", "record"] = "raise",
+              reject_repairs: Sequence[str] = ()) -> JsonCallResult:
     """Ask ``generate_fn`` for JSON matching ``schema``; repair, validate, retry; return the outcome.
 
     ``generate_fn(prompt) -> str`` is any text generator. At most ``1 + max_retries`` calls. A reply
     is accepted when one of its JSON candidates (see the module docstring) validates; otherwise the
     next prompt is ``followup`` formatted with the original prompt, the reply, the error and the
     schema. ``repair=False`` accepts only a reply that is exactly valid JSON (for measuring how
-    often a model needs help). ``strict=True`` disables pydantic's lax type coercion. A generator
+    often a model needs help). ``reject_repairs``: names of :data:`REPAIR_STEPS` whose use makes a
+    candidate fail instead (e.g. ``("close_truncated",)`` where a cut-off reply would silently lose
+    items). ``strict=True`` disables pydantic's lax type coercion. A generator
     that raises propagates (``on_generate_error="raise"``) or is recorded as a failed result with
     no retry (``"record"``). Output faults never raise: see ``ok``/``error`` on the result.
     """
-    schema_text = _check_common(schema, max_retries)
-    call = _Call(prompt, schema, max_retries, repair, strict, followup, schema_text)
+    schema_text = _check_common(schema, max_retries, reject_repairs)
+    call = _Call(prompt, schema, max_retries, repair, strict, followup, schema_text, frozenset(reject_repairs))
     while call.next_prompt is not None:
         try:
             output = generate_fn(call.next_prompt)
@@ -814,7 +866,7 @@ def results_frame(results: Sequence[JsonCallResult], ids: Sequence[Any] | None =
 def call_json_batch(generate_fn: Callable[..., Any], prompts: Sequence[str], schema: Any, *,
                     ids: Sequence[Any] | None = None, max_retries: int = 2, batched: bool = False,
                     repair: bool = True, strict: bool = False, followup: str = DEFAULT_FOLLOWUP,
-                    on_generate_error: Literal["raise", "record"] = "raise",
+                    on_generate_error: Literal["raise", "record"] = "raise", reject_repairs: Sequence[str] = (),
                     ) -> tuple[list[JsonCallResult], JsonBatchSummary]:
     """:func:`call_json` over many prompts: ``(results, summary)``, results in input order.
 
@@ -824,17 +876,19 @@ def call_json_batch(generate_fn: Callable[..., Any], prompts: Sequence[str], sch
     is used well; the results are the same as unbatched for a deterministic generator. With
     ``on_generate_error="record"`` a raising generator fails the calls of that round (batched) or
     that prompt (unbatched); otherwise it propagates. ``ids`` label the rows of
-    ``summary.failures`` (default: the position).
+    ``summary.failures`` (default: the position). ``reject_repairs`` as in :func:`call_json`.
     """
     prompts = list(prompts)
     if ids is not None and len(ids) != len(prompts):
         raise ParamsError(f"ids has {len(ids)} entries but there are {len(prompts)} prompts.")
-    schema_text = _check_common(schema, max_retries)
+    schema_text = _check_common(schema, max_retries, reject_repairs)
     if not batched:
         results = [call_json(generate_fn, p, schema, max_retries=max_retries, repair=repair, strict=strict,
-                             followup=followup, on_generate_error=on_generate_error) for p in prompts]
+                             followup=followup, on_generate_error=on_generate_error, reject_repairs=reject_repairs)
+                   for p in prompts]
     else:
-        calls = [_Call(p, schema, max_retries, repair, strict, followup, schema_text) for p in prompts]
+        calls = [_Call(p, schema, max_retries, repair, strict, followup, schema_text, frozenset(reject_repairs))
+                 for p in prompts]
         while pending := [c for c in calls if c.next_prompt is not None]:
             try:
                 outputs = list(generate_fn([c.next_prompt for c in pending]))

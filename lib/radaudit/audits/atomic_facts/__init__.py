@@ -49,18 +49,28 @@ Choices where the paper is silent
   the disease-level F1 over the questions about findings of that system. By default only findings
   asserted present count (``present_only``): pertinent negatives ("no pneumothorax") are easy to
   match and would flatten every row. Cells with fewer than ``min_questions`` questions are blank.
+- **LLM backend outputs.** The decomposition and reader replies must match a strict JSON schema
+  (:mod:`radaudit.atomic.schema`). A candidate whose reference or own decomposition fails after
+  repairs and retries is not scored: its AtomiMed columns are NaN, the agreement analyses leave it
+  out (``n_undefined``), and :func:`failures_table` counts it beside every failed, repaired and
+  retried call of each stage and every unusable answer (scored as a non-match).
 
 Where things are
 ----------------
 - ``params.py``: :class:`Params`, the schema of ``params/atomic_facts/*.yaml``.
-- ``data.py``: reader studies (RadPref, ReXVal, your own generations) as candidates + judgements.
+- ``data.py``: reader studies (RadPref, ReXVal, your own generations) as candidates + judgements;
+  the seeded dev/test halves of a study's cases (:func:`split_cases`).
 - ``scores.py``: AtomiMed and the baseline metrics on a study's candidates.
-- ``agreement.py``: Kendall tau-b / Spearman rho against radiologists and pairwise preference, case-bootstrap CIs.
-- ``tables.py``: Table 2, Table 3, granular accuracy per anatomical system, the run summary.
+- ``agreement.py``: Kendall tau-b / Spearman rho against radiologists and pairwise preference, case-bootstrap CIs
+  (percentile or BCa); the same per half of the cases (:func:`agreement_by_split`).
+- ``tables.py``: Table 2, Table 3, granular accuracy per anatomical system, the LLM backend's failed
+  and repaired outputs (:func:`failures_table`), the run summary.
 - ``plots.py``: the figures.
 """
 
 from radaudit.audits.atomic_facts.agreement import (
+    CI_METHODS,
+    agreement_by_split,
     agreement_coefficients,
     correlation_table,
     human_preference,
@@ -77,12 +87,17 @@ from radaudit.audits.atomic_facts.data import (
     JUDGEMENT_COLUMNS,
     MEAN_RATER,
     SIGNIFICANT_LEVELS,
+    SPLIT_PARTS,
+    SPLIT_SEED,
     SYSTEM_LABELS,
     TARGETS,
     ReaderStudy,
     generations_study,
     radpref_study,
     rexval_study,
+    select_cases,
+    split_cases,
+    split_study,
 )
 from radaudit.audits.atomic_facts.params import (
     Params,
@@ -102,7 +117,11 @@ from radaudit.audits.atomic_facts.scores import (
 )
 from radaudit.audits.atomic_facts.tables import (
     ANATOMICAL_SYSTEMS,
+    FAILURE_COLUMNS,
+    GRANULAR_COLUMNS,
     OTHER_SYSTEM,
+    failure_line,
+    failures_table,
     granular_table,
     summary_lines,
     system_of,
@@ -111,9 +130,11 @@ from radaudit.audits.atomic_facts.tables import (
 )
 
 __all__ = [
+    "agreement_by_split", "CI_METHODS", "select_cases", "split_cases", "split_study", "SPLIT_PARTS", "SPLIT_SEED",
     "agreement_coefficients", "ANATOMICAL_SYSTEMS", "atomimed_options", "CANDIDATE_COLUMNS",
-    "correlation_table", "distinct_metrics", "fig_correlation", "fig_granular", "fig_preference",
-    "generations_study", "granular_table", "human_preference", "INTER_RATER", "JUDGEMENT_COLUMNS",
+    "correlation_table", "distinct_metrics", "FAILURE_COLUMNS", "failure_line", "failures_table", "fig_correlation",
+    "fig_granular", "fig_preference", "generations_study", "GRANULAR_COLUMNS", "granular_table", "human_preference",
+    "INTER_RATER", "JUDGEMENT_COLUMNS",
     "kendall_tau_b", "MEAN_RATER", "METRIC_LABELS", "metric_preference", "MetricScores", "OTHER_SYSTEM",
     "Params", "preference_agreement", "preference_table", "radpref_study", "ReaderStudy", "resolve_baselines",
     "rexval_study", "score_study", "SIGNIFICANT_LEVELS", "spearman_rho", "summary_lines", "SYSTEM_LABELS",

@@ -103,7 +103,8 @@ def fig_preference(pref: pd.DataFrame, metrics: Sequence[str] | None = None):
 def fig_granular(attr: pd.DataFrame, dis: pd.DataFrame, min_questions: int = 5):
     """Fig. 4 analog: (a) attribute-level F1 (%) per facet, (b) disease-level F1 (%) per anatomical
     system, one row per system compared; each cell shows F1 and the number of questions; cells
-    with fewer than ``min_questions`` questions are left blank (grey) and show only their count."""
+    with fewer than ``min_questions`` questions are left blank (grey) and show only their count. A
+    panel without any question (an empty trace) says so instead of drawing a heatmap."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -112,6 +113,12 @@ def fig_granular(attr: pd.DataFrame, dis: pd.DataFrame, min_questions: int = 5):
     for ax, tab, title in ((axes[0], attr, "(a) attribute level: F1 (%) per facet, over findings both reports state"),
                            (axes[1], dis, "(b) disease level: F1 (%) per anatomical system (n = questions; "
                                           f"blank: fewer than {min_questions})")):
+        if tab.empty or tab["n"].sum() == 0:
+            ax.text(0.5, 0.5, "no questions", ha="center", va="center", fontsize=11, color="#666666",
+                    transform=ax.transAxes)
+            ax.set_axis_off()
+            ax.set_title(title, fontsize=10, loc="left")
+            continue
         val = tab.pivot(index="system", columns="category", values="f1") * 100
         n = tab.pivot(index="system", columns="category", values="n")
         cols = [c for c in dict.fromkeys(tab["category"]) if n[c].sum() > 0]

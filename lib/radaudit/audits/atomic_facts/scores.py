@@ -32,15 +32,19 @@ METRIC_LABELS: dict[str, str] = {
 @dataclass(frozen=True)
 class MetricScores:
     """Per-candidate scores. ``scores``: the candidates' key columns (``case_id``, ``candidate``,
-    ``system``) plus one column per metric that ran; ``skipped``: metric → why it could not run;
-    ``atomimed``: :func:`radaudit.atomic.score_pairs`' table (one row per candidate, same order);
-    ``trace``: its audit trace with ``case_id``, ``candidate`` and ``system`` added."""
+    ``system``) plus one column per metric that ran (AtomiMed NaN for a candidate it could not
+    score: a report's LLM decomposition failed); ``skipped``: metric → why it could not run;
+    ``atomimed``: :func:`radaudit.atomic.score_pairs`' table (one row per candidate, same order,
+    with its ``ok``/``error`` and failure/repair counts); ``trace``: its audit trace with
+    ``case_id``, ``candidate`` and ``system`` added; ``calls``: the JSON calls per stage
+    (:func:`radaudit.atomic.calls_of`; zeros for the rule backend)."""
 
     scores: pd.DataFrame
     skipped: dict[str, str]
     atomimed: pd.DataFrame
     trace: pd.DataFrame
     metrics: list[str] = field(default_factory=list)
+    calls: pd.DataFrame | None = None
 
 
 def resolve_baselines(names: Sequence[str]) -> list[str]:
@@ -82,9 +86,11 @@ def score_study(candidates: pd.DataFrame, baselines: Sequence[str] = ("all",), *
     ``baselines``: registry names (``"all"`` expands, :func:`resolve_baselines`); a metric that
     cannot be built or run here (missing package, weights offline) is skipped and its reason kept in
     ``skipped``. ``metric_options``: build options per metric (``{"bertscore": {"model": ...}}``).
-    Besides ``atomimed`` (Eq. 4 F1) the table has ``atomimed_disease`` and ``atomimed_attribute``.
+    Besides ``atomimed`` (Eq. 4 F1) the table has ``atomimed_disease`` and ``atomimed_attribute``;
+    a candidate AtomiMed could not score (``ok`` false in :attr:`MetricScores.atomimed`) is NaN in
+    all three, and the agreement analyses leave it out and count it (``n_undefined``).
     """
-    from radaudit.atomic import score_pairs, trace_of
+    from radaudit.atomic import calls_of, score_pairs, trace_of
     from radaudit.metrics import MetricUnavailableError, build_metric
 
     missing = [c for c in CANDIDATE_COLUMNS if c not in candidates.columns]
@@ -96,9 +102,12 @@ def score_study(candidates: pd.DataFrame, baselines: Sequence[str] = ("all",), *
     table = score_pairs(refs, preds, **dict(atomimed or {}))
     keys = candidates[["case_id", "candidate", "system"]].reset_index(drop=True)
     out = keys.copy()
-    out["atomimed"] = table["f1"].to_numpy(dtype=float)
-    out["atomimed_disease"] = table["disease_f1"].to_numpy(dtype=float)
-    out["atomimed_attribute"] = table["attribute_f1"].to_numpy(dtype=float)
+    scored = table["ok"].to_numpy(dtype=bool)
+    for col, src in (("atomimed", "f1"), ("atomimed_disease", "disease_f1"), ("atomimed_attribute", "attribute_f1")):
+        out[col] = np.where(scored, table[src].to_numpy(dtype=float), np.nan)  # never a score without a decomposition
+    if not scored.all():
+        log.warning("AtomiMed could not score %d of %d candidates (a report's decomposition failed): NaN, left out "
+                    "of the agreement analyses and counted", int((~scored).sum()), len(scored))
     trace = trace_of(table)
     pos = trace["pair"].to_numpy(dtype=int)
     trace = pd.concat([pd.DataFrame({c: keys[c].to_numpy()[pos] for c in ("case_id", "candidate", "system")}),
@@ -115,7 +124,8 @@ def score_study(candidates: pd.DataFrame, baselines: Sequence[str] = ("all",), *
             continue
         out[name] = np.asarray(res.per_sample, dtype=float)
         ran.append(name)
-    return MetricScores(scores=out, skipped=skipped, atomimed=table, trace=trace.reset_index(drop=True), metrics=ran)
+    return MetricScores(scores=out, skipped=skipped, atomimed=table, trace=trace.reset_index(drop=True), metrics=ran,
+                        calls=calls_of(table))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""atomic_facts' tables (Table 2, Table 3, granular per-system accuracy) and the run summary."""
+"""atomic_facts' tables (Table 2, Table 3, granular per-system accuracy, the LLM backend's failed and
+repaired JSON outputs) and the run summary."""
 
 from __future__ import annotations
 
@@ -120,13 +121,18 @@ def table3(pref: pd.DataFrame, rater: str = MEAN_RATER) -> pd.DataFrame:
 # granular analysis (Fig. 4)
 
 
+#: Columns of :func:`granular_table`.
+GRANULAR_COLUMNS: tuple[str, ...] = ("system", "category", "n_gt", "n_inf", "precision", "recall", "f1", "n")
+
+
 def granular_table(trace: pd.DataFrame, level: Literal["attribute", "disease"] = "attribute", *,
                    present_only: bool = True) -> pd.DataFrame:
     """Per ``system`` × category: pooled precision, recall and F1 of the trace's questions (module
     docstring). ``level="attribute"``: categories are the six facets; ``"disease"``: anatomical
     systems (:func:`system_of` of the asked finding). Columns: ``system``, ``category``,
     ``n_gt`` (questions asked from the references), ``n_inf``, ``precision``, ``recall``, ``f1``,
-    ``n`` (= n_gt + n_inf)."""
+    ``n`` (= n_gt + n_inf). An empty trace (no question asked, e.g. every LLM decomposition
+    failed) gives an empty table with these columns."""
     from radaudit.atomic import ATTRIBUTES
 
     need = ("system", "direction", "level", "finding", "attribute", "expected", "match")
@@ -159,7 +165,66 @@ def granular_table(trace: pd.DataFrame, level: Literal["attribute", "disease"] =
                 f = math.nan
             rows.append({"system": s, "category": c, "n_gt": n_gt, "n_inf": n_inf, "precision": p, "recall": r,
                          "f1": f, "n": n_gt + n_inf})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(GRANULAR_COLUMNS))
+
+
+# ----------------------------------------------------------------------------------------------
+# failed and repaired model outputs (LLM backend)
+
+#: Columns of :func:`failures_table`.
+FAILURE_COLUMNS: tuple[str, ...] = ("stage", "n", "ok", "clean", "repaired", "retried", "failed", "attempts")
+
+
+def failures_table(atomimed: pd.DataFrame, calls: pd.DataFrame | None = None) -> pd.DataFrame:
+    """How many of AtomiMed's model outputs failed or needed help, one row per stage.
+
+    ``atomimed``: :attr:`MetricScores.atomimed` (:func:`radaudit.atomic.score_pairs`' table);
+    ``calls``: :attr:`MetricScores.calls` (default: ``atomimed.attrs["calls"]``). Rows: the JSON
+    calls of each stage (decomposition: one per distinct report; disease / attribute reading: one
+    per pair and direction) with ``n`` calls, ``ok`` (``clean`` at the first reply, ``repaired``
+    after a JSON repair, ``retried`` on a follow-up prompt), ``failed`` (unusable after repairs and
+    retries) and generator ``attempts``; then ``answers`` (one per question: ``failed`` = no usable
+    answer, scored as a non-match) and ``pairs`` (``ok`` = scored, ``failed`` = not scored because
+    a report's decomposition failed: NaN, left out of every coefficient; ``repaired``: pairs with at
+    least one repaired output). Cells that do not apply are empty. All zero for the rule backend.
+    """
+    from radaudit.atomic import CALL_COLUMNS
+
+    if calls is None:
+        calls = atomimed.attrs.get("calls")
+    if calls is None:
+        calls = pd.DataFrame(columns=list(CALL_COLUMNS))
+    rows = [{"stage": r.stage, "n": r.calls, "ok": r.ok, "clean": r.clean, "repaired": r.repaired,
+             "retried": r.retried, "failed": r.failed, "attempts": r.attempts} for r in calls.itertuples(index=False)]
+    n_q = int(atomimed[["n_disease_gt", "n_disease_inf", "n_attribute_gt", "n_attribute_inf"]].to_numpy().sum())
+    n_bad = int(atomimed["n_answers_unparseable"].sum())
+    rows.append({"stage": "answers", "n": n_q, "ok": n_q - n_bad, "failed": n_bad})
+    ok = atomimed["ok"].astype(bool)
+    rows.append({"stage": "pairs", "n": len(atomimed), "ok": int(ok.sum()), "failed": int((~ok).sum()),
+                 "repaired": int((atomimed["n_repaired"] > 0).sum())})
+    out = pd.DataFrame(rows, columns=list(FAILURE_COLUMNS))
+    for c in FAILURE_COLUMNS[1:]:
+        out[c] = out[c].astype("Int64")
+    return out
+
+
+def failure_line(atomimed: pd.DataFrame, calls: pd.DataFrame | None = None) -> str | None:
+    """One plain-words sentence on :func:`failures_table` (``None`` when no model was called)."""
+    t = failures_table(atomimed, calls).set_index("stage")
+    made = [s for s in t.index if s not in ("answers", "pairs") and t.loc[s, "n"] > 0]
+    if not made:
+        return None
+    pairs = t.loc["pairs"]
+    parts = "; ".join(f"{s}: {int(t.loc[s, 'failed'])} of {int(t.loc[s, 'n'])} calls failed, "
+                      f"{int(t.loc[s, 'repaired'])} repaired, {int(t.loc[s, 'retried'])} retried" for s in made)
+    line = (f"**Model outputs (LLM backend)**: {int(pairs['failed'])} of {int(pairs['n'])} candidate reports could not "
+            "be scored (a report's decomposition failed after repairs and retries); they are missing (NaN) and left out "
+            "of every AtomiMed coefficient above. " + parts[:1].upper() + parts[1:]
+            + f"; {int(t.loc['answers', 'failed'])} of {int(t.loc['answers', 'n'])} answers unusable (scored as "
+            "non-matches).")
+    if int(pairs["ok"]) == 0:
+        line += " AtomiMed scored no candidate here, so its coefficients are undefined."
+    return line
 
 
 # ----------------------------------------------------------------------------------------------
@@ -172,10 +237,14 @@ def _get(corr: pd.DataFrame, metric: str, target: str, coef: str = "kendall", ra
 
 
 def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str], *, skipped: Mapping[str, str] | None = None,
-                  backend: str = "rule", study: str = "radpref") -> list[str]:
+                  backend: str = "rule", study: str = "radpref", atomimed: pd.DataFrame | None = None,
+                  calls: pd.DataFrame | None = None) -> list[str]:
     """Findings in plain words, computed from the tables: AtomiMed's τ against each radiologist
     judgement beside the headline baselines and the best metric, whether the paired differences are
-    distinguishable from 0 (BH-adjusted), the pairwise-preference accuracy, and the human ceiling."""
+    distinguishable from 0 (BH-adjusted), the pairwise-preference accuracy, and the human ceiling.
+    With ``atomimed`` (:attr:`MetricScores.atomimed`) and a backend that called a model, a last
+    line counts the failed and repaired model outputs and the candidates left unscored
+    (:func:`failure_line`)."""
     lines = []
     targets = [t for t in TARGETS if t in set(corr["target"])]
     name = "the rule-based backend" if backend == "rule" else "the LLM backend"
@@ -214,9 +283,13 @@ def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str
     acc = pref[(pref["rater"] == MEAN_RATER) & (pref["statistic"] == "acc")].set_index("metric")
     if "atomimed" in acc.index:
         a = acc.loc["atomimed"]
-        s = (f"**Pairwise preference**: over the {int(a.n_strict_pairs)} candidate pairs where the radiologists' consensus "
-             f"prefers one candidate, AtomiMed picks the same one in {format_ci(100 * a.estimate, 100 * a.low, 100 * a.high, 1)}% "
-             "(a coin: 50%)")
+        if int(a.n_strict_pairs) > 0:
+            s = (f"**Pairwise preference**: over the {int(a.n_strict_pairs)} candidate pairs where the radiologists' "
+                 f"consensus prefers one candidate, AtomiMed picks the same one in "
+                 f"{format_ci(100 * a.estimate, 100 * a.low, 100 * a.high, 1)}% (a coin: 50%)")
+        else:  # e.g. every LLM decomposition failed: no pair with both scores
+            s = ("**Pairwise preference**: AtomiMed scored no candidate pair where the radiologists' consensus prefers "
+                 "one candidate, so its preference accuracy is undefined")
         hs = [f"{metric_label(m, METRIC_LABELS)} {format_number(100 * acc.loc[m, 'estimate'], 1)}%" for m in headline if m in acc.index]
         if hs:
             s += "; " + ", ".join(hs)
@@ -227,4 +300,8 @@ def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str
     if skipped:
         lines.append("Not computed here (they need packages or weights this machine lacks): "
                      + ", ".join(metric_label(m, METRIC_LABELS) for m in skipped) + ".")
+    if atomimed is not None:
+        line = failure_line(atomimed, calls)
+        if line:
+            lines.append(line)
     return lines

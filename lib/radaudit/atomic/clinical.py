@@ -1,0 +1,552 @@
+"""AtomiMed-clinical: AtomiMed's facts, scored so that the order of candidates is the order a radiologist gives.
+
+**Not the paper's metric.** The paper (Chang et al., arXiv 2606.31292, Eq. 3-4) counts every fact
+equally, matches attributes all-or-nothing, and scores attributes only for findings both reports
+agree on. Written as small report pairs whose right order any radiologist knows, that definition
+ranks many of them wrongly or as ties (issue 18): one false finding ties four when nothing else
+matches (the zero floor); a missed tension pneumothorax costs what a missed granuloma costs;
+"small" and "tiny" tie against "large"; a candidate that adds a correct detail the reference did not
+state scores below a vaguer one; and a candidate that finds a finding but words one attribute
+differently scores below one that leaves the finding out (the attribute level exists only for
+findings both reports share, so silence avoids its penalty). The paper's definition stays the
+registry's ``atomimed`` (:mod:`radaudit.atomic.pipeline`); this module is ``atomimed_clinical``.
+Both use the same decompositions (either backend).
+
+Definition
+----------
+Facts are the findings of both decompositions (:class:`~radaudit.atomic.schema.Finding`). Each
+reference finding is paired with at most one candidate finding naming the same entity
+(:func:`~radaudit.atomic.score.entity_similarity` ≥ θ, most similar first); an unpaired finding
+reads as absent in the other report (the paper's ``unmentioned="no"``).
+
+- **Weight** ``w(f)``: the clinical significance of the finding (:data:`SIGNIFICANCE_FILE`, four tiers
+  after the ACR actionable-findings categories: immediate 4, urgent 2, follow-up 1, incidental ½),
+  raised by a modifier ("tension" → immediate). A finding stated absent (a pertinent negative)
+  weighs ``negative_weight · w`` (default ¼): saying "no pneumothorax" is worth less than finding one.
+- **Credit** of a fact from the other report: absent–absent ``1``; present–present
+  ``α + (1 − α)·a·h``; otherwise ``0``. ``α`` = ½ (the paper's equal weight of the disease and
+  attribute levels, Eq. 4), ``a`` the attribute agreement below, ``h`` = ``hedge_factor`` (¾) when one
+  report hedges the finding ("possible pneumonia") and the other does not, else 1.
+- **Attribute agreement** ``a`` of a paired finding, seen from the asking report: the mean over the
+  facets the asking report states of a graded credit in [0, 1] (:func:`facet_credit`):
+  location — side sets by Jaccard (left vs right 0), lobe/zone family met 1, a different family on
+  the right side 0.4, not stated 0.75; severity/size word — ordinal distance on trace/minimal (1) <
+  small/mild (2) < moderate (3) < large/severe (4), ``1 − |Δ|/3``; size — ``1 − |ln(a/b)| / ln 3``
+  (10 % tolerance); quantity — single/multiple equal 1, counts ``min/max``; temporal change — on
+  resolved (−2) < decreased (−1) < unchanged (0) < increased (1) < new (2), ``1 − |Δ|/2``;
+  morphology — share of the asking report's terms found. A facet the other report does not state
+  counts ½ when the reference asks (an omitted detail is half an error) and is **not assessed** when
+  the candidate asks (a detail the reference did not state cannot be checked, so a correct extra
+  detail is not penalised). No assessed facet → ``a`` = 1.
+- **Precision / recall / F1**::
+
+      R = (Σ_ref w·credit + κ) / (Σ_ref w + κ)      P = (Σ_cand w·credit + κ) / (Σ_cand w + κ)
+      F1 = 2PR / (P + R)
+
+  ``κ`` (default 1, the weight of one follow-up finding) is what a report gets for everything it
+  leaves unsaid: it keeps scores apart when nothing matches (one false urgent finding against a
+  normal reference gives P = 1/3, four give 1/9, where the paper's P is 0 for both) and gives two
+  reports without findings 1, as the paper's rule for true normal studies does.
+
+The trace (:func:`clinical_trace`) has one row per fact and direction: its weight, credit, the
+attribute agreement and the facets compared, so every score can be checked by hand.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from radaudit.atomic.schema import ATTRIBUTES, Finding
+from radaudit.atomic.score import entity_similarity, f1, normalize_name
+from radaudit.errors import ParamsError
+
+__all__ = ["Significance", "load_significance", "SIGNIFICANCE_FILE", "facet_credit", "attribute_agreement",
+           "pair_entities", "clinical_scores", "CLINICAL_COLUMNS", "ClinicalOptions"]
+
+#: The default significance table (package resource).
+SIGNIFICANCE_FILE = "clinical_significance.yaml"
+
+#: Per-pair columns of :func:`clinical_scores`.
+CLINICAL_COLUMNS: tuple[str, ...] = ("precision", "recall", "f1", "w_reference", "w_candidate", "credit_reference",
+                                     "credit_candidate", "n_missed", "n_false", "n_paired")
+
+
+@dataclass(frozen=True)
+class Significance:
+    """Weights of findings by name (module docstring). ``weights``: normalised name → weight;
+    ``default``: weight of a name not in the table; ``modifiers``: ``(facet, term, weight)`` that
+    raise a finding's weight when its facet contains the term."""
+
+    weights: dict[str, float]
+    default: float
+    modifiers: tuple[tuple[str, str, float], ...] = ()
+    source: str = ""
+
+    def weight(self, finding: Finding, theta: float = 0.8, scorer: str = "ratio") -> float:
+        """The finding's weight: its name's tier (exact, else the most similar name ≥ ``theta``, else
+        ``default``), raised by any matching modifier (the sum of :meth:`parts`)."""
+        return sum(w for _, w in self.parts(finding, theta, scorer))
+
+    def parts(self, finding: Finding, theta: float = 0.8, scorer: str = "ratio") -> list[tuple[str, float]]:
+        """The weight split into ``[("", base), ("<facet>:<term>", raise), ...]``: the name's tier, then
+        what each matching modifier adds to reach its tier. A tension pneumothorax is a pneumothorax
+        (urgent, 2) plus "tension" (2 more, to immediate): a candidate that reports the pneumothorax
+        without the tension earns the first part and misses the second."""
+        base = self._name_weight(finding.name, theta, scorer)
+        out, total = [("", base)], base
+        for facet, term, mw in self.modifiers:
+            value = getattr(finding.attributes, facet, None)
+            if value and term in value.lower() and mw > total:
+                out.append((f"{facet}:{term}", mw - total))
+                total = mw
+        return out
+
+    def _name_weight(self, name: str, theta: float, scorer: str) -> float:
+        key = normalize_name(name)
+        if key in self.weights:
+            return self.weights[key]
+        best, best_s = None, -1.0
+        for k in self.weights:
+            s = entity_similarity(name, k, scorer)
+            if s >= theta and s > best_s:
+                best, best_s = k, s
+        return self.weights[best] if best is not None else self.default
+
+
+def load_significance(path: str | Path | None = None) -> Significance:
+    """Read a significance table (YAML, format of the shipped ``clinical_significance.yaml``); ``None``:
+    the shipped one. Errors name the problem: unknown tier, a name in two tiers, a weight that is not
+    a positive number."""
+
+    if path is None:
+        text = resources.files("radaudit.resources").joinpath(SIGNIFICANCE_FILE).read_text(encoding="utf-8")
+        source = f"radaudit/resources/{SIGNIFICANCE_FILE}"
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise ParamsError(f"significance table {str(p)!r} is not a file; pass a YAML like "
+                              f"radaudit/resources/{SIGNIFICANCE_FILE} or None for the shipped one.")
+        text, source = p.read_text(encoding="utf-8"), str(p)
+    return _parse_significance(text, source)
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_significance(text: str, source: str) -> Significance:
+    import yaml
+
+    doc = yaml.safe_load(text)
+    if not isinstance(doc, dict) or not {"weights", "tiers", "default"} <= set(doc):
+        raise ParamsError(f"{source}: a significance table needs the keys weights, tiers and default.")
+    tiers = doc["weights"]
+    for t, w in tiers.items():
+        if not isinstance(w, (int, float)) or isinstance(w, bool) or w <= 0:
+            raise ParamsError(f"{source}: weight of tier {t!r} must be a positive number, got {w!r}.")
+    weights: dict[str, float] = {}
+    for tier, names in doc["tiers"].items():
+        if tier not in tiers:
+            raise ParamsError(f"{source}: tier {tier!r} has no weight; known tiers: {', '.join(tiers)}.")
+        for n in names or []:
+            k = normalize_name(str(n))
+            if k in weights:
+                raise ParamsError(f"{source}: {n!r} is listed in two tiers; keep one.")
+            weights[k] = float(tiers[tier])
+    if doc["default"] not in tiers:
+        raise ParamsError(f"{source}: default {doc['default']!r} is not a tier ({', '.join(tiers)}).")
+    mods = []
+    for m in doc.get("modifiers") or []:
+        (facet, term), tier = [(k, v) for k, v in m.items() if k != "tier"][0], m.get("tier")
+        if facet not in ATTRIBUTES or tier not in tiers:
+            raise ParamsError(f"{source}: modifier {m!r} needs a facet of {ATTRIBUTES} and a known tier.")
+        mods.append((facet, str(term).lower(), float(tiers[tier])))
+    return Significance(weights, float(tiers[doc["default"]]), tuple(mods), source)
+
+
+# ------------------------------------------------------------------------------------- graded facets
+
+_SEV4 = {1: 1, 2: 1, 3: 2, 4: 3, 5: 4}  # SEVERITY_SCALE (trace..severe) -> tiny/small/moderate/large
+_TEMPORAL_AXIS = {"resolved": -2, "decreased": -1, "unchanged": 0, "persistent": 0, "increased": 1, "new": 2}
+_REGION_MISS = 0.25   # right side, wrong lobe/zone
+_PART_OMITTED = 0.75  # side stated, lobe/zone not (reference asks)
+_OMITTED = 0.5        # the facet is not stated at all (reference asks)
+
+
+_COMPLETE = re.compile(r"\b(?:complete|total|white-?out)\b", re.IGNORECASE)
+
+
+def _severity_levels(value: str) -> list[float]:
+    """Levels on the four-step scale; "complete"/"total" (collapse, opacification) is the top step."""
+    from radaudit.text.attributes import extract_severity
+
+    out = [(_SEV4[s.low] + _SEV4[s.high]) / 2 for s in extract_severity(value)]
+    return out + [4.0] if _COMPLETE.search(value) else out
+
+
+def _location_credit(expected: str, found: str, extra_neutral: bool) -> float | None:
+    from radaudit.atomic.compare import location_key
+
+    # a device's tip ("tip: right atrium") is compared as a region, never as the device's side
+    e_sides, e_regions = location_key(expected.split("tip:")[0])[0], location_key(expected)[1]
+    if not e_sides and not e_regions:
+        return None
+    f_sides, f_regions = location_key(found.split("tip:")[0])[0], location_key(found)[1]
+    if e_sides and f_sides:
+        side = len(e_sides & f_sides) / len(e_sides | f_sides)
+    elif e_sides:
+        side = 1.0 if extra_neutral else _PART_OMITTED
+    else:
+        side = 1.0
+    if e_regions and f_regions:
+        region = 1.0 if e_regions & f_regions else _REGION_MISS
+    elif e_regions:
+        region = 1.0 if extra_neutral else _PART_OMITTED
+    else:
+        region = 1.0
+    return side * region
+
+
+def _severity_credit(expected: str, found: str) -> float | None:
+    e = _severity_levels(expected)
+    if not e:
+        return None
+    f = _severity_levels(found)
+    if not f:
+        return 0.0
+    return max(0.0, 1.0 - abs(max(e) - max(f)) / 3.0)
+
+
+def _size_credit(expected: str, found: str) -> float | None:
+    from radaudit.text.attributes import extract_size
+
+    e = extract_size(expected)
+    if not e:
+        return None
+    f = extract_size(found)
+    if not f:
+        return 0.0
+    a, b = max(s.value_mm for s in e), max(s.value_mm for s in f)
+    if a <= 0 or b <= 0:
+        return 1.0 if a == b else 0.0
+    if abs(a - b) <= max(1.0, 0.1 * max(a, b)):
+        return 1.0
+    return max(0.0, 1.0 - abs(math.log(a / b)) / math.log(3.0))
+
+
+def _quantity_credit(expected: str, found: str) -> float | None:
+    from radaudit.text.attributes import extract_quantity
+
+    e = extract_quantity(f"{expected} findings", articles=False)
+    if not e:
+        return None
+    f = extract_quantity(f"{found} findings", articles=False)
+    if not f:
+        return 0.0
+    qe, qf = e[0], f[0]
+    if qe.value != qf.value:
+        return 0.0
+    if qe.count and qf.count:
+        return min(qe.count, qf.count) / max(qe.count, qf.count)
+    return 1.0
+
+
+def _temporal_credit(expected: str, found: str) -> float | None:
+    from radaudit.text.attributes import extract_temporal
+
+    def axis(v: str) -> list[int]:
+        # a bare "increased"/"decreased" (an LLM's short value) is read as a change ("has increased")
+        return [_TEMPORAL_AXIS[t.value] for t in (extract_temporal(v) or extract_temporal(f"has {v}"))]
+
+    e = axis(expected)
+    if not e:
+        return None
+    f = axis(found)
+    if not f:
+        return 0.0
+    return max(max(0.0, 1.0 - abs(x - y) / 2.0) for x in e for y in f)
+
+
+def _morphology_credit(expected: str, found: str) -> float | None:
+    from radaudit.atomic.lexicon import morphology_terms
+
+    e = {t for t, _, _ in morphology_terms(expected)}
+    if not e:
+        return None
+    return len(e & {t for t, _, _ in morphology_terms(found)}) / len(e)
+
+
+_GRADED = {"location": _location_credit, "severity": _severity_credit, "size": _size_credit,
+           "quantity": _quantity_credit, "temporal": _temporal_credit, "morphology": _morphology_credit}
+
+
+def facet_credit(facet: str, expected: str, found: str | None, *, extra_neutral: bool = False,
+                 theta: float = 0.8) -> float | None:
+    """Graded agreement in [0, 1] of ``found`` with ``expected`` for one facet (module docstring).
+
+    ``found`` ``None``: the other report does not state the facet → ½, or ``None`` (not assessed)
+    with ``extra_neutral=True`` (the candidate's extra detail). Free text the extractors cannot read
+    falls back to name similarity ≥ ``theta`` (1 or 0), as :func:`~radaudit.atomic.compare.values_match`.
+
+    >>> facet_credit("severity", "large", "moderate"), facet_credit("severity", "large", "small")
+    (0.6666666666666667, 0.33333333333333337)
+    >>> facet_credit("location", "right lower lobe", "right"), facet_credit("location", "right", "right lower lobe")
+    (0.75, 1.0)
+    >>> facet_credit("location", "right lower lobe", "left lower lobe")
+    0.0
+    """
+    if facet not in _GRADED:
+        raise ParamsError(f"facet={facet!r} is not one of {', '.join(ATTRIBUTES)}.")
+    if found is None or not found.strip():
+        return None if extra_neutral else _OMITTED
+    fn = _GRADED[facet]
+    credit = fn(expected, found, extra_neutral) if facet == "location" else fn(expected, found)
+    if credit is None:
+        from radaudit.atomic.score import name_similarity
+
+        credit = 1.0 if name_similarity(expected, found) >= theta else 0.0
+    return float(credit)
+
+
+def _facets(f: Finding) -> dict[str, str]:
+    """The stated facets; "complete"/"total" written as morphology ("complete collapse") is also a severity."""
+    out = f.attributes.stated()
+    if "severity" not in out and _COMPLETE.search(out.get("morphology", "")):
+        out["severity"] = out["morphology"]
+    return out
+
+
+def attribute_agreement(asking: Finding, answering: Finding, *, extra_neutral: bool, theta: float = 0.8,
+                        context: Sequence[Finding] = ()) -> tuple[float, dict[str, float]]:
+    """``(a, {facet: credit})``: the mean graded credit over the facets ``asking`` states (module
+    docstring); facets not assessed are left out; ``a`` = 1 when none is assessed.
+
+    ``context``: other findings of the answering report that are more specific/generic forms of the
+    answering finding (:func:`~radaudit.atomic.lexicon.related_as`): a facet the answering finding
+    leaves empty is read from them ("right lower lobe opacity may represent pneumonia": the
+    pneumonia is in the right lower lobe)."""
+    credits: dict[str, float] = {}
+    answers = _facets(answering)
+    for facet, value in _facets(asking).items():
+        other = answers.get(facet)
+        if other is None:
+            other = next((getattr(c.attributes, facet) for c in context if getattr(c.attributes, facet)), None)
+        c = facet_credit(facet, value, other, extra_neutral=extra_neutral, theta=theta)
+        if c is not None:
+            credits[facet] = c
+    a = sum(credits.values()) / len(credits) if credits else 1.0
+    return a, credits
+
+
+def pair_entities(reference: Sequence[Finding], candidate: Sequence[Finding], theta: float = 0.8,
+                  scorer: str = "ratio") -> list[tuple[int, int]]:
+    """One-to-one pairs ``(i, j)`` of reference and candidate findings naming the same entity
+    (:func:`~radaudit.atomic.score.entity_similarity` ≥ ``theta``), most similar first; ties by
+    reference order, then candidate order."""
+    cands = []
+    for i, a in enumerate(reference):
+        for j, b in enumerate(candidate):
+            s = entity_similarity(a.name, b.name, scorer)
+            if s >= theta:
+                cands.append((-s, i, j))
+    cands.sort()
+    used_i: set[int] = set()
+    used_j: set[int] = set()
+    out = []
+    for _, i, j in cands:
+        if i not in used_i and j not in used_j:
+            used_i.add(i)
+            used_j.add(j)
+            out.append((i, j))
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class ClinicalOptions:
+    """Constants of AtomiMed-clinical (module docstring); the defaults are the documented ones."""
+
+    kappa: float = 1.0
+    alpha: float = 0.5
+    negative_weight: float = 0.25
+    hedge_factor: float = 0.75
+    theta: float = 0.8
+    scorer: str = "ratio"
+    significance: Significance = field(default_factory=load_significance)
+
+    def __post_init__(self) -> None:
+        for name, lo, hi in (("kappa", 0.0, math.inf), ("alpha", 0.0, 1.0), ("negative_weight", 0.0, 1.0),
+                             ("hedge_factor", 0.0, 1.0), ("theta", 0.0, 1.0)):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not lo <= v <= hi:
+                raise ParamsError(f"{name} must be a number in [{lo}, {hi}], got {v!r}.")
+        if self.kappa == 0:
+            raise ParamsError("kappa must be > 0: with kappa = 0 two reports without findings have no score.")
+
+
+
+_RESOLVED_NEAR = 0.5  # "decreased" against "resolved" earns half its temporal credit (module docstring)
+
+
+def other_resolved(f: Finding) -> bool:
+    """Whether an absent finding is stated as resolved (its temporal facet reads "resolved")."""
+    return f.present == "no" and bool(f.attributes.temporal) and \
+        (_temporal_credit("resolved", f.attributes.temporal) or 0.0) == 1.0
+
+
+def _sides_disjoint(a: Finding, b: Finding) -> bool:
+    from radaudit.atomic.compare import location_key
+
+    # a device's tip ("tip: right atrium") names where it ends, not its side
+    la = (a.attributes.location or "").split("tip:")[0]
+    lb = (b.attributes.location or "").split("tip:")[0]
+    if not la.strip() or not lb.strip():
+        return False
+    sa, sb = location_key(la)[0], location_key(lb)[0]
+    return bool(sa and sb and not sa & sb)
+
+
+def _related(f: Finding, others: Sequence[Finding]) -> tuple[Finding | None, str | None]:
+    """The first present finding of ``others`` that is a more specific / more generic form of ``f``."""
+    from radaudit.atomic.lexicon import related_as
+
+    for rel in ("specific", "generic"):
+        for o in others:
+            if o.present == "yes" and related_as(f.name, o.name) == rel and not _sides_disjoint(f, o):
+                return o, rel
+    return None, None
+
+
+def _credit(asking: Finding, other: Finding | None, relation: str | None, *, reference_side: bool,
+            parts: list[tuple[str, float]], opt: ClinicalOptions, others: Sequence[Finding] = ()
+            ) -> tuple[float, float | None, dict[str, float]]:
+    """``(credit, attribute agreement, facet credits)`` of one fact (module docstring)."""
+    other_present = other is not None and other.present == "yes"
+    if asking.present == "no" or (other is not None and other.present == "no" and other_resolved(other)):
+        # absent in one report, present in the other: no credit, except that a report which says the
+        # finding resolved is nearer one that says it decreased than one that says it is unchanged
+        if not other_present and asking.present == "no":
+            return 1.0, None, {}
+        resolved, changed = (asking, other) if asking.present == "no" else (other, asking)
+        if changed is None or changed.present != "yes" or not changed.attributes.temporal or \
+                not other_resolved(resolved):
+            return 0.0, None, {}
+        c = facet_credit("temporal", resolved.attributes.temporal or "", changed.attributes.temporal)
+        return _RESOLVED_NEAR * (c or 0.0), None, {"temporal": c or 0.0}
+    if not other_present or _sides_disjoint(asking, other):
+        return 0.0, None, {}  # not reported, or reported on the other side (a different finding)
+    from radaudit.atomic.lexicon import GENERIC_CREDIT, related_as
+
+    context = [o for o in others if o is not other and o.present == "yes" and related_as(other.name, o.name)]
+    a, credits = attribute_agreement(asking, other, extra_neutral=not reference_side, theta=opt.theta,
+                                     context=context)
+    if not reference_side:
+        # the candidate's details: only one worse than leaving it out is held against it (module docstring)
+        credits = {k: (c if c < _OMITTED else 1.0) for k, c in credits.items()}
+        a = sum(credits.values()) / len(credits) if credits else 1.0
+    h = opt.hedge_factor if reference_side and asking.hedged != other.hedged else 1.0
+    base = opt.alpha + (1 - opt.alpha) * a * h
+    if relation == "generic":
+        base *= GENERIC_CREDIT.get(" ".join(other.name.lower().split()), 0.5)
+    total = sum(w for _, w in parts)
+    earned = parts[0][1] * base
+    for label, w in parts[1:]:
+        facet, term = label.split(":", 1)
+        value = getattr(other.attributes, facet, None)
+        earned += w * (1.0 if value and term in value.lower() else 0.0)
+    return earned / total, a, credits
+
+
+def clinical_scores(reference: Sequence[Finding], candidate: Sequence[Finding],
+                    options: ClinicalOptions | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """AtomiMed-clinical of one pair from its two decompositions: ``(row, trace)``.
+
+    ``row`` has :data:`CLINICAL_COLUMNS`; ``trace`` one dict per fact and direction (``direction``
+    ``"gt->inf"`` for reference facts, ``"inf->gt"`` for candidate facts, ``finding``, ``present``,
+    ``other`` (the paired finding's name and answer, or ``"not mentioned"``), ``relation``
+    (``"same"``, ``"specific"``/``"generic"`` for a finding credited through
+    :data:`~radaudit.atomic.lexicon.SPECIFIC_OF`), ``weight``, ``credit``, ``agreement``, ``facets``).
+
+    >>> from radaudit.atomic.schema import Finding
+    >>> row, _ = clinical_scores([], [Finding(name="pneumonia", present="yes")])
+    >>> round(row["precision"], 4), row["recall"]         # one false urgent finding: (0 + 1) / (2 + 1)
+    (0.3333, 1.0)
+    """
+    opt = options or ClinicalOptions()
+    ref, cand = list(reference), list(candidate)
+    pairs = pair_entities(ref, cand, opt.theta, opt.scorer)
+    to_c = dict(pairs)
+    to_r = {j: i for i, j in pairs}
+    trace: list[dict[str, Any]] = []
+    sums = {}
+    missed = false = 0
+    for direction, asking, others, link in (("gt->inf", ref, cand, to_c), ("inf->gt", cand, ref, to_r)):
+        reference_side = direction == "gt->inf"
+        w_sum = c_sum = 0.0
+        for k, f in enumerate(asking):
+            other, relation = (others[link[k]], "same") if k in link else (None, None)
+            if f.present == "yes" and (other is None or other.present != "yes"):
+                rel_other, rel = _related(f, others)
+                if rel_other is not None:
+                    other, relation = rel_other, rel
+            parts = opt.significance.parts(f, opt.theta, opt.scorer)
+            w = sum(x for _, x in parts) * (opt.negative_weight if f.present == "no" else 1.0)
+            if f.hedged:
+                w *= opt.hedge_factor  # "possible pneumothorax" claims less than "pneumothorax"
+            credit, agreement, facets = _credit(f, other, relation, reference_side=reference_side, parts=parts,
+                                                opt=opt, others=others)
+            if f.present == "yes" and credit == 0.0:
+                if reference_side:
+                    missed += 1
+                else:
+                    false += 1
+            w_sum += w
+            c_sum += w * credit
+            trace.append({"direction": direction, "finding": f.name, "present": f.present, "hedged": f.hedged,
+                          "other": f"{other.name}: {other.present}" if other is not None else "not mentioned",
+                          "relation": relation, "weight": w, "credit": credit, "agreement": agreement,
+                          "facets": facets})
+        sums[direction] = (w_sum, c_sum)
+    (w_r, c_r), (w_c, c_c) = sums["gt->inf"], sums["inf->gt"]
+    recall = (c_r + opt.kappa) / (w_r + opt.kappa)
+    precision = (c_c + opt.kappa) / (w_c + opt.kappa)
+    row = {"precision": precision, "recall": recall, "f1": f1(precision, recall), "w_reference": w_r,
+           "w_candidate": w_c, "credit_reference": c_r, "credit_candidate": c_c, "n_missed": missed,
+           "n_false": false, "n_paired": len(pairs)}
+    return row, trace
+
+
+def score_pairs_clinical(references: Sequence[str], candidates: Sequence[str], *, decomposer: Any = None,
+                         options: ClinicalOptions | None = None, uncertain: str = "yes"):
+    """AtomiMed-clinical of each (reference, candidate) pair: a DataFrame with ``pair``,
+    :data:`CLINICAL_COLUMNS`, ``ok``, ``error`` and ``n_unparseable``; the per-fact trace in
+    ``.attrs["trace"]``. ``decomposer``: any decomposer (default: the rule backend with
+    ``uncertain``); a pair whose decomposition failed (LLM backend) is NaN with ``ok=False``, never
+    scored."""
+    import pandas as pd
+
+    from radaudit.atomic.decompose import RuleDecomposer
+    from radaudit.metrics.base import check_pairs
+
+    refs, cands = check_pairs(references, candidates)
+    opt = options or ClinicalOptions()
+    dec = decomposer if decomposer is not None else RuleDecomposer(uncertain=uncertain)
+    facts = dec.decompose(refs + cands)
+    rows, trace = [], []
+    for i, (g, c) in enumerate(zip(facts[: len(refs)], facts[len(refs):])):
+        n_unp = g.n_unparseable + c.n_unparseable
+        if not (g.ok and c.ok):
+            err = "; ".join(f"{side} report: {x.error}" for side, x in (("reference", g), ("candidate", c)) if not x.ok)
+            rows.append({"pair": i, **dict.fromkeys(CLINICAL_COLUMNS, math.nan), "ok": False, "error": err,
+                         "n_unparseable": n_unp})
+            continue
+        row, tr = clinical_scores(g.findings, c.findings, opt)
+        rows.append({"pair": i, **row, "ok": True, "error": "", "n_unparseable": n_unp})
+        trace += [{"pair": i, **t} for t in tr]
+    frame = pd.DataFrame(rows, columns=["pair", *CLINICAL_COLUMNS, "ok", "error", "n_unparseable"])
+    frame.attrs["trace"] = pd.DataFrame(trace, columns=["pair", "direction", "finding", "present", "hedged", "other",
+                                                         "relation", "weight", "credit", "agreement", "facets"])
+    return frame
