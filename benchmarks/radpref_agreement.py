@@ -455,7 +455,10 @@ def main() -> None:
     labels = {m: metric_label(m, af.METRIC_LABELS) for m in metrics}
 
     commit = _git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty_lib = bool(_git("status", "--porcelain", "--", "lib"))
+    # what the scores depend on: the metrics, the text toolkit and the experiment's package
+    dirty_lib = bool(_git("status", "--porcelain", "--", "lib/radaudit/metrics", "lib/radaudit/atomic",
+                          "lib/radaudit/text", "lib/radaudit/models", "lib/radaudit/resources",
+                          "lib/radaudit/audits/atomic_facts", "benchmarks/radpref_agreement.py"))
     today = _dt.date.today().isoformat()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

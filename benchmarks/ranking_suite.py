@@ -80,9 +80,11 @@ def _git(*args: str) -> str:
 def commit_label() -> str:
     """``git rev-parse --short HEAD``, marked when the suite's own files differ from that commit."""
     sha = _git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = _git("status", "--porcelain", "--", "lib", "benchmarks/ranking_suite.py",
+    # what the metrics' scores depend on: the metric code and the text toolkit under it, and the suite
+    dirty = _git("status", "--porcelain", "--", "lib/radaudit/metrics", "lib/radaudit/atomic", "lib/radaudit/text",
+                 "lib/radaudit/models", "lib/radaudit/resources", "benchmarks/ranking_suite.py",
                  "tests/fixtures/ranking_cases.yaml", "tests/fixtures/ranking_cases_holdout.yaml")
-    return f"{sha} (+ uncommitted changes under lib/ or to the suite)" if dirty else sha
+    return f"{sha} (+ uncommitted changes to the metrics or the suite)" if dirty else sha
 
 
 def machine() -> str:

@@ -190,3 +190,14 @@ def test_registry_metric_and_failed_decompositions_are_not_scored():
     assert not table["ok"][0] and math.isnan(table["f1"][0]) and table["n_unparseable"][0] == 2
     res = build_metric("atomimed_clinical").compute(["Normal chest.", "Right effusion."], ["Pneumonia.", "Right effusion."])
     assert res.per_sample.tolist() == pytest.approx([0.5, 1.0])
+
+
+def test_finding_with_a_wrong_detail_beats_leaving_it_out():
+    # the paper's attribute level exists only for findings both reports share, so leaving a finding out can
+    # avoid its attribute penalty; here a wrong degree costs part of the finding, never more than missing it
+    ref = [F("pleural effusion", location="left", severity="small"), F("pneumothorax", present="no")]
+    wrong_degree, _ = clinical_scores(ref, [F("pleural effusion", location="left", severity="large"),
+                                            F("pneumothorax", present="no")])
+    silent, _ = clinical_scores(ref, [F("pneumothorax", present="no")])
+    vague, _ = clinical_scores(ref, [F("pleural effusion", location="left"), F("pneumothorax", present="no")])
+    assert vague["f1"] > wrong_degree["f1"] > silent["f1"]

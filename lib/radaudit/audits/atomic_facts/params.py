@@ -25,7 +25,7 @@ class Params(BaseParams):
     dataset_path: str | None = Field(None, description="Folder of the dataset (default: under the data root); for rexval the folder holding 50_samples_gt_and_candidates.csv.")
     max_cases: int | None = Field(None, ge=4, description="Use only the first N cases (null = all; the smoke preset uses a few).")
     backend: Literal["rule", "llm"] = Field("rule", description="AtomiMed backend: rule (text toolkit; deterministic, offline) or llm (llm_model; paper: Qwen3-235B-A22B, temperature 0).")
-    theta: float = Field(0.8, ge=0, le=1, description="Fuzzy name-similarity threshold θ for aligning findings (paper: 0.8).")
+    theta: float = Field(0.8, ge=0, le=1, description="Fuzzy name-similarity threshold θ for aligning findings (paper: 0.8). It acts on an LLM's free-text finding names; with the rule backend every name comes from one canonical vocabulary and two different canonical names are never merged, so θ has no effect there.")
     scorer: Literal["ratio", "token_set_ratio", "token_sort_ratio", "partial_ratio"] = Field("ratio", description="rapidfuzz scorer behind the name similarity.")
     weight: float = Field(0.5, ge=0, le=1, description="Weight of the disease level in Eq. 4 (paper: equal weights, 0.5).")
     unmentioned: Literal["no", "mismatch"] = Field("no", description="A disease question the other report does not address reads as 'no' (default) or as a mismatch.")
