@@ -1,8 +1,8 @@
 """``radaudit``: run experiments, sweeps and data downloads from the command line.
 
     radaudit list
-    radaudit params data_overview --preset demo
-    radaudit run data_overview --preset demo [-p key=value ...] [--data-root PATH] [--out DIR]
+    radaudit params data_overview --preset demo > my.yaml     # edit it, then: radaudit run data_overview -f my.yaml
+    radaudit run data_overview --preset demo [-p key=value ...] [-f my.yaml] [--data-root PATH] [--out DIR]
     radaudit run all --preset demo
     radaudit sweep data_overview --preset smoke --grid seed=0,1 [--grid key=v1,v2 ...]
     radaudit findings decoding_erasure [--run DIR] [--readme]
@@ -67,8 +67,11 @@ def list_cmd() -> None:
 @click.argument("experiment")
 @click.option("--preset", default="demo", show_default=True)
 @click.option("-p", "--param", "overrides", multiple=True, metavar="KEY=VALUE")
-def params_cmd(experiment: str, preset: str, overrides: tuple[str, ...]) -> None:
-    """Show an experiment's resolved parameters and what every key means."""
+@click.option("-f", "--params-file", "params_files", multiple=True, type=click.Path(dir_okay=False),
+              help="A YAML of parameters merged over the preset (repeatable; -p overrides come after).")
+def params_cmd(experiment: str, preset: str, overrides: tuple[str, ...], params_files: tuple[str, ...]) -> None:
+    """Show an experiment's resolved parameters and what every key means, as YAML (save it, edit it,
+    run it with -f)."""
     import yaml
 
     from radaudit.config import resolve_params
@@ -76,11 +79,11 @@ def params_cmd(experiment: str, preset: str, overrides: tuple[str, ...]) -> None
     from radaudit.paths import params_dir
 
     model = get_experiment(experiment).params_model()
-    params = resolve_params(model, params_dir(), experiment, preset, overrides)
+    params = resolve_params(model, params_dir(), experiment, preset, overrides, params_files=params_files)
     values = params.model_dump(mode="json")
     for key, field in model.model_fields.items():
         click.echo(f"# {field.description or ''}".rstrip())
-        click.echo(yaml.safe_dump({key: values[key]}, sort_keys=False, default_flow_style=None).rstrip())
+        click.echo(yaml.safe_dump({key: values[key]}, sort_keys=False, default_flow_style=False).rstrip())
 
 
 @main.command("run")
@@ -89,28 +92,32 @@ def params_cmd(experiment: str, preset: str, overrides: tuple[str, ...]) -> None
 @click.option("-p", "--param", "overrides", multiple=True, metavar="KEY=VALUE", help="Override one parameter (repeatable).")
 @click.option("--data-root", type=click.Path(file_okay=False), default=None, help="Folder that holds the datasets.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Outputs root (default: <project>/outputs).")
-@click.option("--name", default=None, help="Run folder name (default: <time>_<preset>).")
+@click.option("--name", default=None, help="Run folder name (default: <time>_<preset>); letters, digits, '.', '_', '-'.")
 @click.option("--no-progress", is_flag=True, help="Hide the per-cell progress bar.")
-def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress) -> None:
+@click.option("-f", "--params-file", "params_files", multiple=True, type=click.Path(dir_okay=False),
+              help="A YAML of parameters merged over the preset (repeatable; -p overrides come after).")
+def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, params_files) -> None:
     """Execute an experiment's notebook into outputs/<experiment>/<run>/ (EXPERIMENT may be 'all')."""
     from radaudit.config import list_presets
     from radaudit.experiments import EXPERIMENTS
-    from radaudit.paths import params_dir
+    from radaudit.paths import check_component, params_dir
     from radaudit.run import prepare, run_experiment
 
+    if name is not None:
+        check_component(name, "--name")
     if experiment == "all":
         names = [e for e in EXPERIMENTS if preset in list_presets(params_dir(), e)]
         if not names:
             raise RadauditError(f"No experiment has a preset {preset!r}.")
     else:
         names = [experiment]
-    prepared = {n: prepare(n, preset, overrides, data_root) for n in names}  # all checks first
+    prepared = {n: prepare(n, preset, overrides, data_root, params_files) for n in names}  # all checks first
     done, failed = [], []
     for n in names:
         click.echo(click.style(f"== {n} ({preset})", bold=True))
         try:
             res = run_experiment(n, preset, overrides, data_root=data_root, out=out, name=name,
-                                 progress=not no_progress, prepared=prepared[n])
+                                 progress=not no_progress, prepared=prepared[n], params_files=params_files)
             done.append(res)
             click.echo(f"   outputs: {res.run_dir}")
             click.echo(f"   report:  {res.html}")
@@ -135,12 +142,14 @@ def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress) ->
 @click.option("--data-root", type=click.Path(file_okay=False), default=None)
 @click.option("--out", type=click.Path(file_okay=False), default=None)
 @click.option("--no-progress", is_flag=True)
-def sweep_cmd(experiment, preset, grid, overrides, data_root, out, no_progress) -> None:
+@click.option("-f", "--params-file", "params_files", multiple=True, type=click.Path(dir_okay=False),
+              help="A YAML of parameters merged over the preset (repeatable).")
+def sweep_cmd(experiment, preset, grid, overrides, data_root, out, no_progress, params_files) -> None:
     """Run an experiment over a grid of parameters and write an index of the runs."""
     from radaudit.run import sweep
 
     sweep_dir, index = sweep(experiment, preset, grid, overrides, data_root=data_root, out=out,
-                             progress=not no_progress)
+                             progress=not no_progress, params_files=params_files)
     click.echo(index.drop(columns=["folder", "html", "error"]).to_string(index=False))
     click.echo(f"\nsweep index: {sweep_dir / 'index.md'}")
     if (index["status"] != "succeeded").any():

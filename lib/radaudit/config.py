@@ -76,7 +76,9 @@ def validate_params(model: type[BaseParams], values: dict[str, Any], where: str 
 # ----------------------------------------------------------------------------- presets
 
 def preset_path(params_dir: Path, experiment: str, preset: str) -> Path:
-    return params_dir / experiment / f"{preset}.yaml"
+    from radaudit.paths import check_component
+
+    return params_dir / check_component(experiment, "experiment") / f"{check_component(preset, 'preset')}.yaml"
 
 
 def list_presets(params_dir: Path, experiment: str) -> dict[str, str]:
@@ -91,6 +93,11 @@ def list_presets(params_dir: Path, experiment: str) -> dict[str, str]:
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.constructor.ConstructorError as err:
+        # yaml.safe_load never builds Python objects: a "!!python/..." tag is refused, never executed
+        line = f", line {err.problem_mark.line + 1}" if err.problem_mark else ""
+        raise ParamsError(f"{path}{line}: {err.problem}; refused (not executed): parameter files hold strings, "
+                          "numbers, lists and mappings only.") from None
     except yaml.YAMLError as err:
         raise ParamsError(f"{path} is not valid YAML: {err}") from None
     if data is None:
@@ -195,6 +202,17 @@ def parse_overrides(model: type[BaseModel], items: list[str] | tuple[str, ...]) 
     return out
 
 
+def load_params_file(path: str | Path) -> dict[str, Any]:
+    """A user's parameter file (``radaudit run EXP -f my.yaml``): a YAML mapping read with ``yaml.safe_load``
+    (a ``!!python/...`` tag is an error, never executed); ``description``/``extends`` are ignored, so the
+    output of ``radaudit params EXP > my.yaml`` loads back unchanged."""
+    p = Path(path)
+    if not p.is_file():
+        raise ParamsError(f"parameter file {str(p)!r} does not exist (write one with `radaudit params <experiment> "
+                          "> my.yaml`, edit it, then pass -f my.yaml).")
+    return {k: v for k, v in _read_yaml(p).items() if k not in RESERVED_PRESET_KEYS}
+
+
 def resolve_params(
     model: type[BaseParams],
     params_dir: Path,
@@ -202,11 +220,16 @@ def resolve_params(
     preset: str,
     overrides: list[str] | tuple[str, ...] = (),
     extra: dict[str, Any] | None = None,
+    params_files: list[str | Path] | tuple[str | Path, ...] = (),
 ) -> BaseParams:
-    """Preset values, then ``-p`` overrides, then ``extra`` (e.g. ``--data-root``), validated."""
+    """Preset values, then each ``-f`` parameter file in order, then ``-p`` overrides, then ``extra``
+    (e.g. ``--data-root``), validated by the same schema."""
     values = load_preset(params_dir, experiment, preset)
+    for f in params_files:
+        values = deep_merge(values, load_params_file(f))
     values = deep_merge(values, parse_overrides(model, overrides))
     if extra:
         values = deep_merge(values, {k: v for k, v in extra.items() if v is not None})
-    where = f"preset {preset!r} of {experiment!r}" + (" with the -p overrides" if overrides else "")
+    where = (f"preset {preset!r} of {experiment!r}" + "".join(f" + {f}" for f in params_files)
+             + (" with the -p overrides" if overrides else ""))
     return validate_params(model, values, where)

@@ -26,7 +26,7 @@ from radaudit import manifest
 from radaudit.config import BaseParams, parse_overrides, resolve_params
 from radaudit.errors import ParamsError, RunFailedError
 from radaudit.experiments import Experiment, get_experiment
-from radaudit.paths import notebooks_dir, outputs_dir, params_dir, project_root, safe_name
+from radaudit.paths import check_component, notebooks_dir, outputs_dir, params_dir, project_root, safe_name
 
 log = logging.getLogger("radaudit.run")
 
@@ -41,11 +41,13 @@ class RunResult:
 
 
 def prepare(experiment: str, preset: str, overrides: list[str] | tuple[str, ...] = (),
-            data_root: str | None = None) -> tuple[Experiment, BaseParams]:
-    """Resolve and validate the params and run the experiment's preflight checks. Nothing is written."""
+            data_root: str | None = None, params_files: list[str] | tuple[str, ...] = ()) -> tuple[Experiment, BaseParams]:
+    """Resolve and validate the params (preset, ``-f`` files, ``-p`` overrides) and run the experiment's
+    preflight checks. Nothing is written."""
     exp = get_experiment(experiment)
     model = exp.params_model()
-    params = resolve_params(model, params_dir(), experiment, preset, overrides, extra={"data_root": data_root})
+    params = resolve_params(model, params_dir(), experiment, preset, overrides, extra={"data_root": data_root},
+                            params_files=params_files)
     params.preflight()
     return exp, params
 
@@ -62,11 +64,14 @@ def _new_run_dir(base: Path, name: str) -> Path:
     raise RuntimeError(f"could not create a fresh run folder under {base}")
 
 
-def default_run_name(preset: str, overrides: list[str] | tuple[str, ...] = ()) -> str:
+def default_run_name(preset: str, overrides: list[str] | tuple[str, ...] = (),
+                     params_files: list[str] | tuple[str, ...] = ()) -> str:
+    """``<time>_<preset>``, plus ``_p<hash>`` of the ``-p`` overrides and ``-f`` files' contents when given."""
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     name = f"{stamp}_{preset}"
-    if overrides:
-        name += "_p" + hashlib.sha256("\n".join(sorted(overrides)).encode()).hexdigest()[:6]
+    if overrides or params_files:
+        parts = sorted(overrides) + [Path(f).read_text(encoding="utf-8") for f in params_files]
+        name += "_p" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:6]
     return name
 
 
@@ -193,12 +198,15 @@ def run_experiment(
     progress: bool = True,
     prepared: tuple[Experiment, BaseParams] | None = None,
     run_parent: Path | None = None,
+    params_files: list[str] | tuple[str, ...] = (),
 ) -> RunResult:
     """Run one experiment; see the module docstring. Raises ``ParamsError`` / ``DatasetNotFoundError``
     before anything is written, ``RunFailedError`` after a failed cell (outputs kept)."""
     import papermill as pm
 
-    exp, params = prepared or prepare(experiment, preset, overrides, data_root)
+    if name is not None and run_parent is None:  # a user's name (a sweep builds its own labels)
+        check_component(name, "run name")
+    exp, params = prepared or prepare(experiment, preset, overrides, data_root, params_files)
     project = project_root()
     notebook = notebooks_dir() / exp.notebook
     if not notebook.exists():
@@ -207,7 +215,7 @@ def run_experiment(
     kernel_name = os.environ.get("RADAUDIT_KERNEL", "python3")
     kernel_exe = kernel_python(kernel_name)
     exp_dir = Path(out).resolve() / experiment if out else outputs_dir() / experiment
-    run_dir = _new_run_dir(run_parent or exp_dir, name or default_run_name(preset, overrides))
+    run_dir = _new_run_dir(run_parent or exp_dir, name or default_run_name(preset, overrides, params_files))
     (run_dir / "figures").mkdir()
     (run_dir / "tables").mkdir()
     nb_out = run_dir / f"{experiment}.ipynb"
@@ -215,6 +223,8 @@ def run_experiment(
     pdict = params.model_dump(mode="json")
     m = manifest.base_manifest(experiment=experiment, preset=preset, run_name=run_dir.name, params=pdict,
                                overrides=overrides, project=project, data_root=params.data_root)
+    if params_files:
+        m["params_files"] = {str(Path(f).resolve()): Path(f).read_text(encoding="utf-8") for f in params_files}
     m["notebook"] = exp.notebook
     m["kernel"] = {"name": kernel_name, "python": kernel_exe}
     manifest.write(mpath, m)
@@ -299,6 +309,7 @@ def sweep(
     data_root: str | None = None,
     out: str | os.PathLike | None = None,
     progress: bool = True,
+    params_files: list[str] | tuple[str, ...] = (),
 ) -> tuple[Path, pd.DataFrame]:
     """Run the experiment once per combination of the grid; write ``index.csv``/``index.md``.
 
@@ -318,7 +329,7 @@ def sweep(
     for combo in combos:
         ov = list(overrides) + [f"{k}={v}" for k, v in combo.items()]
         parse_overrides(model, ov)
-        prepared.append((combo, ov, prepare(experiment, preset, ov, data_root)))
+        prepared.append((combo, ov, prepare(experiment, preset, ov, data_root, params_files)))
 
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     base = (Path(out).resolve() / experiment) if out else outputs_dir() / experiment
@@ -329,7 +340,7 @@ def sweep(
         log.info("sweep %d/%d: %s", i + 1, len(prepared), label)
         try:
             res = run_experiment(experiment, preset, ov, data_root=data_root, out=sweep_dir, name=label,
-                                 progress=progress, prepared=prep, run_parent=sweep_dir)
+                                 progress=progress, prepared=prep, run_parent=sweep_dir, params_files=params_files)
             run_dir, status, err, dur = res.run_dir, res.status, "", res.manifest.get("duration_s")
         except RunFailedError as e:
             run_dir = sweep_dir / label

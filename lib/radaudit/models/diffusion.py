@@ -211,7 +211,8 @@ def _dtype_kwarg() -> str:
 def load_pipeline(model_id: str | os.PathLike, family: str | None = None, dtype: Any = "fp16",
                   device: str | None = "auto", *, lora: str | os.PathLike | None = None,
                   lora_weight_name: str | None = None, radedit_vae: str = RADEDIT_VAE,
-                  radedit_text_encoder: str = RADEDIT_TEXT_ENCODER, **from_pretrained_kwargs: Any) -> Any:
+                  radedit_text_encoder: str = RADEDIT_TEXT_ENCODER, trust_remote_code: bool = False,
+                  **from_pretrained_kwargs: Any) -> Any:
     """Load a text-to-image pipeline: the demo model folder, a local diffusers folder, or a hub id.
 
     ``family`` (default :func:`infer_family`) picks the loader, as in the authors' ``load_pipeline``
@@ -224,6 +225,8 @@ def load_pipeline(model_id: str | os.PathLike, family: str | None = None, dtype:
     weights (the paper's SD 3.5, Lumina and Flux are LoRA fine-tunes, r = 32), loaded with
     ``load_lora_weights``. ``dtype``: fp16 (default, as the authors), bf16 or fp32; fp16 falls back to
     fp32 on CPU. ``device``: ``"auto"`` = cuda when available. The pipeline gets ``radaudit_family``.
+    ``trust_remote_code`` (default off): RadEdit's text encoder (BioViL-T) is code from the Hub; it is
+    run only when the caller says so, otherwise loading RadEdit fails with a message naming the flag.
     """
     require_diffusers()
     from radaudit.models.resolver import ModelUnavailableError, load_failed_message, resolve_device, resolve_model
@@ -245,10 +248,16 @@ def load_pipeline(model_id: str | os.PathLike, family: str | None = None, dtype:
         if fam == "radedit":
             from transformers import AutoModel, AutoTokenizer
 
+            if not trust_remote_code:
+                raise ParamsError(f"RadEdit's text encoder {radedit_text_encoder!r} runs Python code downloaded from the "
+                                  "Hugging Face Hub (trust_remote_code). Review it, then set trust_remote_code: true for "
+                                  "this generator to allow it; it is off by default.")
+
             unet = diffusers.UNet2DConditionModel.from_pretrained(resolved.path_or_id, subfolder="unet", **kw)
             vae = diffusers.AutoencoderKL.from_pretrained(radedit_vae, **{dtype_kw: td})
-            text_encoder = AutoModel.from_pretrained(radedit_text_encoder, trust_remote_code=True, dtype=td)
-            tokenizer = AutoTokenizer.from_pretrained(radedit_text_encoder, model_max_length=128, trust_remote_code=True)
+            text_encoder = AutoModel.from_pretrained(radedit_text_encoder, trust_remote_code=trust_remote_code, dtype=td)
+            tokenizer = AutoTokenizer.from_pretrained(radedit_text_encoder, model_max_length=128,
+                                                      trust_remote_code=trust_remote_code)
             scheduler = diffusers.DDIMScheduler(beta_schedule="linear", clip_sample=False, prediction_type="epsilon",
                                                 timestep_spacing="trailing", steps_offset=1)
             pipe = diffusers.StableDiffusionPipeline(vae=vae, text_encoder=text_encoder, tokenizer=tokenizer, unet=unet,
