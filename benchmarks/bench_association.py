@@ -79,8 +79,8 @@ def main() -> None:
     ap.add_argument("--reports", type=int, default=10_000)
     ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--permutations", type=int, default=1000)
-    ap.add_argument("--ci-method", default="percentile", choices=["bca", "percentile"],
-                    help="the interval method timed (percentile is association_audit's default; bca adds a jackknife)")
+    ap.add_argument("--ci-method", default="shifted", choices=["shifted", "bca", "percentile", "basic"],
+                    help="the interval method timed (shifted is association_audit's default: it holds its estimate; bca adds a jackknife)")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--data-root", default=None)
     a = ap.parse_args()
