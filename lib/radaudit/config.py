@@ -76,7 +76,7 @@ def validate_params(model: type[BaseParams], values: dict[str, Any], where: str 
 # ----------------------------------------------------------------------------- presets
 
 def preset_path(params_dir: Path, experiment: str, preset: str) -> Path:
-    from radaudit.paths import check_component
+    from radaudit.names import check_component
 
     return params_dir / check_component(experiment, "experiment") / f"{check_component(preset, 'preset')}.yaml"
 

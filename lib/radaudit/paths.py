@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from radaudit.errors import RadauditError
+from radaudit.names import check_component  # noqa: F401  (re-exported: run names are paths)
 
 PROJECT_ENV = "RADAUDIT_PROJECT"
 
@@ -25,26 +26,6 @@ def safe_name(text: str, max_len: int = 60) -> str:
     """``text`` as a file-name part: every run of characters other than letters, digits and ``_.=-``
     becomes one ``-`` (``"demo diffusion"`` → ``"demo-diffusion"``), cut at ``max_len``."""
     return re.sub(r"[^A-Za-z0-9_.=-]+", "-", str(text))[:max_len]
-
-
-_COMPONENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
-
-
-def check_component(value: str, what: str = "run name") -> str:
-    """``value`` if it is one safe path component (letters, digits, ``.``, ``_``, ``-``; not starting with
-    a dot; no ``..``; 1-100 characters), else :class:`~radaudit.errors.ParamsError` naming the rule.
-
-    A run name or preset becomes a folder or file name; ``../x`` would write outside the run folder.
-
-    >>> check_component("my-run_1.v2")
-    'my-run_1.v2'
-    """
-    from radaudit.errors import ParamsError
-
-    if not isinstance(value, str) or not _COMPONENT.fullmatch(value) or ".." in value:
-        raise ParamsError(f"{what} {value!r} is not allowed: use 1-100 letters, digits, '.', '_' or '-', "
-                          "not starting with '.', without '..' or '/' (it becomes one folder name).")
-    return value
 
 
 def file_sha256(path: str | os.PathLike[str], error: type[Exception] = RadauditError) -> str:

@@ -20,6 +20,14 @@ _PER_PAIR = ("precision", "recall", "disease_precision", "disease_recall", "dise
              "attribute_recall", "attribute_f1", "n_unparseable")
 
 
+def _language_counts(refs: Sequence[str], cands: Sequence[str]) -> dict[str, int]:
+    """How many references / candidates look non-English (:mod:`radaudit.text.language`): the rule
+    backend finds no English finding in them, so they score as normal studies — counted, not hidden."""
+    from radaudit.text.language import count_non_english
+
+    return {"n_non_english_reference": count_non_english(refs), "n_non_english_candidate": count_non_english(cands)}
+
+
 @dataclass
 class AtomiMedMetric:
     """AtomiMed Eq. 4 F1 per pair (module docstring)."""
@@ -54,7 +62,7 @@ class AtomiMedMetric:
                         "n_repaired_total": int(table["n_repaired"].sum()),
                         "n_not_scored": int((~table["ok"]).sum()), "backend": self.backend,
                         "theta": self.theta, "trace": table.attrs["trace"], "calls": table.attrs["calls"],
-                        "table": table})
+                        "table": table, **_language_counts(refs, cands)})
         return mean_result(self.name, np.asarray(table["f1"], dtype=float), details)
 
 
@@ -113,7 +121,7 @@ class AtomiMedClinicalMetric:
                                                                                "n_false", "n_unparseable")}
         details.update({"n_not_scored": int((~table["ok"]).sum()), "backend": self.backend, "variant": "clinical",
                         "significance": self._options.significance.source, "trace": table.attrs["trace"],
-                        "table": table})
+                        "table": table, **_language_counts(refs, cands)})
         return mean_result(self.name, np.asarray(table["f1"], dtype=float), details)
 
 

@@ -120,7 +120,7 @@ def load(folder: Path, label: str = "covid_vs_other", **options) -> pd.DataFrame
     manifest: dict[str, tuple[str, str]] = {}
     if (folder / MANIFEST).exists():
         man = read_csv_checked(folder / MANIFEST, MANIFEST_COLUMNS, dataset=SOURCE, what="images manifest",
-                               dtype=str, keep_default_na=False)
+                               allow_empty=True, dtype=str, keep_default_na=False)
         lic = man["license"] if "license" in man.columns else pd.Series("", index=man.index)
         manifest = {f: (lf, li) for f, lf, li in zip(man["filename"], man["local_file"], lic)}
 

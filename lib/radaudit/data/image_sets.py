@@ -51,9 +51,16 @@ def is_missing(v: Any) -> bool:
         return False
 
 
+#: Cells that spell a missing value: never read as a label name (a CSV written from a frame with NaN).
+MISSING_TOKENS = frozenset({"nan", "none", "null", "na", "n/a", "<na>"})
+
+
 def parse_labels(value: Any, *, where: str = "") -> list[str]:
     """A labels cell → list of names: a list/tuple/array as is, a JSON list string (``'["A", "B"]'``),
-    or a ``"A|B"`` string; blank or missing → ``[]``. Anything else raises :class:`DataFormatError`."""
+    or a ``"A|B"`` string; blank or missing (``None``/NaN) → ``[]`` (no label). A string that spells a
+    missing value (``"NaN"``, ``"None"``, ``"null"``, ``"NA"``, ``"N/A"``, ``"<NA>"``: :data:`MISSING_TOKENS`)
+    raises :class:`DataFormatError` rather than becoming a label of that name; so does anything else
+    that is not a list or a string."""
     if isinstance(value, (list, tuple, np.ndarray)):
         items = list(value)
     elif is_missing(value):
@@ -62,6 +69,9 @@ def parse_labels(value: Any, *, where: str = "") -> list[str]:
         s = value.strip()
         if not s:
             return []
+        if s.lower() in MISSING_TOKENS:
+            raise DataFormatError(f"labels{where}: {value!r} reads as a missing value, not a label name. Leave the "
+                                  "cell blank for an image with no label, or write the label names ('A|B').")
         if s.startswith("["):
             try:
                 items = json.loads(s)
@@ -134,12 +144,17 @@ def _read_one(path: str, size: int, policy: str) -> np.ndarray:
     p = Path(path)
     if not p.is_file():
         raise DatasetNotFoundError(f"Image file {str(p)!r} does not exist; check the data root or the metadata file.")
+    if p.stat().st_size == 0:
+        raise DataFormatError(f"Image file {str(p)!r} is empty (0 bytes): write or download it again, or remove it "
+                              "(and its metadata row) from the set.")
     try:
         with Image.open(p) as im:
             im.load()
             g = _to_gray(im)
     except (UnidentifiedImageError, OSError) as err:
-        raise DataFormatError(f"Cannot read {str(p)!r} as an image ({err}).") from err
+        raise DataFormatError(f"Cannot read {str(p)!r} as an image ({err}): the file is corrupt, truncated or not an "
+                              "image; write or download it again, or remove it (and its metadata row) from the "
+                              "set.") from err
     g = _square(g, policy)
     if g.size != (size, size):
         g = g.resize((size, size), Image.Resampling.BICUBIC)
@@ -262,9 +277,10 @@ def read_synthetic_set(metadata_csv: str | os.PathLike, images_root: str | os.Pa
 
     * ``prompt``: the text the image was generated from (non-blank).
     * ``image_path``: relative to ``images_root`` (default: the CSV's folder), or absolute; the file
-      must exist (any format PIL reads; :func:`load_images` converts to grayscale).
-    * ``labels``: ``"A|B"`` or a JSON list (``["A", "B"]``); blank = no label. With ``label_names``,
-      every label must be one of them.
+      must exist and not be empty (any format PIL reads; :func:`load_images` converts to grayscale and
+      raises :class:`DataFormatError` naming a corrupt file).
+    * ``labels``: ``"A|B"`` or a JSON list (``["A", "B"]``); blank = no label; ``NaN``/``None``/``NA``
+      spelled out is an error (:func:`parse_labels`). With ``label_names``, every label must be one of them.
     * ``seed``: an integer, or blank when unknown.
 
     Extra columns are kept. Returns the metadata (``image_path`` absolute, ``labels`` lists, ``seed``
@@ -275,6 +291,9 @@ def read_synthetic_set(metadata_csv: str | os.PathLike, images_root: str | os.Pa
     if not csv.is_file():
         raise DatasetNotFoundError(f"Synthetic-set metadata file {str(csv)!r} does not exist. Expected a CSV with "
                                    f"columns {', '.join(META_COLUMNS)} (write one with write_synthetic_set).")
+    if csv.stat().st_size == 0:
+        raise DataFormatError(f"{str(csv)!r} is empty (0 bytes). Expected a CSV with a header line "
+                              f"{','.join(META_COLUMNS)} and one row per image (write one with write_synthetic_set).")
     try:
         meta = pd.read_csv(csv, dtype=str, keep_default_na=False)
     except (ValueError, OSError) as err:
@@ -318,7 +337,7 @@ def read_synthetic_set(metadata_csv: str | os.PathLike, images_root: str | os.Pa
         raise DataFormatError(f"{csv.name}: column 'seed' must be an integer or blank; not in row(s) "
                               f"{format_rows(bad_seed)} (e.g. {meta['seed'].iloc[bad_seed[0] - 2]!r}).")
 
-    paths, absent, empty = [], [], []
+    paths, absent, empty, zero = [], [], [], []
     for r, v in zip(rowno, meta["image_path"]):
         s = v.strip()
         if not s:
@@ -329,6 +348,8 @@ def read_synthetic_set(metadata_csv: str | os.PathLike, images_root: str | os.Pa
         p = p if p.is_absolute() else root / p
         if not p.is_file():
             absent.append((r, str(p)))
+        elif p.stat().st_size == 0:
+            zero.append((r, str(p)))
         paths.append(str(p.resolve()))
     if empty:
         raise DataFormatError(f"{csv.name}: column 'image_path' is blank in row(s) {format_rows(empty)}.")
@@ -336,6 +357,10 @@ def read_synthetic_set(metadata_csv: str | os.PathLike, images_root: str | os.Pa
         raise DatasetNotFoundError(f"{csv.name}: column 'image_path' names missing file(s) in row(s) "
                                    f"{format_rows([r for r, _ in absent])}, e.g. {absent[0][1]!r}; paths are relative "
                                    f"to {str(root)!r} (images_root).")
+    if zero:
+        raise DataFormatError(f"{csv.name}: column 'image_path' names empty (0-byte) file(s) in row(s) "
+                              f"{format_rows([r for r, _ in zero])}, e.g. {zero[0][1]!r}: write those images again, "
+                              "or remove their rows.")
 
     out = meta.copy()
     out["prompt"] = meta["prompt"].astype(str)

@@ -33,6 +33,7 @@ def read_csv_checked(
     dataset: str,
     what: str | None = None,
     doc: str | None = None,
+    allow_empty: bool = False,
     **read_csv_kwargs,
 ) -> pd.DataFrame:
     """Read the CSV at ``path`` with :func:`pandas.read_csv` and check that it has the ``required`` columns.
@@ -44,17 +45,24 @@ def read_csv_checked(
 
     Raises :class:`DatasetNotFoundError` when ``path`` does not exist, and
     :class:`DataFormatError` when it cannot be read as a CSV (bad gzip, undecodable bytes, a
-    directory, ...) or lacks a required column; that message lists the missing columns, the
-    required ones and the columns found. Extra columns are allowed.
+    directory, ...), is empty (zero bytes or no header line: the message says to fetch it again), lacks a required
+    column (the message lists the missing columns, the required ones and the columns found), or,
+    unless ``allow_empty``, has a header but no data row. Extra columns are allowed.
     """
     path = Path(path)
     required = list(required)
     if not path.exists():
         raise DatasetNotFoundError(f"{dataset}: {path} does not exist.{_see(doc)}")
+    as_what = f"the {what} CSV" if what else "a CSV"
+    if path.is_file() and path.stat().st_size == 0:
+        raise DataFormatError(f"{dataset}: {path} is empty (0 bytes), expected {as_what} with at least the column(s) "
+                              f"{required}: the file was not written or downloaded completely; fetch it again.{_see(doc)}")
     try:
         df = pd.read_csv(path, **read_csv_kwargs)
-    except (ValueError, OSError) as exc:  # ParserError, EmptyDataError, UnicodeDecodeError, bad gzip, ...
-        as_what = f"the {what} CSV" if what else "a CSV"
+    except pd.errors.EmptyDataError as exc:  # a file of blank lines, or an empty gzip member
+        raise DataFormatError(f"{dataset}: {path} has no header line (the file is empty), expected {as_what} with at "
+                              f"least the column(s) {required}: fetch it again.{_see(doc)}") from exc
+    except (ValueError, OSError) as exc:  # ParserError, UnicodeDecodeError, bad gzip, ...
         raise DataFormatError(f"{dataset}: could not read {path} as {as_what} ({exc}).{_see(doc)}") from exc
     missing = [c for c in required if c not in df.columns]
     if missing:
@@ -63,6 +71,9 @@ def read_csv_checked(
             f"{dataset}: {head} the column(s) {missing}; expected at least {required}, "
             f"found {list(df.columns)}.{_see(doc)}"
         )
+    if df.empty and not allow_empty:
+        raise DataFormatError(f"{dataset}: {path} has a header but no data rows: the file was cut short or "
+                              f"exported empty; fetch it again.{_see(doc)}")
     return df
 
 

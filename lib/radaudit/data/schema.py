@@ -27,6 +27,8 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from radaudit.errors import DataFormatError
+
 CORE_COLUMNS: tuple[str, ...] = (
     "study_id",
     "patient_id",
@@ -75,7 +77,8 @@ def finalize(df: pd.DataFrame, source: str, *, extra_first: Iterable[str] = ()) 
 
     ``extra_first`` names extra columns to place right after the core ones; all other extra
     columns follow in their existing order. The index is reset. ``source`` fills the ``source``
-    column. Raises ``ValueError`` if ``study_id`` has missing values.
+    column. Raises :class:`~radaudit.errors.DataFormatError` (a ``ValueError``) if ``study_id`` has
+    missing values.
     """
     out = df.copy()
     for col in CORE_COLUMNS:
@@ -89,7 +92,8 @@ def finalize(df: pd.DataFrame, source: str, *, extra_first: Iterable[str] = ()) 
     out["sex"] = out["sex"].map(normalize_sex).astype("string")
     out["age"] = pd.to_numeric(out["age"], errors="coerce").astype("Float64")
     if out["study_id"].isna().any():
-        raise ValueError(f"{source}: {int(out['study_id'].isna().sum())} rows have no study_id")
+        raise DataFormatError(f"{source}: {int(out['study_id'].isna().sum())} rows have no study_id; every row needs "
+                              "one: check the source file's id column (blank cells).")
     extra_first = [c for c in extra_first if c in out.columns and c not in CORE_COLUMNS]
     rest = [c for c in out.columns if c not in CORE_COLUMNS and c not in extra_first]
     out = out[list(CORE_COLUMNS) + extra_first + rest].reset_index(drop=True)

@@ -63,7 +63,9 @@ Edge cases
   (all-blank) labels add nothing to the corpus counts.
 - An empty batch: score NaN.
 - Non-English text: the phrase lists are English, so it has no mentions: all blank (No Finding
-  = 1, as for an English report that mentions nothing abnormal).
+  = 1, as for an English report that mentions nothing abnormal). Such reports are counted in
+  ``details["n_non_english_reference"]`` / ``["n_non_english_candidate"]``
+  (:func:`radaudit.text.language.looks_non_english`) and the labeler warns; the score is unchanged.
 - Very long reports: labelled sentence by sentence, no truncation (CheXbert truncates at 512
   tokens).
 
@@ -161,6 +163,8 @@ class ChexpertF1:
     def compute(self, references: Sequence[str], candidates: Sequence[str]) -> MetricResult:
         import pandas as pd
 
+        from radaudit.text.language import count_non_english
+
         refs, cands = check_pairs(references, candidates)
         n = len(refs)
         cols = list(self.columns)
@@ -203,6 +207,8 @@ class ChexpertF1:
             "tp": tp_i.astype(int), "fp": fp_i.astype(int), "fn": fn_i.astype(int),
             "ref_labels": ref_lab, "cand_labels": cand_lab,
             "label_set": self.label_set, "uncertain": self.uncertain, "average": self.average,
+            "n_non_english_reference": count_non_english(refs),
+            "n_non_english_candidate": count_non_english(cands),
         }
         score = micro if self.average == "micro" else macro
         return MetricResult(name=self.name, score=score, per_sample=per_sample, aggregate="corpus",

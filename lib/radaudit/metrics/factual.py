@@ -38,6 +38,10 @@ error and a correct extra detail no error, and smoothed precision/recall ``(cred
 so one false finding and four false findings do not tie at 0. Definition and choices:
 :mod:`radaudit.atomic.clinical`; options ``kappa``, ``alpha``, ``negative_weight``, ``hedge_factor``,
 ``significance`` (a table path) besides ``backend``/``theta``/``scorer``.
+
+Both count the reports that look non-English (``details["n_non_english_reference"]``,
+``["n_non_english_candidate"]``, :mod:`radaudit.text.language`): the rule backend reads no finding in
+them, so they score as normal studies; the count says how many did.
 """
 
 from __future__ import annotations

@@ -75,6 +75,10 @@ Deviations from the CheXpert labeler (all deliberate)
    an impression for CheXpert-comparable labels, or findings + impression (the IU X-ray benchmark).
 5. An empty or whitespace-only report gets all 14 labels blank (the labeler, finding no mention,
    would say No Finding = 1). ``None``/NaN is an error (fix it upstream or pass ``""``).
+   A report in another language has no mention of the English phrases, so it is labelled like an
+   English report that mentions nothing abnormal (No Finding = 1), as the labeler would; it is
+   counted (:func:`radaudit.text.language.looks_non_english`) and warned about. :meth:`~ChexpertLabeler.label`
+   puts both counts in the result's ``attrs``: ``n_empty`` and ``n_non_english``.
 
 Precision rules (deviations 6-11; ``precision_rules=True``, the default)
 -----------------------------------------------------------------------
@@ -114,6 +118,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +127,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from radaudit.errors import DataFormatError
+from radaudit.text.language import looks_non_english
 from radaudit.text.negation import explain_mention, find_cues
 from radaudit.text.sections import sentences
 
@@ -544,15 +551,19 @@ class ChexpertLabeler:
         """One row per text, the 14 :data:`OBSERVATIONS` as float columns (1 positive, 0 negative,
         -1 uncertain, NaN blank). The index is ``texts``' index for a Series, else 0..n-1.
 
-        Raises ``TypeError`` for a single string (wrap it in a list) and ``ValueError`` naming
-        the positions of ``None``/NaN texts."""
+        ``attrs["n_empty"]`` counts the empty reports (all blank) and ``attrs["n_non_english"]`` the
+        reports that look like another language (deviation 5: labelled, counted, warned about).
+
+        Raises ``TypeError`` for a single string (wrap it in a list) and
+        :class:`~radaudit.errors.DataFormatError` (a ``ValueError``) naming the positions of
+        ``None``/NaN texts."""
         if isinstance(texts, str):
             raise TypeError("label() takes a sequence of reports; wrap a single report in a list.")
         index = texts.index if isinstance(texts, pd.Series) else None
         items = list(texts)
         bad = [i for i, t in enumerate(items) if t is None or (isinstance(t, float) and math.isnan(t))]
         if bad:
-            raise ValueError(
+            raise DataFormatError(
                 f"texts {bad[:10]}{' ...' if len(bad) > 10 else ''} are missing (None/NaN): drop them or pass '' "
                 "for an empty report (e.g. Series.fillna(''))."
             )
@@ -560,7 +571,15 @@ class ChexpertLabeler:
             _check_text(t, i)
         rows = [self.label_one(t) for t in items]
         arr = np.array([[r[o] for o in OBSERVATIONS] for r in rows], dtype=float).reshape(len(rows), len(OBSERVATIONS))
-        return pd.DataFrame(arr, columns=list(OBSERVATIONS), index=index)
+        out = pd.DataFrame(arr, columns=list(OBSERVATIONS), index=index)
+        out.attrs["n_empty"] = sum(1 for t in items if not t.strip())
+        foreign = [i for i, t in enumerate(items) if looks_non_english(t)]
+        out.attrs["n_non_english"] = len(foreign)
+        if foreign:
+            warnings.warn(f"{len(foreign)} of {len(items)} reports look non-English (positions {foreign[:10]}): the "
+                          "English phrase lists find no mention in them, so they are labelled No Finding. Translate "
+                          "them, or leave them out and report how many.", UserWarning, stacklevel=2)
+        return out
 
 
 def _check_text(text: object, i: int) -> None:

@@ -376,7 +376,9 @@ def label_matrix(labels: Any, n: int, name: str, label_names: Sequence[str] | No
     """A boolean ``[n, L]`` DataFrame from a 0/1 (or bool) DataFrame, or from one list of label names per row.
 
     In a 0/1 DataFrame, NaN and -1 (CheXpert's uncertain) count as absent. ``label_names`` selects
-    and orders the columns (missing names raise).
+    and orders the columns (missing names raise). ``attrs["n_missing"]`` counts the cells read as
+    absent because they are missing or not a number (NaN, ``None``, ``"yes"``), or, for lists, the
+    rows whose list is missing: nothing is dropped silently.
     """
     if isinstance(labels, pd.DataFrame):
         df = labels.reset_index(drop=True)
@@ -385,14 +387,18 @@ def label_matrix(labels: Any, n: int, name: str, label_names: Sequence[str] | No
             if missing:
                 raise DataFormatError(f"{name}: no column(s) {missing}; columns are {list(df.columns)}.")
             df = df[list(label_names)]
-        mat = df.apply(pd.to_numeric, errors="coerce").fillna(0).eq(1)
+        num = df.apply(pd.to_numeric, errors="coerce")
+        n_missing = int(num.isna().to_numpy().sum())
+        mat = num.fillna(0).eq(1)
     else:
-        rows = [[] if v is None or (isinstance(v, float) and np.isnan(v)) else
-                ([v] if isinstance(v, str) else list(v)) for v in labels]
+        missing_row = [v is None or (isinstance(v, float) and np.isnan(v)) for v in labels]
+        rows = [[] if m else ([v] if isinstance(v, str) else list(v)) for v, m in zip(labels, missing_row)]
+        n_missing = int(sum(missing_row))
         names = list(label_names) if label_names is not None else sorted({str(l) for r in rows for l in r})
         mat = pd.DataFrame([[c in set(map(str, r)) for c in names] for r in rows], columns=names, dtype=bool)
     if len(mat) != n:
         raise DataFormatError(f"{name} has {len(mat)} rows but there are {n} feature rows.")
+    mat.attrs["n_missing"] = n_missing
     return mat
 
 
@@ -407,7 +413,8 @@ def per_label_fidelity(real: Any, real_labels: Any, synth: Any, synth_labels: An
     ``labels``: which labels, in order (default: the union, sorted). Returns one row per label with
     ``n_real``, ``n_synth``, one column per metric, and ``note`` (why a value is NaN: a label with
     fewer than ``min_images`` rows on either side — or ``nearest_k + 1`` for PRDC — is reported, not
-    dropped).
+    dropped). Missing label cells (NaN) count as absent and are counted in
+    ``attrs["n_missing_labels"]`` (``{"real": ..., "synth": ...}``, :func:`label_matrix`).
     """
     bad = [m for m in metrics if m not in FIDELITY_METRICS]
     if bad:
@@ -447,4 +454,6 @@ def per_label_fidelity(real: Any, real_labels: Any, synth: Any, synth_labels: An
                             row[m] = pr[m]
         row["note"] = "; ".join(notes)
         rows.append(row)
-    return pd.DataFrame(rows, columns=["label", "n_real", "n_synth", *metrics, "note"])
+    out = pd.DataFrame(rows, columns=["label", "n_real", "n_synth", *metrics, "note"])
+    out.attrs["n_missing_labels"] = {"real": rl.attrs["n_missing"], "synth": sl.attrs["n_missing"]}
+    return out
