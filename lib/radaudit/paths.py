@@ -76,19 +76,41 @@ def outputs_dir() -> Path:
     return project_root() / "outputs"
 
 
+FILES_MANIFEST = ".radaudit_files.json"
+
+
+def _file_listing(folder: Path) -> dict[str, dict[str, object]]:
+    return {str(p.relative_to(folder)): {"size": p.stat().st_size, "sha256": file_sha256(p)}
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != FILES_MANIFEST}
+
+
 @contextlib.contextmanager
 def atomic_dir(out: str | os.PathLike[str]) -> Iterator[Path]:
     """Write a folder all at once: yields a fresh temporary folder beside ``out``; when the block ends
-    without error it replaces ``out`` (which must be absent or empty), otherwise it is deleted, so a
-    crashed training run never leaves a half-written model folder behind."""
+    without error it records every file's size and SHA-256 in ``.radaudit_files.json`` (checked by
+    :func:`reusable_model_dir`) and renames the folder to ``out``; on error it is deleted, so a crashed
+    training run never leaves a half-written model folder behind.
+
+    ``out`` must be absent or empty. If another process finished the same folder first (two runs
+    training one content-addressed model at once), this one's copy is discarded and theirs kept."""
+    import json
+    import logging
+
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         yield tmp
-        if out.exists():
-            out.rmdir()  # empty, or this raises: never overwrite a folder with content
-        os.replace(tmp, out)
+        (tmp / FILES_MANIFEST).write_text(json.dumps(_file_listing(tmp), indent=1), encoding="utf-8")
+        try:
+            if out.exists():
+                out.rmdir()  # empty, or this raises: never overwrite a folder with content
+            os.replace(tmp, out)
+        except OSError:
+            if not (out.is_dir() and any(out.iterdir())):
+                raise
+            logging.getLogger(__name__).warning("%s was completed by another run meanwhile; keeping that one.", out)
+            shutil.rmtree(tmp, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -125,4 +147,16 @@ def reusable_model_dir(folder: str | os.PathLike[str], meta_file: str, digest: s
             info.get("stop_reason") or "time guard")
         shutil.rmtree(folder, ignore_errors=True)
         return False
+    listing = folder / FILES_MANIFEST
+    if listing.is_file():  # written by atomic_dir: a truncated or corrupted file is found here
+        try:
+            recorded = json.loads(listing.read_text())
+        except (OSError, ValueError):
+            recorded = None
+        if recorded is None or _file_listing(folder) != recorded:
+            logging.getLogger(__name__).warning(
+                "The model in %s does not match its file list (a file is missing, truncated or changed); it is "
+                "removed and trained again.", folder)
+            shutil.rmtree(folder, ignore_errors=True)
+            return False
     return True

@@ -6,11 +6,9 @@ import json
 
 import pandas as pd
 
-from radaudit.run import run_experiment
 
-
-def test_smoke_run_writes_agreement_tables_and_figures(shared_data, tmp_path):
-    r = run_experiment("atomic_facts", "smoke", data_root=str(shared_data), out=tmp_path, progress=False)
+def test_smoke_run_writes_agreement_tables_and_figures(smoke_runs):
+    r = smoke_runs("atomic_facts")[0]
     m = json.loads((r.run_dir / "manifest.json").read_text())
     assert m["status"] == "succeeded"
     tables = {p.stem for p in (r.run_dir / "tables").glob("*.csv")}

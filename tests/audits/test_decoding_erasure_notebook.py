@@ -15,11 +15,9 @@ def _digests(folder):
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*")) if p.is_file()}
 
 
-def test_smoke_run_end_to_end_and_reproducible(shared_data, tmp_path, monkeypatch):
+def test_smoke_run_end_to_end_and_reproducible(smoke_runs):
     """Every cell runs; a second run (models and generations from the cache) gives byte-identical tables."""
-    monkeypatch.setenv("RADAUDIT_CACHE", str(tmp_path / "cache"))
-    a = run_experiment("decoding_erasure", "smoke", data_root=str(shared_data), out=tmp_path, progress=False)
-    b = run_experiment("decoding_erasure", "smoke", data_root=str(shared_data), out=tmp_path, progress=False)
+    a, b = smoke_runs("decoding_erasure")
     ta, tb = _digests(a.run_dir / "tables"), _digests(b.run_dir / "tables")
     assert ta and ta == tb
     for name in ("table1_strategies", "table1_long", "words_per_strategy", "generation_summary", "vocabulary_transitions",

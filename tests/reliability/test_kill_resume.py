@@ -89,3 +89,42 @@ def test_a_crashed_model_folder_is_never_left_behind(tmp_path):
     os.makedirs(out)
     (out / "meta.json").write_text(json.dumps({"config_hash": "abc"}))
     assert reusable_model_dir(out, "meta.json", "abc")
+
+
+def test_a_corrupted_model_file_is_detected_and_the_model_rebuilt(tmp_path):
+    from radaudit.paths import atomic_dir, reusable_model_dir
+
+    out = tmp_path / "model"
+    with atomic_dir(out) as tmp:
+        (tmp / "meta.json").write_text(json.dumps({"config_hash": "abc"}))
+        (tmp / "weights.bin").write_bytes(b"\x01" * 1000)
+    assert reusable_model_dir(out, "meta.json", "abc", required=("weights.bin",))
+    with open(out / "weights.bin", "r+b") as fh:  # truncated, as by a full disk or a killed copy
+        fh.truncate(500)
+    assert not reusable_model_dir(out, "meta.json", "abc", required=("weights.bin",))
+    assert not out.exists()  # discarded (with a warning), so the caller trains it again
+
+
+def test_two_writers_of_one_model_folder_both_succeed(tmp_path):
+    import threading
+
+    from radaudit.paths import atomic_dir
+
+    out, errors, gate = tmp_path / "model", [], threading.Barrier(2)
+
+    def writer(k):
+        try:
+            with atomic_dir(out) as tmp:
+                (tmp / "weights.bin").write_bytes(bytes([k]) * 100)
+                gate.wait()  # both finish training at the same moment
+        except Exception as err:  # pragma: no cover - the failure this test guards against
+            errors.append(err)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert (out / "weights.bin").read_bytes() in (b"\x01" * 100, b"\x02" * 100)
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]  # no temporary folder left behind
