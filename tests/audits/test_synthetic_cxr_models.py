@@ -160,6 +160,8 @@ def test_encoder_seeded_cached_and_evaluated(data, tmp_path):
     card = M.model_card(p1)
     assert card["kind"] == "encoder" and card["config_hash"] == p1.name.rsplit("-", 1)[1]
     assert card["label_names"] == ["COVID-19", "Other pneumonia"] and card["n_eval"] == len(xe)
+    # issue 21: the view head learns the projection (AP supine is an AP film), not the three view names
+    assert card["view_target"] == "projection" and set(card["view_names"]) <= {"PA", "AP", "LATERAL"}
     met = card["metrics"]
     assert met["n_eval"] == len(xe) and 0 <= met["label_auroc_macro"] <= 1 and 0 <= met["view_accuracy"] <= 1
     assert 0 < met["view_majority"] <= 1 and 0 <= met["knn_view_accuracy"] <= 1

@@ -11,6 +11,10 @@ import pytest
 from radaudit.run import run_experiment
 
 
+ISSUE_21_IDS = ("encoder_view_accuracy", "degrader_dose_spearman", "privacy_reference_overlap", "memoriser_flagged",
+                "heldout_real_flagged", "diffusion_vs_heldout_fid_gap_cxr")
+
+
 @pytest.fixture(scope="module")
 def smoke_run(shared_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("sc_runs")
@@ -51,3 +55,70 @@ def test_reference_generators_get_the_verdicts_they_were_built_for(smoke_run):
     util = pd.read_csv(d / "table4_long.csv")
     assert {"real", "memoriser", "degrader"} <= set(util["source"])
     assert util.loc[util["label"] == "macro", ["ci_low", "ci_high"]].notna().all().all()
+
+
+def test_smoke_run_writes_the_controls_and_findings(smoke_run):
+    """Issue 21: the stand-ins' controls are computed by the run and land in findings.json with the ids the issue
+    names; the reference sets are clean by construction (overlap 0, held-out real without replacement)."""
+    from radaudit.findings import read_findings
+
+    d = smoke_run.run_dir
+    doc = read_findings(d)
+    ids = {f.id: f for f in doc["findings"]}
+    assert set(ISSUE_21_IDS) <= set(ids)
+    assert ids["privacy_reference_overlap"].value == 0 and ids["privacy_reference_overlap"].verdict == "shown"
+    assert "majority share" in ids["encoder_view_accuracy"].note
+    assert ids["memoriser_flagged"].ci is not None and ids["heldout_real_flagged"].ci is not None
+    assert ids["degrader_dose_spearman"].value is not None and "5 levels" in ids["degrader_dose_spearman"].note
+    tables = {p.stem for p in (d / "tables").glob("*.csv")}
+    assert {"degrader_dose_long", "degrader_dose_spearman", "privacy_reference_overlap"} <= tables
+    figures = {p.stem for p in (d / "figures").glob("*.png")}
+    assert {"degrader_dose_response", "reid_threshold"} <= figures
+    t2 = pd.read_csv(d / "tables" / "table2_per_label_long.csv")
+    assert {"fid_low", "fid_high"} <= set(t2.columns)
+    ok = t2["fid"].notna()
+    assert (t2.loc[ok, "fid_low"] <= t2.loc[ok, "fid_high"]).all()
+    util = pd.read_csv(d / "tables" / "table4_long.csv")
+    rare = util[(util["source"] != "real") & util["label"].isin(["ARDS", "No Finding"])]
+    assert rare["pvalue"].isna().all() and rare["significance"].str.startswith("n/a").all()
+    rep = pd.read_csv(d / "tables" / "table5_long.csv")
+    macro = rep[(rep["source"] != "real") & (rep["metric"] == "f1_macro")]
+    assert macro["p_value"].isna().all() and macro["note"].str.contains("significance n/a").all()
+
+
+@pytest.fixture(scope="module")
+def demo_run(shared_data, tmp_path_factory):
+    return run_experiment("synthetic_cxr", "demo", data_root=str(shared_data), out=tmp_path_factory.mktemp("sc_demo"),
+                          progress=False)
+
+
+@pytest.mark.slow
+def test_demo_run_meets_issue_21_and_matches_the_readme(demo_run):
+    """Issue 21's bars on the demo preset (the encoder's view bar is the xfail below), and the README block is this
+    run's (same params + seed -> same findings.json)."""
+    from radaudit.findings import read_findings, readme_block, readme_findings
+    from radaudit.paths import project_root
+
+    doc = read_findings(demo_run.run_dir)
+    f = {x.id: x for x in doc["findings"]}
+    assert f["degrader_dose_spearman"].value == 1.0
+    assert f["privacy_reference_overlap"].value == 0
+    assert f["memoriser_flagged"].value >= 0.9 and f["heldout_real_flagged"].value <= 0.1
+    gap = f["diffusion_vs_heldout_fid_gap_cxr"]
+    assert gap.verdict == "shown" or (gap.verdict == "not shown" and gap.note)
+    body = readme_findings((project_root() / "README.md").read_text(encoding="utf-8"), "synthetic_cxr")
+    run_name = body.split("run (", 1)[1].split(")", 1)[0]
+    assert body == readme_block(doc, run_name), "README numbers are stale: radaudit findings synthetic_cxr --readme"
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="issue 21 open: the demo encoder's projection accuracy on the 107 test images "
+                                       "is 0.654 against a bar of 0.673 (majority 0.523 + 0.15)")
+def test_demo_encoder_sees_the_view(demo_run):
+    """Issue 21's encoder bar: view (projection) accuracy >= majority share + 0.15. Strict: when the encoder gets
+    there, this starts passing and the marker must go."""
+    from radaudit.findings import read_findings
+
+    view = {x.id: x for x in read_findings(demo_run.run_dir)["findings"]}["encoder_view_accuracy"]
+    majority = float(view.note.split("majority share ")[1].split(" ")[0])
+    assert view.value >= majority + 0.15

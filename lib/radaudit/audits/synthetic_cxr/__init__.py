@@ -17,6 +17,8 @@ Where things are
 - ``utility.py``: Table 4, a classifier trained on one source, per-label AUROC on real test images.
 - ``reports.py``: Table 5, report generation from each source's image-text pairs.
 - ``plots.py``: the figures. The metrics themselves are :mod:`radaudit.metrics.image`.
+- ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (the stand-ins' controls and the
+  headline FID gap, each with a verdict).
 """
 
 from radaudit.audits.synthetic_cxr.data import (
@@ -41,8 +43,10 @@ from radaudit.audits.synthetic_cxr.data import (
 from radaudit.audits.synthetic_cxr.generators import (
     GENERATORS,
     REQUEST_COLUMNS,
+    SOURCE_COLUMN,
     GenerationContext,
     GeneratorSpec,
+    assign_sources,
     fidelity_requests,
     generate,
     generate_set,
@@ -70,8 +74,11 @@ from radaudit.audits.synthetic_cxr.models import (
     train_demo_reid,
     verification_pairs,
 )
+from radaudit.audits.synthetic_cxr.findings import headline_findings
 from radaudit.audits.synthetic_cxr.plots import (
     BASELINE_COLOR,
+    plot_dose_response,
+    plot_reid_calibration,
     plot_fidelity_bars,
     plot_nearest_pairs,
     plot_per_label_heatmap,
@@ -100,7 +107,17 @@ from radaudit.audits.synthetic_cxr.reports import (
     table5,
 )
 from radaudit.audits.synthetic_cxr.study import (
+    DEFAULT_DOSE_LEVELS,
     GeneratorEntry,
+    dose_response,
+    dose_spearman,
+    encoder_agreement,
+    fid_gap,
+    flagged_share,
+    per_label_intervals,
+    per_label_wide,
+    privacy_reference_overlap,
+    reid_null_threshold,
     Params,
     ReportUtility,
     Study,
@@ -148,6 +165,9 @@ from radaudit.audits.synthetic_cxr.utility import (
 )
 
 __all__ = [
+    "assign_sources", "DEFAULT_DOSE_LEVELS", "dose_response", "dose_spearman", "encoder_agreement", "fid_gap",
+    "flagged_share", "headline_findings", "per_label_intervals", "per_label_wide", "plot_dose_response",
+    "plot_reid_calibration", "privacy_reference_overlap", "reid_null_threshold", "SOURCE_COLUMN",
     "alignment_table", "ARCHITECTURES", "augment", "auroc", "bars_frame", "BASE_METRICS", "BASELINE_COLOR",
     "binary_auroc", "BOOTSTRAP_METHODS", "build_classifier", "CARD_FILE", "card_table",
     "classifier_fingerprint", "config_hash", "data_fingerprint", "DEFAULT_METRICS", "DEMO_ARCHITECTURE",

@@ -22,12 +22,17 @@ Registered generators (:data:`GENERATORS`):
     (``source_study_id``; else a training image with the same labels and view, drawn by the request's
     seed) plus slight Gaussian noise (σ = ``sigma``, seeded per request). The privacy audit must flag it.
 ``degrader``
-    Real training images (same labels/view as the prompt, drawn by the request's seed — not the
-    prompt's own image, so its privacy scores stay those of an unrelated image) blurred (Gaussian,
-    ``blur_sigma`` pixels at the output size) and noised (``noise_sigma``). Fidelity must penalise it.
+    Real training images (same labels/view as the prompt, drawn by the request's seed, never an image
+    of the prompt's own patient — ``other_patient``, checked by the privacy audit as
+    ``privacy_reference_overlap`` — so its privacy scores stay those of an unrelated image; without
+    replacement over the request frame) blurred (Gaussian, ``blur_sigma`` pixels at the output size)
+    and noised (``noise_sigma``). Fidelity must penalise it, and more at a higher dose (the
+    dose-response study runs it at graded levels).
 ``heldout_real``
     Real ``holdout`` images (a patient-level split no generator trains on) with the same labels (and
-    view, when possible) as the prompt, drawn by the request's seed: the best a generator can do.
+    view, when possible) as the prompt, drawn by the request's seed **without replacement** (every
+    held-out image once before any twice): the best a generator can do. Drawing with replacement
+    repeated images (67 distinct of 107), which shrinks the feature covariance and inflates its FID.
 ``folder``
     A user's images + ``metadata.csv`` (:func:`radaudit.audits.synthetic_cxr.data.read_synthetic_set`),
     matched to the requests by ``(prompt, seed)``; ``requests=None`` takes the whole set.
@@ -35,6 +40,9 @@ Registered generators (:data:`GENERATORS`):
 Label matching (memoriser fallback, degrader, heldout_real): the candidates are the pool's images
 with the same label set and view; if none, the same label set; if none, the highest label-set
 Jaccard overlap (then same view first). The tier used is counted and logged — never silent.
+Which real image each request gets is decided on the whole request frame (:func:`assign_sources`,
+column :data:`SOURCE_COLUMN`) before generation is chunked, so "without replacement" holds across
+chunks, and the returned requests say where every reference image came from.
 
 :func:`generate_set` caches a generator's output on disk, keyed by everything that determines it
 (generator, params, model identity, the real data's fingerprint, the requests, the image size), in
@@ -60,14 +68,17 @@ from radaudit.errors import DataFormatError, ParamsError
 from radaudit.registry import Registry
 
 __all__ = [
-    "CACHE_VERSION", "GENERATORS", "GenerationContext", "GeneratorSpec", "REQUEST_COLUMNS", "fidelity_requests",
+    "CACHE_VERSION", "GENERATORS", "GenerationContext", "GeneratorSpec", "REQUEST_COLUMNS", "SOURCE_COLUMN",
+    "assign_sources", "fidelity_requests",
     "generate", "generate_set", "generator_key", "match_pool", "privacy_requests", "utility_requests",
 ]
 
 log = logging.getLogger(__name__)
 
 #: Bump when a generator's output changes for the same inputs (invalidates cached sets).
-CACHE_VERSION = 2  # 2: the demo diffusion model samples with DPM-Solver++ 10 steps by default (was DDIM 25)
+CACHE_VERSION = 3  # 3: held-out real drawn without replacement, the degrader never from the prompt's patient
+#: Column a real-image generator's requests carry after :func:`assign_sources`: the real image each one is made from.
+SOURCE_COLUMN = "pool_study_id"
 #: Columns every request frame has (``view`` and ``source_study_id`` are optional extras).
 REQUEST_COLUMNS: tuple[str, ...] = ("prompt", "labels", "seed")
 
@@ -260,50 +271,159 @@ def utility_requests(frame: pd.DataFrame, n: int, seed: int = 0, *, split: str =
 
 # --- label matching ------------------------------------------------------------------------------------
 
-def match_pool(requests: pd.DataFrame, pool: pd.DataFrame, salt: str) -> tuple[list[str], dict[str, int]]:
+def match_pool(requests: pd.DataFrame, pool: pd.DataFrame, salt: str, *, other_patient: bool = False,
+               distinct: bool = False) -> tuple[list[str], dict[str, int]]:
     """For each request, a ``study_id`` from ``pool`` with the same labels (and view), drawn by its seed.
 
     Tiers (first non-empty): same label set and view; same label set; highest Jaccard overlap of label
     sets (same view first). Within the tier, the candidate is ``sorted(study_ids)[rng.integers(n)]``
     with ``rng = np.random.default_rng([seed, sha(salt)])``: same seed → same image. Returns the ids and
     the number of requests served by each tier (``exact``, ``labels``, ``overlap``).
+
+    ``other_patient``: never draw an image of the request's own patient (``source_patient_id`` of the
+    request against the pool's ``patient_id``): a reference generator whose output must be *unrelated*
+    to the prompt's image (the degrader) would otherwise, now and then, return that very image or
+    another image of the same patient, and its privacy scores would be a memoriser's.
+    ``distinct``: draw **without replacement** over the whole request frame, in its row order: an
+    image is used once before any image is used twice (when every allowed image is used, a new round
+    starts, logged). The tiers are searched among the unused images, so a request whose exact matches
+    are used up takes an unused image of the next tier. Needs the whole frame at once (see
+    :func:`assign_sources`: chunked generation assigns before it chunks).
     """
     if pool.empty:
         raise DataFormatError("The image pool is empty: no real images to draw from.")
     salt_int = int(hashlib.sha256(salt.encode()).hexdigest()[:8], 16)
     keys = [frozenset(v) for v in pool["labels"]]
-    views = [v if isinstance(v, str) else None for v in (pool["view"] if "view" in pool.columns else [None] * len(pool))]
-    ids = pool["study_id"].astype(str).tolist()
+    views = np.array([v if isinstance(v, str) else None
+                      for v in (pool["view"] if "view" in pool.columns else [None] * len(pool))], dtype=object)
+    ids = np.array(pool["study_id"].astype(str).tolist(), dtype=object)
+    order = np.argsort(ids, kind="stable")  # candidates are always taken in sorted-id order
+    ids, views, keys = ids[order], views[order], [keys[i] for i in order]
+    if other_patient:
+        if "patient_id" not in pool.columns:
+            raise ParamsError(f"{salt}: other_patient=True needs a 'patient_id' column in the image pool.")
+        pool_pat = np.array([str(v) for v in pool["patient_id"].to_numpy()[order]], dtype=object)
     counts = {"exact": 0, "labels": 0, "overlap": 0}
     out = []
-    cache: dict[tuple[frozenset, str | None], tuple[list[str], str]] = {}
-    req_views = requests["view"] if "view" in requests.columns else [None] * len(requests)
-    for labs, view, s in zip(requests["labels"], req_views, requests["seed"]):
-        key = (frozenset(labs), view if isinstance(view, str) else None)
-        if key not in cache:
-            same = [i for i, k in enumerate(keys) if k == key[0]]
-            exact = [i for i in same if views[i] == key[1]]
-            if exact:
-                cand, tier = exact, "exact"
-            elif same:
-                cand, tier = same, "labels"
-            else:
-                def jac(k: frozenset) -> float:
-                    u = len(k | key[0])
-                    return 1.0 if u == 0 else len(k & key[0]) / u
-                scores = np.array([jac(k) for k in keys])
-                best = [i for i in range(len(keys)) if scores[i] == scores.max()]
-                same_view = [i for i in best if views[i] == key[1]]
-                cand, tier = (same_view or best), "overlap"
-            cache[key] = (sorted(ids[i] for i in cand), tier)
-        cand_ids, tier = cache[key]
+    used = np.zeros(len(ids), dtype=bool)
+    rounds = 1
+    same_cache: dict[frozenset, np.ndarray] = {}
+    jac_cache: dict[frozenset, np.ndarray] = {}
+    n = len(requests)
+    req_views = requests["view"].tolist() if "view" in requests.columns else [None] * n
+    req_pat = (requests["source_patient_id"].tolist() if "source_patient_id" in requests.columns else [None] * n)
+    for labs, view, s, pat in zip(requests["labels"], req_views, requests["seed"], req_pat):
+        key = frozenset(labs)
+        view = view if isinstance(view, str) else None
+        if key not in same_cache:
+            same_cache[key] = np.array([k == key for k in keys], dtype=bool)
+            jac_cache[key] = np.array([1.0 if not (k | key) else len(k & key) / len(k | key) for k in keys])
+        allowed = np.ones(len(ids), dtype=bool)
+        if other_patient and isinstance(pat, str) and pat not in ("", "<NA>", "nan", "None"):
+            allowed &= pool_pat != pat
+        if not allowed.any():
+            raise DataFormatError(f"{salt}: every image of the pool belongs to the request's patient {pat!r}.")
+        free = allowed & ~used if distinct else allowed
+        if not free.any():  # every allowed image used once: a new round
+            used[:] = False
+            rounds += 1
+            free = allowed
+        same = same_cache[key] & free
+        exact = same & (views == view)
+        if exact.any():
+            cand, tier = exact, "exact"
+        elif same.any():
+            cand, tier = same, "labels"
+        else:
+            jac = np.where(free, jac_cache[key], -1.0)
+            best = free & (jac == jac.max())
+            same_view = best & (views == view)
+            cand, tier = (same_view if same_view.any() else best), "overlap"
+        idx = np.flatnonzero(cand)
         rng = np.random.default_rng([int(s), salt_int])
-        out.append(cand_ids[int(rng.integers(len(cand_ids)))])
+        pick = int(idx[int(rng.integers(len(idx)))])
+        used[pick] = True
+        out.append(str(ids[pick]))
         counts[tier] += 1
-    if counts["overlap"] or counts["labels"]:
-        log.info("%s: %d requests matched labels and view, %d labels only, %d by the closest label overlap", salt,
-                 counts["exact"], counts["labels"], counts["overlap"])
+    if counts["overlap"] or counts["labels"] or rounds > 1:
+        log.info("%s: %d requests matched labels and view, %d labels only, %d by the closest label overlap%s", salt,
+                 counts["exact"], counts["labels"], counts["overlap"],
+                 f"; {rounds} rounds through the pool (more requests than images)" if rounds > 1 else "")
     return out, counts
+
+
+def _memoriser_sources(requests: pd.DataFrame, context: GenerationContext, **_: Any) -> list[str]:
+    frame = context.require_frame("memoriser")
+    train = frame[frame["split"] == "train"]
+    train_ids = set(train["study_id"].astype(str))
+    src = requests["source_study_id"] if "source_study_id" in requests.columns else pd.Series([None] * len(requests))
+    own = [isinstance(s, str) and s in train_ids for s in src]
+    ids: list[str] = [str(s) if o else "" for s, o in zip(src, own)]
+    if not all(own):
+        rest = requests[[not o for o in own]]
+        found, _ = match_pool(rest, train, "memoriser")
+        it = iter(found)
+        ids = [i if o else next(it) for i, o in zip(ids, own)]
+        log.info("memoriser: %d of %d requests are not training prompts; used a training image with their labels",
+                 len(rest), len(requests))
+    return ids
+
+
+def _degrader_sources(requests: pd.DataFrame, context: GenerationContext, *, match: str = "labels",
+                      other_patient: bool = True, distinct: bool = True, **_: Any) -> list[str]:
+    frame = context.require_frame("degrader")
+    if match not in ("labels", "source"):
+        raise ParamsError(f"degrader match must be 'labels' or 'source', got {match!r}.")
+    if match == "source":
+        if "source_study_id" not in requests.columns:
+            raise ParamsError("degrader match='source' needs requests with source_study_id.")
+        return requests["source_study_id"].astype(str).tolist()
+    train = frame[frame["split"] == "train"]
+    return match_pool(requests, train, "degrader", other_patient=other_patient, distinct=distinct)[0]
+
+
+def _heldout_sources(requests: pd.DataFrame, context: GenerationContext, *, split: str = "holdout",
+                     distinct: bool = True, **_: Any) -> list[str]:
+    frame = context.require_frame("heldout_real")
+    pool = frame[frame["split"] == split]
+    if pool.empty:
+        raise DataFormatError(f"The context frame has no {split!r} images; demo_frame(fractions=...) must leave some.")
+    return match_pool(requests, pool, "heldout_real", distinct=distinct)[0]
+
+
+def _sources_of(requests: pd.DataFrame, who: str) -> list[str] | None:
+    """The assigned source images (:func:`assign_sources`), or None when the requests carry none."""
+    if SOURCE_COLUMN in requests.columns:
+        vals = requests[SOURCE_COLUMN].tolist()
+        if all(isinstance(v, str) and v for v in vals):
+            return vals
+    return None
+
+
+def assign_sources(name: str, requests: pd.DataFrame, *, context: GenerationContext, **params: Any) -> pd.DataFrame:
+    """``requests`` with the real image each request of a real-image generator is made from:
+    :data:`SOURCE_COLUMN` (``pool_study_id``) and ``pool_patient_id`` (``None`` for a generator that
+    draws no real image: diffusion, folder).
+
+    The assignment is a function of the **whole** request frame (without replacement needs it), so
+    :func:`generate_set` calls this once before it generates in chunks; the generators then read the
+    column. It is also the provenance the privacy audit checks (``privacy_reference_overlap``: no
+    image of a non-memorising reference generator may share a patient with the prompt's image)."""
+    spec = GENERATORS.lookup(name)
+    p = spec.check_params(params)
+    req = _check_requests(requests, name)
+    out = requests.reset_index(drop=True).copy()
+    if spec.assign is None:
+        out[SOURCE_COLUMN] = None
+        out["pool_patient_id"] = None
+        return out
+    ids = spec.assign(req, context, **p)
+    frame = context.require_frame(name)
+    uniq = frame.drop_duplicates("study_id")
+    pat = dict(zip(uniq["study_id"].astype(str), uniq["patient_id"].astype(str))) if "patient_id" in uniq else {}
+    out[SOURCE_COLUMN] = ids
+    out["pool_patient_id"] = [pat.get(i) for i in ids]
+    return out
 
 
 # --- the generators ------------------------------------------------------------------------------------
@@ -327,43 +447,26 @@ def _memoriser(requests: pd.DataFrame, *, context: GenerationContext, sigma: flo
     """The prompt's own training image (``source_study_id`` in the train split; else one with the same
     labels/view, :func:`match_pool`) + N(0, σ²) per pixel from the request's seed, clipped to [0, 1]."""
     sigma = _float_param("sigma", sigma)
-    frame = context.require_frame("memoriser")
-    train = frame[frame["split"] == "train"]
-    train_ids = set(train["study_id"].astype(str))
-    src = requests["source_study_id"] if "source_study_id" in requests.columns else pd.Series([None] * len(requests))
-    own = [isinstance(s, str) and s in train_ids for s in src]
-    ids: list[str] = [str(s) if o else "" for s, o in zip(src, own)]
-    if not all(own):
-        rest = requests[[not o for o in own]]
-        found, _ = match_pool(rest, train, "memoriser")
-        it = iter(found)
-        ids = [i if o else next(it) for i, o in zip(ids, own)]
-        log.info("memoriser: %d of %d requests are not training prompts; used a training image with their labels",
-                 len(rest), len(requests))
+    ids = _sources_of(requests, "memoriser") or _memoriser_sources(requests, context)
     base = context.pixels(ids)
     noise = np.stack([_noise(s, "memoriser", base.shape[1:]) for s in requests["seed"]]) if len(base) else base
     return np.clip(base + sigma * noise, 0.0, 1.0).astype(np.float32)
 
 
 def _degrader(requests: pd.DataFrame, *, context: GenerationContext, blur_sigma: float = 2.5,
-              noise_sigma: float = 0.15, match: str = "labels") -> np.ndarray:
-    """A training image with the prompt's labels (``match="labels"``, drawn by seed) or the prompt's own
+              noise_sigma: float = 0.15, match: str = "labels", other_patient: bool = True,
+              distinct: bool = True) -> np.ndarray:
+    """A training image with the prompt's labels (``match="labels"``, drawn by seed, never of the prompt's
+    own patient with ``other_patient``, without replacement with ``distinct``) or the prompt's own
     (``match="source"``), Gaussian-blurred (``blur_sigma`` pixels, reflect borders) then noised
-    (N(0, ``noise_sigma``²) from the request's seed), clipped to [0, 1]."""
+    (N(0, ``noise_sigma``²) from the request's seed), clipped to [0, 1]. The dose-response study runs it
+    at several (``blur_sigma``, ``noise_sigma``) levels on the same source images."""
     from scipy.ndimage import gaussian_filter
 
     blur_sigma = _float_param("blur_sigma", blur_sigma)
     noise_sigma = _float_param("noise_sigma", noise_sigma)
-    if match not in ("labels", "source"):
-        raise ParamsError(f"degrader match must be 'labels' or 'source', got {match!r}.")
-    frame = context.require_frame("degrader")
-    train = frame[frame["split"] == "train"]
-    if match == "source":
-        if "source_study_id" not in requests.columns:
-            raise ParamsError("degrader match='source' needs requests with source_study_id.")
-        ids = requests["source_study_id"].astype(str).tolist()
-    else:
-        ids, _ = match_pool(requests, train, "degrader")
+    ids = _sources_of(requests, "degrader") or _degrader_sources(requests, context, match=match,
+                                                                   other_patient=other_patient, distinct=distinct)
     base = context.pixels(ids)
     out = np.empty_like(base)
     for i, (img, s) in enumerate(zip(base, requests["seed"])):
@@ -372,13 +475,11 @@ def _degrader(requests: pd.DataFrame, *, context: GenerationContext, blur_sigma:
     return out.astype(np.float32)
 
 
-def _heldout_real(requests: pd.DataFrame, *, context: GenerationContext, split: str = "holdout") -> np.ndarray:
-    """Real ``split`` images (default ``holdout``) with the prompt's labels and view, drawn by the seed."""
-    frame = context.require_frame("heldout_real")
-    pool = frame[frame["split"] == split]
-    if pool.empty:
-        raise DataFormatError(f"The context frame has no {split!r} images; demo_frame(fractions=...) must leave some.")
-    ids, _ = match_pool(requests, pool, "heldout_real")
+def _heldout_real(requests: pd.DataFrame, *, context: GenerationContext, split: str = "holdout",
+                  distinct: bool = True) -> np.ndarray:
+    """Real ``split`` images (default ``holdout``) with the prompt's labels and view, drawn by the seed,
+    without replacement over the request frame (``distinct``; see :func:`match_pool`)."""
+    ids = _sources_of(requests, "heldout_real") or _heldout_sources(requests, context, split=split, distinct=distinct)
     return context.pixels(ids)
 
 
@@ -525,6 +626,9 @@ class GeneratorSpec:
     identity: Callable[[GenerationContext, Mapping[str, Any]], dict[str, Any]]
     needs_requests: bool = True
     required: tuple[str, ...] = ()
+    #: ``assign(requests, context, **params) -> study ids``: the real image of each request, decided on the
+    #: whole request frame (:func:`assign_sources`); None for generators that draw no real image.
+    assign: Callable[..., list[str]] | None = None
 
     def check_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(params) - set(self.defaults))
@@ -548,13 +652,14 @@ GENERATORS.register(GeneratorSpec(
     _diffusion_identity))
 GENERATORS.register(GeneratorSpec(
     "memoriser", _memoriser, "the prompt's training image + slight noise (privacy must flag it)", {"sigma": 0.02},
-    _real_identity))
+    _real_identity, assign=_memoriser_sources))
 GENERATORS.register(GeneratorSpec(
     "degrader", _degrader, "blurred + noised training images with the prompt's labels (fidelity must penalise it)",
-    {"blur_sigma": 2.5, "noise_sigma": 0.15, "match": "labels"}, _real_identity))
+    {"blur_sigma": 2.5, "noise_sigma": 0.15, "match": "labels", "other_patient": True, "distinct": True},
+    _real_identity, assign=_degrader_sources))
 GENERATORS.register(GeneratorSpec(
     "heldout_real", _heldout_real, "held-out real images with the prompt's labels (the best a generator can do)",
-    {"split": "holdout"}, _real_identity))
+    {"split": "holdout", "distinct": True}, _real_identity, assign=_heldout_sources))
 GENERATORS.register(GeneratorSpec(
     "folder", _folder, "a user's images + metadata.csv (bring your own)", {"metadata_csv": None, "images_root": None},
     _folder_identity, needs_requests=False, required=("metadata_csv",)))
@@ -573,6 +678,8 @@ def generate(name: str, requests: pd.DataFrame | None, *, context: GenerationCon
         req = None
     else:
         req = _check_requests(requests, name)
+        if spec.assign is not None and SOURCE_COLUMN not in req.columns:
+            req[SOURCE_COLUMN] = spec.assign(req, context, **p)
     out = spec.fn(req, context=context, **p)
     out = np.asarray(out, dtype=np.float32)
     n = None if req is None else len(req)
@@ -633,6 +740,8 @@ def generate_set(name: str, requests: pd.DataFrame | None, cache_dir: str | os.P
         _save_atomic(part, arr)
         return arr
     req = requests.reset_index(drop=True)
+    if spec.assign is not None and SOURCE_COLUMN not in req.columns:  # on the whole frame, before chunking
+        req = req.assign(**{SOURCE_COLUMN: spec.assign(_check_requests(req, name), context, **spec.check_params(params))})
     n = len(req)
     out = np.empty((n, context.size, context.size), dtype=np.float32)
     n_cached = 0

@@ -12,7 +12,11 @@
   (too few images of that label) marked ``n<min``;
 * :func:`plot_utility`, :func:`plot_roc_curves` — Table 4: per-label AUROC with CIs per training
   source against the real-data baseline, and the ROC curves behind them;
-* :func:`plot_rank_scatter` — Appendix C: fidelity rank vs utility rank with Spearman's ρ.
+* :func:`plot_rank_scatter` — Appendix C: fidelity rank vs utility rank with Spearman's ρ;
+* :func:`plot_dose_response` — the degrader at graded doses: the images, and FID/KID/precision per
+  encoder against the dose (a metric that ranks damage must follow it);
+* :func:`plot_reid_calibration` — the re-ID threshold calibrated on the max over seeds, and the share
+  of each generator's prompts above it.
 
 Images follow the experiment's convention: float arrays ``[N, H, W]`` in [0, 1], shown in grayscale
 with a fixed ``[0, 1]`` range (no per-image contrast stretch, so a washed-out generator looks
@@ -32,8 +36,8 @@ import pandas as pd
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.plots import PALETTE
 
-__all__ = ["BASELINE_COLOR", "plot_fidelity_bars", "plot_nearest_pairs", "plot_per_label_heatmap",
-           "plot_privacy_distributions", "plot_rank_scatter", "plot_roc_curves", "plot_sample_grid",
+__all__ = ["BASELINE_COLOR", "plot_dose_response", "plot_fidelity_bars", "plot_nearest_pairs",
+           "plot_per_label_heatmap", "plot_privacy_distributions", "plot_reid_calibration", "plot_rank_scatter", "plot_roc_curves", "plot_sample_grid",
            "plot_utility", "source_colors"]
 
 #: The real-data row/baseline is drawn in black; generators take the Okabe–Ito colours in order.
@@ -568,5 +572,101 @@ def plot_rank_scatter(fidelity_rank: Any, utility_rank: Any, *, title: str | Non
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(f"{title or 'Fidelity rank vs utility rank'}\n{rho}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+_DOSE_METRICS = {"fid": "FID (↑ worse)", "kid": "KID (↑ worse)", "precision": "Precision (↓ worse)"}
+
+
+def plot_dose_response(dose: pd.DataFrame, images: Mapping[str, Any] | None = None, *, n_examples: int = 3,
+                       encoder_names: Mapping[str, str] | None = None, reference: Mapping[str, Any] | None = None,
+                       title: str | None = "Degrader dose-response: do the metrics rank graded damage?") -> Any:
+    """The degrader's dose-response: top, ``n_examples`` source images at every dose level (columns = levels,
+    the same image in each row, full [0, 1] grey range), so the damage can be judged by eye; below, one row of
+    panels per encoder and one panel per metric (FID, KID, precision), estimate and 95% CI against the level.
+
+    ``dose``: :func:`radaudit.audits.synthetic_cxr.study.dose_response`'s long table (``level, level_label,
+    encoder, metric, estimate, low, high``). ``images``: ``{level label: [N, H, W]}`` in level order.
+    ``reference``: optional ``{encoder: {metric: value}}`` drawn as dashed lines (e.g. held-out real images'
+    Table-1 values: the floor a realistic generator reaches)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.gridspec import GridSpec
+
+    _require(dose, ["level", "encoder", "metric", "estimate", "low", "high"], "the dose table")
+    names = dict(encoder_names or {})
+    levels = sorted(dose["level"].unique())
+    labels = (dose.drop_duplicates("level").set_index("level")["level_label"].reindex(levels).tolist()
+              if "level_label" in dose.columns else [str(v) for v in levels])
+    metrics = [m for m in _DOSE_METRICS if m in set(dose["metric"])]
+    encoders = list(dict.fromkeys(dose["encoder"]))
+    stacks = [] if not images else [_image_stack(v, f"images of level {k!r}") for k, v in images.items()]
+    n_img = min(n_examples, min((len(s) for s in stacks), default=0)) if stacks else 0
+    ncols = max(len(stacks), len(metrics), 1)
+    fig = plt.figure(figsize=(max(2.0 * ncols, 3.3 * len(metrics)), 2.0 * n_img + 2.6 * len(encoders) + 0.6))
+    gs = GridSpec(n_img + 1, 1, figure=fig, height_ratios=[1.0] * n_img + [1.3 * len(encoders)], hspace=0.35)
+    for r in range(n_img):
+        sub = gs[r].subgridspec(1, len(stacks), wspace=0.04)
+        for c, stack in enumerate(stacks):
+            ax = fig.add_subplot(sub[0, c])
+            ax.imshow(np.asarray(stack[r], dtype=float), cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if r == 0:
+                ax.set_title(textwrap.fill(str(labels[c]), 18), fontsize=8)
+    sub = gs[n_img].subgridspec(len(encoders), len(metrics), wspace=0.35, hspace=0.6)
+    colors = {e: PALETTE[i % 7] for i, e in enumerate(encoders)}
+    for i, e in enumerate(encoders):  # one row per encoder: their scales differ by orders of magnitude
+        for j, met in enumerate(metrics):
+            ax = fig.add_subplot(sub[i, j])
+            d = dose[(dose["encoder"] == e) & (dose["metric"] == met)].sort_values("level")
+            if not d.empty:
+                y, lo, hi = d["estimate"].to_numpy(float), d["low"].to_numpy(float), d["high"].to_numpy(float)
+                ax.errorbar(d["level"], y, yerr=[np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)], marker="o",
+                            ms=4, capsize=3, color=colors[e])
+            ref = (reference or {}).get(e, {}).get(met)
+            if ref is not None and np.isfinite(ref):
+                ax.axhline(ref, ls="--", lw=0.8, color="grey")
+            ax.set_xticks(levels)
+            ax.set_title(f"{_DOSE_METRICS[met]} — {names.get(e, e)}", fontsize=8)
+            if i == len(encoders) - 1:
+                ax.set_xlabel("dose level (blur σ and noise σ grow together)", fontsize=7)
+            ax.tick_params(labelsize=7)
+    if reference:
+        fig.text(0.5, 0.005, "dashed grey: held-out real images (Table 1), the level a realistic generator reaches",
+                 ha="center", fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def plot_reid_calibration(null_max: Any, per_prompt: pd.DataFrame, threshold: float, *, delta: float = DELTA,
+                          order: Sequence[str] | None = None, fpr: float | None = None) -> Any:
+    """The re-ID threshold and what it flags: histograms of the per-prompt max re-ID score (over seeds) for the
+    null prompts it was calibrated on (other patients' real test images) and for every generator's audited
+    prompts, with the calibrated threshold (solid) and the paper's δ (dotted); each panel says the share
+    of prompts above the threshold."""
+    _require(per_prompt, ["generator", "max_reid"], "the per-prompt privacy table")
+    gens = _order(per_prompt["generator"], order)
+    panels = [("null: other patients (test split)", np.asarray(null_max, dtype=float))]
+    panels += [(g, per_prompt.loc[per_prompt["generator"] == g, "max_reid"].to_numpy(float)) for g in gens]
+    fig, axes = _subplots(1, len(panels), 2.6, 2.4, sharex=True)
+    bins = np.linspace(0, 1, 41)
+    colors = [BASELINE_COLOR] + [PALETTE[i % 7] for i in range(len(gens))]
+    for ax, (name, v), col in zip(axes[0], panels, colors):
+        v = v[np.isfinite(v)]
+        ax.hist(v, bins=bins, color=col, alpha=0.8)
+        ax.axvline(threshold, color="#D55E00", lw=1.2)
+        ax.axvline(delta, color="grey", ls=":", lw=1)
+        share = float((v > threshold).mean()) if len(v) else float("nan")
+        ax.set_title(textwrap.fill(name, 24), fontsize=8)
+        ax.text(0.02, 0.95, f"> threshold: {share:.0%}\n(n = {len(v)})", transform=ax.transAxes, va="top",
+                fontsize=7)
+        ax.set_xlabel("max re-ID over seeds", fontsize=7)
+        ax.tick_params(labelsize=6)
+    axes[0, 0].set_ylabel("prompts", fontsize=8)
+    fig.suptitle(f"Re-ID threshold {threshold:.3f} (solid; calibrated on the max over seeds"
+                 + (f", {fpr:.0%} of null prompts above" if fpr else "") + f"), paper's δ = {delta} (dotted)",
+                 fontsize=9)
     fig.tight_layout()
     return fig

@@ -546,7 +546,7 @@ def report_utility_long(references: Sequence[str], candidates_by_source: Mapping
                         metrics: Sequence[str] = DEFAULT_METRICS, label_mode: str = "chexpert",
                         label_names: Sequence[str] | None = None, baseline: str = "real", n_bootstrap: int = 1000,
                         seed: int = 0, confidence: float = 0.95, stratify: bool | None = None,
-                        data_root: str | os.PathLike | None = None) -> pd.DataFrame:
+                        data_root: str | os.PathLike | None = None, min_positives: int = 0) -> pd.DataFrame:
     """Table 5 in long form: every metric per training source on the real test reports, with paired bootstrap CIs.
 
     Args:
@@ -570,6 +570,11 @@ def report_utility_long(references: Sequence[str], candidates_by_source: Mapping
             CI undefined), ``False`` for ``"chexpert"`` (prose reports have many label sets of a single
             report, whose variance stratification would remove). Needs a label F1 metric.
         data_root: where the CheXpert phrase lists are (default: ``$RADAUDIT_DATA``).
+        min_positives: a **macro** label F1 (an unweighted mean over labels, as driven by a label with
+            2 reference positives as by one with 80) is tested against the baseline only when every
+            label in it has at least this many reference positives; otherwise its CI and difference
+            are reported and ``p_value`` is NaN with the note ``significance n/a`` (0: always test).
+            Micro F1 pools the counts of all labels and BLEU/ROUGE average over all test reports: tested.
 
     Returns:
         One row per source (baseline first, then the mapping's order) × metric, columns
@@ -642,6 +647,17 @@ def report_utility_long(references: Sequence[str], candidates_by_source: Mapping
                     row["diff_low"], row["diff_high"], why = interval(row["diff"], d, f"{m}: {s} - {baseline}")
                     notes.append(why)
                     row["p_value"] = _bootstrap_pvalue(d) if math.isfinite(row["diff_low"]) else math.nan
+                    if m.startswith("f1_macro") and min_positives:
+                        parts = m.split("_")
+                        tp, _, fn = stats[baseline].counts[parts[2] if len(parts) == 3 else ""]
+                        pos = (tp + fn).sum(axis=0)
+                        few = [(names[j] if j < len(names) else f"label {j}", int(k)) for j, k in enumerate(pos)
+                               if 0 < k < min_positives]
+                        if few:
+                            row["p_value"] = math.nan
+                            notes.append("significance n/a: " + ", ".join(f"{lab} has {k} reference positive(s)"
+                                                                          for lab, k in few)
+                                         + f" (< {min_positives})")
             row["note"] = "; ".join(dict.fromkeys(x for x in notes if x))
             rows.append(row)
     long = pd.DataFrame(rows, columns=list(LONG_COLUMNS))

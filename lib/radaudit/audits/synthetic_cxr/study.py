@@ -34,7 +34,9 @@ from radaudit.data.covid_cxr import DEMO_LABELS
 from radaudit.errors import DataFormatError, ParamsError
 
 __all__ = [
-    "alignment_table", "card_table", "fidelity_long", "generate_sets", "GeneratorEntry",
+    "alignment_table", "card_table", "DEFAULT_DOSE_LEVELS", "dose_response", "dose_spearman", "encoder_agreement",
+    "fid_gap", "flagged_share", "per_label_intervals", "per_label_wide", "privacy_reference_overlap",
+    "reid_null_threshold", "fidelity_long", "generate_sets", "GeneratorEntry",
     "generators_to_inspect", "load_models", "Params", "per_label_table", "plot_closest_pairs", "prepare",
     "privacy_for", "privacy_long", "rank_summary", "report_candidates", "report_utility", "ReportUtility",
     "sample_grid_inputs", "Study", "summary_lines", "table1", "table3",
@@ -51,6 +53,13 @@ class GeneratorEntry(BaseModel):
     name: str = Field(..., description="Name in tables and figures.")
     kind: str = Field(..., description="Registered generator: diffusion | memoriser | degrader | heldout_real | folder.")
     params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the generator kind (see radaudit.audits.synthetic_cxr.generators.GENERATORS).")
+
+
+#: The degrader's dose levels: level 0 = the source images untouched, then blur and noise grow together.
+DEFAULT_DOSE_LEVELS: tuple[dict[str, float], ...] = (
+    {"blur_sigma": 0.0, "noise_sigma": 0.0}, {"blur_sigma": 1.0, "noise_sigma": 0.05},
+    {"blur_sigma": 1.75, "noise_sigma": 0.1}, {"blur_sigma": 2.5, "noise_sigma": 0.15},
+    {"blur_sigma": 3.5, "noise_sigma": 0.25})
 
 
 def _demo_generators() -> list[GeneratorEntry]:
@@ -105,6 +114,10 @@ class Params(BaseParams):
     privacy_prompts: int = Field(60, ge=1, description="Training prompts audited for privacy (paper: 2000).")
     privacy_seeds: int = Field(5, ge=1, description="Synthetic images per audited prompt, one seed each (paper: 10).")
     delta: float = Field(0.85, gt=0, lt=1, description="Re-identification threshold δ of the Table 3 count (paper: 0.85).")
+    reid_fpr: float = Field(0.01, gt=0, lt=0.5, description="False-positive rate of the calibrated re-ID threshold: the share of held-out prompts of OTHER patients (test split, label/view-matched, privacy_seeds images each) whose max re-ID over seeds exceeds it — the statistic the audit applies it to.")
+    reid_null_rounds: int = Field(5, ge=1, description="Null prompts per test image for the re-ID threshold (each = privacy_seeds images of other test patients).")
+    degrader_levels: list[dict[str, float]] = Field(default_factory=lambda: [dict(v) for v in DEFAULT_DOSE_LEVELS], description="Dose-response of the degrader: graded (blur_sigma, noise_sigma) levels applied to the same source images (>= 4 for degrader_dose_spearman); [] skips it.")
+    min_positives_test: int = Field(10, ge=0, description="Tables 4/5: a label (or a macro over labels) with fewer positive test images gets CIs but no significance test (n/a).")
     privacy_reference: Literal["own", "nearest"] = Field("own", description="Compare each synthetic image with its prompt's training image (paper §3.2) or with the nearest training image of the pool.")
     utility_n: int | None = Field(None, ge=8, description="Synthetic images per generator for the utility classifier (paper: 20,000; null = as many as real training images).")
     utility: dict[str, Any] = Field(default_factory=lambda: {"epochs": 20, "batch_size": 32, "n_repeats": 1}, description="Classifier settings (synthetic_cxr.utility.train_classifier: epochs, batch_size, lr, architecture, n_repeats, ...).")
@@ -256,7 +269,11 @@ def generate_sets(params: Params, study: Study, cache_dir: str | os.PathLike | N
             out[entry.name] = {purpose: (imgs, meta) for purpose in requests}
             continue
         for purpose, req in requests.items():
-            out[entry.name][purpose] = (g.generate_set(entry.kind, req, cache_dir, context=study.context, **extra), req)
+            # the real image each request is made from (reference generators), decided on the whole frame:
+            # held-out real without replacement, the degrader never of the prompt's patient
+            req_g = g.assign_sources(entry.kind, req, context=study.context, **extra)
+            out[entry.name][purpose] = (g.generate_set(entry.kind, req_g, cache_dir, context=study.context, **extra),
+                                        req_g)
     return out
 
 
@@ -400,7 +417,7 @@ def report_utility(params: Params, study: Study, reports: Mapping[str, Sequence[
     long = report_utility_long(refs, cands, metrics=tuple(cfg.metrics), label_mode=cfg.label_mode,
                                label_names=params.labels if cfg.label_mode == "labels" else None, baseline="real",
                                n_bootstrap=params.n_bootstrap, seed=params.seed, confidence=params.confidence,
-                               data_root=params.data_root)
+                               data_root=params.data_root, min_positives=params.min_positives_test)
     long.attrs["n_without_reference"] = int((~keep).sum())
     if (~keep).any():
         log.warning("Table 5: %d of %d test studies have no %r text and are left out.", int((~keep).sum()), len(keep),
@@ -499,9 +516,9 @@ def privacy_long(per_prompt: Mapping[str, pd.DataFrame], *, delta: float = 0.85,
     (means of per-prompt minima), Max. Re-ID and Count Re-ID > δ, with bootstrap CIs over prompts
     (the max has no meaningful bootstrap interval and is reported bare).
 
-    δ = 0.85 is calibrated for the paper's re-ID network. ``calibrated_threshold`` (e.g. the demo
-    network's score at a 1% false-positive rate on held-out different-patient pairs, from its model
-    card) adds a second count, ``count_reid_above_calibrated``, for a network whose scores sit lower."""
+    δ = 0.85 is calibrated for the paper's re-ID network. ``calibrated_threshold`` adds a second count,
+    ``count_reid_above_calibrated``; it must be calibrated on the statistic it is compared with here, the
+    per-prompt **max over seeds** (:func:`reid_null_threshold`), not on single pairs."""
     from radaudit.metrics.image import privacy_summary
     from radaudit.stats import bootstrap_ci, stable_seed
 
@@ -619,8 +636,8 @@ def summary_lines(fidelity: pd.DataFrame, privacy: pd.DataFrame, utility_long: p
         cal = privacy[privacy["metric"] == "count_reid_above_calibrated"].set_index("generator")
         if len(cal):
             thr = float(cal["threshold"].iloc[0])
-            lines.append(f"- Above the re-ID network's own calibrated threshold ({thr:.2f}, 1% false positives on "
-                         "held-out different-patient pairs): " + ", ".join(
+            lines.append(f"- Above the re-ID network's own calibrated threshold ({thr:.2f}: the max over seeds that "
+                         "1% of held-out prompts of other patients exceed): " + ", ".join(
                              f"{g} {int(r['estimate'])}/{int(r['n_prompts'])}" for g, r in cal.iterrows()) + ".")
     macro = utility_long[utility_long["label"] == "macro"].set_index("source")
     if len(macro):
@@ -641,3 +658,220 @@ def summary_lines(fidelity: pd.DataFrame, privacy: pd.DataFrame, utility_long: p
                      f"Spearman ρ between fidelity rank and utility rank = "
                      f"{'n/a' if not np.isfinite(rho) else f'{rho:.2f}'} over {int(corr.get('n', 0))} generators.")
     return lines
+
+
+# --- privacy controls: where the reference images came from, and a threshold for the max over seeds -----------
+
+def privacy_reference_overlap(sets: Mapping[str, Mapping[str, Any]], generators: Sequence[Any]) -> pd.DataFrame:
+    """Per generator, how many audited privacy images were made from the prompt's own training image or from
+    another image of the prompt's patient (from the ``pool_study_id``/``pool_patient_id`` the reference
+    generators record, :func:`radaudit.audits.synthetic_cxr.generators.assign_sources`).
+
+    The memoriser copies the prompt's image by design (the positive control): its rows say so and it is
+    not counted in ``counts_toward_overlap``. Every other generator must have 0 (the degrader draws other
+    patients' images, held-out real images come from patients no generator trains on); a generator that
+    draws no real image (a model, a folder) has no recorded source and 0 by construction."""
+    kinds = {e.name: e.kind for e in generators}
+    rows = []
+    for name, s in sets.items():
+        req = s["privacy"][1]
+        has = "pool_study_id" in req.columns and req["pool_study_id"].notna().any()
+        same_image = int((req["pool_study_id"].astype(str) == req["source_study_id"].astype(str)).sum()) if has else 0
+        same_patient = (int((req["pool_patient_id"].astype(str) == req["source_patient_id"].astype(str)).sum())
+                        if has and "source_patient_id" in req.columns else 0)
+        memoriser = kinds.get(name) == "memoriser"
+        rows.append({"generator": name, "kind": kinds.get(name, ""), "n_images": len(req),
+                     "source_recorded": bool(has), "same_image": same_image, "same_patient": same_patient,
+                     "counts_toward_overlap": not memoriser,
+                     "role": "positive control: copies the prompt's image by design" if memoriser else
+                     ("reference image of another patient" if has else "no real source image")})
+    return pd.DataFrame(rows)
+
+
+def reid_null_threshold(study: Study, scorer: Any, *, n_seeds: int, fpr: float = 0.01, rounds: int = 5,
+                        seed: int = 0) -> dict[str, Any]:
+    """The re-ID threshold calibrated on the statistic the audit applies it to: the **max over ``n_seeds``**.
+
+    A prompt is flagged when the highest re-ID score of its ``n_seeds`` images exceeds the threshold. A
+    threshold taken from single pairs (e.g. 1% of different-patient *pairs* above it) lets a prompt of
+    unrelated images through about ``1 − 0.99^n_seeds`` of the time (5% at 5 seeds). Here the null
+    distribution is built from the real **test** split (patients no demo network trains on, and not the
+    held-out real generator's holdout split, so the negative control stays independent): every test image
+    is a "prompt image" ``rounds`` times, and each time ``n_seeds`` images of OTHER test patients with the
+    same labels and view (:func:`~radaudit.audits.synthetic_cxr.generators.match_pool`, ``other_patient``)
+    play the synthetic images — what a generator producing realistic, new patients would give. The threshold
+    is the ``1 − fpr`` quantile of those maxima (``method="higher"``: at most ``fpr`` of null prompts lie
+    above it). Returns ``threshold``, ``fpr``, ``n_null`` (null prompts), ``null_max`` (their maxima),
+    ``statistic``."""
+    from radaudit.audits.synthetic_cxr.generators import match_pool
+    from radaudit.stats import stable_seed
+
+    meta = study.test_meta.reset_index(drop=True)
+    reps = meta.loc[meta.index.repeat(rounds * n_seeds)].reset_index(drop=True)
+    k = np.arange(len(reps))
+    reps = reps.assign(seed=[stable_seed(seed, "reid-null", sid, int(j)) for sid, j in zip(reps["study_id"], k)],
+                       source_patient_id=reps["patient_id"].astype(str))
+    partners, _ = match_pool(reps, meta, "reid-null", other_patient=True)
+    pos = {sid: i for i, sid in enumerate(meta["study_id"].astype(str))}
+    ref = study.test[[pos[s] for s in reps["study_id"].astype(str)]]
+    other = study.test[[pos[s] for s in partners]]
+    scores = np.asarray(scorer(list(ref), list(other)), dtype=float)
+    maxima = scores.reshape(-1, n_seeds).max(axis=1)
+    thr = float(np.quantile(maxima, 1.0 - fpr, method="higher"))
+    return {"threshold": thr, "fpr": float(fpr), "n_null": int(len(maxima)), "null_max": maxima,
+            "pair_threshold": float(np.quantile(scores, 1.0 - fpr, method="higher")),
+            "statistic": f"max over {n_seeds} seeds", "n_seeds": int(n_seeds)}
+
+
+def flagged_share(per_prompt: pd.DataFrame, threshold: float, confidence: float = 0.95) -> dict[str, float]:
+    """Share of prompts whose max re-ID exceeds ``threshold`` with its exact (Clopper–Pearson) CI: the unit is
+    the prompt and the count is binomial, so the exact interval is used instead of a bootstrap."""
+    from scipy.stats import binomtest
+
+    mx = per_prompt["max_reid"].to_numpy(float)
+    mx = mx[np.isfinite(mx)]
+    k, n = int((mx > threshold).sum()), len(mx)
+    if n == 0:
+        return {"share": float("nan"), "low": float("nan"), "high": float("nan"), "k": 0, "n": 0}
+    ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
+    return {"share": k / n, "low": float(ci.low), "high": float(ci.high), "k": k, "n": n}
+
+
+# --- the degrader's dose-response ------------------------------------------------------------------------
+
+def dose_response(params: Params, study: Study, encoders: Mapping[str, Any], real_features: Mapping[str, np.ndarray],
+                  cache_dir: str | os.PathLike | None = None) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """The degrader at every level of ``params.degrader_levels`` on the **same** source images (one per real
+    test prompt, label/view-matched training images of other patients), scored like Table 1 on every
+    encoder: FID, KID and precision with bootstrap CIs over images. A metric that ranks damage must follow
+    the dose monotonically. Returns the long table (``level, blur_sigma, noise_sigma, encoder, metric,
+    estimate, low, high, ...``) and ``{level label: images}`` for the figure."""
+    from radaudit.audits.synthetic_cxr import generators as g
+    from radaudit.metrics.image import extract_features, fidelity_intervals
+    from radaudit.stats import stable_seed
+
+    req = g.fidelity_requests(study.frame, "test", k=1, seed=params.seed)
+    base = dict(next((e.params for e in params.generators if e.kind == "degrader"), {}))
+    base = {k: v for k, v in base.items() if k not in ("blur_sigma", "noise_sigma")}
+    req = g.assign_sources("degrader", req, context=study.context, **base)
+    parts, images = [], {}
+    for i, lvl in enumerate(params.degrader_levels):
+        imgs = g.generate_set("degrader", req, cache_dir, context=study.context, **base, **lvl)
+        label = f"{i}: blur {lvl.get('blur_sigma', 0):g} px, noise {lvl.get('noise_sigma', 0):g}"
+        images[label] = imgs
+        for enc_name, enc in encoders.items():
+            feats = extract_features(enc, list(imgs))
+            t = fidelity_intervals(real_features[enc_name], feats, metrics=("fid", "kid", "precision"),
+                                   n_resamples=params.n_bootstrap, seed=stable_seed(params.seed, "dose", i, enc_name),
+                                   confidence=params.confidence, nearest_k=params.nearest_k)
+            parts.append(t.assign(level=i, level_label=label, blur_sigma=float(lvl.get("blur_sigma", 0.0)),
+                                  noise_sigma=float(lvl.get("noise_sigma", 0.0)), encoder=enc_name))
+    if not parts:
+        return pd.DataFrame(columns=["level", "encoder", "metric", "estimate", "low", "high"]), images
+    out = pd.concat(parts, ignore_index=True)
+    first = ["level", "level_label", "blur_sigma", "noise_sigma", "encoder", "metric"]
+    return out[first + [c for c in out.columns if c not in first]], images
+
+
+def dose_spearman(dose: pd.DataFrame) -> pd.DataFrame:
+    """Spearman's ρ between dose level and each metric per encoder (FID/KID should rise: ρ = +1; precision
+    should fall: ρ = −1), with ``monotone`` = every step in the expected direction."""
+    from scipy.stats import spearmanr
+
+    rows = []
+    for (enc, met), g_ in dose.groupby(["encoder", "metric"], sort=False):
+        g_ = g_.sort_values("level")
+        est = g_["estimate"].to_numpy(float)
+        sign = -1.0 if met == "precision" else 1.0
+        rho = (round(float(spearmanr(g_["level"], est).statistic), 12) if len(g_) >= 2 and np.ptp(est) > 0
+               else float("nan"))  # rounded: a perfect rank agreement is 1.0, not 0.9999999999999999
+        steps = np.diff(est) * sign
+        rows.append({"encoder": enc, "metric": met, "n_levels": len(g_), "spearman": rho, "expected": sign,
+                     "monotone": bool(len(steps) and (steps > 0).all())})
+    return pd.DataFrame(rows)
+
+
+# --- Table 2 with CIs, the FID gap, the encoders' agreement ---------------------------------------------------
+
+def per_label_intervals(real_features: np.ndarray, real_labels: Sequence[Any],
+                        synth: Mapping[str, tuple[np.ndarray, Sequence[Any]]], labels: Sequence[str], *,
+                        min_images: int = 5, n_resamples: int = 1000, seed: int = 0,
+                        confidence: float = 0.95) -> pd.DataFrame:
+    """Table 2 (long) with a bootstrap CI over images (real and synthetic resampled independently, shifted
+    interval as Table 1): per generator x label, ``fid, fid_low, fid_high, n_real, n_synth, note``. A label
+    below ``min_images`` on either side is left blank with the reason; at n = 18 the interval is wide, which
+    is the point of printing it."""
+    from radaudit.metrics.image import fidelity_intervals
+    from radaudit.metrics.image.fidelity import label_matrix
+    from radaudit.stats import stable_seed
+
+    x = np.asarray(real_features, dtype=np.float64)
+    rl = label_matrix(list(real_labels), len(x), "real_labels", list(labels))
+    rows = []
+    for gen, (feats, labs) in synth.items():
+        y = np.asarray(feats, dtype=np.float64)
+        sl = label_matrix(list(labs), len(y), "synth_labels", list(labels))
+        for lab in labels:
+            rm = rl[lab].to_numpy() if lab in rl else np.zeros(len(x), bool)
+            sm = sl[lab].to_numpy() if lab in sl else np.zeros(len(y), bool)
+            row = {"generator": gen, "label": lab, "n_real": int(rm.sum()), "n_synth": int(sm.sum()),
+                   "fid": np.nan, "fid_low": np.nan, "fid_high": np.nan, "note": ""}
+            if min(rm.sum(), sm.sum()) < max(2, min_images):
+                row["note"] = f"fewer than {max(2, min_images)} images"
+            else:
+                t = fidelity_intervals(x[rm], y[sm], metrics=("fid",), n_resamples=n_resamples,
+                                       seed=stable_seed(seed, "per-label", gen, lab), confidence=confidence)
+                r = t.iloc[0]
+                row.update(fid=float(r["estimate"]), fid_low=float(r["low"]), fid_high=float(r["high"]))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def per_label_wide(long: pd.DataFrame, labels: Sequence[str], digits: int = 1) -> pd.DataFrame:
+    """Table 2 layout: generator x label, cells ``FID [low, high] (n real/n synth)``, blank cells with their note."""
+    def cell(r: pd.Series) -> str:
+        if not np.isfinite(r["fid"]):
+            return f"n/a ({r['note']}; n = {r['n_real']}/{r['n_synth']})"
+        return f"{_fmt(r['fid'], r['fid_low'], r['fid_high'], digits)} (n = {r['n_real']}/{r['n_synth']})"
+    df = long.assign(cell=long.apply(cell, axis=1))
+    wide = df.pivot(index="generator", columns="label", values="cell").reindex(columns=list(labels))
+    return wide.reindex(list(dict.fromkeys(long["generator"])))
+
+
+def fid_gap(real: np.ndarray, synth_a: np.ndarray, synth_b: np.ndarray, *, n_resamples: int = 1000, seed: int = 0,
+            confidence: float = 0.95) -> dict[str, float]:
+    """FID(a) − FID(b) against the same real set, with a paired bootstrap CI: each replicate resamples the real
+    images once (shared by both) and each synthetic set independently; the interval is the percentile interval
+    of the replicate gaps re-centred on the estimate (both FIDs carry a similar resampling bias, which the
+    re-centring removes)."""
+    from radaudit.metrics.image.uncertainty import _fid_from_grams
+
+    x, a, b = (np.asarray(v, dtype=np.float64) for v in (real, synth_a, synth_b))
+    kxx, kaa, kbb, kxa, kxb = x @ x.T, a @ a.T, b @ b.T, x @ a.T, x @ b.T
+    est = _fid_from_grams(kxx, kaa, kxa) - _fid_from_grams(kxx, kbb, kxb)
+    rng = np.random.default_rng(seed)
+    reps = np.empty(int(n_resamples))
+    for i in range(int(n_resamples)):
+        ix, ia, ib = rng.integers(0, len(x), len(x)), rng.integers(0, len(a), len(a)), rng.integers(0, len(b), len(b))
+        gx = kxx[np.ix_(ix, ix)]
+        reps[i] = (_fid_from_grams(gx, kaa[np.ix_(ia, ia)], kxa[np.ix_(ix, ia)])
+                   - _fid_from_grams(gx, kbb[np.ix_(ib, ib)], kxb[np.ix_(ix, ib)]))
+    centred = reps - reps.mean() + est
+    alpha = (1 - confidence) / 2
+    return {"gap": float(est), "low": float(np.quantile(centred, alpha)), "high": float(np.quantile(centred, 1 - alpha))}
+
+
+def encoder_agreement(fidelity: pd.DataFrame, a: str = "cxr", b: str = "inception", metric: str = "fid") -> dict[str, float]:
+    """Do two encoders order the generators the same way? Spearman's ρ and Kendall's τ between their
+    ``metric`` estimates over the generators of Table 1, and the number of generator pairs they order
+    differently."""
+    from scipy.stats import kendalltau, spearmanr
+
+    f = fidelity[fidelity["metric"] == metric].pivot(index="generator", columns="encoder", values="estimate")
+    if a not in f or b not in f or len(f) < 2:
+        return {"spearman": float("nan"), "kendall": float("nan"), "discordant_pairs": float("nan"), "n": len(f)}
+    va, vb = f[a].to_numpy(float), f[b].to_numpy(float)
+    disc = sum(1 for i in range(len(va)) for j in range(i + 1, len(va)) if (va[i] - va[j]) * (vb[i] - vb[j]) < 0)
+    return {"spearman": round(float(spearmanr(va, vb).statistic), 12),
+            "kendall": round(float(kendalltau(va, vb).statistic), 12),
+            "discordant_pairs": float(disc), "n": len(f)}

@@ -496,8 +496,13 @@ def per_label_auroc(y_true: Any, scores: Any, label_names: Sequence[str], *, n_b
 def paired_auroc_differences(y_true: Any, scores_by_source: Mapping[str, Any], label_names: Sequence[str], *,
                              baseline: str = "real", n_bootstrap: int = 1000, seed: int = 0,
                              confidence: float = 0.95, method: str = "percentile",
-                             stratify: bool = True) -> pd.DataFrame:
+                             stratify: bool = True, min_positives: int = 0) -> pd.DataFrame:
     """AUROC(source) − AUROC(baseline) per label and macro, with a paired bootstrap over test images.
+
+    ``min_positives``: a label with fewer positive test images gets its difference and CI but **no
+    test** (``pvalue`` NaN, note ``significance n/a``): with 2-4 positives a p-value says nothing. The
+    macro row is tested only when every label in it has that many positives (an unweighted mean
+    over labels is driven by the rare ones as much as by the common ones).
 
     Both classifiers are scored on the same real test images, so each bootstrap replicate resamples
     the test images once and recomputes every source's AUROC on that resample (paired, as
@@ -539,11 +544,15 @@ def paired_auroc_differences(y_true: Any, scores_by_source: Mapping[str, Any], l
                 continue
             a, b = float(est[src][cols].mean()), float(est[baseline][cols].mean())
             row.update(auroc=a, auroc_baseline=b, diff=a - b)
+            few = [(names[c], int((y[:, c] == 1).sum())) for c in cols if (y[:, c] == 1).sum() < min_positives]
             if reps is not None:
                 d = _macro_rows(reps[src], cols) - _macro_rows(reps[baseline], cols)
                 lo, hi, n_failed, note = _interval(a - b, d, method, confidence, len(y), f"{src} - {baseline}")
                 row.update(diff_low=lo, diff_high=hi, n_failed=n_failed, note=note,
-                           pvalue=_bootstrap_pvalue(d) if math.isfinite(lo) else math.nan)
+                           pvalue=_bootstrap_pvalue(d) if math.isfinite(lo) and not few else math.nan)
+            if few:
+                row["note"] = _join(row["note"], "significance n/a: " + ", ".join(
+                    f"{lab} has {k} positive(s)" for lab, k in few) + f" (< {min_positives})")
             rows.append(row)
     return pd.DataFrame(rows, columns=["source", "label", "auroc", "auroc_baseline", "diff", "diff_low", "diff_high",
                                        "pvalue", "n_failed", "note"])
@@ -623,6 +632,8 @@ def utility_flags(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, base
         key = list(zip(long["source"], long["label"]))
         for c in ("diff", "diff_low", "diff_high", "pvalue"):
             long[c] = [float(d[c].get(k, math.nan)) for k in key]
+        if "note" in differences.columns:
+            long["test_note"] = [str(d["note"].get(k, "") or "") for k in key]
     if differences is not None or carried:
         p = long["pvalue"].to_numpy(float)
         rejected, adjusted = benjamini_hochberg(p, alpha=alpha)
@@ -630,6 +641,13 @@ def utility_flags(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, base
         has_p = ~np.isnan(p)
         long["significant"] = pd.array(np.where(has_p, rejected, False), dtype="boolean")
         long.loc[~has_p, "significant"] = pd.NA
+        tn = long["test_note"] if "test_note" in long.columns else pd.Series([""] * len(long))
+        long["significance"] = [
+            "" if src == baseline else
+            (f"p_adj = {pa:.3g}" + (" *" if sig is not pd.NA and bool(sig) else "")) if np.isfinite(pv) else
+            ("n/a" + (f" ({n.split('significance n/a: ')[1]})" if "significance n/a: " in n else ""))
+            for src, pv, pa, sig, n in zip(long["source"], p, long["p_adj"].to_numpy(float),
+                                           long["significant"].astype(object), tn)]
     return long
 
 
@@ -1089,7 +1107,8 @@ def run_utility(train_sets: Mapping[str, tuple[Any, Any]], test_images: Any, tes
                 label_names: Sequence[str], *, seed: int = 0, baseline: str = "real", n_bootstrap: int = 1000,
                 confidence: float = 0.95, method: str = "percentile", stratify: bool = True,
                 tolerance: float = 0.01, alpha: float = 0.05, threshold: float = 0.5, n_repeats: int = 1,
-                cache_dir: str | Path | None = None, predict_batch_size: int = 64, **hp: Any) -> UtilityResult:
+                cache_dir: str | Path | None = None, predict_batch_size: int = 64, min_positives: int = 0,
+                **hp: Any) -> UtilityResult:
     """Table 4 of paper 004: one classifier per training source, each evaluated on the real test set.
 
     Args:
@@ -1104,6 +1123,8 @@ def run_utility(train_sets: Mapping[str, tuple[Any, Any]], test_images: Any, tes
         n_bootstrap, confidence, method, stratify: bootstrap CIs and paired tests over test images
             (0 resamples: none; see :func:`per_label_auroc`).
         tolerance, alpha: the "within 0.01" flag and the BH level of the significance flag.
+        min_positives: labels with fewer positive test images are not tested (significance ``n/a``;
+            :func:`paired_auroc_differences`).
         threshold: for accuracy and F1.
         n_repeats: classifiers trained per source with different seeds; their test probabilities are
             averaged (an ensemble) before scoring. The bootstrap covers only the test-set sampling;
@@ -1166,7 +1187,8 @@ def run_utility(train_sets: Mapping[str, tuple[Any, Any]], test_images: Any, tes
                         "macro_auroc_single_sd": float(np.std(single_macro, ddof=1)) if n_repeats > 1 else math.nan,
                         **threshold_metrics(y_test, sc, threshold)})
     diffs = paired_auroc_differences(y_test, scores, names, baseline=baseline, n_bootstrap=n_bootstrap,
-                                     seed=boot_seed, confidence=confidence, method=method, stratify=stratify)
+                                     seed=boot_seed, confidence=confidence, method=method, stratify=stratify,
+                                     min_positives=min_positives)
     long = utility_flags(per, baseline, differences=diffs, tolerance=tolerance, alpha=alpha)
     table = utility_table(per, baseline, differences=diffs, tolerance=tolerance, alpha=alpha)
     roc = pd.concat(rocs, ignore_index=True)
