@@ -115,7 +115,7 @@ def test_partners_need_both_labels(samples):
 def test_items_conditions_ground_truth_and_prompts(samples):
     partners = draw_partners(samples, seed=0)
     items = build_items(samples, partners, "covid_cxr")
-    assert len(items) == len(samples) * 5
+    assert len(items) == len(samples) * len(CONDITIONS)
     assert list(items.groupby("sample_id")["condition"].apply(list).iloc[0]) == list(CONDITIONS)
     truth = samples.set_index("sample_id")["label"]
     assert (items["label"].to_numpy() == truth[items["sample_id"]].to_numpy()).all()  # gt stays the original's
@@ -234,7 +234,7 @@ def test_ece_hand_computed():
 
 
 def _results(seed: int = 0, n: int = 40) -> pd.DataFrame:
-    """A synthetic results table: two models, five conditions; model B follows the text."""
+    """A synthetic results table: two models, every condition; model B follows the text."""
     rng = np.random.default_rng(seed)
     rows = []
     labels = rng.integers(0, 2, n)
@@ -254,7 +254,7 @@ def _results(seed: int = 0, n: int = 40) -> pd.DataFrame:
 def test_metrics_table_with_cis_is_seeded():
     res = _results()
     t = metrics_table(res, n_resamples=200, seed=1)
-    assert len(t) == 2 * 5 * 5
+    assert len(t) == 2 * len(CONDITIONS) * 5
     assert {"model", "condition", "metric", "estimate", "low", "high", "n", "n_unknown"} <= set(t.columns)
     ok = t.dropna(subset=["low"])
     assert (ok["low"] <= ok["estimate"] + 1e-12).all() and (ok["estimate"] <= ok["high"] + 1e-12).all()
@@ -282,9 +282,9 @@ def test_nfr_and_ece_tables():
     with pytest.raises(ParamsError):
         nfr_table(res, base="nothing")
     e = ece_table(res, n_resamples=100)
-    assert len(e) == 10 and (e["estimate"] >= 0).all()
+    assert len(e) == 2 * len(CONDITIONS) and (e["estimate"] >= 0).all()
     rel = reliability_table(res)
-    assert len(rel) == 10 * 10 and (rel.groupby(["model", "condition"])["n"].sum() == 40).all()
+    assert len(rel) == 2 * len(CONDITIONS) * 10 and (rel.groupby(["model", "condition"])["n"].sum() == 40).all()
 
 
 def test_figures_from_results_table(tmp_path):
@@ -347,7 +347,7 @@ def test_run_conditions_on_tiny_vlm(tiny_llava, tiny_items, tmp_path):
     processor, model = tiny_llava
     res = run_conditions(processor, model, tiny_items, model_name="tiny", max_new_tokens=4, batch_size=4,
                          cache=tmp_path / "cache")
-    assert len(res) == len(tiny_items) == 20
+    assert len(res) == len(tiny_items) == 4 * len(CONDITIONS)
     assert res[["sample_id", "condition"]].equals(tiny_items[["sample_id", "condition"]].reset_index(drop=True))
     assert set(res["answer"]) <= {"yes", "no", "unmatched", "unknown"}
     for col in ("logit_Yes", "logit_No", "logit_yes", "logit_no", "p_yes", "p_no", "generated", "prediction"):
@@ -360,8 +360,8 @@ def test_run_conditions_on_tiny_vlm(tiny_llava, tiny_items, tmp_path):
     assert again["cached"].all()
     pd.testing.assert_frame_equal(res.drop(columns="cached"), again.drop(columns="cached"))
     # the whole metric chain runs on a real results table
-    assert len(metrics_table(res, n_resamples=20)) == 25
-    assert len(answer_rates(res)) == 5
+    assert len(metrics_table(res, n_resamples=20)) == 5 * len(CONDITIONS)
+    assert len(answer_rates(res)) == len(CONDITIONS)
 
 
 def test_attention_table_on_tiny_vlm(tiny_llava, tiny_items):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from radaudit.audits.modality_shift.conditions import build_items, draw_partners
+from radaudit.audits.modality_shift.conditions import CONDITIONS, build_items, draw_partners
 from radaudit.audits.modality_shift.data import fairvlmed_samples, load_samples, mimic_labels, mimic_samples
 from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
 
@@ -103,7 +103,7 @@ def test_fairvlmed_samples_write_pngs_and_build_items(tmp_path):
     summ = fairvlmed_samples(root, split="test", notes="gpt4_summary")
     assert summ["text"][1] == "summary 1"
     items = build_items(s, draw_partners(s, seed=0), "fairvlmed")
-    assert "glaucoma" in items["prompt"][0] and len(items) == 4 * 5
+    assert "glaucoma" in items["prompt"][0] and len(items) == 4 * len(CONDITIONS)
     same = load_samples("fairvlmed", path=root, split="test")
     pd.testing.assert_frame_equal(same, s)
 

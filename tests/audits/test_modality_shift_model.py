@@ -20,7 +20,8 @@ from radaudit.models.vlm import candidate_tokens, load_vlm
 
 #: A few steps on a handful of images with a very small model: plumbing, not accuracy.
 TINY = {"steps": 3, "batch_size": 4, "max_train": 8, "max_eval": 4, "vocab_size": 400, "vision_hidden": 16,
-        "vision_mlp": 32, "vision_heads": 2, "text_hidden": 32, "text_mlp": 64, "text_heads": 2, "max_seconds": 30.0}
+        "vision_mlp": 32, "vision_heads": 2, "text_hidden": 32, "text_mlp": 64, "text_heads": 2, "max_seconds": 30.0,
+        "vision_warmup_epochs": 1}
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,8 @@ def test_saves_a_loadable_llava(tiny_model, samples):
 
     processor, model = load_vlm(path, device="cpu")
     assert type(model).__name__ == "LlavaForConditionalGeneration"
-    assert model.config.vision_config.image_size == 112 and model.config.image_seq_length == 64
+    assert model.config.vision_config.image_size == 64 and model.config.image_seq_length == 64
+    assert len(meta["vision_warmup_losses"]) == TINY["vision_warmup_epochs"]
     cands = candidate_tokens(processor)
     assert not cands["multi_token"].any() and cands["token_id"].nunique() == 4  # Yes / No / yes / no: one token each
 

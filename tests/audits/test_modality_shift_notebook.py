@@ -24,16 +24,17 @@ def test_smoke_run_writes_every_table_and_figure(smoke_run):
     assert m["status"] == "succeeded"
     tables = {p.stem for p in (d / "tables").glob("*.csv")}
     assert {"results_long", "answer_rates", "fig2ab_metrics", "fig2cd_nfr", "fig3ab_ece", "fig3cd_reliability",
-            "fig4_attention_shares", "fig4_attention_tokens", "swap_partners", "samples_by_split"} <= tables
+            "fig4_attention_shares", "fig4_attention_tokens", "swap_partners", "samples_by_split", "controls_auroc",
+            "controls_changed", "attention_by_layer", "attention_patch_heatmaps"} <= tables
     figures = {p.stem for p in (d / "figures").glob("*.png")}
     assert {"fig2ab_metrics", "fig2cd_nfr", "fig3ab_ece", "fig3cd_reliability", "fig4_attention_shares",
-            "fig4_text_attention"} <= figures
+            "fig4_text_attention", "attention_by_layer", "attention_patch_heatmaps"} <= figures
     assert m["recorded"]["samples"]["evaluated"] == 12 and len(m["recorded"]["summary"]) >= 5
 
 
 def test_long_table_holds_every_sample_condition_and_the_raw_scores(smoke_run):
     res = pd.read_parquet(smoke_run.run_dir / "tables" / "results_long.parquet")
-    assert len(res) == 12 * 5 and res.groupby("sample_id")["condition"].nunique().eq(5).all()
+    assert len(res) == 12 * 6 and res.groupby("sample_id")["condition"].nunique().eq(6).all()
     for col in ("generated", "answer", "prediction", "logit_Yes", "logit_No", "logit_yes", "logit_no", "p_yes", "p_no"):
         assert col in res.columns
     assert set(res["answer"]) <= {"yes", "no", "unknown", "unmatched"}
@@ -59,3 +60,20 @@ def test_figure_tables_are_recomputed_from_the_long_table(smoke_run):
     assert rates["n"].sum() == len(res) and {"unknown_rate", "unknown_low", "unknown_high"} <= set(rates.columns)
     ece = pd.read_csv(d / "fig3ab_ece.csv")
     assert ece[["low", "high"]].notna().all().all() and (ece["low"] <= ece["estimate"] + 1e-12).all()
+
+
+def test_findings_hold_the_controls(smoke_run):
+    from radaudit.findings import read_findings
+
+    doc = read_findings(smoke_run.run_dir)
+    assert doc["experiment"] == "modality_shift" and doc["preset"] == "smoke"
+    found = {f.id: f for f in doc["findings"]}
+    assert {"only_image_auroc", "image_probe_auroc", "no_input_auroc", "image_shift_changed", "text_shift_nfr",
+            "image_shift_nfr"} <= set(found)
+    # the negative control is chance by construction: one prompt, no image, for every sample
+    assert found["no_input_auroc"].value == 0.5 and found["no_input_auroc"].verdict == "shown"
+    auroc = pd.read_csv(smoke_run.run_dir / "tables" / "controls_auroc.csv").set_index("condition")
+    assert found["only_image_auroc"].value == pytest.approx(auroc.at["only_image", "estimate"])
+    maps = pd.read_csv(smoke_run.run_dir / "tables" / "attention_patch_heatmaps.csv")
+    assert set(maps["condition"]) == {"no_shift", "image_shift", "text_shift", "only_image"}
+    assert maps.groupby(["sample_id", "condition"])["weight"].sum().between(0.999, 1.001).all()

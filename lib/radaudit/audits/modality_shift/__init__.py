@@ -13,14 +13,20 @@ Where things are
   model on them (answers + first-token P(yes)); attention by modality.
 - ``data.py``: the paper's datasets (MIMIC-CXR, FairVLMed) as SMS samples.
 - ``model.py``: the demo stand-in VLM, trained here on covid-chestxray.
-- ``metrics.py``: accuracy/F1 with CIs, negative flip rate, ECE and reliability, answer rates.
-- ``plots.py``: Fig. 2-4.
+- ``metrics.py``: accuracy/F1 with CIs, negative flip rate, ECE and reliability, answer rates, AUROC of
+  P(yes) and the share of answers a shift changes.
+- ``heatmap.py``: the answer token's attention by modality per layer and over the image patches.
+- ``probe.py``: a pixel probe — how much of the label the images carry (the positive control's ceiling).
+- ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (controls first).
+- ``plots.py``: Fig. 2-4, the per-layer modality attention and the patch heatmaps.
 """
 
 from radaudit.audits.modality_shift.conditions import (
     ANSWERS,
     CONDITION_LABELS,
     CONDITIONS,
+    NO_IMAGE_CONDITIONS,
+    NO_TEXT_CONDITIONS,
     PROMPTS,
     attention_table,
     build_items,
@@ -41,10 +47,23 @@ from radaudit.audits.modality_shift.data import (
     mimic_labels,
     mimic_samples,
 )
+from radaudit.audits.modality_shift.findings import headline_findings
+from radaudit.audits.modality_shift.heatmap import (
+    AnswerAttention,
+    answer_attention,
+    attention_maps,
+    image_grid,
+    layer_modality_shares,
+    patch_heatmap,
+)
 from radaudit.audits.modality_shift.metrics import (
     CLASSIFICATION_METRICS,
     UNKNOWN_POLICIES,
+    answer_change_rate,
     answer_rates,
+    auroc,
+    auroc_table,
+    changed_table,
     classification_metrics,
     confusion_counts,
     ece_table,
@@ -66,17 +85,22 @@ from radaudit.audits.modality_shift.model import (
 )
 from radaudit.audits.modality_shift.plots import (
     CONDITION_COLORS,
+    model_view,
     plot_attention_shares,
     plot_ece_bars,
+    plot_layer_shares,
     plot_metric_bars,
     plot_nfr_heatmap,
+    plot_patch_heatmaps,
     plot_reliability,
     plot_text_attention,
 )
+from radaudit.audits.modality_shift.probe import image_probe, pixel_features
 from radaudit.audits.modality_shift.study import (
     DEMO_MODEL,
     ModelSpec,
     Params,
+    all_samples,
     build_run_items,
     condition_order,
     evaluation_samples,
@@ -89,6 +113,10 @@ from radaudit.audits.modality_shift.study import (
 )
 
 __all__ = [
+    "all_samples", "AnswerAttention", "answer_attention", "answer_change_rate", "attention_maps", "auroc",
+    "auroc_table", "changed_table", "headline_findings", "image_grid", "image_probe", "layer_modality_shares",
+    "model_view", "NO_IMAGE_CONDITIONS", "NO_TEXT_CONDITIONS", "patch_heatmap", "pixel_features",
+    "plot_layer_shares", "plot_patch_heatmaps",
     "answer_rates", "ANSWERS", "attention_table", "build_items", "build_run_items", "build_samples",
     "CHAT_TEMPLATE", "CLASSIFICATION_METRICS", "classification_metrics", "CONDITION_COLORS", "CONDITION_LABELS",
     "condition_order", "CONDITIONS", "config_hash", "confusion_counts", "covid_samples", "DATASETS",

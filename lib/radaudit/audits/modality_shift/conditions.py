@@ -23,7 +23,10 @@ Conditions (§2.1-2.2, §3.2; anchor ``shift`` column in brackets):
 * ``image_shift`` [Image]: ``(I', T, y)``, ``I'`` the image of a partner with the opposite label;
 * ``text_shift`` [Text]: ``(I, T', y)``, ``T'`` the text of a partner with the opposite label;
 * ``only_text`` [Only_text]: ``(-, T, y)``: no image at all (no image placeholder);
-* ``only_image`` [Only_image]: ``(I, -, y)``: the image with the image-only instruction.
+* ``only_image`` [Only_image]: ``(I, -, y)``: the image with the image-only instruction;
+* ``no_input`` (ours, the negative control): ``(-, -, y)``: neither image nor text, only the question
+  and the instruction — the same prompt for every sample, so any AUROC other than 0.5 means that
+  something of the sample leaks into the input.
 
 The ground truth is always the original sample's ``y``.
 """
@@ -41,18 +44,21 @@ import pandas as pd
 from radaudit.errors import DataFormatError, ParamsError
 
 __all__ = [
-    "ANSWERS", "CONDITIONS", "CONDITION_LABELS", "PROMPTS", "attention_table", "build_items", "build_samples",
+    "ANSWERS", "CONDITIONS", "CONDITION_LABELS", "NO_IMAGE_CONDITIONS", "NO_TEXT_CONDITIONS", "PROMPTS", "attention_table", "build_items", "build_samples",
     "covid_samples", "draw_partners", "format_prompt", "get_template", "parse_answer", "run_conditions",
     "split_by_patient",
 ]
 
 log = logging.getLogger(__name__)
 
-#: The five conditions, in the paper's Fig. 2 order.
-CONDITIONS: tuple[str, ...] = ("no_shift", "image_shift", "text_shift", "only_text", "only_image")
+#: The paper's five conditions in its Fig. 2 order, then our negative control ``no_input``.
+CONDITIONS: tuple[str, ...] = ("no_shift", "image_shift", "text_shift", "only_text", "only_image", "no_input")
 #: Display names (paper Fig. 2 legend).
 CONDITION_LABELS: dict[str, str] = {"no_shift": "No Shift", "image_shift": "Image Shift", "text_shift": "Text Shift",
-                                    "only_text": "Only Text", "only_image": "Only Image"}
+                                    "only_text": "Only Text", "only_image": "Only Image", "no_input": "No Input"}
+#: Conditions whose input holds no image / no text (what :func:`build_items` removes).
+NO_IMAGE_CONDITIONS: frozenset[str] = frozenset({"only_text", "no_input"})
+NO_TEXT_CONDITIONS: frozenset[str] = frozenset({"only_image", "no_input"})
 #: Parsed answers. ``unmatched`` only with the "unmatched" prompt variant.
 ANSWERS: tuple[str, ...] = ("yes", "no", "unmatched", "unknown")
 
@@ -71,6 +77,9 @@ _MIMIC_CONDITIONS = ("Pleural Effusion, Atelectasis, Cardiomegaly, Consolidation
 #: Prompt templates per dataset (paper §3.1 "Prompting"; wording from the anchor's ``src/prompts.py``,
 #: ANCHORS.md §4). Keys of each template:
 #:
+#: * ``label_names`` (optional): the names of label 0 and 1, for figure titles.
+#: * ``question_no_input`` (optional; default ``question_only_image``): the question of the
+#:   ``no_input`` negative control, asked with neither image nor text.
 #: * ``header``: the metadata header, a ``str.format`` template over the sample's columns; ``{text}``
 #:   is the clinical text (report / notes). Missing values render as ``missing_value``.
 #: * ``question`` / ``question_only_text`` / ``question_only_image``: the task question for the
@@ -91,6 +100,8 @@ PROMPTS: dict[str, dict[str, Any]] = {
                      "does the patient have COVID-19?"),
         "question_only_text": "Based on the provided patient information, does the patient have COVID-19?",
         "question_only_image": "Based on the image only, does the patient have COVID-19?",
+        "question_no_input": "Does the patient have COVID-19?",
+        "label_names": ["other finding", "COVID-19"],
         "instruction": _INSTRUCTION.format(positive="COVID-19", negative="there is no COVID-19"),
         "unmatched_suffix": _UNMATCHED,
         "model_suffixes": {"mllama": "Only respond with the answer (yes or no). No additional commentary."},
@@ -107,6 +118,8 @@ PROMPTS: dict[str, dict[str, Any]] = {
         "question_only_text": f"Based on the provided patient information, does the patient have any condition "
                               f"({_MIMIC_CONDITIONS})?",
         "question_only_image": f"Based on the image only, does the patient have any condition ({_MIMIC_CONDITIONS})?",
+        "question_no_input": f"Does the patient have any condition ({_MIMIC_CONDITIONS})?",
+        "label_names": ["no finding", "abnormal"],
         "instruction": _INSTRUCTION.format(positive="any condition", negative="no abnormality is detected"),
         "unmatched_suffix": _UNMATCHED,
         "model_suffixes": {"mllama": "Only respond with the answer (yes or no). No additional commentary."},
@@ -123,6 +136,8 @@ PROMPTS: dict[str, dict[str, Any]] = {
         "question": "Based on this image and patient information, does the patient have glaucoma?",
         "question_only_text": "Based on the patient information, does the patient have glaucoma?",
         "question_only_image": "Based on the image only, does the patient have glaucoma?",
+        "question_no_input": "Does the patient have glaucoma?",
+        "label_names": ["healthy", "glaucoma"],
         "instruction": 'Respond with "yes" or "no". (without additional commentary)',
         "unmatched_suffix": _UNMATCHED,
         "model_suffixes": {"mllama": "Only respond with the answer (yes or no). No additional commentary."},
@@ -185,13 +200,15 @@ def format_prompt(template: Mapping[str, Any], fields: Mapping[str, Any] | None,
     ``text_shift``). Layout: ``header`` (filled from ``fields``) + blank line + question +
     instruction [+ unmatched suffix] [+ model suffix]. ``only_image`` drops the header (no text
     modality: neither notes nor metadata) and uses ``question_only_image``; ``only_text`` uses
-    ``question_only_text``. The "unmatched" suffix is only added to the image + text conditions,
-    where a mismatch can exist.
+    ``question_only_text``; ``no_input`` drops the header too and uses ``question_no_input`` (default
+    ``question_only_image``), so its prompt is the same for every sample. The "unmatched" suffix is
+    only added to the image + text conditions, where a mismatch can exist.
     """
     if condition not in CONDITIONS:
         raise ParamsError(f"Unknown condition {condition!r}; use one of {', '.join(CONDITIONS)}.")
-    question = {"only_text": template["question_only_text"],
-                "only_image": template["question_only_image"]}.get(condition, template["question"])
+    question = {"only_text": template["question_only_text"], "only_image": template["question_only_image"],
+                "no_input": template.get("question_no_input") or template["question_only_image"],
+                }.get(condition, template["question"])
     parts = [question, template["instruction"]]
     if unmatched and condition in ("no_shift", "image_shift", "text_shift"):
         if not template.get("unmatched_suffix"):
@@ -201,7 +218,7 @@ def format_prompt(template: Mapping[str, Any], fields: Mapping[str, Any] | None,
     if suffix:
         parts.append(suffix)
     body = " ".join(p.strip() for p in parts)
-    if condition == "only_image":
+    if condition in NO_TEXT_CONDITIONS:
         return body
     values = _Fields({k: _fmt_value(v) for k, v in (fields or {}).items()}, str(template.get("missing_value",
                                                                                              "unknown")))
@@ -356,7 +373,7 @@ def build_items(samples: pd.DataFrame, partners: pd.DataFrame, template: Mapping
 
     ``label`` is the original sample's ground truth in every condition. ``image_source`` /
     ``text_source`` name the sample whose image / text is shown (``None`` when that modality is
-    absent); ``image_path`` is ``None`` for ``only_text``. ``swap_metadata=True`` (the anchor's
+    absent); ``image_path`` is ``None`` for ``only_text`` and ``no_input``. ``swap_metadata=True`` (the anchor's
     behaviour: its text swap takes the partner's whole row) shows the partner's metadata header with
     its text in ``text_shift``; ``False`` keeps the sample's own metadata and swaps only the notes.
     ``metadata_columns``: the columns offered to the header (default: every sample column except the
@@ -391,9 +408,9 @@ def build_items(samples: pd.DataFrame, partners: pd.DataFrame, template: Mapping
                 img_sid = part.at[sid, "image_partner"]
             elif cond == "text_shift":
                 txt_sid = part.at[sid, "text_partner"]
-            elif cond == "only_text":
+            if cond in NO_IMAGE_CONDITIONS:
                 img_sid = None
-            elif cond == "only_image":
+            if cond in NO_TEXT_CONDITIONS:
                 txt_sid = None
             for other in (img_sid, txt_sid):
                 if other is not None and other not in by_id.index:

@@ -40,8 +40,8 @@ from radaudit.errors import ParamsError
 from radaudit.stats import BootstrapError, bootstrap_ci, paired_bootstrap, wilson_ci
 
 __all__ = [
-    "CLASSIFICATION_METRICS", "UNKNOWN_POLICIES", "answer_rates", "classification_metrics", "confusion_counts",
-    "ece_table", "expected_calibration_error", "metrics_table", "negative_flip_rate", "nfr_table",
+    "CLASSIFICATION_METRICS", "UNKNOWN_POLICIES", "answer_change_rate", "answer_rates", "auroc", "auroc_table",
+    "changed_table", "classification_metrics", "confusion_counts", "ece_table", "expected_calibration_error", "metrics_table", "negative_flip_rate", "nfr_table",
     "reliability_bins", "reliability_table",
 ]
 
@@ -281,6 +281,88 @@ def nfr_table(results: pd.DataFrame, *, base: str = "no_shift", shifts: Sequence
                 rows.append({**dict(zip(by, key)), "condition": shift, "measure": m, **cis[m], "n": counts["n"],
                              "n_base_correct": counts["n_base_correct"], "n_flipped": counts["n_flipped"],
                              "n_unpaired": n_all - counts["n"]})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------------
+# ranking (AUROC of P(yes)) and answer changes: the controls of the demo
+
+
+def auroc(y_true: Any, score: Any) -> float:
+    """Area under the ROC curve of ``score`` for the binary ``y_true`` (``sklearn.metrics.roc_auc_score``):
+    ``AUROC = P(s+ > s-) + 0.5 P(s+ = s-)`` over all (positive, negative) pairs — the Mann-Whitney U
+    statistic over ``n+ n-``. A constant score gives exactly 0.5. NaN when one class is absent or a
+    score is missing (a row without first-token scores cannot be ranked)."""
+    from sklearn.metrics import roc_auc_score
+
+    y = np.asarray(y_true, dtype=float)
+    s = np.asarray(score, dtype=float)
+    if y.shape != s.shape:
+        raise ParamsError(f"auroc: y_true has shape {y.shape} but score has {s.shape}.")
+    if len(set(y.tolist())) < 2 or not np.isfinite(s).all():
+        return math.nan
+    return float(roc_auc_score(y.astype(int), s))
+
+
+def auroc_table(results: pd.DataFrame, *, score: str = "p_yes", by: Sequence[str] = ("model", "condition"),
+                units: str | None = None, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
+                method: str = "percentile") -> pd.DataFrame:
+    """AUROC of the first-token P(yes) per model x condition, with a bootstrap CI over samples.
+
+    The ranking uses the model's probability (paper §2.4), not its parsed answer, so it does not
+    depend on the unknown-answer policy. Long table: ``by..., estimate, low, high, n, n_positive``.
+    """
+    _check_columns(results, [*by, "label", score] + ([units] if units else []), "auroc_table")
+    rows = []
+    for key, g in results.groupby(list(by), sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        data = (g["label"].to_numpy(dtype=float), g[score].to_numpy(dtype=float))
+        cis = _ci_rows(data, {"auroc": auroc}, units=None if units is None else g[units].to_numpy(),
+                       n_resamples=n_resamples, seed=seed, confidence=confidence, method=method)
+        rows.append({**dict(zip(by, key)), **cis["auroc"], "n": len(g), "n_positive": int(g["label"].sum())})
+    return pd.DataFrame(rows)
+
+
+def answer_change_rate(base_answers: Any, shift_answers: Any) -> dict[str, float]:
+    """Share of samples whose parsed answer differs between the base and the shifted input.
+
+    ``changed = (1/N) sum_i 1[a_i^shift != a_i^base]`` over the N paired samples, whatever the label
+    (a shift that moves a wrong answer to the right one counts too; NFR counts only the harmful
+    direction). Answers are compared as parsed (yes / no / unknown / unmatched), so a change to
+    "unknown" is a change. Returns ``changed`` (NaN when N = 0), ``n_changed`` and ``n``.
+    """
+    a = np.asarray(base_answers, dtype=object)
+    b = np.asarray(shift_answers, dtype=object)
+    if a.shape != b.shape:
+        raise ParamsError(f"answer_change_rate: {a.shape[0]} base answers but {b.shape[0]} shifted answers.")
+    n = int(a.shape[0])
+    k = int(sum(x != y for x, y in zip(a.tolist(), b.tolist())))
+    return {"changed": k / n if n else math.nan, "n_changed": k, "n": n}
+
+
+def changed_table(results: pd.DataFrame, *, base: str = "no_shift", shifts: Sequence[str] | None = None,
+                  by: Sequence[str] = ("model",), confidence: float = 0.95) -> pd.DataFrame:
+    """:func:`answer_change_rate` of every shift against ``base`` per model, paired on ``sample_id``,
+    with a Wilson interval (the unit is the sample and the statistic a proportion).
+
+    Long table: ``by..., condition, estimate, low, high, n_changed, n``.
+    """
+    _check_columns(results, [*by, "sample_id", "condition", "answer"], "changed_table")
+    if base not in set(results["condition"]):
+        raise ParamsError(f"changed_table: base condition {base!r} is not in the results.")
+    if shifts is None:
+        shifts = [c for c in pd.unique(results["condition"]) if c != base]
+    rows = []
+    for shift in shifts:
+        b = results[results["condition"] == base][[*by, "sample_id", "answer"]]
+        s = results[results["condition"] == shift][[*by, "sample_id", "answer"]]
+        pairs = b.merge(s, on=[*by, "sample_id"], suffixes=("_base", "_shift"))
+        for key, g in pairs.groupby(list(by), sort=False):
+            key = key if isinstance(key, tuple) else (key,)
+            c = answer_change_rate(g["answer_base"], g["answer_shift"])
+            low, high = wilson_ci(c["n_changed"], c["n"], confidence) if c["n"] else (math.nan, math.nan)
+            rows.append({**dict(zip(by, key)), "condition": shift, "estimate": c["changed"], "low": low, "high": high,
+                         "n_changed": c["n_changed"], "n": c["n"]})
     return pd.DataFrame(rows)
 
 

@@ -3,11 +3,12 @@
 The paper (``../shared/papers/003_528df7f4b7accfa0.txt``) audits large VLMs (Qwen2-VL, LLaVA-1.5, ...)
 that cannot run offline on 2 CPU cores, and no VLM ships on PyPI. The ``demo`` preset therefore uses a
 **scaled-down stand-in** built only from transformers classes and trained from scratch on the demo
-training split, in about two minutes:
+training split (minutes on 2 free CPU cores; 17 minutes measured on 2 cores shared with another
+training job, the warm start and image loading included):
 
-* vision tower: a ``CLIPVisionModel`` ViT (``image_size`` 112 px, ``patch_size`` 14: 64 patches + CLS,
-  hidden 64, 2 layers), trained from scratch; the LLaVA projector (linear-GELU-linear) maps its 64
-  patch features (``vision_feature_select_strategy="default"``: CLS dropped, last layer) to the LM;
+* vision tower: a ``CLIPVisionModel`` ViT (``image_size`` 64 px, ``patch_size`` 8: 64 patches + CLS,
+  hidden 64, 2 layers), trained here; the LLaVA projector (linear-GELU-linear) maps its 64 patch
+  features (``vision_feature_select_strategy="default"``: CLS dropped, last layer) to the LM;
 * language model: a 2-layer ``LlamaForCausalLM`` (hidden 128) with its own byte-level BPE tokenizer
   (``tokenizers``) trained on the training notes and prompts, ``<image>`` expanded to 64 tokens;
 * ``LlavaForConditionalGeneration`` + ``LlavaProcessor`` (image processor ``CLIPImageProcessorPil``:
@@ -16,19 +17,31 @@ training split, in about two minutes:
   :func:`radaudit.models.vlm.load_vlm` loads it like any hub VLM and
   :func:`radaudit.audits.modality_shift.conditions.run_conditions` runs it unchanged.
 
-Training task (the experiment's own prompts)
-    Items are :func:`radaudit.audits.modality_shift.conditions.build_items` rows of the *training* samples with
-    the ``covid_cxr`` template, rendered by the chat template exactly as at inference; the target is
-    ``Yes</s>`` (COVID-19) or ``No</s>``, and the loss is on those two tokens only (the answer token,
-    plus end-of-sequence so that greedy generation stops after the answer). Each time a sample is
-    drawn its condition is drawn too: ``only_image`` with probability ``p_only_image`` (0.2),
-    ``only_text`` with ``p_only_text`` (0.2), else ``no_shift`` — so both pathways learn to answer on
-    their own. Shifted pairs are never trained on (as for the paper's models). Images get a light
-    seeded augmentation (random shift, contrast/brightness jitter) in training only.
+Training recipe (version 2, issue 21: the version-1 stand-in's image pathway was dead — only-image
+AUROC 0.34, no answer changed by an image swap — so "the model ignores the image" was true by
+construction)
 
-Expected behaviour (what the demo shows): the notes often name the diagnosis (136 of 464 mention
-COVID-19/SARS-CoV-2, 96% of them positive), while a from-scratch ViT on ~320 images learns little,
-so the stand-in leans on the text — swapping the text flips many answers, swapping the image few.
+1. **Vision warm start** (:func:`_warm_start_vision`): the ViT and the projector are trained for
+   ``vision_warmup_epochs`` as an image-only COVID-19 classifier (mean of the projected image tokens
+   -> linear head, class-weighted binary cross-entropy), as LLaVA aligns its projector before tuning
+   the language model. No pretrained image model can feed LLaVA's vision tower here (none ships
+   offline in a transformers class; the FID InceptionV3 is TorchScript), and a linear probe on frozen
+   InceptionV3 features reaches about the same held-out AUROC (0.68) as one on 32-px pixels, so the
+   stand-in learns its own small ViT.
+2. **Joint training** on the experiment's own prompts: items are
+   :func:`radaudit.audits.modality_shift.conditions.build_items` rows of the *training* samples with
+   the ``covid_cxr`` template, rendered by the chat template exactly as at inference; the target is
+   ``Yes</s>`` (COVID-19) or ``No</s>``, and the loss is on those two tokens only (the answer token,
+   plus end-of-sequence so that greedy generation stops after the answer). Each time a sample is
+   drawn its condition is drawn too: ``only_image`` with probability ``p_only_image`` (0.35),
+   ``only_text`` with ``p_only_text`` (0.2), else ``no_shift`` — so both pathways learn to answer on
+   their own. Shifted pairs and ``no_input`` are never trained on (as for the paper's models). Images
+   get a light seeded augmentation (random shift, contrast/brightness jitter) in training only.
+
+What the demo can show: the notes often name the diagnosis (136 of 464 mention COVID-19/SARS-CoV-2,
+96% of them positive), so the text is a strong shortcut; the images carry the label only weakly at
+this data size (the run's pixel probe, :mod:`radaudit.audits.modality_shift.probe`, measures how
+much). The held-out first-token accuracies and AUROCs per condition are in the model card.
 That is the paper's phenomenon in miniature, not a claim about the paper's models.
 
 ::
@@ -36,7 +49,7 @@ That is the paper's phenomenon in miniature, not a claim about the paper's model
     from radaudit.audits.modality_shift.model import demo_vlm_path
     from radaudit.models.vlm import load_vlm
 
-    path = demo_vlm_path(data_root, seed=0)          # trains on first use (~2-3 min), then reused
+    path = demo_vlm_path(data_root, seed=0)          # trains on first use (minutes), then reused
     processor, model = load_vlm(path, device="cpu")
     results = run_conditions(processor, model, items, model_name="demo-tiny-llava")
 
@@ -72,7 +85,7 @@ log = logging.getLogger(__name__)
 #: Written into the model folder; its ``config_hash`` decides whether a folder can be reused.
 CONFIG_FILE = "radaudit_vlm_model.json"
 #: Bump when the recipe changes in a way the hyperparameters do not show.
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2  # 2: vision warm start (issue 21), 64 px / 8 px patches, more image-only training
 #: The conditions the model is trained on (never the shifted ones).
 TRAIN_CONDITIONS: tuple[str, ...] = ("no_shift", "only_image", "only_text")
 
@@ -85,30 +98,33 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}ASSISTANT:{% endif %}")
 
 #: The real demo configuration (~1.1M parameters). ``steps`` is the planned length, chosen to finish in
-#: <= 3 min on 2 busy CPU cores (~1.3 s/step measured under load: 127 steps in 170 s), so the model is
-#: a function of the seed, not of the machine's speed; ``max_seconds`` is only the budget guard (the
-#: design allows 5 min per demo model). With 319 training images a from-scratch ViT learns nearly
-#: nothing (a ViT classifier trained alone for 40 epochs stays at the label prior), so the image
-#: pathway is weak by construction and the text carries the answers: see the module docstring.
+#: <= 3 min on 2 CPU cores (~1.3 s/step measured under load: 127 steps in 170 s), so the model is
+#: a function of the seed, not of the machine's speed. ``max_seconds`` is only a runaway guard, set far
+#: above the planned time: a model stopped by it depends on the machine's speed and is never reused
+#: (:func:`radaudit.paths.reusable_model_dir` removes it), so a guard near the planned time makes a busy
+#: machine retrain the model on every run (seen with 240 s on 2 shared cores: 48 of 120 steps). The
+#: vision warm start (``vision_warmup_epochs``) runs before the joint steps and outside that budget.
 DEMO_VLM_CONFIG: dict[str, Any] = {
     # data / task
-    "dataset": "covid_cxr", "p_only_image": 0.2, "p_only_text": 0.2, "augment": True,
+    "dataset": "covid_cxr", "p_only_image": 0.35, "p_only_text": 0.2, "augment": True,
     "max_train": None, "max_eval": None,
     # tokenizer
     "vocab_size": 2000,
     # vision tower (CLIP ViT, from scratch)
-    "image_size": 112, "patch_size": 14, "vision_hidden": 64, "vision_layers": 2, "vision_heads": 4,
+    "image_size": 64, "patch_size": 8, "vision_hidden": 64, "vision_layers": 2, "vision_heads": 4,
     "vision_mlp": 256,
+    # vision warm start: epochs of image-only classification before the joint training (0 = none)
+    "vision_warmup_epochs": 20, "vision_warmup_lr": 1e-3,
     # language model (Llama)
     "text_hidden": 128, "text_layers": 2, "text_heads": 4, "text_mlp": 384,
     # optimisation (radaudit.models.train.train_model)
-    "steps": 120, "batch_size": 16, "lr": 2e-3, "weight_decay": 0.01, "max_grad_norm": 1.0,
-    "max_seconds": 240.0,
+    "steps": 100, "batch_size": 16, "lr": 2e-3, "weight_decay": 0.01, "max_grad_norm": 1.0,
+    "max_seconds": 1800.0,
 }
 
 _INT_KEYS = ("vocab_size", "image_size", "patch_size", "vision_hidden", "vision_layers", "vision_heads", "vision_mlp",
              "text_hidden", "text_layers", "text_heads", "text_mlp", "steps", "batch_size")
-_FLOAT_KEYS = ("p_only_image", "p_only_text", "lr", "weight_decay")
+_FLOAT_KEYS = ("p_only_image", "p_only_text", "lr", "weight_decay", "vision_warmup_lr")
 _OPTIONAL_INT_KEYS = ("max_train", "max_eval")
 _OPTIONAL_FLOAT_KEYS = ("max_grad_norm", "max_seconds")
 _SPECIALS = ["<pad>", "<s>", "</s>", "<image>"]
@@ -139,6 +155,10 @@ def _hyperparameters(seed: int = 0, **hp: Any) -> dict[str, Any]:
         out[k] = float(out[k])
     for k in _OPTIONAL_FLOAT_KEYS:
         out[k] = None if out[k] is None else float(out[k])
+    v = out["vision_warmup_epochs"]
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or int(v) < 0:
+        raise ParamsError(f"vision_warmup_epochs must be an integer >= 0, got {v!r}.")
+    out["vision_warmup_epochs"] = int(v)
     out["augment"] = bool(out["augment"])
     out["dataset"] = str(out["dataset"])
     if not (0.0 <= out["p_only_image"] and 0.0 <= out["p_only_text"] and out["p_only_image"] + out["p_only_text"] < 1):
@@ -388,7 +408,7 @@ def _make_collate(pixels: Mapping[str, Any], answer_ids: Mapping[int, list[int]]
     import torch
 
     p_img, p_txt = float(hp["p_only_image"]), float(hp["p_only_text"])
-    max_shift = max(1, int(hp["image_size"]) // 14) if hp["augment"] else 0
+    max_shift = _max_shift(hp)
 
     def collate(rows: list[dict[str, Any]]) -> dict[str, Any]:
         draws = torch.rand(len(rows)).tolist()
@@ -429,10 +449,13 @@ def _answer_loss(model: Any, batch: Mapping[str, Any]) -> Any:
 
 def _first_token_accuracy(model: Any, encoded: Sequence[Mapping[str, Any]], pixels: Mapping[str, Any],
                           yes_id: int, no_id: int, pad_id: int, batch_size: int = 16) -> dict[str, float]:
-    """Accuracy per condition of argmax(first-token logit of Yes vs No), left-padded as at inference."""
+    """Per condition: accuracy of argmax(first-token logit of Yes vs No) (``acc_<condition>``) and the
+    AUROC of the score ``logit(Yes) - logit(No)`` (``auroc_<condition>``, when both labels are present);
+    left-padded as at inference."""
     import torch
+    from sklearn.metrics import roc_auc_score
 
-    correct: dict[str, list[int]] = {}
+    by_condition: dict[str, list[tuple[int, float]]] = {}
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]["input_ids"]))
     for s in range(0, len(order), batch_size):
         rows = [encoded[i] for i in order[s:s + batch_size]]
@@ -440,10 +463,82 @@ def _first_token_accuracy(model: Any, encoded: Sequence[Mapping[str, Any]], pixe
         images = [pixels[r["image"]] for r in rows if r["image"] is not None]
         kwargs = {"pixel_values": torch.stack(images)} if images else {}
         final = model(input_ids=ids, attention_mask=mask, logits_to_keep=1, **kwargs).logits[:, -1]
-        pred = (final[:, yes_id] > final[:, no_id]).long().tolist()
-        for r, p in zip(rows, pred):
-            correct.setdefault(r["condition"], []).append(int(p == r["label"]))
-    return {f"acc_{c}": float(np.mean(v)) for c, v in sorted(correct.items())}
+        margin = (final[:, yes_id] - final[:, no_id]).float().tolist()
+        for r, m in zip(rows, margin):
+            by_condition.setdefault(r["condition"], []).append((r["label"], m))
+    out: dict[str, float] = {}
+    for cond, pairs in sorted(by_condition.items()):
+        y = np.array([p[0] for p in pairs])
+        m = np.array([p[1] for p in pairs])
+        out[f"acc_{cond}"] = float(np.mean((m > 0).astype(int) == y))
+        if len(set(y.tolist())) == 2:
+            out[f"auroc_{cond}"] = float(roc_auc_score(y, m))
+    return out
+
+
+def _warm_start_vision(model: Any, pixels: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+                       hp: Mapping[str, Any]) -> list[float]:
+    """Stage 1 of the recipe: train the vision tower and the projector as an image-only classifier.
+
+    Like LLaVA's first stage (the projector is aligned before the language model is tuned), but
+    supervised: for ``vision_warmup_epochs`` passes over the training images, the projected image
+    tokens (the features the language model will read: last ViT layer, CLS dropped, projector) are
+    averaged and a linear head gives a COVID-19 logit; loss = binary cross-entropy weighted by
+    ``n_negative / n_positive`` on the positives (the classes are ~3:1), AdamW at
+    ``vision_warmup_lr``, the training augmentation, batches of ``batch_size``. The head is then
+    discarded. Without this stage a ViT trained from scratch through the language model's answer
+    loss stays at the label prior (recipe version 1: only-image AUROC 0.34). Randomness comes from
+    torch's global RNG, seeded by :func:`radaudit.models.train.train_model` around the model factory.
+    Returns the mean loss of each epoch.
+    """
+    import torch
+
+    epochs = int(hp["vision_warmup_epochs"])
+    if epochs == 0:
+        return []
+    inner = model.model
+    head = torch.nn.Linear(model.config.text_config.hidden_size, 1)
+    params = [*inner.vision_tower.parameters(), *inner.multi_modal_projector.parameters(), *head.parameters()]
+    opt = torch.optim.AdamW(params, lr=float(hp["vision_warmup_lr"]), weight_decay=float(hp["weight_decay"]))
+    x = torch.stack([pixels[r["image"]] for r in rows])
+    y = torch.tensor([float(r["label"]) for r in rows])
+    n_pos = float(y.sum())
+    pos_weight = torch.tensor((len(y) - n_pos) / max(n_pos, 1.0))
+    max_shift = _max_shift(hp)
+    bs = int(hp["batch_size"])
+    model.train()
+    losses = []
+    for _ in range(epochs):
+        perm = torch.randperm(len(y))
+        total = 0.0
+        for s in range(0, len(y), bs):
+            idx = perm[s:s + bs]
+            pv = _augment(x[idx], max_shift) if max_shift else x[idx]
+            logit = head(image_tokens(model, pv).mean(dim=1)).squeeze(-1)
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(logit, y[idx], pos_weight=pos_weight)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(idx)
+        losses.append(total / len(y))
+    return losses
+
+
+def image_tokens(model: Any, pixel_values: Any) -> Any:
+    """The image tokens a LLaVA model feeds its language model: ``[batch, n_patches, text_hidden]``
+    (the vision tower's ``vision_feature_layer`` hidden state, CLS dropped under the ``default``
+    strategy, through the projector) — what ``LlavaModel.get_image_features`` computes."""
+    cfg = model.config
+    out = model.model.vision_tower(pixel_values, output_hidden_states=True)
+    hidden = out.hidden_states[cfg.vision_feature_layer]
+    if cfg.vision_feature_select_strategy == "default":
+        hidden = hidden[:, 1:]
+    return model.model.multi_modal_projector(hidden)
+
+
+def _max_shift(hp: Mapping[str, Any]) -> int:
+    """Largest random translation (pixels) of the training augmentation: 1/14 of the image, 0 without."""
+    return max(1, int(hp["image_size"]) // 14) if hp["augment"] else 0
 
 
 # --- training ----------------------------------------------------------------------------------------
@@ -504,10 +599,13 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
     prep_seconds = time.monotonic() - start
     config = _model_config(processor, hp)
 
+    warmup_losses: list[float] = []
+
     def factory() -> Any:
         model = LlavaForConditionalGeneration(config)
         model.generation_config = GenerationConfig(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
                                                    pad_token_id=tok.pad_token_id)
+        warmup_losses[:] = _warm_start_vision(model, pixels, examples.rows, hp)
         return model
 
     def eval_fn(model: Any) -> dict[str, float]:
@@ -544,7 +642,7 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
                                         "answer token and end of sequence."))
         meta = {"config_hash": digest, "samples_fingerprint": fingerprint, "hyperparameters": hp,
                 "n_train": len(train), "n_test": len(test), "n_parameters": result.log.get("n_parameters"),
-                "steps_done": result.steps, "stopped_early": result.stopped_early, "metrics": result.metrics,
+                "vision_warmup_losses": [round(v, 5) for v in warmup_losses], "steps_done": result.steps, "stopped_early": result.stopped_early, "metrics": result.metrics,
                 "prep_seconds": round(prep_seconds, 2), "train_seconds": round(result.elapsed_seconds, 2),
                 "total_seconds": round(time.monotonic() - start, 2)}
         (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")

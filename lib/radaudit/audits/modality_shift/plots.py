@@ -5,7 +5,9 @@ numbers (the anchor's notebooks plot "sample data (replace with your actual comp
 * :func:`plot_metric_bars` — paper Fig. 2a/b: metric bars per model x condition with bootstrap CIs;
 * :func:`plot_nfr_heatmap` — Fig. 2c/d: NFR (paper formula) and NFR over base-correct, model x shift;
 * :func:`plot_ece_bars`, :func:`plot_reliability` — Fig. 3a/b and 3c/d;
-* :func:`plot_attention_shares`, :func:`plot_text_attention` — Fig. 4.
+* :func:`plot_attention_shares`, :func:`plot_text_attention` — Fig. 4;
+* :func:`plot_layer_shares`, :func:`plot_patch_heatmaps` — ours: the answer token's attention by
+  modality per layer, and over the image patches overlaid on the X-ray.
 
 Each function returns a matplotlib Figure; save it with :func:`radaudit.plots.save_figure`.
 """
@@ -23,8 +25,8 @@ from radaudit.audits.modality_shift.metrics import ece_table, metrics_table, nfr
 from radaudit.errors import ParamsError
 from radaudit.plots import PALETTE, bar_with_ci
 
-__all__ = ["CONDITION_COLORS", "plot_attention_shares", "plot_ece_bars", "plot_metric_bars", "plot_nfr_heatmap",
-           "plot_reliability", "plot_text_attention"]
+__all__ = ["CONDITION_COLORS", "model_view", "plot_attention_shares", "plot_ece_bars", "plot_layer_shares",
+           "plot_metric_bars", "plot_nfr_heatmap", "plot_patch_heatmaps", "plot_reliability", "plot_text_attention"]
 
 #: One colour per condition (Okabe-Ito), No Shift in blue as in the paper's Fig. 2.
 CONDITION_COLORS: dict[str, str] = {CONDITION_LABELS[c]: PALETTE[i] for i, c in enumerate(CONDITIONS)}
@@ -248,5 +250,117 @@ def plot_text_attention(tokens: pd.DataFrame, *, sample_id: str | None = None, c
         ax.set_title(f"generated token {step} (blue = share of the text attention, darkest = largest)", fontsize=8,
                      loc="left")
     fig.suptitle(f"{model} — sample {sample_id} — {_label(condition)}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _answer_lookup(results: pd.DataFrame | None) -> dict[tuple[str, str, str], str]:
+    if results is None:
+        return {}
+    return {(r.model, r.sample_id, r.condition): str(r.answer) for r in
+            results[["model", "sample_id", "condition", "answer"]].itertuples(index=False)}
+
+
+def model_view(image_path: str, grid: tuple[int, int], processor: Any = None) -> Any:
+    """The X-ray as the model's image tokens cover it, in grayscale (PIL ``L``).
+
+    With a processor that centre-crops (``do_center_crop``, the CLIP/LLaVA image processors), the
+    largest centred crop of the grid's aspect ratio — what a shortest-edge resize + centre crop keeps;
+    otherwise the whole image (processors that resize without cropping, e.g. Qwen2-VL's).
+    """
+    from radaudit.models.vlm import load_image
+
+    im = load_image(image_path).convert("L")
+    image_processor = getattr(processor, "image_processor", processor)
+    if not getattr(image_processor, "do_center_crop", False):
+        return im
+    w, h = im.size
+    aspect = grid[1] / grid[0]
+    cw, ch = (min(w, round(h * aspect)), min(h, round(w / aspect)))
+    left, top = (w - cw) // 2, (h - ch) // 2
+    return im.crop((left, top, left + cw, top + ch))
+
+
+def plot_patch_heatmaps(maps: pd.DataFrame, results: pd.DataFrame | None = None, *, processor: Any = None,
+                        label_names: Sequence[str] = ("negative", "positive"), alpha: float = 0.45,
+                        cmap: str = "inferno", model: str | None = None) -> Any:
+    """Where on the X-ray the answer token looks: one panel per sample (rows) x condition with an image (columns).
+
+    Each panel shows the image the model saw in that condition (under Image Shift the partner's) in
+    grayscale, as :func:`model_view` crops it, with the answer token's attention over the image patches
+    (``maps`` = :func:`radaudit.audits.modality_shift.heatmap.attention_maps` ``[1]``: share of the image
+    attention per patch) upsampled bilinearly and overlaid semi-transparently; the colour scale runs from
+    0 to the panel's largest patch share, printed in the title with the condition, the sample's label
+    (``label_names[label]``) and the model's parsed answer (from ``results``).
+    """
+    import matplotlib.pyplot as plt
+
+    if maps.empty:
+        raise ParamsError("plot_patch_heatmaps: no heatmap rows (no item with an image was traced).")
+    model = model if model is not None else maps["model"].iloc[0]
+    sel = maps[maps["model"] == model]
+    samples = list(dict.fromkeys(sel["sample_id"]))
+    conds = _conditions_present(sel)
+    answers = _answer_lookup(results)
+    fig, axes = plt.subplots(len(samples), len(conds), figsize=(2.9 * len(conds), 3.2 * len(samples)), squeeze=False)
+    for i, sid in enumerate(samples):
+        for j, cond in enumerate(conds):
+            ax = axes[i, j]
+            ax.set_axis_off()
+            g = sel[(sel["sample_id"] == sid) & (sel["condition"] == cond)]
+            if g.empty:
+                continue
+            first = g.iloc[0]
+            grid = (int(first["grid_rows"]), int(first["grid_cols"]))
+            heat = np.zeros(grid)
+            heat[g["row"].to_numpy(int), g["col"].to_numpy(int)] = g["weight"].to_numpy(float)
+            view = model_view(str(first["image_path"]), grid, processor)
+            w, h = view.size
+            ax.imshow(np.asarray(view), cmap="gray", extent=(0, w, h, 0))
+            top = float(heat.max())
+            uniform = 1.0 / heat.size
+            # colour scale 0 .. max(largest share, twice uniform): a flat map stays mid-dark, a focus is bright
+            ax.imshow(heat, cmap=cmap, alpha=alpha, vmin=0.0, vmax=max(top, 2 * uniform), interpolation="bilinear",
+                      extent=(0, w, h, 0))
+            answer = answers.get((model, sid, cond), "?")
+            shown = "" if cond != "image_shift" else f"\nimage of {first['image_source']}"
+            ax.set_title(f"{_label(cond)} · {sid}\nlabel: {label_names[int(first['label'])]} · answer: {answer}"
+                         f"{shown}\nmax patch share {top:.3f} (uniform {uniform:.3f})", fontsize=8)
+    fig.suptitle(f"{model}: attention of the answer token over the image patches (bright = more)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_layer_shares(layers: pd.DataFrame, *, model: str | None = None) -> Any:
+    """Attention by modality per layer: the answer token's share on all image tokens (left) and the
+    mean weight per image token vs per text token (right), per condition, averaged over the traced
+    samples (``layers`` = :func:`radaudit.audits.modality_shift.heatmap.attention_maps` ``[0]``)."""
+    import matplotlib.pyplot as plt
+
+    if layers.empty:
+        raise ParamsError("plot_layer_shares: the layer table is empty.")
+    model = model if model is not None else layers["model"].iloc[0]
+    sel = layers[layers["model"] == model]
+    mean = sel.groupby(["condition", "layer"], sort=False)[["image_share", "image_per_token", "text_per_token"]].mean()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    for cond in _conditions_present(sel):
+        g = mean.loc[cond]
+        color = CONDITION_COLORS.get(_label(cond))
+        left.plot(g.index, g["image_share"], marker="o", color=color, label=_label(cond))
+        if g["image_per_token"].notna().any():
+            right.plot(g.index, g["image_per_token"], marker="o", color=color, label=f"{_label(cond)}: image")
+        right.plot(g.index, g["text_per_token"], marker="x", linestyle="--", color=color, label=f"{_label(cond)}: text")
+    left.set_ylim(0, 1)
+    left.set_xlabel("layer")
+    left.set_ylabel("share of attention on image tokens")
+    left.set_title("Answer token: image share per layer", fontsize=9)
+    right.set_xlabel("layer")
+    right.set_ylabel("mean attention per token")
+    right.set_title("Per image token (o) vs per text token (x)", fontsize=9)
+    for ax in (left, right):
+        ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+    left.legend(frameon=False, fontsize=7)
+    right.legend(frameon=False, fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"{model}: attention by modality per layer ({sel['sample_id'].nunique()} samples)", fontsize=10)
     fig.tight_layout()
     return fig

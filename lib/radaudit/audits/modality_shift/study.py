@@ -32,7 +32,7 @@ from radaudit.audits.modality_shift.conditions import CONDITION_LABELS, CONDITIO
 from radaudit.config import BaseParams
 from radaudit.errors import ParamsError
 
-__all__ = ["DEMO_MODEL", "ModelSpec", "Params", "build_run_items", "condition_order", "evaluation_samples", "load_model", "pick_attention_samples",
+__all__ = ["DEMO_MODEL", "ModelSpec", "Params", "all_samples", "build_run_items", "condition_order", "evaluation_samples", "load_model", "pick_attention_samples",
            "run_models", "save_results", "summary_lines", "template"]
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class Params(BaseParams):
     same_partner: bool = Field(False, description="One partner gives both the swapped image and the swapped text (default: drawn independently).")
     exclude_same_patient: bool = Field(True, description="Never take a swap partner from the sample's own patient.")
     swap_metadata: bool = Field(True, description="Text shift shows the partner's metadata header with its text (the anchor swaps the whole row); false swaps only the notes/report.")
-    conditions: list[str] = Field(default_factory=lambda: list(CONDITIONS), description="Conditions to run: no_shift, image_shift, text_shift, only_text, only_image (no_shift is needed for NFR).")
+    conditions: list[str] = Field(default_factory=lambda: list(CONDITIONS), description="Conditions to run: no_shift, image_shift, text_shift, only_text, only_image, no_input (the negative control: neither image nor text); no_shift is needed for NFR.")
     prompt: dict[str, Any] = Field(default_factory=dict, description="Prompt template keys (header, question, question_only_text, question_only_image, instruction, unmatched_suffix, yes_patterns, no_patterns, ...) over the built-in template of `dataset` (radaudit.audits.modality_shift.conditions.PROMPTS).")
     unmatched: bool = Field(False, description="Append the anchor's 'unmatched' option to the image+text prompts (answers 'unmatched' are counted, never dropped).")
     models: list[ModelSpec] = Field(default_factory=lambda: [ModelSpec(name="demo tiny LLaVA", model=DEMO_MODEL)], description="VLMs to audit (paper: Qwen2-VL-7B-Instruct, LLaVA-1.5-7B, Llama-3.2-11B-Vision-Instruct, MedGemma-4B-it, LLaVA-Med).")
@@ -79,8 +79,11 @@ class Params(BaseParams):
     pair: Literal["both", "capitalised", "lower"] = Field("both", description="Pair-softmax used as P(yes): both casings together (default) or the anchor's [Yes, No] ('capitalised').")
     unknown_policy: Literal["wrong", "drop"] = Field("wrong", description="How unknown answers enter accuracy/F1/NFR: as wrong predictions (default; nothing hidden) or dropped (the anchor) — either way their rate is reported.")
     n_bins: int = Field(10, ge=2, description="Uniform bins of the ECE and the reliability diagrams (paper: 10).")
-    attention_samples: int = Field(1, ge=0, description="Test samples whose attention by modality is computed (Fig. 4); 0 = skip.")
+    attention_samples: int = Field(1, ge=0, description="Test samples whose attention is traced (Fig. 4, attention by modality per layer, and the heatmap over the image patches per condition); 0 = skip.")
     attention_max_new_tokens: int = Field(4, ge=1, description="Generated tokens traced in the attention figure.")
+    image_probe: bool = Field(True, description="Fit the pixel probe (logistic regression on the training images' pixels): how much of the label the images carry, beside the only_image positive control.")
+    image_probe_size: int = Field(32, ge=4, description="Side (pixels) of the grayscale images the pixel probe reads.")
+    image_probe_max_train: int | None = Field(None, ge=4, description="At most this many training images for the pixel probe (null = all; the smoke preset caps it).")
     cache: bool = Field(True, description="Cache generations and scores (content-addressed): an interrupted run resumes.")
 
     @field_validator("conditions")
@@ -113,11 +116,8 @@ def template(params: Params) -> dict[str, Any]:
     return get_template(params.dataset, params.prompt)
 
 
-def evaluation_samples(params: Params) -> pd.DataFrame:
-    """The evaluated samples: ``eval_split`` of the dataset, at most ``n_samples`` drawn with ``split_seed``.
-
-    ``attrs["all_samples"]`` keeps the split counts of the whole table (label x split) for the notebook.
-    """
+def all_samples(params: Params) -> pd.DataFrame:
+    """Every sample of the run's dataset with its ``split`` (MIMIC-CXR and FairVLMed: the evaluated split only)."""
     from radaudit.audits.modality_shift.data import load_samples
 
     options = dict(params.dataset_options)
@@ -126,8 +126,17 @@ def evaluation_samples(params: Params) -> pd.DataFrame:
         options.setdefault("split", params.eval_split)
     if params.dataset == "fairvlmed":
         options.setdefault("split", params.eval_split)
-    samples = load_samples(params.dataset, data_root=params.data_root, path=params.dataset_path,
-                           seed=params.split_seed, test_size=params.test_size, **options)
+    return load_samples(params.dataset, data_root=params.data_root, path=params.dataset_path,
+                        seed=params.split_seed, test_size=params.test_size, **options)
+
+
+def evaluation_samples(params: Params, samples: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The evaluated samples: ``eval_split`` of the dataset, at most ``n_samples`` drawn with ``split_seed``.
+
+    ``samples``: :func:`all_samples` when already loaded. ``attrs["split_counts"]`` keeps the split
+    counts of the whole table (label x split) for the notebook.
+    """
+    samples = all_samples(params) if samples is None else samples
     counts = samples.groupby(["split", "label"]).size().rename("n").reset_index()
     ev = samples[samples["split"] == params.eval_split].reset_index(drop=True)
     if ev.empty:

@@ -537,16 +537,18 @@ def _diffusion(requests: pd.DataFrame, *, context: GenerationContext, model: str
                guidance: float | None = None, batch_size: int = 16, model_seed: int = 0, family: str | None = None,
                dtype: Any = "fp16", device: str | None = "auto", lora: str | None = None, sampler: str | None = None,
                eta: float = 0.0, height: int | None = None, width: int | None = None,
-               train: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None) -> np.ndarray:
+               train: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None,
+               trust_remote_code: bool = False) -> np.ndarray:
     """Images from a text-to-image model: ``model="demo"`` (the project's demo model, trained with
     ``train`` settings and ``model_seed`` on the context's train split) or a hub id / local folder
-    (:func:`radaudit.models.diffusion.load_pipeline` with ``family``, ``dtype``, ``device``, ``lora``).
+    (:func:`radaudit.models.diffusion.load_pipeline` with ``family``, ``dtype``, ``device``, ``lora`` and
+    ``trust_remote_code``, off unless the generator's params say ``trust_remote_code: true``: RadEdit needs it).
     Sampling: :func:`radaudit.models.diffusion.generate_images` (per-image seeds); outputs are resized
     to the context size with the context's resize policy."""
     from radaudit.models.diffusion import DemoDiffusionPipeline, generate_images
 
     pipe = _pipeline(context, model, model_seed=model_seed, family=family, dtype=dtype, device=device, lora=lora,
-                     train=train)
+                     train=train, trust_remote_code=trust_remote_code)
     if isinstance(pipe, DemoDiffusionPipeline):
         imgs = pipe.generate(requests, requests["seed"].tolist(), steps=steps, guidance=guidance,
                              batch_size=batch_size, sampler=sampler, eta=eta)
@@ -558,7 +560,7 @@ def _diffusion(requests: pd.DataFrame, *, context: GenerationContext, model: str
 
 def _pipeline(context: GenerationContext, model: str, *, model_seed: int = 0, family: str | None = None,
               dtype: Any = "fp16", device: str | None = "auto", lora: str | None = None,
-              train: Mapping[str, Any] | None = None) -> Any:
+              train: Mapping[str, Any] | None = None, trust_remote_code: bool = False) -> Any:
     from radaudit.models.diffusion import demo_diffusion_path, load_pipeline
 
     key = json.dumps([model, model_seed, family, str(dtype), device, lora, dict(train or {})], sort_keys=True,
@@ -570,7 +572,8 @@ def _pipeline(context: GenerationContext, model: str, *, model_seed: int = 0, fa
             context._pipelines[key] = load_pipeline(path, family="demo", device="cpu" if device in (None, "auto")
                                                     else device)
         else:
-            context._pipelines[key] = load_pipeline(model, family=family, dtype=dtype, device=device, lora=lora)
+            context._pipelines[key] = load_pipeline(model, family=family, dtype=dtype, device=device, lora=lora,
+                                                    trust_remote_code=trust_remote_code)
     return context._pipelines[key]
 
 
@@ -648,7 +651,7 @@ GENERATORS.register(GeneratorSpec(
     "diffusion", _diffusion, "text-to-image model: the demo model (model='demo') or a diffusers pipeline by hub id",
     {"model": "demo", "steps": None, "guidance": None, "batch_size": 16, "model_seed": 0, "family": None,
      "dtype": "fp16", "device": "auto", "lora": None, "sampler": None, "eta": 0.0, "height": None, "width": None,
-     "train": None, "extra": None},
+     "train": None, "extra": None, "trust_remote_code": False},
     _diffusion_identity))
 GENERATORS.register(GeneratorSpec(
     "memoriser", _memoriser, "the prompt's training image + slight noise (privacy must flag it)", {"sigma": 0.02},

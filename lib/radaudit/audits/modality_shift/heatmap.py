@@ -1,0 +1,201 @@
+"""Where does the answer look? The answer token's attention by layer and over the image patches.
+
+Paper §2.3 ("Modality Attention", Fig. 4) splits a generated token's attention into image and text
+tokens. Two views are added here, both read from **one forward pass** over the prompt: the query at
+the last prompt position is the one that produces the first answer token ("Yes"/"No"), so its
+attention row in every layer is the answer's attention (the same row
+:func:`radaudit.models.attention.attention_by_modality` uses for step 0):
+
+* :func:`layer_modality_shares`: per decoder layer, the share of that row on **all** image tokens vs
+  **all** text tokens (heads averaged, the first position zeroed as ``A_t(BOS) = 0``, renormalised
+  over the input, as :func:`radaudit.models.attention.modality_shares` does for one layer), plus the
+  mean weight per token of each modality (there are more text tokens than image tokens, so a share
+  alone favours the text);
+* :func:`patch_heatmap`: the image part of that row laid out on the image-token grid — the share of
+  the answer's image attention on each patch, summing to 1 — for an overlay on the X-ray
+  (:func:`radaudit.audits.modality_shift.plots.plot_patch_heatmaps`).
+
+Positions come from the model, never from assumptions about one architecture: the image tokens are
+found by :func:`radaudit.models.attention.image_token_mask` (the config's image token id) and laid out
+row-major on the grid of :func:`image_grid` — the square of a LLaVA-style model (576 = 24 x 24 for
+LLaVA-1.5, 256 = 16 x 16 for Gemma-3/MedGemma), or ``image_grid_thw`` divided by the spatial merge
+size for the Qwen2-VL family. Models that do not put image tokens into the language model's sequence
+(Llama-3.2-Vision's cross-attention) have no such positions and raise a clear error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from radaudit.errors import ParamsError
+
+__all__ = ["AnswerAttention", "answer_attention", "attention_maps", "image_grid", "layer_modality_shares",
+           "patch_heatmap"]
+
+
+@dataclass(frozen=True)
+class AnswerAttention:
+    """The answer token's attention in one item.
+
+    ``rows``: ``[layers, heads, n]`` attention of the last prompt position over the ``n`` input
+    positions; ``image_mask``: ``[n]`` booleans (image tokens); ``grid``: ``(rows, cols)`` of the image
+    tokens, ``None`` without an image; ``input_ids``: ``[n]``.
+    """
+
+    rows: np.ndarray
+    image_mask: np.ndarray
+    grid: tuple[int, int] | None
+    input_ids: np.ndarray
+
+
+def image_grid(n_image_tokens: int, config: Any = None, image_grid_thw: Any = None) -> tuple[int, int]:
+    """``(rows, cols)`` of one image's tokens in the language model's sequence, row-major.
+
+    With ``image_grid_thw`` (Qwen2-VL family: ``[t, h, w]`` patches of the vision encoder) the grid is
+    ``(h / m, w / m)`` with ``m`` the ``spatial_merge_size`` of ``config.vision_config`` (default 2);
+    otherwise the tokens must form a square (LLaVA, Gemma-3, PaliGemma). Raises :class:`ParamsError`
+    when the count fits neither (e.g. LLaVA-NeXT's any-resolution tiles, or several images).
+    """
+    n = int(n_image_tokens)
+    if n < 1:
+        raise ParamsError("image_grid: the input holds no image tokens.")
+    if image_grid_thw is not None:
+        thw = np.asarray(image_grid_thw.tolist() if hasattr(image_grid_thw, "tolist") else image_grid_thw).reshape(-1, 3)
+        if len(thw) != 1:
+            raise ParamsError(f"image_grid: {len(thw)} images in one input; the heatmap handles one image.")
+        vision = getattr(config, "vision_config", None)
+        merge = int(getattr(vision, "spatial_merge_size", None) or 2)
+        t, h, w = (int(v) for v in thw[0])
+        grid = (h // merge, w // merge)
+        if t * grid[0] * grid[1] != n:
+            raise ParamsError(f"image_grid: image_grid_thw {thw[0].tolist()} with merge size {merge} gives "
+                              f"{t * grid[0] * grid[1]} tokens but the input holds {n}.")
+        if t != 1:
+            raise ParamsError("image_grid: a video (t > 1) has no single spatial grid.")
+        return grid
+    side = math.isqrt(n)
+    if side * side != n:
+        raise ParamsError(f"image_grid: {n} image tokens do not form a square grid and the processor gave no "
+                          "image_grid_thw: this model's image layout (tiles?) is not supported by the heatmap.")
+    return side, side
+
+
+def answer_attention(processor: Any, model: Any, prompt: str | None, image: Any = None, *,
+                     system: str | None = None) -> AnswerAttention:
+    """One forward pass (eager attention, batch of one, no padding) and the answer token's attention.
+
+    The prompt is rendered and encoded exactly as :func:`radaudit.models.vlm.vlm_generate` does
+    (:func:`radaudit.models.vlm.encode_batch`).
+    """
+    import torch
+
+    from radaudit.models.attention import eager_attention, image_token_mask
+    from radaudit.models.vlm import encode_batch
+
+    inputs, _texts, _pil = encode_batch(processor, model, [prompt], [image], system=system)
+    input_ids = inputs["input_ids"][0]
+    mask = image_token_mask(input_ids, model.config, processor)
+    with eager_attention(model), torch.no_grad():
+        out = model(**inputs, output_attentions=True, return_dict=True)
+    if not out.attentions or out.attentions[0] is None:
+        raise ParamsError("The model returned no attention weights; load it with attn_implementation='eager'.")
+    rows = np.stack([layer[0, :, -1, :].float().cpu().numpy() for layer in out.attentions])
+    grid = image_grid(int(mask.sum()), model.config, inputs.get("image_grid_thw")) if mask.any() else None
+    return AnswerAttention(rows=rows, image_mask=mask, grid=grid, input_ids=input_ids.cpu().numpy())
+
+
+def layer_modality_shares(rows: np.ndarray, image_mask: np.ndarray, *, zero_first: bool = True) -> pd.DataFrame:
+    """Per layer: the answer token's attention on all image vs all text input tokens.
+
+    ``rows``: ``[layers, heads, n_keys]``; ``image_mask``: ``[n]`` with ``n <= n_keys``. For each layer
+    ``l`` (heads averaged, position 0 zeroed, renormalised over the ``n`` input positions):
+    ``image_share = sum_{i in I} a_l(i)``, ``text_share = 1 - image_share`` (0 and 1 without image
+    tokens), ``image_per_token = image_share / |I|`` and ``text_per_token = text_share / |T|`` (NaN
+    for an empty modality; ``|T|`` excludes the zeroed position 0).
+    Columns: ``layer, image_share, text_share, image_per_token, text_per_token, n_image_tokens,
+    n_text_tokens``.
+    """
+    from radaudit.models.attention import modality_shares
+
+    rows = np.asarray(rows, dtype=np.float64)
+    mask = np.asarray(image_mask, dtype=bool)
+    n_image = int(mask.sum())
+    n_text = int((~mask).sum()) - (1 if zero_first and not mask[0] else 0)
+    out = []
+    for layer in range(rows.shape[0]):
+        s = modality_shares(rows[layer:layer + 1], mask, zero_first=zero_first)
+        out.append({"layer": layer, "image_share": s["image_share"], "text_share": s["text_share"],
+                    "image_per_token": s["image_share"] / n_image if n_image else math.nan,
+                    "text_per_token": s["text_share"] / n_text if n_text > 0 else math.nan,
+                    "n_image_tokens": n_image, "n_text_tokens": n_text})
+    return pd.DataFrame(out)
+
+
+def patch_heatmap(rows: np.ndarray, image_mask: np.ndarray, grid: tuple[int, int], *,
+                  layers: Sequence[int] | None = None, zero_first: bool = True) -> np.ndarray:
+    """``[grid_rows, grid_cols]``: the share of the answer token's image attention on each patch (sums to 1).
+
+    The per-position weights are those of :func:`radaudit.models.attention.modality_shares` over
+    ``layers`` (default all: heads averaged, position 0 zeroed, each layer normalised, layers
+    averaged); the image positions, in sequence order, are laid out row-major on ``grid`` and
+    divided by their sum (all zeros when the image gets no attention at all).
+    """
+    from radaudit.models.attention import modality_shares
+
+    rows = np.asarray(rows, dtype=np.float64)
+    mask = np.asarray(image_mask, dtype=bool)
+    h, w = (int(v) for v in grid)
+    if int(mask.sum()) != h * w:
+        raise ParamsError(f"patch_heatmap: {int(mask.sum())} image positions do not fill a {h} x {w} grid.")
+    sel = rows if layers is None else rows[list(layers)]
+    if sel.shape[0] == 0:
+        raise ParamsError("patch_heatmap: no layer selected.")
+    weights = modality_shares(sel, mask, zero_first=zero_first)["per_position"][mask]
+    total = weights.sum()
+    return (weights / total if total > 0 else np.zeros_like(weights)).reshape(h, w)
+
+
+def attention_maps(processor: Any, model: Any, items: pd.DataFrame, *, sample_ids: Sequence[str],
+                   conditions: Sequence[str] | None = None, model_name: str | None = None,
+                   system: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The answer's attention for the chosen items: ``(layers, maps)``, two tidy tables.
+
+    ``layers``: one row per (sample, condition, layer), :func:`layer_modality_shares`' columns.
+    ``maps``: one row per (sample, condition, patch) of the items that show an image:
+    ``row, col, weight`` (:func:`patch_heatmap` over all layers), ``grid_rows, grid_cols``,
+    ``image_path`` and ``image_source`` (the image shown: the partner's under Image Shift), ``label``.
+    Both start with ``model, sample_id, condition``.
+    """
+    from radaudit.audits.modality_shift.conditions import _is_missing
+
+    sel = items[items["sample_id"].isin(list(sample_ids))]
+    if conditions is not None:
+        sel = sel[sel["condition"].isin(list(conditions))]
+    if sel.empty:
+        raise ParamsError("attention_maps: no items match the requested sample_ids / conditions.")
+    name = model_name or getattr(model, "name_or_path", None) or type(model).__name__
+    layer_parts, map_rows = [], []
+    for it in sel.itertuples(index=False):
+        image = None if _is_missing(it.image_path) else str(it.image_path)
+        att = answer_attention(processor, model, it.prompt, image, system=system)
+        keys = {"model": name, "sample_id": it.sample_id, "condition": it.condition}
+        layer_parts.append(layer_modality_shares(att.rows, att.image_mask).assign(**keys))
+        if att.grid is None:
+            continue
+        heat = patch_heatmap(att.rows, att.image_mask, att.grid)
+        for (r, c), weight in np.ndenumerate(heat):
+            map_rows.append({**keys, "row": r, "col": c, "weight": float(weight), "grid_rows": att.grid[0],
+                             "grid_cols": att.grid[1], "image_path": image, "image_source": it.image_source,
+                             "label": int(it.label)})
+    lead = ["model", "sample_id", "condition"]
+    layers_df = pd.concat(layer_parts, ignore_index=True)
+    layers_df = layers_df[lead + [c for c in layers_df.columns if c not in lead]]
+    maps_df = pd.DataFrame(map_rows, columns=[*lead, "row", "col", "weight", "grid_rows", "grid_cols", "image_path",
+                                              "image_source", "label"])
+    return layers_df, maps_df
