@@ -281,6 +281,11 @@ def model_view(image_path: str, grid: tuple[int, int], processor: Any = None) ->
     return im.crop((left, top, left + cw, top + ch))
 
 
+def _short(text: str, n: int = 22) -> str:
+    """A long sample or file id cut to ``n`` characters (middle elided) so titles do not overlap."""
+    return text if len(text) <= n else f"{text[: n // 2 - 1]}…{text[-(n // 2 - 1):]}"
+
+
 def plot_patch_heatmaps(maps: pd.DataFrame, results: pd.DataFrame | None = None, *, processor: Any = None,
                         label_names: Sequence[str] = ("negative", "positive"), alpha: float = 0.45,
                         cmap: str = "inferno", model: str | None = None) -> Any:
@@ -323,8 +328,8 @@ def plot_patch_heatmaps(maps: pd.DataFrame, results: pd.DataFrame | None = None,
             ax.imshow(heat, cmap=cmap, alpha=alpha, vmin=0.0, vmax=max(top, 2 * uniform), interpolation="bilinear",
                       extent=(0, w, h, 0))
             answer = answers.get((model, sid, cond), "?")
-            shown = "" if cond != "image_shift" else f"\nimage of {first['image_source']}"
-            ax.set_title(f"{_label(cond)} · {sid}\nlabel: {label_names[int(first['label'])]} · answer: {answer}"
+            shown = "" if cond != "image_shift" else f"\nimage of {_short(str(first['image_source']))}"
+            ax.set_title(f"{_label(cond)} · {_short(str(sid))}\nlabel: {label_names[int(first['label'])]} · answer: {answer}"
                          f"{shown}\nmax patch share {top:.3f} (uniform {uniform:.3f})", fontsize=8)
     fig.suptitle(f"{model}: attention of the answer token over the image patches (bright = more)", fontsize=10)
     fig.tight_layout()
