@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 
 
 METRIC_LABELS: dict[str, str] = {
-    "atomimed": "AtomiMed F1", "atomimed_disease": "AtomiMed disease F1", "atomimed_attribute": "AtomiMed attribute F1",
+    "atomimed": "AtomiMed F1 (paper)", "atomimed_disease": "AtomiMed disease F1", "atomimed_attribute": "AtomiMed attribute F1",
     "cider": "CIDEr",
 }
 """Display names of AtomiMed's sub-scores and those that differ from the registry's labels
