@@ -207,11 +207,13 @@ def run_models(params: Params, samples: pd.DataFrame, partners: pd.DataFrame, *,
 
 def save_results(results: pd.DataFrame, folder: str | os.PathLike) -> dict[str, Path]:
     """Write the long results table as ``results_long.parquet`` (exact floats; what the figures read)
-    and ``results_long.csv`` (for a spreadsheet)."""
+    and ``results_long.csv`` (for a spreadsheet). The ``cached`` column (whether an answer came from the
+    generation cache) describes this run, not the result, so it is left out: the same params and seed give
+    byte-identical tables whether or not the answers were cached (tests/reliability/test_determinism.py)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     out = {"parquet": folder / "results_long.parquet", "csv": folder / "results_long.csv"}
-    frame = results.copy()
+    frame = results.drop(columns=["cached"], errors="ignore").copy()
     frame.attrs = {}
     for col in frame.columns:  # mixed None/str object columns -> string for parquet
         if frame[col].dtype == object:
