@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from radaudit.atomic.schema import ATTRIBUTES, Finding
-from radaudit.atomic.score import entity_similarity, f1, normalize_name
+from radaudit.atomic.score import align_findings, entity_similarity, f1, normalize_name
 from radaudit.errors import ParamsError
 
 __all__ = ["Significance", "load_significance", "SIGNIFICANCE_FILE", "facet_credit", "attribute_agreement",
@@ -346,23 +346,11 @@ def pair_entities(reference: Sequence[Finding], candidate: Sequence[Finding], th
                   scorer: str = "ratio") -> list[tuple[int, int]]:
     """One-to-one pairs ``(i, j)`` of reference and candidate findings naming the same entity
     (:func:`~radaudit.atomic.score.entity_similarity` ≥ ``theta``), most similar first; ties by
-    reference order, then candidate order."""
-    cands = []
-    for i, a in enumerate(reference):
-        for j, b in enumerate(candidate):
-            s = entity_similarity(a.name, b.name, scorer)
-            if s >= theta:
-                cands.append((-s, i, j))
-    cands.sort()
-    used_i: set[int] = set()
-    used_j: set[int] = set()
-    out = []
-    for _, i, j in cands:
-        if i not in used_i and j not in used_j:
-            used_i.add(i)
-            used_j.add(j)
-            out.append((i, j))
-    return sorted(out)
+    reference order, then candidate order: the paper's alignment (:func:`~radaudit.atomic.score.align_findings`)
+    over every finding, present or absent."""
+    pairs = align_findings([f.name for f in reference], [f.name for f in candidate], [True] * len(reference),
+                           [True] * len(candidate), theta=theta, scorer=scorer)
+    return [(i, j) for i, j, _ in pairs]
 
 
 @dataclass(frozen=True)
