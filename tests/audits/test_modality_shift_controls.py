@@ -128,8 +128,8 @@ def _tables(only_image=0.8, no_input=0.5, changed=0.2, text_nfr=(0.4, 0.3, 0.5),
 def test_headline_findings_ids_and_verdicts():
     probe = {"estimate": 0.68, "low": 0.58, "high": 0.78, "description": "pixels"}
     found = {f.id: f for f in headline_findings(*_tables(), model="m", probe=probe)}
-    assert list(found) == ["only_image_auroc", "image_probe_auroc", "no_input_auroc", "image_shift_changed",
-                           "text_shift_nfr", "image_shift_nfr"]
+    assert list(found) == ["only_image_auroc", "image_shift_changed", "image_probe_auroc", "no_input_auroc",
+                           "text_shift_nfr", "image_shift_nfr"]  # no marked conditions: no natural_* findings
     assert found["only_image_auroc"].verdict == "shown" and found["only_image_auroc"].ci == pytest.approx((0.7, 0.9))
     assert "0.680 [0.580, 0.780]" in found["only_image_auroc"].note
     assert found["image_probe_auroc"].verdict == "not shown"

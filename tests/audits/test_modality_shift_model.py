@@ -44,7 +44,11 @@ def test_saves_a_loadable_llava(tiny_model, samples):
     meta = json.loads((path / CONFIG_FILE).read_text())
     assert meta["config_hash"] == config_hash(samples, seed=0, **TINY) == path.name.removeprefix("vlm-")
     assert meta["n_train"] == 8 and meta["n_test"] == 4 and meta["steps_done"] == 3
-    assert {"acc_no_shift", "acc_only_image", "acc_only_text"} <= set(meta["metrics"])
+    assert {"acc_no_shift", "acc_only_image", "acc_only_text", "acc_marked_no_shift",
+            "acc_marked_only_image"} <= set(meta["metrics"])
+    # the marked copies (positive control) are written beside the models, one per training / held-out image
+    assert len(list((cache / "marked_images").glob("v*/*.png"))) == 8 + 4
+    assert meta["hyperparameters"]["freeze_vision"] is True and meta["hyperparameters"]["marker_version"] >= 2
 
     processor, model = load_vlm(path, device="cpu")
     assert type(model).__name__ == "LlavaForConditionalGeneration"
@@ -73,7 +77,7 @@ def test_reuse_and_same_seed_same_weights(tiny_model, samples, shared_data, tmp_
     assert demo_vlm_path(shared_data, seed=0, cache_dir=cache, **TINY) == path
     assert (path / "model.safetensors").stat().st_mtime_ns == mtime  # reused, not retrained
 
-    again = train_demo_vlm(samples, tmp_path / "again", seed=0, **TINY)
+    again = train_demo_vlm(samples, tmp_path / "again", seed=0, marked_dir=tmp_path / "marked", **TINY)
     a, b = load_file(path / "model.safetensors"), load_file(again / "model.safetensors")
     assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
     assert (path / "tokenizer.json").read_text() == (again / "tokenizer.json").read_text()
@@ -85,6 +89,8 @@ def test_bad_settings_are_named(samples, tmp_path):
         train_demo_vlm(samples, tmp_path / "x", no_such_key=1)
     with pytest.raises(ParamsError, match="multiple of patch_size"):
         train_demo_vlm(samples, tmp_path / "x", image_size=100)
+    with pytest.raises(ParamsError, match="p_marked"):
+        train_demo_vlm(samples, tmp_path / "x", p_marked=1.5)
     with pytest.raises(ParamsError, match="sum to < 1"):
         train_demo_vlm(samples, tmp_path / "x", p_only_image=0.6, p_only_text=0.5)
     (tmp_path / "full").mkdir()

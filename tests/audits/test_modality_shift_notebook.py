@@ -34,7 +34,7 @@ def test_smoke_run_writes_every_table_and_figure(smoke_run):
 
 def test_long_table_holds_every_sample_condition_and_the_raw_scores(smoke_run):
     res = pd.read_parquet(smoke_run.run_dir / "tables" / "results_long.parquet")
-    assert len(res) == 12 * 6 and res.groupby("sample_id")["condition"].nunique().eq(6).all()
+    assert len(res) == 12 * 9 and res.groupby("sample_id")["condition"].nunique().eq(9).all()  # 6 + 3 marked
     for col in ("generated", "answer", "prediction", "logit_Yes", "logit_No", "logit_yes", "logit_no", "p_yes", "p_no"):
         assert col in res.columns
     assert set(res["answer"]) <= {"yes", "no", "unknown", "unmatched"}
@@ -43,9 +43,10 @@ def test_long_table_holds_every_sample_condition_and_the_raw_scores(smoke_run):
     partners = pd.read_csv(smoke_run.run_dir / "tables" / "swap_partners.csv", dtype=str)
     label = res.drop_duplicates("sample_id").set_index("sample_id")["label"]
     assert (partners["image_partner"].map(label).to_numpy() != partners["sample_id"].map(label).to_numpy()).all()
-    shifted = res[res["condition"] == "image_shift"]
-    assert (shifted["image_source"] != shifted["sample_id"]).all()
-    assert (shifted["label"].to_numpy() == shifted["sample_id"].map(label).to_numpy()).all()
+    for cond in ("image_shift", "marked_image_shift"):
+        shifted = res[res["condition"] == cond]
+        assert (shifted["image_source"] != shifted["sample_id"]).all()
+        assert (shifted["label"].to_numpy() == shifted["sample_id"].map(label).to_numpy()).all()
 
 
 def test_figure_tables_are_recomputed_from_the_long_table(smoke_run):
@@ -73,7 +74,10 @@ def test_findings_hold_the_controls(smoke_run):
     # the negative control is chance by construction: one prompt, no image, for every sample
     assert found["no_input_auroc"].value == 0.5 and found["no_input_auroc"].verdict == "shown"
     auroc = pd.read_csv(smoke_run.run_dir / "tables" / "controls_auroc.csv").set_index("condition")
-    assert found["only_image_auroc"].value == pytest.approx(auroc.at["only_image", "estimate"])
+    # the smoke preset runs the marked conditions, so the positive control reads them; the natural ones beside
+    assert found["only_image_auroc"].value == pytest.approx(auroc.at["marked_only_image", "estimate"])
+    assert found["natural_only_image_auroc"].value == pytest.approx(auroc.at["only_image", "estimate"])
     maps = pd.read_csv(smoke_run.run_dir / "tables" / "attention_patch_heatmaps.csv")
-    assert set(maps["condition"]) == {"no_shift", "image_shift", "text_shift", "only_image"}
+    assert set(maps["condition"]) == {"no_shift", "image_shift", "text_shift", "only_image", "marked_no_shift",
+                                      "marked_image_shift", "marked_only_image"}
     assert maps.groupby(["sample_id", "condition"])["weight"].sum().between(0.999, 1.001).all()

@@ -200,7 +200,23 @@ def test_view_target_projection_and_view_verdict():
     f = F.encoder_view(card)
     assert f.verdict == "shown" and "majority share 0.523" in f.note and f.ci[0] < 0.70 < f.ci[1]
     card["metrics"]["view_accuracy"] = 0.477  # the encoder
-    assert F.encoder_view(card).verdict == "not shown"
+    card["metrics"]["pixel_probe_view_accuracy"] = 0.62
+    f = F.encoder_view(card)
+    assert f.verdict == "not shown" and "linear probe on the same pixels reaches 0.620" in f.note
+
+
+def test_pixel_view_probe_reads_a_view_the_pixels_show_and_not_one_they_hide():
+    from radaudit.audits.synthetic_cxr.models import _pixel_view_probe
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(0, 1, (80, 8, 8)).astype(np.float32)
+    v = np.tile([0, 1], 40)
+    shown = x.copy()
+    shown[v == 1, :2, :] += 3.0  # view 1: a bright top band
+    assert _pixel_view_probe(shown[:60], v[:60], shown[60:], v[60:]) == 1.0
+    assert _pixel_view_probe(x[:60], v[:60], x[60:], v[60:]) < 0.8  # pure noise: no better than a guess
+    unknown = np.full(60, -1)
+    assert _pixel_view_probe(x[:60], unknown, x[60:], v[60:]) is None  # no labelled view: no probe
     assert F.encoder_view(None).verdict == "n/a"
 
 

@@ -22,9 +22,11 @@ Where things are
 """
 
 from radaudit.audits.modality_shift.conditions import (
+    ALL_CONDITIONS,
     ANSWERS,
     CONDITION_LABELS,
     CONDITIONS,
+    MARKED_CONDITIONS,
     NO_IMAGE_CONDITIONS,
     NO_TEXT_CONDITIONS,
     PROMPTS,
@@ -52,10 +54,12 @@ from radaudit.audits.modality_shift.heatmap import (
     AnswerAttention,
     answer_attention,
     attention_maps,
+    gradient_maps,
     image_grid,
     layer_modality_shares,
     patch_heatmap,
 )
+from radaudit.audits.modality_shift.marker import add_marked_images, marker_share
 from radaudit.audits.modality_shift.metrics import (
     CLASSIFICATION_METRICS,
     UNKNOWN_POLICIES,
@@ -114,6 +118,7 @@ from radaudit.audits.modality_shift.study import (
 
 __all__ = [
     "all_samples", "AnswerAttention", "answer_attention", "answer_change_rate", "attention_maps", "auroc",
+    "gradient_maps", "marker_share", "MARKED_CONDITIONS", "ALL_CONDITIONS", "add_marked_images",
     "auroc_table", "changed_table", "headline_findings", "image_grid", "image_probe", "layer_modality_shares",
     "model_view", "NO_IMAGE_CONDITIONS", "NO_TEXT_CONDITIONS", "patch_heatmap", "pixel_features",
     "plot_layer_shares", "plot_patch_heatmaps",

@@ -28,6 +28,14 @@ Conditions (§2.1-2.2, §3.2; anchor ``shift`` column in brackets):
   and the instruction — the same prompt for every sample, so any AUROC other than 0.5 means that
   something of the sample leaks into the input.
 
+The positive control of the image pathway (ours, :data:`MARKED_CONDITIONS`, for a model trained with
+marked images — the demo stand-in; see :mod:`radaudit.audits.modality_shift.marker`): the same inputs
+with the image replaced by its copy on which the label is burned in:
+
+* ``marked_no_shift``: ``(I*, T, y)``; ``marked_image_shift``: ``(I'*, T, y)``, the partner's marked copy,
+  whose marker names the opposite label; ``marked_only_image``: ``(I*, -, y)``. Each uses the prompt of
+  its unmarked condition (:func:`base_condition`).
+
 The ground truth is always the original sample's ``y``.
 """
 
@@ -44,7 +52,7 @@ import pandas as pd
 from radaudit.errors import DataFormatError, ParamsError
 
 __all__ = [
-    "ANSWERS", "CONDITIONS", "CONDITION_LABELS", "NO_IMAGE_CONDITIONS", "NO_TEXT_CONDITIONS", "PROMPTS", "attention_table", "build_items", "build_samples",
+    "ALL_CONDITIONS", "ANSWERS", "CONDITIONS", "CONDITION_LABELS", "MARKED_CONDITIONS", "base_condition", "NO_IMAGE_CONDITIONS", "NO_TEXT_CONDITIONS", "PROMPTS", "attention_table", "build_items", "build_samples",
     "covid_samples", "draw_partners", "format_prompt", "get_template", "parse_answer", "run_conditions",
     "split_by_patient",
 ]
@@ -53,12 +61,23 @@ log = logging.getLogger(__name__)
 
 #: The paper's five conditions in its Fig. 2 order, then our negative control ``no_input``.
 CONDITIONS: tuple[str, ...] = ("no_shift", "image_shift", "text_shift", "only_text", "only_image", "no_input")
-#: Display names (paper Fig. 2 legend).
+#: The image pathway's positive control: conditions shown the marked copy of the image (see the module docstring).
+MARKED_CONDITIONS: tuple[str, ...] = ("marked_no_shift", "marked_image_shift", "marked_only_image")
+#: Every condition :func:`build_items` knows, in display order.
+ALL_CONDITIONS: tuple[str, ...] = CONDITIONS + MARKED_CONDITIONS
+#: Display names (paper Fig. 2 legend; ours for the controls).
 CONDITION_LABELS: dict[str, str] = {"no_shift": "No Shift", "image_shift": "Image Shift", "text_shift": "Text Shift",
-                                    "only_text": "Only Text", "only_image": "Only Image", "no_input": "No Input"}
+                                    "only_text": "Only Text", "only_image": "Only Image", "no_input": "No Input",
+                                    "marked_no_shift": "No Shift (marked)", "marked_image_shift": "Image Shift (marked)",
+                                    "marked_only_image": "Only Image (marked)"}
 #: Conditions whose input holds no image / no text (what :func:`build_items` removes).
 NO_IMAGE_CONDITIONS: frozenset[str] = frozenset({"only_text", "no_input"})
-NO_TEXT_CONDITIONS: frozenset[str] = frozenset({"only_image", "no_input"})
+NO_TEXT_CONDITIONS: frozenset[str] = frozenset({"only_image", "no_input", "marked_only_image"})
+
+
+def base_condition(condition: str) -> str:
+    """The unmarked condition whose prompt and swap a condition uses: ``marked_image_shift`` -> ``image_shift``."""
+    return condition[len("marked_"):] if condition in MARKED_CONDITIONS else condition
 #: Parsed answers. ``unmatched`` only with the "unmatched" prompt variant.
 ANSWERS: tuple[str, ...] = ("yes", "no", "unmatched", "unknown")
 
@@ -204,8 +223,9 @@ def format_prompt(template: Mapping[str, Any], fields: Mapping[str, Any] | None,
     ``question_only_image``), so its prompt is the same for every sample. The "unmatched" suffix is
     only added to the image + text conditions, where a mismatch can exist.
     """
-    if condition not in CONDITIONS:
-        raise ParamsError(f"Unknown condition {condition!r}; use one of {', '.join(CONDITIONS)}.")
+    if condition not in ALL_CONDITIONS:
+        raise ParamsError(f"Unknown condition {condition!r}; use one of {', '.join(ALL_CONDITIONS)}.")
+    condition = base_condition(condition)
     question = {"only_text": template["question_only_text"], "only_image": template["question_only_image"],
                 "no_input": template.get("question_no_input") or template["question_only_image"],
                 }.get(condition, template["question"])
@@ -379,16 +399,21 @@ def build_items(samples: pd.DataFrame, partners: pd.DataFrame, template: Mapping
     ``metadata_columns``: the columns offered to the header (default: every sample column except the
     core ones).
     """
+    from radaudit.audits.modality_shift.marker import MARKED_IMAGE_COLUMN
+
     tmpl = get_template(template) if isinstance(template, str) else get_template(template)
-    bad = [c for c in conditions if c not in CONDITIONS]
+    bad = [c for c in conditions if c not in ALL_CONDITIONS]
     if bad:
-        raise ParamsError(f"Unknown condition(s) {bad}; use any of {', '.join(CONDITIONS)}.")
+        raise ParamsError(f"Unknown condition(s) {bad}; use any of {', '.join(ALL_CONDITIONS)}.")
+    if any(c in MARKED_CONDITIONS for c in conditions) and MARKED_IMAGE_COLUMN not in samples.columns:
+        raise ParamsError(f"The marked conditions need the samples' marked copies (column {MARKED_IMAGE_COLUMN!r}): "
+                          "pass the samples through radaudit.audits.modality_shift.marker.add_marked_images first.")
     by_id = samples.set_index("sample_id", drop=False)
     if metadata_columns is None:
-        metadata_columns = [c for c in samples.columns if c not in SAMPLE_COLUMNS]
+        metadata_columns = [c for c in samples.columns if c not in (*SAMPLE_COLUMNS, MARKED_IMAGE_COLUMN)]
     part = partners.set_index("sample_id")
     missing = sorted(set(samples["sample_id"]) - set(part.index))
-    if missing and any(c in ("image_shift", "text_shift") for c in conditions):
+    if missing and any(base_condition(c) in ("image_shift", "text_shift") for c in conditions):
         raise ParamsError(f"{len(missing)} samples have no partner (e.g. {missing[:3]}); draw partners for the "
                           "same samples.")
 
@@ -404,9 +429,10 @@ def build_items(samples: pd.DataFrame, partners: pd.DataFrame, template: Mapping
         for cond in conditions:
             img_sid: str | None = sid
             txt_sid: str | None = sid
-            if cond == "image_shift":
+            base = base_condition(cond)
+            if base == "image_shift":
                 img_sid = part.at[sid, "image_partner"]
-            elif cond == "text_shift":
+            elif base == "text_shift":
                 txt_sid = part.at[sid, "text_partner"]
             if cond in NO_IMAGE_CONDITIONS:
                 img_sid = None
@@ -419,7 +445,8 @@ def build_items(samples: pd.DataFrame, partners: pd.DataFrame, template: Mapping
                                    model_type=model_type)
             rows.append({"sample_id": sid, "patient_id": getattr(s, "patient_id", None), "condition": cond,
                          "label": int(s.label),
-                         "image_path": None if img_sid is None else by_id.at[img_sid, "image_path"],
+                         "image_path": None if img_sid is None else by_id.at[
+                             img_sid, MARKED_IMAGE_COLUMN if cond in MARKED_CONDITIONS else "image_path"],
                          "image_source": img_sid, "text_source": txt_sid, "prompt": prompt})
     items = pd.DataFrame(rows, columns=ITEM_COLUMNS)
     for col in ("image_path", "image_source", "text_source"):  # keep None as None (pandas 3 makes it NaN)

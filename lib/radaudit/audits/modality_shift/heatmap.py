@@ -15,6 +15,16 @@ attention row in every layer is the answer's attention (the same row
   the answer's image attention on each patch, summing to 1 — for an overlay on the X-ray
   (:func:`radaudit.audits.modality_shift.plots.plot_patch_heatmaps`).
 
+Attention over the language model's image tokens is not where the answer's evidence lies in the
+pixels: the vision encoder has already mixed the patches before the language model reads them (the
+demo's marked images show it: the answer follows a marker in one corner while its attention rests
+elsewhere). :func:`gradient_maps` therefore adds a **gradient map**: the sensitivity of the answer
+margin ``logit(Yes) - logit(No)`` at the first answer position to each input pixel
+(``|d margin / d pixel|`` summed over channels — plain sensitivity, not gradient x input, which would
+favour the marker's extreme pixel values by construction), summed over the same patch grid and
+normalised to shares. It needs ``pixel_values`` of shape ``[1, channels, height, width]`` (LLaVA,
+Gemma-3 / MedGemma; not Qwen2-VL's flattened patches, nor Mllama's tiles: a clear error).
+
 Positions come from the model, never from assumptions about one architecture: the image tokens are
 found by :func:`radaudit.models.attention.image_token_mask` (the config's image token id) and laid out
 row-major on the grid of :func:`image_grid` — the square of a LLaVA-style model (576 = 24 x 24 for
@@ -35,8 +45,8 @@ import pandas as pd
 
 from radaudit.errors import ParamsError
 
-__all__ = ["AnswerAttention", "answer_attention", "attention_maps", "image_grid", "layer_modality_shares",
-           "patch_heatmap"]
+__all__ = ["AnswerAttention", "answer_attention", "answer_gradient", "attention_maps", "gradient_maps", "image_grid",
+           "layer_modality_shares", "patch_heatmap", "pool_to_grid"]
 
 
 @dataclass(frozen=True)
@@ -199,3 +209,83 @@ def attention_maps(processor: Any, model: Any, items: pd.DataFrame, *, sample_id
     maps_df = pd.DataFrame(map_rows, columns=[*lead, "row", "col", "weight", "grid_rows", "grid_cols", "image_path",
                                               "image_source", "label"])
     return layers_df, maps_df
+
+
+def pool_to_grid(saliency: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
+    """``[rows, cols]`` shares (sum 1) of a ``[height, width]`` saliency map summed over equal blocks.
+
+    ``height`` and ``width`` must be multiples of the grid (the processor's crop is); all zeros stay zeros.
+    """
+    sal = np.asarray(saliency, dtype=np.float64)
+    h, w = (int(v) for v in grid)
+    if sal.ndim != 2 or sal.shape[0] % h or sal.shape[1] % w:
+        raise ParamsError(f"pool_to_grid: a {sal.shape} map does not divide into a {h} x {w} grid.")
+    blocks = sal.reshape(h, sal.shape[0] // h, w, sal.shape[1] // w).sum(axis=(1, 3))
+    total = blocks.sum()
+    return blocks / total if total > 0 else blocks
+
+
+def answer_gradient(processor: Any, model: Any, prompt: str | None, image: Any, *, yes: str = "Yes", no: str = "No",
+                    system: str | None = None) -> tuple[np.ndarray, tuple[int, int]]:
+    """``(saliency [height, width], grid)``: ``|d (logit(yes) - logit(no)) / d pixel|`` summed over channels.
+
+    One forward and backward pass (batch of one) over the prompt encoded as
+    :func:`radaudit.models.vlm.encode_batch` does; the logits are those of the last prompt position
+    (the first answer token), ``yes`` / ``no`` single tokens of the tokenizer. ``grid`` is the image-token
+    grid (:func:`image_grid`), the same as the attention map's.
+    """
+    import torch
+
+    from radaudit.models.attention import image_token_mask
+    from radaudit.models.vlm import _tokenizer, encode_batch
+
+    if image is None:
+        raise ParamsError("answer_gradient: a gradient map needs an image.")
+    inputs, _texts, _pil = encode_batch(processor, model, [prompt], [image], system=system)
+    pixels = inputs.get("pixel_values")
+    if pixels is None or pixels.ndim != 4 or pixels.shape[0] != 1:
+        shape = None if pixels is None else tuple(pixels.shape)
+        raise ParamsError(f"answer_gradient: pixel_values of shape {shape}; gradient maps need [1, channels, height, "
+                          "width] (LLaVA, Gemma-3), not flattened patches or tiles.")
+    tok = _tokenizer(processor)
+    ids = []
+    for word in (yes, no):
+        enc = tok(word, add_special_tokens=False)["input_ids"]
+        if len(enc) != 1:
+            raise ParamsError(f"answer_gradient: {word!r} is not one token for this tokenizer.")
+        ids.append(enc[0])
+    mask = image_token_mask(inputs["input_ids"][0], model.config, processor)
+    grid = image_grid(int(mask.sum()), model.config, inputs.get("image_grid_thw"))
+    pixels = pixels.detach().clone().requires_grad_(True)
+    inputs["pixel_values"] = pixels
+    with torch.enable_grad():
+        logits = model(**inputs, logits_to_keep=1, return_dict=True).logits[0, -1]
+        margin = logits[ids[0]] - logits[ids[1]]
+        (grad,) = torch.autograd.grad(margin.float(), pixels)
+    return grad[0].abs().sum(dim=0).float().cpu().numpy(), grid
+
+
+def gradient_maps(processor: Any, model: Any, items: pd.DataFrame, *, sample_ids: Sequence[str],
+                  conditions: Sequence[str] | None = None, model_name: str | None = None,
+                  system: str | None = None) -> pd.DataFrame:
+    """The answer margin's gradient map for the chosen items that show an image: the ``maps`` table of
+    :func:`attention_maps` (same columns, so the same figure code draws it) with ``weight`` = the
+    patch's share of the summed pixel sensitivity (:func:`answer_gradient`, :func:`pool_to_grid`)."""
+    from radaudit.audits.modality_shift.conditions import _is_missing
+
+    sel = items[items["sample_id"].isin(list(sample_ids))]
+    if conditions is not None:
+        sel = sel[sel["condition"].isin(list(conditions))]
+    sel = sel[[not _is_missing(p) for p in sel["image_path"]]]
+    if sel.empty:
+        raise ParamsError("gradient_maps: no items with an image match the requested sample_ids / conditions.")
+    name = model_name or getattr(model, "name_or_path", None) or type(model).__name__
+    rows = []
+    for it in sel.itertuples(index=False):
+        sal, grid = answer_gradient(processor, model, it.prompt, str(it.image_path), system=system)
+        heat = pool_to_grid(sal, grid)
+        for (r, c), weight in np.ndenumerate(heat):
+            rows.append({"model": name, "sample_id": it.sample_id, "condition": it.condition, "row": r, "col": c,
+                         "weight": float(weight), "grid_rows": grid[0], "grid_cols": grid[1],
+                         "image_path": str(it.image_path), "image_source": it.image_source, "label": int(it.label)})
+    return pd.DataFrame(rows)

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.audits.modality_shift.conditions import MARKED_CONDITIONS
 from radaudit.errors import ParamsError
 from radaudit.stats import BootstrapError, bootstrap_ci, paired_bootstrap, wilson_ci
 
@@ -237,6 +238,23 @@ def negative_flip_rate(y_true: Any, base_pred: Any, shift_pred: Any) -> dict[str
             "n_flipped": n_flip}
 
 
+def _shift_plan(results: pd.DataFrame, base: str | None, shifts: Sequence[str] | None,
+                where: str) -> list[tuple[str, str]]:
+    """``(base, shift)`` pairs to compare. ``base=None``: each shift against its own unshifted input —
+    ``marked_no_shift`` for a marked condition, ``no_shift`` otherwise; ``shifts=None``: every
+    condition in the results that is not a base."""
+    present = list(pd.unique(results["condition"]))
+    bases = {"no_shift", "marked_no_shift"} if base is None else {base}
+    if shifts is None:
+        shifts = [c for c in present if c not in bases]
+    plan = [(base if base is not None else ("marked_no_shift" if c in MARKED_CONDITIONS else "no_shift"), c)
+            for c in shifts]
+    for b, _ in plan:
+        if b not in present:
+            raise ParamsError(f"{where}: base condition {b!r} is not in the results (conditions: {sorted(present)}).")
+    return plan
+
+
 def _paired(results: pd.DataFrame, base: str, shift: str, by: Sequence[str]) -> pd.DataFrame:
     keys = [*by, "sample_id"]
     left = results[results["condition"] == base][keys + ["label", "prediction"]]
@@ -247,10 +265,13 @@ def _paired(results: pd.DataFrame, base: str, shift: str, by: Sequence[str]) -> 
     return left.merge(right, on=keys, suffixes=("_base", "_shift"), validate="one_to_one")
 
 
-def nfr_table(results: pd.DataFrame, *, base: str = "no_shift", shifts: Sequence[str] | None = None,
+def nfr_table(results: pd.DataFrame, *, base: str | None = None, shifts: Sequence[str] | None = None,
               by: Sequence[str] = ("model",), units: str | None = None, n_resamples: int = 1000, seed: int = 0,
               confidence: float = 0.95, method: str = "percentile") -> pd.DataFrame:
     """Paper Fig. 2c/d: NFR of every shift against ``base`` per model, both forms, with bootstrap CIs.
+
+    ``base=None`` (default): each shift against its own unshifted input (``no_shift``; ``marked_no_shift``
+    for the marked conditions).
 
     Samples are paired on ``sample_id`` (inner join of base and shift rows; samples missing on
     either side are counted in ``n_unpaired``). Long table: ``by..., condition, measure`` (``nfr`` =
@@ -259,13 +280,8 @@ def nfr_table(results: pd.DataFrame, *, base: str = "no_shift", shifts: Sequence
     on the same resampled samples.
     """
     _check_columns(results, [*by, "sample_id", "condition", "label", "prediction"], "nfr_table")
-    if base not in set(results["condition"]):
-        raise ParamsError(f"nfr_table: base condition {base!r} is not in the results (conditions: "
-                          f"{sorted(set(results['condition']))}).")
-    if shifts is None:
-        shifts = [c for c in pd.unique(results["condition"]) if c != base]
     rows = []
-    for shift in shifts:
+    for base, shift in _shift_plan(results, base, shifts, "nfr_table"):
         pairs = _paired(results, base, shift, by)
         seen = results[results["condition"].isin([base, shift])].groupby(list(by), sort=False)["sample_id"].nunique()
         for key, g in pairs.groupby(list(by), sort=False):
@@ -340,7 +356,7 @@ def answer_change_rate(base_answers: Any, shift_answers: Any) -> dict[str, float
     return {"changed": k / n if n else math.nan, "n_changed": k, "n": n}
 
 
-def changed_table(results: pd.DataFrame, *, base: str = "no_shift", shifts: Sequence[str] | None = None,
+def changed_table(results: pd.DataFrame, *, base: str | None = None, shifts: Sequence[str] | None = None,
                   by: Sequence[str] = ("model",), confidence: float = 0.95) -> pd.DataFrame:
     """:func:`answer_change_rate` of every shift against ``base`` per model, paired on ``sample_id``,
     with a Wilson interval (the unit is the sample and the statistic a proportion).
@@ -348,12 +364,8 @@ def changed_table(results: pd.DataFrame, *, base: str = "no_shift", shifts: Sequ
     Long table: ``by..., condition, estimate, low, high, n_changed, n``.
     """
     _check_columns(results, [*by, "sample_id", "condition", "answer"], "changed_table")
-    if base not in set(results["condition"]):
-        raise ParamsError(f"changed_table: base condition {base!r} is not in the results.")
-    if shifts is None:
-        shifts = [c for c in pd.unique(results["condition"]) if c != base]
     rows = []
-    for shift in shifts:
+    for base, shift in _shift_plan(results, base, shifts, "changed_table"):
         b = results[results["condition"] == base][[*by, "sample_id", "answer"]]
         s = results[results["condition"] == shift][[*by, "sample_id", "answer"]]
         pairs = b.merge(s, on=[*by, "sample_id"], suffixes=("_base", "_shift"))

@@ -17,31 +17,36 @@ training job, the warm start and image loading included):
   :func:`radaudit.models.vlm.load_vlm` loads it like any hub VLM and
   :func:`radaudit.audits.modality_shift.conditions.run_conditions` runs it unchanged.
 
-Training recipe (version 2, issue 21: the version-1 stand-in's image pathway was dead — only-image
-AUROC 0.34, no answer changed by an image swap — so "the model ignores the image" was true by
-construction)
+Training recipe (version 3, issue 21). Version 1's image pathway was dead (only-image AUROC 0.34, no
+answer changed by an image swap), so "the model ignores the image" was true by construction; version
+2's warm start averaged the image tokens and never left the constant predictor's loss.
 
 1. **Vision warm start** (:func:`_warm_start_vision`): the ViT and the projector are trained for
-   ``vision_warmup_epochs`` as an image-only COVID-19 classifier (mean of the projected image tokens
-   -> linear head, class-weighted binary cross-entropy), as LLaVA aligns its projector before tuning
-   the language model. No pretrained image model can feed LLaVA's vision tower here (none ships
-   offline in a transformers class; the FID InceptionV3 is TorchScript), and a linear probe on frozen
-   InceptionV3 features reaches about the same held-out AUROC (0.68) as one on 32-px pixels, so the
-   stand-in learns its own small ViT.
-2. **Joint training** on the experiment's own prompts: items are
-   :func:`radaudit.audits.modality_shift.conditions.build_items` rows of the *training* samples with
-   the ``covid_cxr`` template, rendered by the chat template exactly as at inference; the target is
-   ``Yes</s>`` (COVID-19) or ``No</s>``, and the loss is on those two tokens only (the answer token,
-   plus end-of-sequence so that greedy generation stops after the answer). Each time a sample is
-   drawn its condition is drawn too: ``only_image`` with probability ``p_only_image`` (0.35),
-   ``only_text`` with ``p_only_text`` (0.2), else ``no_shift`` — so both pathways learn to answer on
-   their own. Shifted pairs and ``no_input`` are never trained on (as for the paper's models). Images
-   get a light seeded augmentation (random shift, contrast/brightness jitter) in training only.
+   ``vision_warmup_epochs`` as an image-only COVID-19 classifier (the projected image tokens,
+   flattened in patch order -> linear head, class-weighted binary cross-entropy), as LLaVA aligns its
+   projector before tuning the language model. Each image draw shows the image's **marked copy**
+   (the label burned in, :mod:`radaudit.audits.modality_shift.marker`) with probability ``p_marked``
+   (0.5): the positive control needs a model that can read a label the image does show. No
+   pretrained image model can feed LLaVA's vision tower here (none ships offline in a transformers
+   class; the FID InceptionV3 is TorchScript), and a linear probe on frozen InceptionV3 features
+   reaches no more held-out AUROC (about 0.68) than one on 32-px pixels, so the stand-in learns its
+   own small ViT.
+2. **Joint training** on the experiment's own prompts, the vision tower frozen (``freeze_vision``;
+   LLaVA's second stage freezes its vision encoder too) and the projector and language model
+   trained: items are :func:`radaudit.audits.modality_shift.conditions.build_items` rows of the
+   *training* samples with the ``covid_cxr`` template, rendered by the chat template exactly as at
+   inference; the target is ``Yes</s>`` (COVID-19) or ``No</s>``, and the loss is on those two tokens
+   only (the answer token, plus end-of-sequence so that greedy generation stops after the answer).
+   Each time a sample is drawn its condition is drawn too: ``only_image`` with probability
+   ``p_only_image`` (0.35), ``only_text`` with ``p_only_text`` (0.2), else ``no_shift`` — so both
+   pathways learn to answer on their own — and its image is the marked copy with probability
+   ``p_marked``. Shifted pairs and ``no_input`` are never trained on (as for the paper's models).
+   Images get a light seeded augmentation (random shift, contrast/brightness jitter) in training only.
 
 What the demo can show: the notes often name the diagnosis (136 of 464 mention COVID-19/SARS-CoV-2,
-96% of them positive), so the text is a strong shortcut; the images carry the label only weakly at
-this data size (the run's pixel probe, :mod:`radaudit.audits.modality_shift.probe`, measures how
-much). The held-out first-token accuracies and AUROCs per condition are in the model card.
+96% of them positive), so the text is a strong shortcut; the natural images carry the label only
+weakly at this data size (the run's pixel probe, :mod:`radaudit.audits.modality_shift.probe`,
+measures how much), the marked copies carry it fully. The held-out first-token accuracies and AUROCs per condition are in the model card.
 That is the paper's phenomenon in miniature, not a claim about the paper's models.
 
 ::
@@ -74,6 +79,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.audits.modality_shift.marker import MARKED_IMAGE_COLUMN, MARKER_VERSION, add_marked_images
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.paths import atomic_dir, file_sha256
 
@@ -85,7 +91,7 @@ log = logging.getLogger(__name__)
 #: Written into the model folder; its ``config_hash`` decides whether a folder can be reused.
 CONFIG_FILE = "radaudit_vlm_model.json"
 #: Bump when the recipe changes in a way the hyperparameters do not show.
-RECIPE_VERSION = 2  # 2: vision warm start (issue 21), 64 px / 8 px patches, more image-only training
+RECIPE_VERSION = 3  # 2: vision warm start (issue 21), 64 px / 8 px patches; 3: marked images, flattened warm-start head
 #: The conditions the model is trained on (never the shifted ones).
 TRAIN_CONDITIONS: tuple[str, ...] = ("no_shift", "only_image", "only_text")
 
@@ -97,16 +103,17 @@ CHAT_TEMPLATE = (
     "{{ c['text'] }}{% endif %}{% endfor %}{% endif %}{{ '\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}ASSISTANT:{% endif %}")
 
-#: The real demo configuration (~1.1M parameters). ``steps`` is the planned length, chosen to finish in
-#: <= 3 min on 2 CPU cores (~1.3 s/step measured under load: 127 steps in 170 s), so the model is
-#: a function of the seed, not of the machine's speed. ``max_seconds`` is only a runaway guard, set far
+#: The real demo configuration (~1.1M parameters). ``steps`` is the planned length (400: about 3.5 min
+#: on 2 quiet CPU cores, ~0.5 s/step with the vision tower frozen; with 300 steps the language model
+#: had only just learnt to read the marker — held-out marked only-image AUROC 0.71 at step 225, 0.98 at
+#: 300 — so 400 leaves a margin), so the model is a function of the seed, not of the machine's speed. ``max_seconds`` is only a runaway guard, set far
 #: above the planned time: a model stopped by it depends on the machine's speed and is never reused
 #: (:func:`radaudit.paths.reusable_model_dir` removes it), so a guard near the planned time makes a busy
 #: machine retrain the model on every run (seen with 240 s on 2 shared cores: 48 of 120 steps). The
 #: vision warm start (``vision_warmup_epochs``) runs before the joint steps and outside that budget.
 DEMO_VLM_CONFIG: dict[str, Any] = {
     # data / task
-    "dataset": "covid_cxr", "p_only_image": 0.35, "p_only_text": 0.2, "augment": True,
+    "dataset": "covid_cxr", "p_only_image": 0.35, "p_only_text": 0.2, "p_marked": 0.5, "augment": True,
     "max_train": None, "max_eval": None,
     # tokenizer
     "vocab_size": 2000,
@@ -114,17 +121,19 @@ DEMO_VLM_CONFIG: dict[str, Any] = {
     "image_size": 64, "patch_size": 8, "vision_hidden": 64, "vision_layers": 2, "vision_heads": 4,
     "vision_mlp": 256,
     # vision warm start: epochs of image-only classification before the joint training (0 = none)
-    "vision_warmup_epochs": 20, "vision_warmup_lr": 1e-3,
+    "vision_warmup_epochs": 40, "vision_warmup_lr": 1e-3,
+    # joint training: keep the warmed-up vision tower fixed (LLaVA's stage 2 freezes its vision encoder)
+    "freeze_vision": True,
     # language model (Llama)
     "text_hidden": 128, "text_layers": 2, "text_heads": 4, "text_mlp": 384,
     # optimisation (radaudit.models.train.train_model)
-    "steps": 100, "batch_size": 16, "lr": 2e-3, "weight_decay": 0.01, "max_grad_norm": 1.0,
+    "steps": 400, "batch_size": 16, "lr": 2e-3, "weight_decay": 0.01, "max_grad_norm": 1.0,
     "max_seconds": 1800.0,
 }
 
 _INT_KEYS = ("vocab_size", "image_size", "patch_size", "vision_hidden", "vision_layers", "vision_heads", "vision_mlp",
              "text_hidden", "text_layers", "text_heads", "text_mlp", "steps", "batch_size")
-_FLOAT_KEYS = ("p_only_image", "p_only_text", "lr", "weight_decay", "vision_warmup_lr")
+_FLOAT_KEYS = ("p_only_image", "p_only_text", "p_marked", "lr", "weight_decay", "vision_warmup_lr")
 _OPTIONAL_INT_KEYS = ("max_train", "max_eval")
 _OPTIONAL_FLOAT_KEYS = ("max_grad_norm", "max_seconds")
 _SPECIALS = ["<pad>", "<s>", "</s>", "<image>"]
@@ -160,10 +169,13 @@ def _hyperparameters(seed: int = 0, **hp: Any) -> dict[str, Any]:
         raise ParamsError(f"vision_warmup_epochs must be an integer >= 0, got {v!r}.")
     out["vision_warmup_epochs"] = int(v)
     out["augment"] = bool(out["augment"])
+    out["freeze_vision"] = bool(out["freeze_vision"])
     out["dataset"] = str(out["dataset"])
     if not (0.0 <= out["p_only_image"] and 0.0 <= out["p_only_text"] and out["p_only_image"] + out["p_only_text"] < 1):
         raise ParamsError("p_only_image and p_only_text must be >= 0 and sum to < 1 (the rest is no_shift), got "
                           f"{out['p_only_image']} and {out['p_only_text']}.")
+    if not 0.0 <= out["p_marked"] <= 1.0:
+        raise ParamsError(f"p_marked must be in [0, 1] (the share of image draws shown marked), got {out['p_marked']}.")
     if out["image_size"] % out["patch_size"]:
         raise ParamsError(f"image_size ({out['image_size']}) must be a multiple of patch_size ({out['patch_size']}).")
     for width, heads in (("vision_hidden", "vision_heads"), ("text_hidden", "text_heads")):
@@ -171,6 +183,7 @@ def _hyperparameters(seed: int = 0, **hp: Any) -> dict[str, Any]:
             raise ParamsError(f"{width} ({out[width]}) must be a multiple of {heads} ({out[heads]}).")
     out["seed"] = int(seed)
     out["recipe_version"] = RECIPE_VERSION
+    out["marker_version"] = MARKER_VERSION
     return dict(sorted(out.items()))
 
 
@@ -181,7 +194,7 @@ def samples_fingerprint(samples: pd.DataFrame) -> str:
     """SHA-256 (16 hex) of the samples: every column's value (images by file content, not by path), in order."""
     _check_samples(samples)
     h = hashlib.sha256()
-    cols = sorted(c for c in samples.columns if c != "image_path")
+    cols = sorted(c for c in samples.columns if c not in ("image_path", MARKED_IMAGE_COLUMN))
     for row in samples[cols].itertuples(index=False):
         values = [None if (isinstance(v, float) and math.isnan(v)) else v for v in row]
         h.update(json.dumps(dict(zip(cols, values)), sort_keys=True, default=str, ensure_ascii=False).encode())
@@ -316,6 +329,14 @@ def _encode_items(processor: Any, items: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def _marked_entries(encoded: Sequence[Mapping[str, Any]], samples: pd.DataFrame) -> list[dict[str, Any]]:
+    """Held-out entries of the marked conditions: the ``no_shift`` / ``only_image`` entries with the
+    sample's marked copy as image, as condition ``marked_no_shift`` / ``marked_only_image`` (same prompt)."""
+    marked = dict(zip(samples["sample_id"], samples[MARKED_IMAGE_COLUMN]))
+    return [{**e, "condition": f"marked_{e['condition']}", "image": marked[e["sample_id"]]}
+            for e in encoded if e["condition"] in ("no_shift", "only_image")]
+
+
 def _pixel_values(processor: Any, paths: Sequence[str]) -> dict[str, Any]:
     """``{path: pixel tensor [3, H, W]}`` for every distinct image path (the processor's own preprocessing)."""
     from radaudit.models.vlm import load_image
@@ -327,13 +348,15 @@ def _pixel_values(processor: Any, paths: Sequence[str]) -> dict[str, Any]:
 
 
 class _Examples:
-    """The training set: one entry per sample, holding its encoded prompt per training condition."""
+    """The training set: one entry per sample, holding its encoded prompt per training condition, its
+    image and its marked copy (:mod:`radaudit.audits.modality_shift.marker`)."""
 
-    def __init__(self, encoded: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, encoded: Sequence[Mapping[str, Any]], marked: Mapping[str, str]) -> None:
         by_sample: dict[str, dict[str, Any]] = {}
         for e in encoded:
             rec = by_sample.setdefault(e["sample_id"], {"sample_id": e["sample_id"], "label": e["label"],
-                                                        "prompts": {}, "image": None})
+                                                        "prompts": {}, "image": None,
+                                                        "marked": marked.get(e["sample_id"])})
             rec["prompts"][e["condition"]] = e["input_ids"]
             if e["image"] is not None:
                 rec["image"] = e["image"]
@@ -402,9 +425,17 @@ def _pad_left(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
     return ids, mask
 
 
+def _marked_draws(n: int, hp: Mapping[str, Any]) -> list[bool]:
+    """Whether each of ``n`` image draws shows the marked copy (probability ``p_marked``; torch's global RNG)."""
+    import torch
+
+    return (torch.rand(n) < float(hp["p_marked"])).tolist()
+
+
 def _make_collate(pixels: Mapping[str, Any], answer_ids: Mapping[int, list[int]], pad_id: int, hp: Mapping[str, Any]):
     """Training batches: a condition drawn per row (torch's global RNG, seeded by train_model), prompt +
-    answer left-padded, ``targets`` = the answer ids (same length for every row), augmented pixels."""
+    answer left-padded, ``targets`` = the answer ids (same length for every row), augmented pixels (the
+    marked copy with probability ``p_marked``)."""
     import torch
 
     p_img, p_txt = float(hp["p_only_image"]), float(hp["p_only_text"])
@@ -412,14 +443,15 @@ def _make_collate(pixels: Mapping[str, Any], answer_ids: Mapping[int, list[int]]
 
     def collate(rows: list[dict[str, Any]]) -> dict[str, Any]:
         draws = torch.rand(len(rows)).tolist()
+        marks = _marked_draws(len(rows), hp)
         seqs, targets, images = [], [], []
-        for row, u in zip(rows, draws):
+        for row, u, m in zip(rows, draws, marks):
             cond = "only_image" if u < p_img else "only_text" if u < p_img + p_txt else "no_shift"
             answer = answer_ids[row["label"]]
             seqs.append(row["prompts"][cond] + answer)
             targets.append(answer)
             if cond != "only_text":
-                images.append(pixels[row["image"]])
+                images.append(pixels[row["marked"] if m else row["image"]])
         ids, mask = _pad_left(seqs, pad_id)
         batch = {"input_ids": ids, "attention_mask": mask, "targets": torch.tensor(targets, dtype=torch.long)}
         if images:
@@ -481,15 +513,18 @@ def _warm_start_vision(model: Any, pixels: Mapping[str, Any], rows: Sequence[Map
     """Stage 1 of the recipe: train the vision tower and the projector as an image-only classifier.
 
     Like LLaVA's first stage (the projector is aligned before the language model is tuned), but
-    supervised: for ``vision_warmup_epochs`` passes over the training images, the projected image
-    tokens (the features the language model will read: last ViT layer, CLS dropped, projector) are
-    averaged and a linear head gives a COVID-19 logit; loss = binary cross-entropy weighted by
-    ``n_negative / n_positive`` on the positives (the classes are ~3:1), AdamW at
-    ``vision_warmup_lr``, the training augmentation, batches of ``batch_size``. The head is then
-    discarded. Without this stage a ViT trained from scratch through the language model's answer
-    loss stays at the label prior (recipe version 1: only-image AUROC 0.34). Randomness comes from
-    torch's global RNG, seeded by :func:`radaudit.models.train.train_model` around the model factory.
-    Returns the mean loss of each epoch.
+    supervised: for ``vision_warmup_epochs`` passes over the training images (each draw the marked
+    copy with probability ``p_marked``), the projected image tokens (the features the language model
+    will read: last ViT layer, CLS dropped, projector) are flattened in patch order and a linear head
+    gives a COVID-19 logit; loss = binary cross-entropy weighted by ``n_negative / n_positive`` on the
+    positives (the classes are ~3:1), AdamW at ``vision_warmup_lr``, the training augmentation,
+    batches of ``batch_size``. The head is then discarded. The head reads every token at its place,
+    as the language model does: recipe 2 averaged the tokens first, which hides *where* a feature
+    is (the marker's side), and its loss never left the constant predictor's (0.352 in every epoch).
+    Without this stage a ViT trained from scratch through the language model's answer loss stays at
+    the label prior (recipe version 1: only-image AUROC 0.34). Randomness comes from torch's global
+    RNG, seeded by :func:`radaudit.models.train.train_model` around the model factory. Returns the
+    mean loss of each epoch.
     """
     import torch
 
@@ -497,10 +532,12 @@ def _warm_start_vision(model: Any, pixels: Mapping[str, Any], rows: Sequence[Map
     if epochs == 0:
         return []
     inner = model.model
-    head = torch.nn.Linear(model.config.text_config.hidden_size, 1)
+    n_tokens = (int(hp["image_size"]) // int(hp["patch_size"])) ** 2
+    head = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(n_tokens * model.config.text_config.hidden_size, 1))
     params = [*inner.vision_tower.parameters(), *inner.multi_modal_projector.parameters(), *head.parameters()]
     opt = torch.optim.AdamW(params, lr=float(hp["vision_warmup_lr"]), weight_decay=float(hp["weight_decay"]))
     x = torch.stack([pixels[r["image"]] for r in rows])
+    xm = torch.stack([pixels[r["marked"]] for r in rows])
     y = torch.tensor([float(r["label"]) for r in rows])
     n_pos = float(y.sum())
     pos_weight = torch.tensor((len(y) - n_pos) / max(n_pos, 1.0))
@@ -513,8 +550,10 @@ def _warm_start_vision(model: Any, pixels: Mapping[str, Any], rows: Sequence[Map
         total = 0.0
         for s in range(0, len(y), bs):
             idx = perm[s:s + bs]
-            pv = _augment(x[idx], max_shift) if max_shift else x[idx]
-            logit = head(image_tokens(model, pv).mean(dim=1)).squeeze(-1)
+            marked = torch.tensor(_marked_draws(len(idx), hp))
+            pv = torch.where(marked[:, None, None, None], xm[idx], x[idx])
+            pv = _augment(pv, max_shift) if max_shift else pv
+            logit = head(image_tokens(model, pv)).squeeze(-1)
             loss = torch.nn.functional.binary_cross_entropy_with_logits(logit, y[idx], pos_weight=pos_weight)
             opt.zero_grad()
             loss.backward()
@@ -544,7 +583,7 @@ def _max_shift(hp: Mapping[str, Any]) -> int:
 # --- training ----------------------------------------------------------------------------------------
 
 def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: int = 0,
-                   **hyperparameters: Any) -> Path:
+                   marked_dir: str | os.PathLike | None = None, **hyperparameters: Any) -> Path:
     """Train the tiny LLaVA on ``samples`` (its ``train`` rows) and save it to ``out_dir``; return ``out_dir``.
 
     ``samples``: :func:`radaudit.audits.modality_shift.conditions.covid_samples` (or ``build_samples``) output, with
@@ -552,7 +591,10 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
     ``max_train`` / ``max_eval`` cap the training / held-out samples (seeded, stratified by label:
     for tests). The held-out metrics (model card, ``training_log.json``, ``radaudit_vlm_model.json``)
     are first-token accuracies (Yes vs No logit) of the ``test`` rows per condition ``acc_no_shift``,
-    ``acc_only_image``, ``acc_only_text``, and ``train_acc_*`` on up to 64 training samples.
+    ``acc_only_image``, ``acc_only_text``, ``acc_marked_no_shift``, ``acc_marked_only_image`` (and
+    ``auroc_*``), and ``train_acc_*`` on up to 64 training samples. ``marked_dir``: where the marked
+    copies of the images are written (:func:`radaudit.audits.modality_shift.marker.add_marked_images`;
+    default ``<cache>/marked_images``).
 
     Reuse: when ``out_dir`` already holds a model with the same :func:`config_hash` it is returned
     without training; a non-empty folder holding anything else is an error. Training writes into a
@@ -583,6 +625,11 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
     from radaudit.models.train import train_model
 
     start = time.monotonic()
+    if marked_dir is None:
+        from radaudit.models.cache import default_cache_dir
+
+        marked_dir = default_cache_dir() / "marked_images"
+    train, test = add_marked_images(train, marked_dir), add_marked_images(test, marked_dir)
     train_items = _items(train, hp["dataset"])
     test_items = _items(test, hp["dataset"]) if len(test) else None
     processor = _build_processor(train_items["prompt"].tolist(), hp)
@@ -591,9 +638,10 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
     answer_ids = {1: [yes_id, tok.eos_token_id], 0: [no_id, tok.eos_token_id]}
     train_enc = _encode_items(processor, train_items)
     test_enc = _encode_items(processor, test_items) if test_items is not None else []
+    test_enc += _marked_entries(test_enc, test)
     paths = [e["image"] for e in (*train_enc, *test_enc) if e["image"] is not None]
-    pixels = _pixel_values(processor, paths)
-    examples = _Examples(train_enc)
+    pixels = _pixel_values(processor, [*paths, *train[MARKED_IMAGE_COLUMN]])
+    examples = _Examples(train_enc, dict(zip(train["sample_id"], train[MARKED_IMAGE_COLUMN])))
     probe_ids = set(pd.Series([r["sample_id"] for r in examples.rows]).iloc[:64])
     probe_enc = [e for e in train_enc if e["sample_id"] in probe_ids]
     prep_seconds = time.monotonic() - start
@@ -606,6 +654,8 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
         model.generation_config = GenerationConfig(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
                                                    pad_token_id=tok.pad_token_id)
         warmup_losses[:] = _warm_start_vision(model, pixels, examples.rows, hp)
+        if hp["freeze_vision"]:
+            model.model.vision_tower.requires_grad_(False)
         return model
 
     def eval_fn(model: Any) -> dict[str, float]:
@@ -633,6 +683,7 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
             result = train_model(factory, loader, eval_fn, steps=hp["steps"], lr=hp["lr"], seed=hp["seed"],
                                  device="cpu", log_every=max(1, min(25, hp["steps"] // 10)), output_dir=tmp,
                                  max_seconds=hp["max_seconds"], loss_fn=_answer_loss, weight_decay=hp["weight_decay"],
+                                 eval_every=max(1, hp["steps"] // 4),
                                  max_grad_norm=hp["max_grad_norm"], processors=[processor],
                                  model_name="radaudit demo VLM (tiny LLaVA, modality_shift)",
                                  data_description=description, metric_name="acc_no_shift",
@@ -667,4 +718,5 @@ def demo_vlm_path(data_root: str | os.PathLike | None, seed: int = 0, cache_dir:
     samples = covid_samples(data_root, test_size=test_size, seed=split_seed)
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     folder = root / "demo_models" / f"vlm-{_digest(samples_fingerprint(samples), hp)}"
-    return train_demo_vlm(samples, folder, seed=seed, **{k: hp[k] for k in DEMO_VLM_CONFIG})
+    return train_demo_vlm(samples, folder, seed=seed, marked_dir=root / "marked_images",
+                          **{k: hp[k] for k in DEMO_VLM_CONFIG})

@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from radaudit.audits.modality_shift.conditions import CONDITION_LABELS, CONDITIONS
+from radaudit.audits.modality_shift.conditions import (
+    ALL_CONDITIONS,
+    CONDITION_LABELS,
+    CONDITIONS,
+    MARKED_CONDITIONS,
+    base_condition,
+)
 from radaudit.audits.modality_shift.metrics import ece_table, metrics_table, nfr_table, reliability_table
 from radaudit.errors import ParamsError
 from radaudit.plots import PALETTE, bar_with_ci
@@ -28,8 +34,11 @@ from radaudit.plots import PALETTE, bar_with_ci
 __all__ = ["CONDITION_COLORS", "model_view", "plot_attention_shares", "plot_ece_bars", "plot_layer_shares",
            "plot_metric_bars", "plot_nfr_heatmap", "plot_patch_heatmaps", "plot_reliability", "plot_text_attention"]
 
-#: One colour per condition (Okabe-Ito), No Shift in blue as in the paper's Fig. 2.
+#: One colour per condition (Okabe-Ito), No Shift in blue as in the paper's Fig. 2; a marked condition
+#: (the positive control) takes its unmarked condition's colour.
 CONDITION_COLORS: dict[str, str] = {CONDITION_LABELS[c]: PALETTE[i] for i, c in enumerate(CONDITIONS)}
+CONDITION_COLORS.update({CONDITION_LABELS[c]: CONDITION_COLORS[CONDITION_LABELS[base_condition(c)]]
+                         for c in MARKED_CONDITIONS})
 NFR_LABELS = {"nfr": "NFR (paper: flips / all N)", "nfr_base_correct": "NFR over base-correct (flips / base-correct)"}
 
 
@@ -42,7 +51,7 @@ def _subplots(n: int, width: float = 5.0, height: float = 3.6, sharey: bool = Fa
 
 def _conditions_present(table: pd.DataFrame) -> list[str]:
     present = set(table["condition"])
-    return [c for c in CONDITIONS if c in present] + sorted(present - set(CONDITIONS))
+    return [c for c in ALL_CONDITIONS if c in present] + sorted(present - set(ALL_CONDITIONS))
 
 
 def _label(cond: str) -> str:
@@ -288,7 +297,8 @@ def _short(text: str, n: int = 22) -> str:
 
 def plot_patch_heatmaps(maps: pd.DataFrame, results: pd.DataFrame | None = None, *, processor: Any = None,
                         label_names: Sequence[str] = ("negative", "positive"), alpha: float = 0.45,
-                        cmap: str = "inferno", model: str | None = None) -> Any:
+                        cmap: str = "inferno", model: str | None = None,
+                        what: str = "attention of the answer token over the image patches") -> Any:
     """Where on the X-ray the answer token looks: one panel per sample (rows) x condition with an image (columns).
 
     Each panel shows the image the model saw in that condition (under Image Shift the partner's) in
@@ -296,7 +306,8 @@ def plot_patch_heatmaps(maps: pd.DataFrame, results: pd.DataFrame | None = None,
     (``maps`` = :func:`radaudit.audits.modality_shift.heatmap.attention_maps` ``[1]``: share of the image
     attention per patch) upsampled bilinearly and overlaid semi-transparently; the colour scale runs from
     0 to the panel's largest patch share, printed in the title with the condition, the sample's label
-    (``label_names[label]``) and the model's parsed answer (from ``results``).
+    (``label_names[label]``) and the model's parsed answer (from ``results``). ``what`` names the map in
+    the title (:func:`radaudit.audits.modality_shift.heatmap.gradient_maps` gives the same table).
     """
     import matplotlib.pyplot as plt
 
@@ -328,10 +339,10 @@ def plot_patch_heatmaps(maps: pd.DataFrame, results: pd.DataFrame | None = None,
             ax.imshow(heat, cmap=cmap, alpha=alpha, vmin=0.0, vmax=max(top, 2 * uniform), interpolation="bilinear",
                       extent=(0, w, h, 0))
             answer = answers.get((model, sid, cond), "?")
-            shown = "" if cond != "image_shift" else f"\nimage of {_short(str(first['image_source']))}"
+            shown = "" if cond not in ("image_shift", "marked_image_shift") else f"\nimage of {_short(str(first['image_source']))}"
             ax.set_title(f"{_label(cond)} · {_short(str(sid))}\nlabel: {label_names[int(first['label'])]} · answer: {answer}"
                          f"{shown}\nmax patch share {top:.3f} (uniform {uniform:.3f})", fontsize=8)
-    fig.suptitle(f"{model}: attention of the answer token over the image patches (bright = more)", fontsize=10)
+    fig.suptitle(f"{model}: {what} (bright = more)", fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -28,7 +28,13 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from radaudit.audits.modality_shift.conditions import CONDITION_LABELS, CONDITIONS, get_template
+from radaudit.audits.modality_shift.conditions import (
+    ALL_CONDITIONS,
+    CONDITION_LABELS,
+    CONDITIONS,
+    MARKED_CONDITIONS,
+    get_template,
+)
 from radaudit.config import BaseParams
 from radaudit.errors import ParamsError
 
@@ -69,7 +75,7 @@ class Params(BaseParams):
     same_partner: bool = Field(False, description="One partner gives both the swapped image and the swapped text (default: drawn independently).")
     exclude_same_patient: bool = Field(True, description="Never take a swap partner from the sample's own patient.")
     swap_metadata: bool = Field(True, description="Text shift shows the partner's metadata header with its text (the anchor swaps the whole row); false swaps only the notes/report.")
-    conditions: list[str] = Field(default_factory=lambda: list(CONDITIONS), description="Conditions to run: no_shift, image_shift, text_shift, only_text, only_image, no_input (the negative control: neither image nor text); no_shift is needed for NFR.")
+    conditions: list[str] = Field(default_factory=lambda: list(CONDITIONS), description="Conditions to run: no_shift, image_shift, text_shift, only_text, only_image, no_input (the negative control: neither image nor text); no_shift is needed for NFR. marked_no_shift, marked_image_shift, marked_only_image: the image pathway's positive control (the image with the label burned in; only for a model trained on marked images, the demo stand-in).")
     prompt: dict[str, Any] = Field(default_factory=dict, description="Prompt template keys (header, question, question_only_text, question_only_image, instruction, unmatched_suffix, yes_patterns, no_patterns, ...) over the built-in template of `dataset` (radaudit.audits.modality_shift.conditions.PROMPTS).")
     unmatched: bool = Field(False, description="Append the anchor's 'unmatched' option to the image+text prompts (answers 'unmatched' are counted, never dropped).")
     models: list[ModelSpec] = Field(default_factory=lambda: [ModelSpec(name="demo tiny LLaVA", model=DEMO_MODEL)], description="VLMs to audit (paper: Qwen2-VL-7B-Instruct, LLaVA-1.5-7B, Llama-3.2-11B-Vision-Instruct, MedGemma-4B-it, LLaVA-Med).")
@@ -84,14 +90,15 @@ class Params(BaseParams):
     image_probe: bool = Field(True, description="Fit the pixel probe (logistic regression on the training images' pixels): how much of the label the images carry, beside the only_image positive control.")
     image_probe_size: int = Field(32, ge=4, description="Side (pixels) of the grayscale images the pixel probe reads.")
     image_probe_max_train: int | None = Field(None, ge=4, description="At most this many training images for the pixel probe (null = all; the smoke preset caps it).")
+    marker_samples: int = Field(30, ge=0, description="Evaluated samples whose gradient map is measured on the marker (Only Image, marked vs natural): the positive control of the heatmap; 0 = skip. Runs only with the marked conditions.")
     cache: bool = Field(True, description="Cache generations and scores (content-addressed): an interrupted run resumes.")
 
     @field_validator("conditions")
     @classmethod
     def _known_conditions(cls, v: list[str]) -> list[str]:
-        bad = [c for c in v if c not in CONDITIONS]
+        bad = [c for c in v if c not in ALL_CONDITIONS]
         if bad:
-            raise ValueError(f"unknown condition(s) {bad}; use any of {list(CONDITIONS)}")
+            raise ValueError(f"unknown condition(s) {bad}; use any of {list(ALL_CONDITIONS)}")
         if "no_shift" not in v:
             raise ValueError("conditions must include no_shift (the base of every NFR)")
         return v
@@ -164,10 +171,20 @@ def load_model(spec: ModelSpec, params: Params, cache_dir: str | os.PathLike | N
 
 
 def build_run_items(params: Params, samples: pd.DataFrame, partners: pd.DataFrame,
-                    model_type: str | None = None) -> pd.DataFrame:
-    """The run's items (sample x condition x prompt) with the run's template, conditions and options."""
-    from radaudit.audits.modality_shift.conditions import build_items
+                    model_type: str | None = None, cache_dir: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The run's items (sample x condition x prompt) with the run's template, conditions and options.
 
+    With a marked condition among ``params.conditions``, the samples' marked copies are written (once)
+    under ``<cache>/marked_images`` (:func:`radaudit.audits.modality_shift.marker.add_marked_images`).
+    """
+    from radaudit.audits.modality_shift.conditions import build_items
+    from radaudit.audits.modality_shift.marker import MARKED_IMAGE_COLUMN, add_marked_images
+
+    if any(c in MARKED_CONDITIONS for c in params.conditions) and MARKED_IMAGE_COLUMN not in samples.columns:
+        from radaudit.models.cache import default_cache_dir
+
+        root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        samples = add_marked_images(samples, root / "marked_images")
     return build_items(samples, partners, template(params), conditions=condition_order(params.conditions),
                        unmatched=params.unmatched, model_type=model_type, swap_metadata=params.swap_metadata)
 
@@ -193,7 +210,7 @@ def run_models(params: Params, samples: pd.DataFrame, partners: pd.DataFrame, *,
                 where[spec.name] = spec.model
             else:
                 processor, model, where[spec.name] = load_model(spec, params, cache_dir)
-            items = build_run_items(params, samples, partners, model_type=spec.model_type)
+            items = build_run_items(params, samples, partners, model_type=spec.model_type, cache_dir=cache_dir)
             parts.append(run_conditions(processor, model, items, model_name=spec.name,
                                         max_new_tokens=params.max_new_tokens, batch_size=spec.batch_size, cache=store,
                                         candidates=params.candidates, pair=params.pair))
@@ -248,7 +265,7 @@ def summary_lines(metrics: pd.DataFrame, nfr: pd.DataFrame, ece: pd.DataFrame, r
     for model in metrics["model"].unique():
         m = metrics[(metrics["model"] == model) & (metrics["metric"] == "accuracy")].set_index("condition")
         lines.append(f"**{model}**")
-        acc = ", ".join(f"{CONDITION_LABELS[c]} {_fmt(m.loc[c])}" for c in CONDITIONS if c in m.index)
+        acc = ", ".join(f"{CONDITION_LABELS[c]} {_fmt(m.loc[c])}" for c in ALL_CONDITIONS if c in m.index)
         lines.append(f"- Accuracy: {acc}.")
         n = nfr[(nfr["model"] == model) & (nfr["measure"] == "nfr")].set_index("condition")
         nb = nfr[(nfr["model"] == model) & (nfr["measure"] == "nfr_base_correct")].set_index("condition")
@@ -269,7 +286,7 @@ def summary_lines(metrics: pd.DataFrame, nfr: pd.DataFrame, ece: pd.DataFrame, r
             lines.append(f"- Verdict: {verdict}")
         e = ece[ece["model"] == model].set_index("condition")
         if len(e):
-            lines.append("- ECE: " + ", ".join(f"{CONDITION_LABELS[c]} {_fmt(e.loc[c])}" for c in CONDITIONS
+            lines.append("- ECE: " + ", ".join(f"{CONDITION_LABELS[c]} {_fmt(e.loc[c])}" for c in ALL_CONDITIONS
                                                 if c in e.index) + ".")
         rr = rates[rates["model"] == model]
         worst = rr.loc[rr["unknown_rate"].idxmax()]
@@ -281,4 +298,4 @@ def summary_lines(metrics: pd.DataFrame, nfr: pd.DataFrame, ece: pd.DataFrame, r
 
 def condition_order(conditions: Sequence[str]) -> list[str]:
     """Conditions in the paper's order."""
-    return [c for c in CONDITIONS if c in conditions]
+    return [c for c in ALL_CONDITIONS if c in conditions]

@@ -6,7 +6,8 @@ minutes) can only be trusted where they pass them.
 
 - ``encoder_view_accuracy``: the chest X-ray encoder's view head on the held-out test split (PA / AP /
   AP supine); *shown* when ≥ majority share + 0.15 (both in the note, with the k-NN view accuracy of
-  its features and the label AUROC). CI: Clopper–Pearson over test images.
+  its features, a linear probe on the same pixels — how much of the view the images carry — and the
+  label AUROC). CI: Clopper–Pearson over test images.
 - ``encoder_fid_order_agreement``: Spearman's ρ between the chest X-ray encoder's and Inception's FID
   over Table 1's generators; *shown* when 1 (same order).
 - ``degrader_dose_spearman``: Spearman's ρ between the degrader's dose level and FID on the chest X-ray
@@ -65,6 +66,8 @@ def encoder_view(card: Mapping[str, Any] | None) -> Finding:
     extra = []
     if "knn_view_accuracy" in m:
         extra.append(f"k-NN view accuracy of its features {m['knn_view_accuracy']:.3f}")
+    if "pixel_probe_view_accuracy" in m:
+        extra.append(f"a linear probe on the same pixels reaches {m['pixel_probe_view_accuracy']:.3f}")
     if "label_auroc_macro" in m:
         extra.append(f"label AUROC (macro) {m['label_auroc_macro']:.3f}")
     note = (f"majority share {maj:.3f} (bar: majority + {VIEW_MARGIN} = {maj + VIEW_MARGIN:.3f}); n = {n} test images"

@@ -126,7 +126,7 @@ log = logging.getLogger(__name__)
 #: Written last into a model folder; its ``config_hash`` decides whether a folder can be reused.
 CARD_FILE = "radaudit_cxr_model.json"
 #: Bump when a recipe changes in a way the hyperparameters do not show.
-RECIPE_VERSION = 2  # 2: encoder view target = projection (PA/AP), EMA weights, 400 steps, lighter SSL (issue 21)
+RECIPE_VERSION = 3  # 2: encoder view target = projection (PA/AP), EMA weights, 400 steps, lighter SSL (issue 21); 3: card adds the pixel probe
 
 _BACKBONE = {"embedding_size": 16, "hidden_sizes": [16, 32, 64, 128], "depths": [1, 1, 1, 1], "layer_type": "basic"}
 _AUGMENT = {"max_shift": 0.06, "max_rotate": 7.0, "scale_min": 0.9, "scale_max": 1.1, "brightness": 0.08,
@@ -167,6 +167,26 @@ DEMO_REID_CONFIG: dict[str, Any] = {
 
 _KINDS = {"encoder": DEMO_ENCODER_CONFIG, "clip": DEMO_CLIP_CONFIG, "reid": DEMO_REID_CONFIG}
 _COLUMNS = {"encoder": ("labels", "view"), "clip": ("prompt",), "reid": ("patient_id",)}
+
+
+def _pixel_view_probe(x_tr: np.ndarray, v_tr: np.ndarray, x_ev: np.ndarray, v_ev: np.ndarray) -> float | None:
+    """Held-out view accuracy of a linear probe on the raw pixels: how much of the view the images carry.
+
+    A logistic regression (scikit-learn, L2 with ``C=0.01``, standardised pixels) on the training images
+    (flattened, the encoder's own size) with a known view, scored on the held-out images with a known view.
+    The encoder's view accuracy is read beside it: an encoder that does not beat the pixels has learnt
+    nothing a linear model on pixels could not. ``None`` when either side lacks two views.
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    tr, ev = v_tr >= 0, v_ev >= 0
+    if len(np.unique(v_tr[tr])) < 2 or not ev.any():
+        return None
+    clf = make_pipeline(StandardScaler(), LogisticRegression(C=0.01, max_iter=5000))
+    clf.fit(x_tr[tr].reshape(int(tr.sum()), -1), v_tr[tr])
+    return float((clf.predict(x_ev[ev].reshape(int(ev.sum()), -1)) == v_ev[ev]).mean())
 
 
 # --- inputs -------------------------------------------------------------------------------------------
@@ -608,6 +628,9 @@ def train_demo_encoder(train_images: np.ndarray, train_meta: pd.DataFrame, eval_
                 pred = np.array([np.bincount(r[r >= 0], minlength=len(view_names)).argmax() if (r >= 0).any() else -1
                                  for r in votes])
                 metrics["knn_view_accuracy"] = float((pred[known] == v_ev[known]).mean())
+                probe = _pixel_view_probe(x_tr, v_tr, x_ev, v_ev)
+                if probe is not None:
+                    metrics["pixel_probe_view_accuracy"] = probe
             return metrics
 
     notes = (f"{len(x_tr)} training images ({size}x{size}), labels {names}, views {view_names}; held-out: "
