@@ -103,3 +103,80 @@ def build_qwen2vl(folder):
 
 
 BUILDERS = {"llava": build_llava, "qwen2vl": build_qwen2vl}
+
+
+GEMMA_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<start_of_image>{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+
+MLLAMA_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<|image|>{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}"
+    "{% endif %}<|eot_id|>{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n"
+    "{% endif %}")
+
+
+def build_gemma3(folder):
+    """A Gemma-3 / MedGemma twin: SigLIP tower (28 px, 7 px patches) pooled to 4 image tokens, tiny Gemma-3 text model."""
+    from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3Processor
+    from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
+
+    tok = tokenizer(["<pad>", "<eos>", "<bos>", "<start_of_image>", "<end_of_image>", "<image_soft_token>",
+                     "<start_of_turn>", "<end_of_turn>"], "<bos>", eos_token="<eos>", pad_token="<pad>",
+                    extra_special_tokens={"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>",
+                                          "image_token": "<image_soft_token>"})
+    ids = tok.convert_tokens_to_ids
+    processor = Gemma3Processor(image_processor=Gemma3ImageProcessorPil(size={"height": 28, "width": 28}),
+                                tokenizer=tok, chat_template=GEMMA_TEMPLATE, image_seq_length=4)
+    config = Gemma3Config(
+        text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=512,
+                         sliding_window=64, bos_token_id=ids("<bos>"), eos_token_id=ids("<eos>"),
+                         pad_token_id=ids("<pad>")),
+        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+                           image_size=28, patch_size=7),
+        mm_tokens_per_image=4, boi_token_index=ids("<start_of_image>"), eoi_token_index=ids("<end_of_image>"),
+        image_token_index=ids("<image_soft_token>"))
+    torch.manual_seed(0)
+    model = Gemma3ForConditionalGeneration(config)
+    model.generation_config.eos_token_id = ids("<eos>")
+    model.generation_config.pad_token_id = ids("<pad>")
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+def build_mllama(folder):
+    """A Llama-3.2-Vision twin: a one-tile Mllama vision tower (28 px) read through one cross-attention layer."""
+    from transformers import MllamaConfig, MllamaForConditionalGeneration, MllamaProcessor
+    from transformers.models.mllama.image_processing_pil_mllama import MllamaImageProcessorPil
+
+    tok = tokenizer(["<|finetune_right_pad_id|>", "<|begin_of_text|>", "<|eot_id|>", "<|image|>", "<|python_tag|>",
+                     "<|start_header_id|>", "<|end_header_id|>"], "<|begin_of_text|>", eos_token="<|eot_id|>",
+                    pad_token="<|finetune_right_pad_id|>")
+    ids = tok.convert_tokens_to_ids
+    processor = MllamaProcessor(image_processor=MllamaImageProcessorPil(size={"height": 28, "width": 28},
+                                                                        max_image_tiles=1),
+                                tokenizer=tok, chat_template=MLLAMA_TEMPLATE)
+    config = MllamaConfig(
+        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_global_layers=1,
+                           attention_heads=2, image_size=28, patch_size=14, max_num_tiles=1, vision_output_dim=32,
+                           intermediate_layers_indices=[0], supported_aspect_ratios=[[1, 1]]),
+        text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=512,
+                         cross_attention_layers=[1], bos_token_id=ids("<|begin_of_text|>"),
+                         eos_token_id=ids("<|eot_id|>"), pad_token_id=ids("<|finetune_right_pad_id|>")),
+        image_token_index=ids("<|image|>"))
+    torch.manual_seed(0)
+    model = MllamaForConditionalGeneration(config)
+    model.generation_config.eos_token_id = ids("<|eot_id|>")
+    model.generation_config.pad_token_id = ids("<|finetune_right_pad_id|>")
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+BUILDERS.update({"gemma3": build_gemma3, "mllama": build_mllama})

@@ -98,3 +98,18 @@ def test_bad_settings_are_named(samples, tmp_path):
     with pytest.raises(ParamsError, match="not empty"):
         train_demo_vlm(samples, tmp_path / "full", **TINY)
     assert set(TINY) <= set(DEMO_VLM_CONFIG)
+
+
+def test_decoy_items_carry_another_samples_text_and_the_samples_own_image(samples):
+    from radaudit.audits.modality_shift.model import _decoy_items
+
+    train = samples[samples["split"] == "train"].head(6)
+    items = _decoy_items(train, "covid_cxr", seed=0)
+    assert len(items) == 6 and set(items["condition"]) == {"decoy"}
+    assert (items["text_source"] != items["sample_id"]).all()  # never the sample's own text
+    assert (items["image_source"] == items["sample_id"]).all()  # but its own image
+    text_of = train.set_index("sample_id")["text"]
+    for it in items.itertuples():
+        assert str(text_of[it.text_source]) in it.prompt
+    again = _decoy_items(train, "covid_cxr", seed=0)
+    assert again["text_source"].tolist() == items["text_source"].tolist()  # seeded

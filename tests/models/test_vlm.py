@@ -24,7 +24,12 @@ tokenizers = pytest.importorskip("tokenizers")
 from PIL import Image  # noqa: E402
 
 from radaudit.errors import ParamsError  # noqa: E402
-from radaudit.models.attention import attention_by_modality, image_token_mask, modality_shares  # noqa: E402
+from radaudit.models.attention import (  # noqa: E402
+    attention_by_modality,
+    image_token_mask,
+    modality_shares,
+    self_attention_layers,
+)
 from radaudit.models.vlm import (  # noqa: E402
     build_messages,
     count_answers,
@@ -40,7 +45,7 @@ from radaudit.models.vlm import (  # noqa: E402
 from tiny_vlms import BUILDERS  # noqa: E402
 
 
-@pytest.fixture(scope="module", params=["llava", "qwen2vl"])
+@pytest.fixture(scope="module", params=["llava", "qwen2vl", "gemma3", "mllama"])
 def vlm(request, tmp_path_factory):
     """``(name, processor, model)`` loaded through load_vlm from a saved folder."""
     build = BUILDERS[request.param]
@@ -73,6 +78,10 @@ def _expected_image_tokens(name, processor, image_path):
     if name == "llava":
         cfg = processor.image_processor.crop_size
         return (cfg["height"] // processor.patch_size) * (cfg["width"] // processor.patch_size)
+    if name == "gemma3":
+        return processor.image_seq_length  # the SigLIP patches pooled to mm_tokens_per_image
+    if name == "mllama":
+        return 1  # one <|image|> placeholder: the image itself enters through the cross-attention layers
     feats = processor.image_processor(images=[Image.open(image_path).convert("RGB")], return_tensors="pt")
     return int(feats["image_grid_thw"][0].prod()) // processor.image_processor.merge_size ** 2
 
@@ -82,7 +91,9 @@ def _expected_image_tokens(name, processor, image_path):
 def test_load_vlm_through_from_pretrained(vlm):
     name, processor, model = vlm
     assert type(model).__name__ == {"llava": "LlavaForConditionalGeneration",
-                                    "qwen2vl": "Qwen2VLForConditionalGeneration"}[name]
+                                    "qwen2vl": "Qwen2VLForConditionalGeneration",
+                                    "gemma3": "Gemma3ForConditionalGeneration",
+                                    "mllama": "MllamaForConditionalGeneration"}[name]
     assert not model.training and model.device.type == "cpu" and model.dtype == torch.float32
     assert processor.chat_template
     if name == "qwen2vl" and not transformers.utils.is_torchvision_available():
@@ -324,8 +335,11 @@ def test_attention_first_row_equals_forward_pass(vlm, images):
 
     with eager_attention(model), torch.inference_mode():
         att = model(**inputs, output_attentions=True).attentions
-    rows = np.stack([a[0, :, -1, :].numpy() for a in att])
+    rows = np.stack([a[0, :, -1, :].numpy() for a in self_attention_layers(att, model.config)])
     assert table.loc[0, "image_share"] == pytest.approx(modality_shares(rows, mask)["image_share"], abs=1e-6)
+    # Mllama reads the image through its cross-attention layer (keys = vision patches): left out, counted
+    assert table.loc[0, "n_cross_attention_layers"] == (1 if type(model).__name__.startswith("Mllama") else 0)
+    assert len(rows) == model.config.get_text_config().num_hidden_layers - table.loc[0, "n_cross_attention_layers"]
 
 
 def test_attention_text_only_has_zero_image_share(vlm):

@@ -28,6 +28,15 @@ LLaVA-style configs; the processor's ``image_token_id`` as a fallback) matched a
 for Qwen2-VL-style configs every run of image tokens must lie between ``vision_start_token_id`` and
 ``vision_end_token_id``, which is checked.
 
+Cross-attention models (Llama-3.2-Vision / Mllama) do not put image tokens into the text sequence:
+the image enters through the layers listed in ``text_config.cross_attention_layers``, whose keys are
+vision patches, and the text holds one ``<|image|>`` placeholder. Their attentions cannot be stacked
+with the self-attention layers' (other keys), so :func:`self_attention_layers` keeps the
+self-attention layers only; there the image position is the placeholder, and the share measures the
+attention the answer pays to *that token*, not to the image's content (which arrives through the
+cross-attention layers: their number is reported as ``n_cross_attention_layers``). Read the share of a
+cross-attention model with that in mind; it is not comparable with a LLaVA-style model's.
+
 Attention weights exist only with ``attn_implementation="eager"`` (sdpa / flash attention never
 materialise them). :func:`attention_by_modality` switches a loaded model to eager for the call and
 back afterwards; loading with ``load_vlm(..., attn_implementation="eager")`` avoids the switch.
@@ -57,6 +66,18 @@ def _config_id(config: Any, *names: str) -> int | None:
         if value is not None:
             return int(value)
     return None
+
+
+def cross_attention_layers(config: Any) -> list[int]:
+    """Indices of the decoder layers that cross-attend to the image (Mllama's ``cross_attention_layers``), else ``[]``."""
+    text = getattr(config, "text_config", None) or config
+    return sorted(int(i) for i in (getattr(text, "cross_attention_layers", None) or []))
+
+
+def self_attention_layers(attentions: Sequence[Any], config: Any) -> list[Any]:
+    """The attention tensors of the self-attention layers (cross-attention layers left out, see the module docstring)."""
+    skip = set(cross_attention_layers(config))
+    return [a for i, a in enumerate(attentions) if i not in skip]
 
 
 def image_token_mask(input_ids: Any, config: Any, processor: Any = None) -> np.ndarray:
@@ -184,14 +205,16 @@ def attention_by_modality(processor: Any, model: Any, prompt: str | None, image:
             break
         # layers: one [batch, heads, q, keys] tensor per decoder layer; the last query row is the one
         # that produced this step's token (q = n at the prefill step, 1 afterwards).
-        stacked = np.stack([layer[0, :, -1, :].float().cpu().numpy() for layer in layers])
+        stacked = np.stack([layer[0, :, -1, :].float().cpu().numpy()
+                            for layer in self_attention_layers(layers, model.config)])
         shares = modality_shares(stacked, mask, zero_first=zero_first, normalise=normalise)
         tid = int(new_ids[step])
         rows.append({"step": step, "token_id": tid, "token": tok.decode([tid], skip_special_tokens=False),
                      "query_position": n - 1 + step, "n_input_tokens": n, "n_image_tokens": int(mask.sum()),
                      "n_text_tokens": int(n - mask.sum()), "image_share": shares["image_share"],
                      "text_share": shares["text_share"], "first_position_attention": shares["first_position_attention"],
-                     "generated_attention": shares["generated_attention"], "normalise": normalise})
+                     "generated_attention": shares["generated_attention"], "normalise": normalise,
+                     "n_cross_attention_layers": len(cross_attention_layers(model.config))})
         if return_positions:
             for pos, w in enumerate(shares["per_position"]):
                 positions.append({"step": step, "position": pos, "token": input_tokens[pos],
@@ -202,4 +225,5 @@ def attention_by_modality(processor: Any, model: Any, prompt: str | None, image:
     return frame
 
 
-__all__: Sequence[str] = ("attention_by_modality", "eager_attention", "image_token_mask", "modality_shares")
+__all__: Sequence[str] = ("attention_by_modality", "cross_attention_layers", "eager_attention", "image_token_mask",
+                          "modality_shares", "self_attention_layers")

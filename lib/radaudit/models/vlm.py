@@ -308,10 +308,13 @@ def _encode(processor: Any, model: Any, texts: Sequence[str], pil: Sequence[Any]
     # The tokenizer adds BOS itself; if the template already wrote it, don't add a second one
     # (what ProcessorMixin.apply_chat_template(tokenize=True) does too).
     add_special = not (bos and all(t.startswith(bos) for t in texts))
-    present = [im for im in pil if im is not None]
+    # One list of images per sample ([] for a text-only row): Gemma-3, Mllama and PaliGemma processors
+    # read a flat list as one sample with several images and refuse a batch of more than one; LLaVA
+    # and Qwen2-VL accept either form (issue 19).
+    nested = [[im] if im is not None else [] for im in pil]
     with _left_padding(tok):
-        inputs = processor(text=list(texts), images=present or None, padding=True, return_tensors="pt",
-                           add_special_tokens=add_special)
+        inputs = processor(text=list(texts), images=nested if any(nested) else None, padding=True,
+                           return_tensors="pt", add_special_tokens=add_special)
     inputs = inputs.to(model.device)
     for key in ("pixel_values", "pixel_values_videos"):
         if key in inputs and inputs[key].is_floating_point():

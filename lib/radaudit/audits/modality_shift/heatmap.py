@@ -105,7 +105,8 @@ def answer_attention(processor: Any, model: Any, prompt: str | None, image: Any 
     """
     import torch
 
-    from radaudit.models.attention import eager_attention, image_token_mask
+    from radaudit.models.attention import (cross_attention_layers, eager_attention, image_token_mask,
+                                           self_attention_layers)
     from radaudit.models.vlm import encode_batch
 
     inputs, _texts, _pil = encode_batch(processor, model, [prompt], [image], system=system)
@@ -115,8 +116,11 @@ def answer_attention(processor: Any, model: Any, prompt: str | None, image: Any 
         out = model(**inputs, output_attentions=True, return_dict=True)
     if not out.attentions or out.attentions[0] is None:
         raise ParamsError("The model returned no attention weights; load it with attn_implementation='eager'.")
-    rows = np.stack([layer[0, :, -1, :].float().cpu().numpy() for layer in out.attentions])
-    grid = image_grid(int(mask.sum()), model.config, inputs.get("image_grid_thw")) if mask.any() else None
+    rows = np.stack([layer[0, :, -1, :].float().cpu().numpy()
+                     for layer in self_attention_layers(out.attentions, model.config)])
+    # a cross-attention model's one <|image|> placeholder is no patch grid: no heatmap (its layer shares stay)
+    grid = (image_grid(int(mask.sum()), model.config, inputs.get("image_grid_thw"))
+            if mask.any() and not cross_attention_layers(model.config) else None)
     return AnswerAttention(rows=rows, image_mask=mask, grid=grid, input_ids=input_ids.cpu().numpy())
 
 

@@ -40,7 +40,15 @@ answer changed by an image swap), so "the model ignores the image" was true by c
    Each time a sample is drawn its condition is drawn too: ``only_image`` with probability
    ``p_only_image`` (0.35), ``only_text`` with ``p_only_text`` (0.2), else ``no_shift`` — so both
    pathways learn to answer on their own — and its image is the marked copy with probability
-   ``p_marked``. Shifted pairs and ``no_input`` are never trained on (as for the paper's models).
+   ``p_marked``. When a ``no_shift`` draw shows the marked copy, its text is, with probability
+   ``p_marked_decoy`` (0.5), another training sample's (any label): on these draws only the marker
+   tells the answer. Without them the model memorises the training notes (training AUROC 0.99 from
+   the text) and never needs the marker when text is present: the held-out marked No Shift AUROC
+   equalled the unmarked one at 400 and at 800 steps, and swapping the marked image changed 3 of 145
+   answers. So the positive control is a model *known* to use the image when the image shows the
+   label; the natural images' draws never carry a decoy, so what the model does with natural images
+   and real notes — the paper's question — is left to the data. Other shifted pairs and ``no_input``
+   are never trained on (as for the paper's models).
    Images get a light seeded augmentation (random shift, contrast/brightness jitter) in training only.
 
 What the demo can show: the notes often name the diagnosis (136 of 464 mention COVID-19/SARS-CoV-2,
@@ -91,7 +99,7 @@ log = logging.getLogger(__name__)
 #: Written into the model folder; its ``config_hash`` decides whether a folder can be reused.
 CONFIG_FILE = "radaudit_vlm_model.json"
 #: Bump when the recipe changes in a way the hyperparameters do not show.
-RECIPE_VERSION = 3  # 2: vision warm start (issue 21), 64 px / 8 px patches; 3: marked images, flattened warm-start head
+RECIPE_VERSION = 4  # 2: vision warm start (issue 21), 64 px / 8 px patches; 3: marked images, flattened warm-start head; 4: decoy texts on marked draws, mean-pooled warm start
 #: The conditions the model is trained on (never the shifted ones).
 TRAIN_CONDITIONS: tuple[str, ...] = ("no_shift", "only_image", "only_text")
 
@@ -113,7 +121,8 @@ CHAT_TEMPLATE = (
 #: vision warm start (``vision_warmup_epochs``) runs before the joint steps and outside that budget.
 DEMO_VLM_CONFIG: dict[str, Any] = {
     # data / task
-    "dataset": "covid_cxr", "p_only_image": 0.35, "p_only_text": 0.2, "p_marked": 0.5, "augment": True,
+    "dataset": "covid_cxr", "p_only_image": 0.35, "p_only_text": 0.2, "p_marked": 0.5, "p_marked_decoy": 0.5,
+    "augment": True,
     "max_train": None, "max_eval": None,
     # tokenizer
     "vocab_size": 2000,
@@ -133,7 +142,7 @@ DEMO_VLM_CONFIG: dict[str, Any] = {
 
 _INT_KEYS = ("vocab_size", "image_size", "patch_size", "vision_hidden", "vision_layers", "vision_heads", "vision_mlp",
              "text_hidden", "text_layers", "text_heads", "text_mlp", "steps", "batch_size")
-_FLOAT_KEYS = ("p_only_image", "p_only_text", "p_marked", "lr", "weight_decay", "vision_warmup_lr")
+_FLOAT_KEYS = ("p_only_image", "p_only_text", "p_marked", "p_marked_decoy", "lr", "weight_decay", "vision_warmup_lr")
 _OPTIONAL_INT_KEYS = ("max_train", "max_eval")
 _OPTIONAL_FLOAT_KEYS = ("max_grad_norm", "max_seconds")
 _SPECIALS = ["<pad>", "<s>", "</s>", "<image>"]
@@ -174,8 +183,10 @@ def _hyperparameters(seed: int = 0, **hp: Any) -> dict[str, Any]:
     if not (0.0 <= out["p_only_image"] and 0.0 <= out["p_only_text"] and out["p_only_image"] + out["p_only_text"] < 1):
         raise ParamsError("p_only_image and p_only_text must be >= 0 and sum to < 1 (the rest is no_shift), got "
                           f"{out['p_only_image']} and {out['p_only_text']}.")
-    if not 0.0 <= out["p_marked"] <= 1.0:
-        raise ParamsError(f"p_marked must be in [0, 1] (the share of image draws shown marked), got {out['p_marked']}.")
+    for key, what in (("p_marked", "the share of image draws shown marked"),
+                      ("p_marked_decoy", "the share of marked image + text draws given another sample's text")):
+        if not 0.0 <= out[key] <= 1.0:
+            raise ParamsError(f"{key} must be in [0, 1] ({what}), got {out[key]}.")
     if out["image_size"] % out["patch_size"]:
         raise ParamsError(f"image_size ({out['image_size']}) must be a multiple of patch_size ({out['patch_size']}).")
     for width, heads in (("vision_hidden", "vision_heads"), ("text_hidden", "text_heads")):
@@ -256,6 +267,20 @@ def _items(samples: pd.DataFrame, dataset: str) -> pd.DataFrame:
     partners = pd.DataFrame({"sample_id": pd.Series(dtype=object), "image_partner": pd.Series(dtype=object),
                              "text_partner": pd.Series(dtype=object)})
     return build_items(samples, partners, dataset, conditions=TRAIN_CONDITIONS)
+
+
+def _decoy_items(samples: pd.DataFrame, dataset: str, seed: int) -> pd.DataFrame:
+    """One ``no_shift``-layout item per sample whose header and notes are another training sample's,
+    drawn uniformly (any label, never the sample itself; ``numpy.random.default_rng(seed)``), as
+    condition ``"decoy"``: the text of these items says nothing about the label."""
+    from radaudit.audits.modality_shift.conditions import build_items
+
+    ids = samples["sample_id"].sort_values(kind="stable").to_numpy()
+    rng = np.random.default_rng(seed)
+    other = [ids[(i + 1 + rng.integers(len(ids) - 1)) % len(ids)] for i in range(len(ids))]
+    partners = pd.DataFrame({"sample_id": ids, "image_partner": ids, "text_partner": other})
+    items = build_items(samples, partners, dataset, conditions=("text_shift",))
+    return items.assign(condition="decoy")
 
 
 def _build_processor(texts: Sequence[str], hp: Mapping[str, Any]) -> Any:
@@ -438,15 +463,18 @@ def _make_collate(pixels: Mapping[str, Any], answer_ids: Mapping[int, list[int]]
     marked copy with probability ``p_marked``)."""
     import torch
 
-    p_img, p_txt = float(hp["p_only_image"]), float(hp["p_only_text"])
+    p_img, p_txt, p_decoy = float(hp["p_only_image"]), float(hp["p_only_text"]), float(hp["p_marked_decoy"])
     max_shift = _max_shift(hp)
 
     def collate(rows: list[dict[str, Any]]) -> dict[str, Any]:
         draws = torch.rand(len(rows)).tolist()
         marks = _marked_draws(len(rows), hp)
         seqs, targets, images = [], [], []
-        for row, u, m in zip(rows, draws, marks):
+        decoys = torch.rand(len(rows)).tolist()
+        for row, u, m, d in zip(rows, draws, marks, decoys):
             cond = "only_image" if u < p_img else "only_text" if u < p_img + p_txt else "no_shift"
+            if cond == "no_shift" and m and d < p_decoy and "decoy" in row["prompts"]:
+                cond = "decoy"  # a marked image with another sample's text: the marker must win
             answer = answer_ids[row["label"]]
             seqs.append(row["prompts"][cond] + answer)
             targets.append(answer)
@@ -532,8 +560,7 @@ def _warm_start_vision(model: Any, pixels: Mapping[str, Any], rows: Sequence[Map
     if epochs == 0:
         return []
     inner = model.model
-    n_tokens = (int(hp["image_size"]) // int(hp["patch_size"])) ** 2
-    head = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(n_tokens * model.config.text_config.hidden_size, 1))
+    head = torch.nn.Linear(model.config.text_config.hidden_size, 1)
     params = [*inner.vision_tower.parameters(), *inner.multi_modal_projector.parameters(), *head.parameters()]
     opt = torch.optim.AdamW(params, lr=float(hp["vision_warmup_lr"]), weight_decay=float(hp["weight_decay"]))
     x = torch.stack([pixels[r["image"]] for r in rows])
@@ -553,7 +580,7 @@ def _warm_start_vision(model: Any, pixels: Mapping[str, Any], rows: Sequence[Map
             marked = torch.tensor(_marked_draws(len(idx), hp))
             pv = torch.where(marked[:, None, None, None], xm[idx], x[idx])
             pv = _augment(pv, max_shift) if max_shift else pv
-            logit = head(image_tokens(model, pv)).squeeze(-1)
+            logit = head(image_tokens(model, pv).mean(dim=1)).squeeze(-1)
             loss = torch.nn.functional.binary_cross_entropy_with_logits(logit, y[idx], pos_weight=pos_weight)
             opt.zero_grad()
             loss.backward()
@@ -631,6 +658,8 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
         marked_dir = default_cache_dir() / "marked_images"
     train, test = add_marked_images(train, marked_dir), add_marked_images(test, marked_dir)
     train_items = _items(train, hp["dataset"])
+    if hp["p_marked_decoy"] > 0 and len(train) > 1:
+        train_items = pd.concat([train_items, _decoy_items(train, hp["dataset"], hp["seed"])], ignore_index=True)
     test_items = _items(test, hp["dataset"]) if len(test) else None
     processor = _build_processor(train_items["prompt"].tolist(), hp)
     tok = processor.tokenizer
@@ -643,7 +672,7 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
     pixels = _pixel_values(processor, [*paths, *train[MARKED_IMAGE_COLUMN]])
     examples = _Examples(train_enc, dict(zip(train["sample_id"], train[MARKED_IMAGE_COLUMN])))
     probe_ids = set(pd.Series([r["sample_id"] for r in examples.rows]).iloc[:64])
-    probe_enc = [e for e in train_enc if e["sample_id"] in probe_ids]
+    probe_enc = [e for e in train_enc if e["sample_id"] in probe_ids and e["condition"] != "decoy"]
     prep_seconds = time.monotonic() - start
     config = _model_config(processor, hp)
 
