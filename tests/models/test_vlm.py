@@ -354,3 +354,45 @@ def test_attention_restores_attn_implementation(vlm, images):
     before = model.config._attn_implementation
     attention_by_modality(processor, model, None, images[0], max_new_tokens=2)  # image-only item
     assert model.config._attn_implementation == before
+
+
+def test_non_finite_logits_stop_the_run_with_what_to_do():
+    from radaudit.models.vlm import NonFiniteLogitsError, check_finite_logits
+
+    class M:
+        dtype = torch.float16
+
+    check_finite_logits(torch.zeros(2, 5), M())  # finite: nothing happens
+    bad = torch.zeros(3, 5)
+    bad[1, 2] = float("nan")
+    bad[2, 0] = float("inf")
+    with pytest.raises(NonFiniteLogitsError, match=r"2 of 3 items.*torch.float16.*rows \[1, 2\].*bf16"):
+        check_finite_logits(bad, M(), ["a", "Is there an effusion?", "c"])
+
+
+def test_first_token_scores_refuse_nan_logits_and_cache_nothing(vlm, images, tmp_path):
+    from radaudit.models.cache import ContentCache
+    from radaudit.models.vlm import NonFiniteLogitsError, first_token_scores
+
+    _, processor, model = vlm
+    head = model.get_output_embeddings()
+    saved = head.weight.data.clone()
+    head.weight.data[0, 0] = float("nan")
+    try:
+        with ContentCache(tmp_path / "c") as store, pytest.raises(NonFiniteLogitsError):
+            first_token_scores(processor, model, ["Is there an effusion?"], [images[0]], cache=store)
+        with ContentCache(tmp_path / "c") as store:
+            assert len(store) == 0
+    finally:
+        head.weight.data.copy_(saved)
+
+
+def test_image_processor_settings_from_params_cap_qwen2vl_pixels(tmp_path):
+    """The paper preset caps Qwen2-VL's max_pixels; the tiny twin's config allows 56 x 56 = 3136 px."""
+    folder = BUILDERS["qwen2vl"](tmp_path / "q")
+    big = Image.new("RGB", (112, 112), (90, 90, 90))
+    default, _ = load_vlm(str(folder), device="cpu")
+    capped, _ = load_vlm(str(folder), device="cpu", image_processor_kwargs={"max_pixels": 28 * 28})
+    thw = lambda p: p.image_processor(images=[big], return_tensors="pt")["image_grid_thw"][0].tolist()  # noqa: E731
+    assert thw(default) == [1, 4, 4]  # 56 x 56 px in 14 px patches
+    assert thw(capped) == [1, 2, 2]  # 28 x 28 px: four times fewer patches

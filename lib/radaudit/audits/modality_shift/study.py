@@ -59,6 +59,7 @@ class ModelSpec(BaseModel):
     model_type: str | None = Field(None, description="Key of the template's model_suffixes (e.g. 'mllama' adds the anchor's Llama-3.2 instruction).")
     trust_remote_code: bool = Field(False, description="Passed to from_pretrained (some medical VLMs need it).")
     device: str | None = Field(None, description="null = cuda if available, else cpu.")
+    image_processor: dict[str, Any] = Field(default_factory=dict, description="Overrides of the checkpoint's image-processor settings (e.g. Qwen2-VL max_pixels: its hub config allows 12.8 MP per image).")
 
 
 class Params(BaseParams):
@@ -166,7 +167,8 @@ def load_model(spec: ModelSpec, params: Params, cache_dir: str | os.PathLike | N
 
         where = str(demo_vlm_path(params.data_root, seed=params.seed, cache_dir=cache_dir, split_seed=params.split_seed,
                                   test_size=params.test_size, **params.demo_vlm))
-    processor, model = load_vlm(where, device=spec.device, dtype=spec.dtype, trust_remote_code=spec.trust_remote_code)
+    processor, model = load_vlm(where, device=spec.device, dtype=spec.dtype, trust_remote_code=spec.trust_remote_code,
+                                image_processor_kwargs=spec.image_processor or None)
     return processor, model, where
 
 
