@@ -180,3 +180,45 @@ def build_mllama(folder):
 
 
 BUILDERS.update({"gemma3": build_gemma3, "mllama": build_mllama})
+
+
+JANUS_TEMPLATE = (
+    "{% for m in messages %}{% if m['role'] == 'user' %}<|User|>: {% else %}<|Assistant|>: {% endif %}"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<image_placeholder>{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}\n\n{% endfor %}{% if add_generation_prompt %}<|Assistant|>:{% endif %}")
+
+
+def build_janus(folder):
+    """A Janus-Pro twin (``JanusForConditionalGeneration``): SigLIP-style tower (28 px, 14 px patches, 4 image
+    tokens), a tiny VQ-VAE (generation side, unused here) and a tiny Llama."""
+    from transformers import JanusConfig, JanusForConditionalGeneration, JanusProcessor
+    from transformers.models.janus.image_processing_pil_janus import JanusImageProcessorPil
+
+    bos, eos, pad = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>"
+    tok = tokenizer([pad, bos, eos, "<image_placeholder>", "<begin_of_image>", "<end_of_image>", "<|User|>",
+                     "<|Assistant|>"], bos, eos_token=eos, pad_token=pad,
+                    extra_special_tokens={"boi_token": "<begin_of_image>", "eoi_token": "<end_of_image>",
+                                          "image_token": "<image_placeholder>"})
+    ids = tok.convert_tokens_to_ids
+    processor = JanusProcessor(image_processor=JanusImageProcessorPil(size={"height": 28, "width": 28}), tokenizer=tok,
+                               chat_template=JANUS_TEMPLATE, num_image_tokens=4)
+    config = JanusConfig(
+        text_config=dict(model_type="llama", vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=512,
+                         bos_token_id=ids(bos), eos_token_id=ids(eos), pad_token_id=ids(pad)),
+        vision_config=dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, image_size=28, patch_size=14,
+                           projection_dim=32, num_image_tokens=4, mlp_ratio=2.0),
+        vq_config=dict(embed_dim=4, num_embeddings=16, latent_channels=4, base_channels=32, channel_multiplier=[1, 1],
+                       num_res_blocks=1, num_patches=2, projection_dim=32, image_token_embed_dim=32),
+        image_token_id=ids("<image_placeholder>"), tie_word_embeddings=False)  # tied, the twin repeats its last token
+    torch.manual_seed(0)
+    model = JanusForConditionalGeneration(config)
+    model.generation_config.eos_token_id = ids(eos)
+    model.generation_config.pad_token_id = ids(pad)
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+BUILDERS["janus"] = build_janus

@@ -45,7 +45,7 @@ from radaudit.models.vlm import (  # noqa: E402
 from tiny_vlms import BUILDERS  # noqa: E402
 
 
-@pytest.fixture(scope="module", params=["llava", "qwen2vl", "gemma3", "mllama"])
+@pytest.fixture(scope="module", params=["llava", "qwen2vl", "gemma3", "mllama", "janus"])
 def vlm(request, tmp_path_factory):
     """``(name, processor, model)`` loaded through load_vlm from a saved folder."""
     build = BUILDERS[request.param]
@@ -79,7 +79,9 @@ def _expected_image_tokens(name, processor, image_path):
         cfg = processor.image_processor.crop_size
         return (cfg["height"] // processor.patch_size) * (cfg["width"] // processor.patch_size)
     if name == "gemma3":
-        return processor.image_seq_length  # the SigLIP patches pooled to mm_tokens_per_image
+        return processor.image_seq_length
+    if name == "janus":
+        return processor.num_image_tokens  # the SigLIP patches pooled to mm_tokens_per_image
     if name == "mllama":
         return 1  # one <|image|> placeholder: the image itself enters through the cross-attention layers
     feats = processor.image_processor(images=[Image.open(image_path).convert("RGB")], return_tensors="pt")
@@ -93,7 +95,8 @@ def test_load_vlm_through_from_pretrained(vlm):
     assert type(model).__name__ == {"llava": "LlavaForConditionalGeneration",
                                     "qwen2vl": "Qwen2VLForConditionalGeneration",
                                     "gemma3": "Gemma3ForConditionalGeneration",
-                                    "mllama": "MllamaForConditionalGeneration"}[name]
+                                    "mllama": "MllamaForConditionalGeneration",
+                                    "janus": "JanusForConditionalGeneration"}[name]
     assert not model.training and model.device.type == "cpu" and model.dtype == torch.float32
     assert processor.chat_template
     if name == "qwen2vl" and not transformers.utils.is_torchvision_available():

@@ -46,6 +46,7 @@ First-token scores (:func:`first_token_scores`)
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -390,8 +391,20 @@ def _run_generate(model: Any, inputs: Any, strategy: Any, seeds: Sequence[int], 
     gen_cfg = run.to_generation_config(eos_token_id=eos or None, pad_token_id=pad)
     for key, value in config.items():
         setattr(gen_cfg, key, value)
+    generate = model.generate
+    if type(model).__name__ in _GENERATE_DROPS_LOGITS_PROCESSOR:
+        from transformers import GenerationMixin
+
+        generate = functools.partial(GenerationMixin.generate, model)
     with torch.inference_mode(), checkpoint_defaults_hidden(model):
-        return model.generate(**inputs, generation_config=gen_cfg, logits_processor=processors)
+        return generate(**inputs, generation_config=gen_cfg, logits_processor=processors)
+
+
+#: Models whose own ``generate`` silently drops ``logits_processor`` in text mode (so seeded sampling
+#: would fall back to greedy without a word): JanusForConditionalGeneration (transformers 5.x) forwards
+#: only the generation config. Their text generation runs through ``GenerationMixin.generate`` instead,
+#: which is what their override calls for text anyway (with classifier-free guidance off, as here).
+_GENERATE_DROPS_LOGITS_PROCESSOR = frozenset({"JanusForConditionalGeneration"})
 
 
 def _decode_new(processor: Any, new_ids: Any, eos_ids: Sequence[int]) -> list[dict[str, Any]]:
