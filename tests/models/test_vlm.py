@@ -399,3 +399,15 @@ def test_image_processor_settings_from_params_cap_qwen2vl_pixels(tmp_path):
     thw = lambda p: p.image_processor(images=[big], return_tensors="pt")["image_grid_thw"][0].tolist()  # noqa: E731
     assert thw(default) == [1, 4, 4]  # 56 x 56 px in 14 px patches
     assert thw(capped) == [1, 2, 2]  # 28 x 28 px: four times fewer patches
+
+
+def test_llava_med_needs_conversion_and_says_how_before_any_download(tmp_path):
+    from radaudit.models.resolver import ModelUnavailableError
+
+    with pytest.raises(ModelUnavailableError, match=r"llava_mistral.*convert_llava_weights_to_hf"):
+        load_vlm("microsoft/llava-med-v1.5-mistral-7b", device="cpu")
+    folder = tmp_path / "llava-med"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "llava_mistral"}')
+    with pytest.raises(ModelUnavailableError, match="LlavaForConditionalGeneration folder"):
+        load_vlm(str(folder), device="cpu")

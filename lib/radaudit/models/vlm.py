@@ -105,6 +105,7 @@ def load_vlm(spec: str | os.PathLike[str] | ResolvedModel, device: str | None = 
     from transformers import AutoModelForImageTextToText
 
     resolved = resolve_model(spec)
+    check_loadable(resolved.spec, resolved.path_or_id)
     kwargs = {**resolved.pretrained_kwargs(), "trust_remote_code": trust_remote_code}
     if attn_implementation is not None:
         model_kwargs["attn_implementation"] = attn_implementation
@@ -122,6 +123,42 @@ def load_vlm(spec: str | os.PathLike[str] | ResolvedModel, device: str | None = 
     model.to(resolve_device(device))
     model.eval()
     return processor, model
+
+
+#: Checkpoints in a format transformers cannot load, by hub id and by ``model_type``: what to do instead.
+LLAVA_MED_HOWTO = (
+    "it is in the original LLaVA repository's format (model_type 'llava_mistral', a class transformers does not "
+    "have), so AutoModelForImageTextToText cannot load it, with or without trust_remote_code. Convert it to a "
+    "LlavaForConditionalGeneration folder with transformers' LLaVA conversion script "
+    "(transformers/models/llava/convert_llava_weights_to_hf.py: text model mistralai/Mistral-7B-Instruct-v0.2, "
+    "vision tower openai/clip-vit-large-patch14-336) and list that folder as the model, or use an upload already "
+    "converted to the llava-hf format.")
+NEEDS_CONVERSION: dict[str, str] = {"microsoft/llava-med-v1.5-mistral-7b": LLAVA_MED_HOWTO}
+NEEDS_CONVERSION_TYPES: dict[str, str] = {"llava_mistral": LLAVA_MED_HOWTO}
+
+
+def conversion_needed(spec: str, path_or_id: str | None = None) -> str | None:
+    """Why ``spec`` cannot be loaded as it is and what to do (:data:`NEEDS_CONVERSION`), or ``None``.
+
+    Known hub ids are answered without any download; a local folder is answered from its
+    ``config.json`` ``model_type``.
+    """
+    for key in (spec, path_or_id):
+        if key and str(key) in NEEDS_CONVERSION:
+            return NEEDS_CONVERSION[str(key)]
+    if path_or_id and Path(path_or_id).is_dir():
+        model_type = _read_json(Path(path_or_id) / "config.json").get("model_type")
+        if model_type in NEEDS_CONVERSION_TYPES:
+            return NEEDS_CONVERSION_TYPES[model_type]
+    return None
+
+
+def check_loadable(spec: str, path_or_id: str | None = None) -> None:
+    """Raise :class:`~radaudit.models.resolver.ModelUnavailableError` naming what to do when
+    :func:`conversion_needed` knows ``spec`` cannot be loaded (before anything is downloaded)."""
+    why = conversion_needed(spec, path_or_id)
+    if why:
+        raise ModelUnavailableError(f"{spec!r} cannot be loaded as it is: {why}")
 
 
 def _load_processor(path_or_id: str, kwargs: Mapping[str, Any]) -> Any:
