@@ -6,6 +6,7 @@
     radaudit run all --preset demo
     radaudit sweep data_overview --preset smoke --grid seed=0,1 [--grid key=v1,v2 ...]
     radaudit findings decoding_erasure [--run DIR] [--readme]
+    radaudit preflight modality_shift --preset paper                # what a paper run needs; exit 2 if missing
     radaudit metrics
     radaudit data list [--data-root PATH]
     radaudit data fetch iu_xray [--data-root PATH] [--mirror URL]
@@ -84,6 +85,30 @@ def params_cmd(experiment: str, preset: str, overrides: tuple[str, ...], params_
     for key, field in model.model_fields.items():
         click.echo(f"# {field.description or ''}".rstrip())
         click.echo(yaml.safe_dump({key: values[key]}, sort_keys=False, default_flow_style=False).rstrip())
+
+
+@main.command("preflight")
+@click.argument("experiment")
+@click.option("--preset", default="paper", show_default=True, help="params/<experiment>/<preset>.yaml")
+@click.option("-p", "--param", "overrides", multiple=True, metavar="KEY=VALUE", help="Override one parameter (repeatable).")
+@click.option("-f", "--params-file", "params_files", multiple=True, type=click.Path(dir_okay=False),
+              help="A YAML of parameters merged over the preset (repeatable; -p overrides come after).")
+def preflight_cmd(experiment: str, preset: str, overrides: tuple[str, ...], params_files: tuple[str, ...]) -> None:
+    """List every dataset path, model, adapter and checkpoint a preset needs, whether each is here, and
+    the GPU memory of each model at its dtype; exit 2 when a required item is missing. Loads no weights."""
+    from radaudit.config import resolve_params
+    from radaudit.experiments import get_experiment
+    from radaudit.paths import params_dir
+    from radaudit.preflight import preflight_report
+
+    exp = get_experiment(experiment)
+    params = resolve_params(exp.params_model(), params_dir(), experiment, preset, overrides, params_files=params_files)
+    checks, lines = preflight_report(params)
+    click.echo(click.style(f"{experiment} --preset {preset}: what the run needs", bold=True))
+    for line in lines:
+        click.echo(line)
+    if any(c.failed for c in checks):
+        sys.exit(2)
 
 
 @main.command("run")

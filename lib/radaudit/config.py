@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,25 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from radaudit.errors import ParamsError
 
 RESERVED_PRESET_KEYS = ("description", "extends")
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One thing a preset needs from outside the repository, for ``radaudit preflight``.
+
+    ``kind``: ``"data"`` (a local file or folder), ``"model"`` (hub id, folder or ``demo``), ``"adapter"``
+    or ``"checkpoint"``; ``key``: the parameter that names it; ``value``: its current value (``None``:
+    not set); ``dtype`` / ``batch_size``: for a model's memory estimate; ``optional``: not needed for the
+    run (reported, never a failure); ``note``: what it is for.
+    """
+
+    kind: str
+    key: str
+    value: Any
+    dtype: str | None = None
+    batch_size: int | None = None
+    optional: bool = False
+    note: str = ""
 
 
 class BaseParams(BaseModel):
@@ -40,6 +60,10 @@ class BaseParams(BaseModel):
 
     def preflight(self) -> None:
         """Checks that need the outside world (data present, models loadable), run before the notebook."""
+
+    def requirements(self) -> list[Requirement]:
+        """Every dataset path, model, adapter and checkpoint these parameters need (``radaudit preflight``)."""
+        return []
 
 
 # ----------------------------------------------------------------------------- error formatting

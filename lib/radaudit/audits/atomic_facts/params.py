@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from radaudit.config import BaseParams
+from radaudit.config import BaseParams, Requirement
 from radaudit.errors import ParamsError
 
 log = logging.getLogger(__name__)
@@ -70,3 +70,16 @@ class Params(BaseParams):
         if self.strategy_generations is not None and not Path(self.strategy_generations).is_file():
             raise ParamsError(f"strategy_generations={self.strategy_generations!r} is not a file; give a CSV/Parquet/JSONL "
                               "table with columns strategy, reference, prediction, or null.")
+
+    def requirements(self) -> list[Requirement]:
+        """The dataset (ReXVal by local path), the LLM (backend=llm) and the encoder."""
+        out = []
+        if self.dataset != "radpref":
+            out.append(Requirement("data", "dataset_path", self.dataset_path,
+                                   note=f"the {self.dataset} folder (credentialed; by local path)"))
+        if self.backend == "llm":
+            out.append(Requirement("model", "llm_model", self.llm_model, dtype=getattr(self, "llm_dtype", None),
+                                   batch_size=getattr(self, "llm_batch_size", None)))
+        if self.text_encoder:
+            out.append(Requirement("model", "text_encoder", self.text_encoder, note="BERTScore / embedding encoder"))
+        return out

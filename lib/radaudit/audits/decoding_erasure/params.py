@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from radaudit.audits.decoding_erasure.corpus import SURFACE_METRICS
-from radaudit.config import BaseParams
+from radaudit.config import BaseParams, Requirement
 from radaudit.errors import ParamsError
 from radaudit.metrics.diversity import DIVERSITY_METRICS
 
@@ -110,3 +110,23 @@ class Params(BaseParams):
         if bad:
             raise ValueError(f"unknown diversity metrics {bad}; allowed: {list(DIVERSITY_METRICS)}")
         return v
+
+    def requirements(self) -> list[Requirement]:
+        """The report model, its adapter, the skew models (Fig. 2c), the image dataset and the BERTScore encoder."""
+        if self.report_model is None:
+            return [Requirement("model", "report_model", "demo", note="the demo report writers, trained here")]
+        out = [Requirement("model", "report_model", self.report_model, dtype=self.model_dtype,
+                           batch_size=self.batch_size),
+               Requirement("adapter", "report_adapter", self.report_adapter,
+                           note="the paper's ReX-BB LoRA fine-tune of report_model (peft folder)"),
+               Requirement("data", "dataset_path", self.dataset_path,
+                           note=f"the {self.image_dataset} folder (images + reference reports)")]
+        if not self.skew_models:
+            out.append(Requirement("model", "skew_models", None, optional=True,
+                                   note="the three fine-tunes of Fig. 2c; without them Fig. 2c is not run"))
+        for name, spec in sorted(self.skew_models.items()):
+            kind = "adapter" if self.report_adapter else "model"
+            out.append(Requirement(kind, f"skew_models.{name}", spec, dtype=self.model_dtype))
+        if self.text_encoder:
+            out.append(Requirement("model", "text_encoder", self.text_encoder, note="BERTScore / diversity encoder"))
+        return out

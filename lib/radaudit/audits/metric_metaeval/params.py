@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from radaudit.config import BaseParams
+from radaudit.config import BaseParams, Requirement
 
 log = logging.getLogger(__name__)
 
@@ -59,3 +59,18 @@ class Params(BaseParams):
         if bad:
             raise ValueError(f"unknown metrics {bad}; registered: {', '.join(METRICS)}")
         return v
+
+    def requirements(self) -> list[Requirement]:
+        """Credentialed dataset folders, the rewriting LLM (engine=llm), metric backbones and ReXVal."""
+        out = [Requirement("data", f"dataset_paths.{name}", self.dataset_paths.get(name),
+                           note=f"the {name} folder (credentialed; by local path)")
+               for name in self.datasets if name in ("mimic_cxr", "chexpert_plus", "rexgradient")]
+        if self.engine == "llm":
+            out.append(Requirement("model", "llm_model", self.llm_model, dtype=self.llm_dtype,
+                                   batch_size=self.llm_batch_size))
+        for metric, options in sorted(self.metric_options.items()):
+            if isinstance(options, dict) and options.get("model"):
+                out.append(Requirement("model", f"metric_options.{metric}.model", options["model"]))
+        out.append(Requirement("data", "rexval_path", self.rexval_path, optional=True,
+                               note="ReXVal (credentialed): the paper's Table 1; skipped when not set"))
+        return out

@@ -35,7 +35,7 @@ from radaudit.audits.modality_shift.conditions import (
     MARKED_CONDITIONS,
     get_template,
 )
-from radaudit.config import BaseParams
+from radaudit.config import BaseParams, Requirement
 from radaudit.errors import ParamsError
 
 __all__ = ["DEMO_MODEL", "ModelSpec", "Params", "all_samples", "build_run_items", "condition_order", "evaluation_samples", "load_model", "pick_attention_samples",
@@ -117,6 +117,23 @@ class Params(BaseParams):
             raise ParamsError("The demo VLM is trained on covid_cxr; with dataset="
                               f"{self.dataset!r} list real models (hub id or folder) in `models`.")
         get_template(self.dataset, self.prompt)  # a bad template fails before any model loads
+
+    def requirements(self) -> list[Requirement]:
+        """The dataset folder and options (credentialed data by local path) and every model of ``models``."""
+        out: list[Requirement] = []
+        if self.dataset != "covid_cxr":
+            out.append(Requirement("data", "dataset_path", self.dataset_path,
+                                   note=f"the {self.dataset} folder (credentialed; by local path)"))
+            wanted = {"mimic_cxr": ("images_dir", "patients_path", "race_path"), "fairvlmed": ()}[self.dataset]
+            for key in wanted:
+                out.append(Requirement("data", f"dataset_options.{key}", self.dataset_options.get(key),
+                                       optional=key == "race_path",
+                                       note={"images_dir": "MIMIC-CXR-JPG images", "patients_path": "MIMIC-IV patients.csv.gz (age, sex)",
+                                             "race_path": "MIMIC-IV admissions.csv.gz (race; subgroup tables only)"}[key]))
+        for i, spec in enumerate(self.models):
+            out.append(Requirement("model", f"models[{i}].model ({spec.name})", spec.model, dtype=spec.dtype,
+                                   batch_size=spec.batch_size))
+        return out
 
 
 def template(params: Params) -> dict[str, Any]:

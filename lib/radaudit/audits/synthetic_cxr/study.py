@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from radaudit.config import BaseParams
+from radaudit.config import BaseParams, Requirement
 from radaudit.data.covid_cxr import DEMO_LABELS
 from radaudit.errors import DataFormatError, ParamsError
 
@@ -148,6 +148,28 @@ class Params(BaseParams):
         if self.dataset != "covid_cxr" and "demo" in (self.cxr_encoder, self.reid_model, self.alignment_model):
             raise ParamsError("The demo encoders are trained on covid_cxr; with dataset=mimic_cxr set cxr_encoder "
                               "(microsoft/rad-dino), reid_model (the re-ID checkpoint) and alignment_model (biovil-t).")
+
+    def requirements(self) -> list[Requirement]:
+        """The dataset and its annotations, the three encoders, and every generator's model or folder."""
+        out = []
+        if self.dataset != "covid_cxr":
+            out.append(Requirement("data", "dataset_path", self.dataset_path,
+                                   note=f"the {self.dataset} folder (credentialed; by local path)"))
+            for key in ("annotations_csv", "images_dir"):
+                if key in self.dataset_options:
+                    out.append(Requirement("data", f"dataset_options.{key}", self.dataset_options.get(key)))
+        out.append(Requirement("model", "cxr_encoder", self.cxr_encoder, note="FID / KID / PRDC features"))
+        if self.alignment_model not in ("demo", "none", "biovil-t"):
+            out.append(Requirement("model", "alignment_model", self.alignment_model))
+        if self.reid_model != "demo":
+            out.append(Requirement("checkpoint", "reid_model", self.reid_model, note="the Packhaeuser re-ID checkpoint"))
+        for i, g in enumerate(self.generators):
+            if g.kind == "diffusion" and "model" in g.params:
+                out.append(Requirement("model", f"generators[{i}].params.model ({g.name})", g.params.get("model"),
+                                       dtype=g.params.get("dtype")))
+            elif g.kind == "folder":
+                out.append(Requirement("data", f"generators[{i}].params.path ({g.name})", g.params.get("path")))
+        return out
 
 
 @dataclass
