@@ -121,7 +121,9 @@ def preflight_cmd(experiment: str, preset: str, overrides: tuple[str, ...], para
 @click.option("--no-progress", is_flag=True, help="Hide the per-cell progress bar.")
 @click.option("-f", "--params-file", "params_files", multiple=True, type=click.Path(dir_okay=False),
               help="A YAML of parameters merged over the preset (repeatable; -p overrides come after).")
-def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, params_files) -> None:
+@click.option("--rehearse", is_flag=True, help="Dress rehearsal on CPU: tiny random-weight twins of the preset's "
+              "models and invented fixtures of its credentialed data, through the same code path.")
+def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, params_files, rehearse) -> None:
     """Execute an experiment's notebook into outputs/<experiment>/<run>/ (EXPERIMENT may be 'all')."""
     from radaudit.config import list_presets
     from radaudit.experiments import EXPERIMENTS
@@ -142,7 +144,8 @@ def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, pa
         click.echo(click.style(f"== {n} ({preset})", bold=True))
         try:
             res = run_experiment(n, preset, overrides, data_root=data_root, out=out, name=name,
-                                 progress=not no_progress, prepared=prepared[n], params_files=params_files)
+                                 progress=not no_progress, prepared=prepared[n], params_files=params_files,
+                                 rehearse=rehearse)
             done.append(res)
             click.echo(f"   outputs: {res.run_dir}")
             click.echo(f"   report:  {res.html}")

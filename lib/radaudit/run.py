@@ -199,6 +199,7 @@ def run_experiment(
     prepared: tuple[Experiment, BaseParams] | None = None,
     run_parent: Path | None = None,
     params_files: list[str] | tuple[str, ...] = (),
+    rehearse: bool = False,
 ) -> RunResult:
     """Run one experiment; see the module docstring. Raises ``ParamsError`` / ``DatasetNotFoundError``
     before anything is written, ``RunFailedError`` after a failed cell (outputs kept)."""
@@ -207,6 +208,11 @@ def run_experiment(
     if name is not None and run_parent is None:  # a user's name (a sweep builds its own labels)
         check_component(name, "run name")
     exp, params = prepared or prepare(experiment, preset, overrides, data_root, params_files)
+    rehearsal = None
+    if rehearse:  # the same notebook and code, tiny twins and invented fixtures (see BaseParams.rehearse)
+        from radaudit.models.cache import default_cache_dir
+
+        params, rehearsal = params.rehearse(default_cache_dir() / "rehearsal")
     project = project_root()
     notebook = notebooks_dir() / exp.notebook
     if not notebook.exists():
@@ -215,7 +221,8 @@ def run_experiment(
     kernel_name = os.environ.get("RADAUDIT_KERNEL", "python3")
     kernel_exe = kernel_python(kernel_name)
     exp_dir = Path(out).resolve() / experiment if out else outputs_dir() / experiment
-    run_dir = _new_run_dir(run_parent or exp_dir, name or default_run_name(preset, overrides, params_files))
+    run_dir = _new_run_dir(run_parent or exp_dir, name or (default_run_name(preset, overrides, params_files)
+                                                           + ("_rehearsal" if rehearse else "")))
     (run_dir / "figures").mkdir()
     (run_dir / "tables").mkdir()
     nb_out = run_dir / f"{experiment}.ipynb"
@@ -226,6 +233,8 @@ def run_experiment(
     if params_files:
         m["params_files"] = {str(Path(f).resolve()): Path(f).read_text(encoding="utf-8") for f in params_files}
     m["notebook"] = exp.notebook
+    if rehearsal is not None:
+        m["rehearsal"] = rehearsal
     m["kernel"] = {"name": kernel_name, "python": kernel_exe}
     manifest.write(mpath, m)
 

@@ -117,6 +117,41 @@ class Params(BaseParams):
             raise ParamsError("The demo VLM is trained on covid_cxr; with dataset="
                               f"{self.dataset!r} list real models (hub id or folder) in `models`.")
         get_template(self.dataset, self.prompt)  # a bad template fails before any model loads
+        if self.image_probe and self.dataset != "covid_cxr":
+            raise ParamsError(f"image_probe needs the training patients' images, which dataset={self.dataset!r} does "
+                              "not load (only eval_split): set image_probe: false (the probe is the demo's ceiling "
+                              "for its positive control).")
+
+    def rehearse(self, workdir: Path) -> tuple[Params, dict[str, str]]:
+        """The paper run on CPU: an invented MIMIC-CXR fixture (16 studies, 8 evaluated), every VLM's tiny
+        twin (same class and processor type, its dtype kept), 50 bootstrap resamples, 8 new tokens, one
+        traced sample. LLaVA-Med is rehearsed as the LlavaForConditionalGeneration it must be converted to."""
+        from radaudit.data.fixtures import write_mimic_cxr
+        from radaudit.models.twins import twin_folder
+        from radaudit.models.vlm import conversion_needed
+
+        if self.dataset == "covid_cxr":
+            raise ParamsError("--rehearse replaces credentialed data and hub models; this preset needs neither "
+                              "(run it as it is).")
+        if self.dataset != "mimic_cxr":
+            raise ParamsError(f"No rehearsal fixture for dataset={self.dataset!r} yet; rehearse with dataset=mimic_cxr.")
+        data = write_mimic_cxr(Path(workdir) / "data" / "mimic_cxr", n_studies=16)
+        models, rehearsal = [], {}
+        for spec in self.models:
+            if spec.model == DEMO_MODEL:
+                raise ParamsError("The demo VLM trains on covid_cxr; a rehearsal replaces hub models only.")
+            folder, cls = twin_folder(spec.model, Path(workdir) / "twins")
+            rehearsal[spec.model] = cls + (" (as converted; see radaudit preflight)" if conversion_needed(spec.model)
+                                           else "")
+            models.append(spec.model_copy(update={"model": str(folder), "device": "cpu", "trust_remote_code": False,
+                                                  "image_processor": {}}))
+        options = {**self.dataset_options, "images_dir": str(data / "files"),
+                   "patients_path": str(data / "patients.csv.gz"), "race_path": None}
+        params = self.model_copy(update={"dataset_path": str(data), "dataset_options": options, "models": models,
+                                         "n_bootstrap": 50, "max_new_tokens": min(self.max_new_tokens, 8),
+                                         "attention_samples": min(self.attention_samples, 1),
+                                         "attention_max_new_tokens": min(self.attention_max_new_tokens, 2)})
+        return params, rehearsal
 
     def requirements(self) -> list[Requirement]:
         """The dataset folder and options (credentialed data by local path) and every model of ``models``."""

@@ -1,0 +1,290 @@
+"""Tiny random-weight twins of the vision-language models the paper presets name: same transformers
+class, same processor type, built offline in seconds.
+
+A twin has the architecture and the processor of the real model — chat template, image processor,
+special tokens, how images become tokens (LLaVA's square grid, Qwen2-VL's merged patches and
+``image_grid_thw``, Gemma 3's pooled soft tokens, Mllama's tiles and cross-attention layers, Janus's
+SigLIP tokens) — with a byte-level BPE tokenizer trained here on a few sentences and layers a few units
+wide. Its answers are noise: it exists so that every code path a paper run takes (batching, chat
+templates, first-token scores, attention, dtype handling, caching, tables, figures) runs on CPU in
+seconds, before hours of GPU time (``radaudit run <experiment> --preset paper --rehearse``), and for
+the tests.
+
+:data:`TWINS` maps a family to its builder ``build(folder) -> folder`` (a ``save_pretrained`` folder that
+:func:`radaudit.models.vlm.load_vlm` loads); :data:`FAMILY_OF` maps the hub ids of the paper presets to
+their family; :func:`twin_folder` builds (once, cached by family and :data:`TWIN_VERSION`) and returns
+the folder for a hub id.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from radaudit.errors import ParamsError
+
+__all__ = ["FAMILY_OF", "TWINS", "TWIN_VERSION", "family_of", "twin_folder"]
+
+#: Bump when a builder changes (part of the cached folder's name).
+TWIN_VERSION = 1
+
+CORPUS = ["Yes", "No", "yes", "no", "Yes.", "No.", "yes no Yes No",
+          "Is there a pleural effusion? Answer yes or no.", "Does the patient have any condition?",
+          "Based on the image only, is the heart enlarged?", "The lungs are clear. No pneumothorax.",
+          "user assistant system USER ASSISTANT"]
+
+LLAVA_TEMPLATE = (
+    "{% for m in messages %}{{ m['role'].upper() }}: {% if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{% for c in m['content'] %}{% if c['type'] == 'image' %}<image>{{ '\\n' }}{% elif c['type'] == 'text' %}"
+    "{{ c['text'] }}{% endif %}{% endfor %}{% endif %}{{ '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}ASSISTANT:{% endif %}")
+
+QWEN_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}{{ '\\n' }}{% if m['content'] is string %}{{ m['content'] }}"
+    "{% else %}{% for c in m['content'] %}{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>{{ '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant{{ '\\n' }}{% endif %}")
+
+
+def tokenizer(specials: list[str], bos: str | None, **tokens):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=360, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(CORPUS * 10, trainer)
+    if bos is not None:
+        tok.post_processor = processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A {bos} $B",
+                                                           special_tokens=[(bos, tok.token_to_id(bos))])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, **({"bos_token": bos} if bos else {}), **tokens)
+
+
+def build_llava(folder):
+    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+
+    tok = tokenizer(["<pad>", "<s>", "</s>", "<image>"], "<s>", eos_token="</s>", pad_token="<pad>",
+                     extra_special_tokens={"image_token": "<image>"})
+    image_processor = CLIPImageProcessorPil(size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28})
+    processor = LlavaProcessor(image_processor=image_processor, tokenizer=tok, patch_size=14,
+                               vision_feature_select_strategy="default", num_additional_image_tokens=1,
+                               chat_template=LLAVA_TEMPLATE)
+    ids = tok.convert_tokens_to_ids
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                       image_size=28, patch_size=14, projection_dim=16),
+        text_config=LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                                bos_token_id=ids("<s>"), eos_token_id=ids("</s>"), pad_token_id=ids("<pad>")),
+        image_token_index=ids("<image>"), image_seq_length=4, vision_feature_select_strategy="default",
+        vision_feature_layer=-2)
+    import torch
+
+    torch.manual_seed(0)
+    model = LlavaForConditionalGeneration(config)
+    model.generation_config.eos_token_id = ids("</s>")
+    model.generation_config.pad_token_id = ids("<pad>")
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+def build_qwen2vl(folder):
+    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>",
+                "<|video_pad|>"]
+    tok = tokenizer(specials, None, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    ids = tok.convert_tokens_to_ids
+    config = Qwen2VLConfig(
+        vision_config=dict(depth=2, embed_dim=16, hidden_size=32, num_heads=2, mlp_ratio=2, patch_size=14,
+                           spatial_merge_size=2, temporal_patch_size=2),
+        text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                         rope_parameters={"rope_type": "default", "mrope_section": [2, 1, 1], "rope_theta": 10000.0},
+                         bos_token_id=None, eos_token_id=ids("<|im_end|>"), pad_token_id=ids("<|endoftext|>")),
+        image_token_id=ids("<|image_pad|>"), video_token_id=ids("<|video_pad|>"),
+        vision_start_token_id=ids("<|vision_start|>"), vision_end_token_id=ids("<|vision_end|>"))
+    import torch
+
+    torch.manual_seed(0)
+    model = Qwen2VLForConditionalGeneration(config)
+    model.generation_config.eos_token_id = ids("<|im_end|>")
+    model.generation_config.pad_token_id = ids("<|endoftext|>")
+    model.save_pretrained(folder)
+    # Qwen2VLProcessor(...) cannot be built (nor saved) without torchvision: its video processor
+    # needs it. Save the parts the way hub checkpoints ship them; load_vlm reassembles them.
+    tok.save_pretrained(folder)
+    Qwen2VLImageProcessorPil(min_pixels=28 * 28, max_pixels=56 * 56).save_pretrained(folder)
+    (folder / "chat_template.jinja").write_text(QWEN_TEMPLATE, encoding="utf-8")
+    (folder / "processor_config.json").write_text('{"processor_class": "Qwen2VLProcessor"}\n', encoding="utf-8")
+    return folder
+
+
+
+
+GEMMA_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<start_of_image>{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+
+MLLAMA_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<|image|>{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}"
+    "{% endif %}<|eot_id|>{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n"
+    "{% endif %}")
+
+
+def build_gemma3(folder):
+    """A Gemma-3 / MedGemma twin: SigLIP tower (28 px, 7 px patches) pooled to 4 image tokens, tiny Gemma-3 text model."""
+    from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3Processor
+    from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
+
+    tok = tokenizer(["<pad>", "<eos>", "<bos>", "<start_of_image>", "<end_of_image>", "<image_soft_token>",
+                     "<start_of_turn>", "<end_of_turn>"], "<bos>", eos_token="<eos>", pad_token="<pad>",
+                    extra_special_tokens={"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>",
+                                          "image_token": "<image_soft_token>"})
+    ids = tok.convert_tokens_to_ids
+    processor = Gemma3Processor(image_processor=Gemma3ImageProcessorPil(size={"height": 28, "width": 28}),
+                                tokenizer=tok, chat_template=GEMMA_TEMPLATE, image_seq_length=4)
+    config = Gemma3Config(
+        text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=512,
+                         sliding_window=64, bos_token_id=ids("<bos>"), eos_token_id=ids("<eos>"),
+                         pad_token_id=ids("<pad>")),
+        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+                           image_size=28, patch_size=7),
+        mm_tokens_per_image=4, boi_token_index=ids("<start_of_image>"), eoi_token_index=ids("<end_of_image>"),
+        image_token_index=ids("<image_soft_token>"))
+    import torch
+
+    torch.manual_seed(0)
+    model = Gemma3ForConditionalGeneration(config)
+    model.generation_config.eos_token_id = ids("<eos>")
+    model.generation_config.pad_token_id = ids("<pad>")
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+def build_mllama(folder):
+    """A Llama-3.2-Vision twin: a one-tile Mllama vision tower (28 px) read through one cross-attention layer."""
+    from transformers import MllamaConfig, MllamaForConditionalGeneration, MllamaProcessor
+    from transformers.models.mllama.image_processing_pil_mllama import MllamaImageProcessorPil
+
+    tok = tokenizer(["<|finetune_right_pad_id|>", "<|begin_of_text|>", "<|eot_id|>", "<|image|>", "<|python_tag|>",
+                     "<|start_header_id|>", "<|end_header_id|>"], "<|begin_of_text|>", eos_token="<|eot_id|>",
+                    pad_token="<|finetune_right_pad_id|>")
+    ids = tok.convert_tokens_to_ids
+    processor = MllamaProcessor(image_processor=MllamaImageProcessorPil(size={"height": 28, "width": 28},
+                                                                        max_image_tiles=1),
+                                tokenizer=tok, chat_template=MLLAMA_TEMPLATE)
+    config = MllamaConfig(
+        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_global_layers=1,
+                           attention_heads=2, image_size=28, patch_size=14, max_num_tiles=1, vision_output_dim=32,
+                           intermediate_layers_indices=[0], supported_aspect_ratios=[[1, 1]]),
+        text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=512,
+                         cross_attention_layers=[1], bos_token_id=ids("<|begin_of_text|>"),
+                         eos_token_id=ids("<|eot_id|>"), pad_token_id=ids("<|finetune_right_pad_id|>")),
+        image_token_index=ids("<|image|>"))
+    import torch
+
+    torch.manual_seed(0)
+    model = MllamaForConditionalGeneration(config)
+    model.generation_config.eos_token_id = ids("<|eot_id|>")
+    model.generation_config.pad_token_id = ids("<|finetune_right_pad_id|>")
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+
+JANUS_TEMPLATE = (
+    "{% for m in messages %}{% if m['role'] == 'user' %}<|User|>: {% else %}<|Assistant|>: {% endif %}"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<image_placeholder>{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}\n\n{% endfor %}{% if add_generation_prompt %}<|Assistant|>:{% endif %}")
+
+
+def build_janus(folder):
+    """A Janus-Pro twin (``JanusForConditionalGeneration``): SigLIP-style tower (28 px, 14 px patches, 4 image
+    tokens), a tiny VQ-VAE (generation side, unused here) and a tiny Llama."""
+    from transformers import JanusConfig, JanusForConditionalGeneration, JanusProcessor
+    from transformers.models.janus.image_processing_pil_janus import JanusImageProcessorPil
+
+    bos, eos, pad = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>"
+    tok = tokenizer([pad, bos, eos, "<image_placeholder>", "<begin_of_image>", "<end_of_image>", "<|User|>",
+                     "<|Assistant|>"], bos, eos_token=eos, pad_token=pad,
+                    extra_special_tokens={"boi_token": "<begin_of_image>", "eoi_token": "<end_of_image>",
+                                          "image_token": "<image_placeholder>"})
+    ids = tok.convert_tokens_to_ids
+    processor = JanusProcessor(image_processor=JanusImageProcessorPil(size={"height": 28, "width": 28}), tokenizer=tok,
+                               chat_template=JANUS_TEMPLATE, num_image_tokens=4)
+    config = JanusConfig(
+        text_config=dict(model_type="llama", vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=512,
+                         bos_token_id=ids(bos), eos_token_id=ids(eos), pad_token_id=ids(pad)),
+        vision_config=dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, image_size=28, patch_size=14,
+                           projection_dim=32, num_image_tokens=4, mlp_ratio=2.0),
+        vq_config=dict(embed_dim=4, num_embeddings=16, latent_channels=4, base_channels=32, channel_multiplier=[1, 1],
+                       num_res_blocks=1, num_patches=2, projection_dim=32, image_token_embed_dim=32),
+        image_token_id=ids("<image_placeholder>"), tie_word_embeddings=False)  # tied, the twin repeats its last token
+    import torch
+
+    torch.manual_seed(0)
+    model = JanusForConditionalGeneration(config)
+    model.generation_config.eos_token_id = ids(eos)
+    model.generation_config.pad_token_id = ids(pad)
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+#: family -> builder.
+TWINS = {"llava": build_llava, "qwen2vl": build_qwen2vl, "gemma3": build_gemma3, "mllama": build_mllama,
+         "janus": build_janus}
+#: Hub ids of the paper presets -> family. LLaVA-Med v1.5 is rehearsed as what it must be converted to
+#: (:data:`radaudit.models.vlm.NEEDS_CONVERSION`): a LlavaForConditionalGeneration.
+FAMILY_OF: dict[str, str] = {
+    "Qwen/Qwen2-VL-7B-Instruct": "qwen2vl", "llava-hf/llava-1.5-7b-hf": "llava",
+    "meta-llama/Llama-3.2-11B-Vision-Instruct": "mllama", "google/medgemma-4b-it": "gemma3",
+    "deepseek-community/Janus-Pro-7B": "janus", "microsoft/llava-med-v1.5-mistral-7b": "llava",
+}
+_MODEL_TYPES = {"llava": "llava", "qwen2_vl": "qwen2vl", "gemma3": "gemma3", "mllama": "mllama", "janus": "janus"}
+
+
+def family_of(model_id: str) -> str:
+    """The twin family of a hub id (:data:`FAMILY_OF`) or of a local folder's ``config.json`` ``model_type``."""
+    if model_id in FAMILY_OF:
+        return FAMILY_OF[model_id]
+    config = Path(model_id) / "config.json"
+    if config.is_file():
+        import json
+
+        model_type = json.loads(config.read_text(encoding="utf-8")).get("model_type")
+        if model_type in _MODEL_TYPES:
+            return _MODEL_TYPES[model_type]
+    raise ParamsError(f"No tiny twin is known for {model_id!r}: add its family to radaudit.models.twins.FAMILY_OF "
+                      f"(families: {', '.join(TWINS)}).")
+
+
+def twin_folder(model_id: str, root: str | os.PathLike) -> tuple[Path, str]:
+    """``(folder, class name)`` of the twin of ``model_id`` under ``root`` (built on first use)."""
+    from radaudit.paths import atomic_dir
+
+    family = family_of(model_id)
+    folder = Path(root) / f"{family}-v{TWIN_VERSION}"
+    if not (folder / "config.json").is_file():
+        with atomic_dir(folder) as tmp:
+            TWINS[family](tmp)
+    import json
+
+    arch = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures") or ["?"]
+    return folder, arch[0]
