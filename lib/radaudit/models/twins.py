@@ -62,6 +62,20 @@ def tokenizer(specials: list[str], bos: str | None, **tokens):
     return PreTrainedTokenizerFast(tokenizer_object=tok, **({"bos_token": bos} if bos else {}), **tokens)
 
 
+def _save(folder, model_class, config, eos_id: int, pad_id: int, processor=None):
+    """Build ``model_class(config)`` with seed 0, set its generation eos/pad ids, save it (and the processor)."""
+    import torch
+
+    torch.manual_seed(0)
+    model = model_class(config)
+    model.generation_config.eos_token_id = eos_id
+    model.generation_config.pad_token_id = pad_id
+    model.save_pretrained(folder)
+    if processor is not None:
+        processor.save_pretrained(folder)
+    return folder
+
+
 def build_llava(folder):
     from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
     from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
@@ -81,15 +95,7 @@ def build_llava(folder):
                                 bos_token_id=ids("<s>"), eos_token_id=ids("</s>"), pad_token_id=ids("<pad>")),
         image_token_index=ids("<image>"), image_seq_length=4, vision_feature_select_strategy="default",
         vision_feature_layer=-2)
-    import torch
-
-    torch.manual_seed(0)
-    model = LlavaForConditionalGeneration(config)
-    model.generation_config.eos_token_id = ids("</s>")
-    model.generation_config.pad_token_id = ids("<pad>")
-    model.save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
+    return _save(folder, LlavaForConditionalGeneration, config, ids("</s>"), ids("<pad>"), processor)
 
 
 def build_qwen2vl(folder):
@@ -109,13 +115,7 @@ def build_qwen2vl(folder):
                          bos_token_id=None, eos_token_id=ids("<|im_end|>"), pad_token_id=ids("<|endoftext|>")),
         image_token_id=ids("<|image_pad|>"), video_token_id=ids("<|video_pad|>"),
         vision_start_token_id=ids("<|vision_start|>"), vision_end_token_id=ids("<|vision_end|>"))
-    import torch
-
-    torch.manual_seed(0)
-    model = Qwen2VLForConditionalGeneration(config)
-    model.generation_config.eos_token_id = ids("<|im_end|>")
-    model.generation_config.pad_token_id = ids("<|endoftext|>")
-    model.save_pretrained(folder)
+    _save(folder, Qwen2VLForConditionalGeneration, config, ids("<|im_end|>"), ids("<|endoftext|>"))
     # Qwen2VLProcessor(...) cannot be built (nor saved) without torchvision: its video processor
     # needs it. Save the parts the way hub checkpoints ship them; load_vlm reassembles them.
     tok.save_pretrained(folder)
@@ -162,15 +162,7 @@ def build_gemma3(folder):
                            image_size=28, patch_size=7),
         mm_tokens_per_image=4, boi_token_index=ids("<start_of_image>"), eoi_token_index=ids("<end_of_image>"),
         image_token_index=ids("<image_soft_token>"))
-    import torch
-
-    torch.manual_seed(0)
-    model = Gemma3ForConditionalGeneration(config)
-    model.generation_config.eos_token_id = ids("<eos>")
-    model.generation_config.pad_token_id = ids("<pad>")
-    model.save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
+    return _save(folder, Gemma3ForConditionalGeneration, config, ids("<eos>"), ids("<pad>"), processor)
 
 
 def build_mllama(folder):
@@ -194,15 +186,8 @@ def build_mllama(folder):
                          cross_attention_layers=[1], bos_token_id=ids("<|begin_of_text|>"),
                          eos_token_id=ids("<|eot_id|>"), pad_token_id=ids("<|finetune_right_pad_id|>")),
         image_token_index=ids("<|image|>"))
-    import torch
-
-    torch.manual_seed(0)
-    model = MllamaForConditionalGeneration(config)
-    model.generation_config.eos_token_id = ids("<|eot_id|>")
-    model.generation_config.pad_token_id = ids("<|finetune_right_pad_id|>")
-    model.save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
+    return _save(folder, MllamaForConditionalGeneration, config, ids("<|eot_id|>"), ids("<|finetune_right_pad_id|>"),
+                 processor)
 
 
 
@@ -236,15 +221,7 @@ def build_janus(folder):
         vq_config=dict(embed_dim=4, num_embeddings=16, latent_channels=4, base_channels=32, channel_multiplier=[1, 1],
                        num_res_blocks=1, num_patches=2, projection_dim=32, image_token_embed_dim=32),
         image_token_id=ids("<image_placeholder>"), tie_word_embeddings=False)  # tied, the twin repeats its last token
-    import torch
-
-    torch.manual_seed(0)
-    model = JanusForConditionalGeneration(config)
-    model.generation_config.eos_token_id = ids(eos)
-    model.generation_config.pad_token_id = ids(pad)
-    model.save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
+    return _save(folder, JanusForConditionalGeneration, config, ids(eos), ids(pad), processor)
 
 
 #: family -> builder.
