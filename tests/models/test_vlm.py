@@ -411,3 +411,18 @@ def test_llava_med_needs_conversion_and_says_how_before_any_download(tmp_path):
     (folder / "config.json").write_text('{"model_type": "llava_mistral"}')
     with pytest.raises(ModelUnavailableError, match="LlavaForConditionalGeneration folder"):
         load_vlm(str(folder), device="cpu")
+
+
+def test_render_prompt_turns_thinking_off_where_the_template_reads_it(vlm):
+    from radaudit.models.vlm import render_prompt
+
+    _, processor, _ = vlm
+    plain = render_prompt(processor, "Is there an effusion?")
+    saved = processor.chat_template
+    try:  # a Qwen3-style template: thinking unless told otherwise
+        processor.chat_template = saved + "{% if enable_thinking is defined and not enable_thinking %}<NOTHINK>" \
+                                          "{% else %}<THINK>{% endif %}"
+        assert render_prompt(processor, "Is there an effusion?") == plain + "<NOTHINK>"
+    finally:
+        processor.chat_template = saved
+    assert render_prompt(processor, "Is there an effusion?") == plain  # other templates render as before

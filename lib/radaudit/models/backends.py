@@ -300,7 +300,12 @@ def template_kwargs(tokenizer: Any, *, enable_thinking: bool = False) -> dict[st
     variables; a template that does not use one ignores it, but giving it only where it is read
     keeps every other model's rendered prompt (and so its cache keys) exactly as before.
     """
-    template = getattr(tokenizer, "chat_template", None)
+    return thinking_kwargs(getattr(tokenizer, "chat_template", None), enable_thinking=enable_thinking)
+
+
+def thinking_kwargs(template: Any, *, enable_thinking: bool = False) -> dict[str, Any]:
+    """``{"enable_thinking": ...}`` when the chat ``template`` (a string, or a dict of named templates)
+    reads that variable (Qwen3 / Qwen3-VL families), else ``{}`` (see :func:`template_kwargs`)."""
     if isinstance(template, dict):  # named templates: "default", "tool_use", ...
         template = " ".join(str(v) for v in template.values())
     if isinstance(template, str) and "enable_thinking" in template:

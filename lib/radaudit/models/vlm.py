@@ -302,7 +302,11 @@ def render_prompt(processor: Any, prompt: str | None, image: Any = None, *, syst
     if not template:
         raise ParamsError("This VLM's processor has no chat template; save one with the processor "
                           "(processor.chat_template = '...'; processor.save_pretrained(folder)).")
-    return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, chat_template=template)
+    from radaudit.models.backends import thinking_kwargs
+
+    # a template that reads enable_thinking (Qwen3-VL) is rendered with thinking off: the answer comes first
+    return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, chat_template=template,
+                                         **thinking_kwargs(template))
 
 
 def _as_items(prompts: Sequence[str | None] | str | None,
