@@ -149,14 +149,34 @@ def real_word_vocabulary() -> frozenset[str]:
 
 def headline_findings(results: Sequence[CorpusResult], controls: Mapping[str, Mapping[str, Any]],
                       reversals: pd.DataFrame, vocabulary: set[str] | frozenset[str], *,
-                      greedy: str = "greedy", beam: str = "beam4", nucleus: str = "nucleus") -> list[Finding]:
+                      greedy: str = "greedy", beam: str = "beam4", nucleus: str = "nucleus",
+                      skews_run: Sequence[float] | None = None, skew_note: str = "") -> list[Finding]:
     """Every finding of the module docstring, in reading order. ``controls``: ``{"positive":
     collapse_floor(...), "negative": copy_control(...)}``; ``reversals``: :func:`ranking_reversals` of the
-    p* sweep; ``vocabulary``: the real-word list (GloVe 6B's words)."""
+    p* sweep; ``vocabulary``: the real-word list (GloVe 6B's words). ``skews_run`` / ``skew_note``: what
+    :func:`radaudit.audits.decoding_erasure.study.skew_study_plan` returned (``None``: not asked), so a
+    Fig. 2c that could not run is a finding with its reason, never a silent gap."""
     by = {r.name: r for r in results}
     out = [distinct_reports(by, greedy, "greedy_distinct_reports"), distinct_reports(by, beam, "beam_distinct_reports")]
     out += erased_terms(by, greedy, controls)
     out += control_findings(controls)
     out.append(emergent_real_words(by, nucleus, vocabulary))
     out.append(ranking_reversed_pairs(reversals))
+    if skews_run is not None:
+        out.append(skew_study(skews_run, skew_note))
     return out
+
+
+def skew_study(skews_run: Sequence[float], note: str = "") -> Finding:
+    """``skew_study``: whether Fig. 2c (ΔWAE under sex-skewed training) ran, and on which skews.
+
+    It has no single headline number (the table ``fig2c_skew_sensitivity`` holds ΔWAE per skew with
+    CIs), so the value is ``None`` and the verdict ``n/a``; the note says which skews ran and why any
+    did not (e.g. the paper preset without ``skew_models``).
+    """
+    label = "Fig. 2c: ΔWAE (pred) under sex-skewed training"
+    if not skews_run:
+        return Finding("skew_study", label, None, "n/a", note=f"not run: {note or 'no skew could run'}")
+    ran = ", ".join(f"{s:g}" for s in skews_run)
+    return Finding("skew_study", label, None, "n/a",
+                   note=f"run for training skews {ran}; see the fig2c_skew_sensitivity table" + (f"; {note}" if note else ""))
