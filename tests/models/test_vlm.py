@@ -426,3 +426,27 @@ def test_render_prompt_turns_thinking_off_where_the_template_reads_it(vlm):
     finally:
         processor.chat_template = saved
     assert render_prompt(processor, "Is there an effusion?") == plain  # other templates render as before
+
+
+def test_lora_adapter_changes_the_twin_and_has_its_own_cache_entries(tmp_path, images):
+    """decoding_erasure's report_adapter path (issue 19): the adapter is applied, and its generations are
+    never served from the base model's cache (before the fix they were: same name_or_path, same key)."""
+    peft = pytest.importorskip("peft")
+    from radaudit.audits.decoding_erasure.study import _load_report_vlm
+    from radaudit.models.cache import ContentCache
+    from radaudit.models.vlm import adapter_fingerprint, first_token_scores
+
+    base = BUILDERS["llava"](tmp_path / "llava")
+    _, model = load_vlm(str(base), device="cpu")
+    cfg = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    peft.get_peft_model(model, cfg).save_pretrained(tmp_path / "adapter")
+    p0, m0 = _load_report_vlm(str(base), None, None)
+    p1, m1 = _load_report_vlm(str(base), str(tmp_path / "adapter"), None)
+    s0 = first_token_scores(p0, m0, ["Describe the image."], [images[0]]).filter(like="logit_").to_numpy()
+    s1 = first_token_scores(p1, m1, ["Describe the image."], [images[0]]).filter(like="logit_").to_numpy()
+    assert not np.allclose(s0, s1)  # the adapter is applied
+    with ContentCache(tmp_path / "cache") as store:
+        vlm_generate(p0, m0, ["Describe the image."], [images[0]], "greedy", max_new_tokens=3, cache=store)
+        again = vlm_generate(p1, m1, ["Describe the image."], [images[0]], "greedy", max_new_tokens=3, cache=store)
+    assert not again["cached"].any()
+    assert adapter_fingerprint(m1) == adapter_fingerprint(m1) and len(adapter_fingerprint(m1)) == 16

@@ -482,7 +482,34 @@ def model_identity(model: Any) -> tuple[str, str | None]:
         raise ParamsError("Cannot cache generations of a model that was not loaded from a folder or hub id; "
                           "save it with save_pretrained and load it with load_vlm(folder), or pass cache=None.")
     resolved = resolve_model(name)
-    return resolved.spec or resolved.path_or_id, model_revision(resolved)
+    revision = model_revision(resolved)
+    if getattr(model, "peft_config", None):  # a PeftModel answers with its base's name: key the adapter too
+        revision = f"{revision}+adapter:{adapter_fingerprint(model)}"
+    return resolved.spec or resolved.path_or_id, revision
+
+
+def adapter_fingerprint(model: Any) -> str:
+    """SHA-256 (16 hex) of a peft model's adapter: its configs and every adapter weight (names, shapes,
+    bytes), so two adapters on one base never share a cache entry. Computed once per model object."""
+    cached = getattr(model, "_radaudit_adapter_fingerprint", None)
+    if cached:
+        return cached
+    import torch
+
+    h = hashlib.sha256()
+    for name, cfg in sorted((getattr(model, "peft_config", None) or {}).items()):
+        h.update(json.dumps({"adapter": name, **cfg.to_dict()}, sort_keys=True, default=str).encode())
+    for name, tensor in sorted(model.state_dict().items()):
+        if "lora_" in name or "modules_to_save" in name:
+            h.update(name.encode())
+            h.update(str(tuple(tensor.shape)).encode())
+            h.update(tensor.detach().to(torch.float32).cpu().numpy().tobytes())
+    digest = h.hexdigest()[:16]
+    try:
+        model._radaudit_adapter_fingerprint = digest
+    except AttributeError:  # pragma: no cover - a model that refuses attributes is hashed again next time
+        pass
+    return digest
 
 
 def _run_cached(keys: Sequence[str | None], parts: Sequence[Mapping[str, Any] | None], store: Any, batch_size: int,
