@@ -18,9 +18,10 @@ from radaudit.audits.modality_shift.model import (
 from radaudit.errors import ParamsError
 from radaudit.models.vlm import candidate_tokens, load_vlm
 
-#: A few steps on a handful of images with a very small model: plumbing, not accuracy.
-TINY = {"steps": 3, "batch_size": 4, "max_train": 8, "max_eval": 4, "vocab_size": 400, "vision_hidden": 16,
-        "vision_mlp": 32, "vision_heads": 2, "text_hidden": 32, "text_mlp": 64, "text_heads": 2, "max_seconds": 30.0,
+#: A few steps on a handful of images with a very small model: plumbing, and just enough training (20 steps)
+#: that the answer format is learnt (3 steps left the first-token mass on Yes/No at the uniform 4/400).
+TINY = {"steps": 20, "batch_size": 4, "max_train": 8, "max_eval": 4, "vocab_size": 400, "vision_hidden": 16,
+        "vision_mlp": 32, "vision_heads": 2, "text_hidden": 32, "text_mlp": 64, "text_heads": 2, "max_seconds": 600.0,
         "vision_warmup_epochs": 1}
 
 
@@ -43,7 +44,7 @@ def test_saves_a_loadable_llava(tiny_model, samples):
         assert (path / name).is_file(), name
     meta = json.loads((path / CONFIG_FILE).read_text())
     assert meta["config_hash"] == config_hash(samples, seed=0, **TINY) == path.name.removeprefix("vlm-")
-    assert meta["n_train"] == 8 and meta["n_test"] == 4 and meta["steps_done"] == 3
+    assert meta["n_train"] == 8 and meta["n_test"] == 4 and meta["steps_done"] == 20
     assert {"acc_no_shift", "acc_only_image", "acc_only_text", "acc_marked_no_shift",
             "acc_marked_only_image"} <= set(meta["metrics"])
     # the marked copies (positive control) are written beside the models, one per training / held-out image
@@ -66,9 +67,11 @@ def test_run_conditions_on_the_demo_vlm(tiny_model, samples):
     items = items.iloc[:2]
     out = run_conditions(processor, model, items, model_name="demo", max_new_tokens=4, batch_size=2)
     assert len(out) == 2 and list(out["condition"]) == ["no_shift", "text_shift"]
-    # trained on "Yes"/"No" + end of sequence: even three steps give a parseable answer
+    # trained on "Yes"/"No" + end of sequence: twenty steps give a parseable answer, and the first token's
+    # probability mass on the four candidates is well above the uniform 4 / vocabulary
     assert set(out["answer"]) <= {"yes", "no"}, out["generated"].tolist()
     assert out["p_yes"].between(0, 1).all()
+    assert (out["mass_candidates"] > 2 * 4 / len(processor.tokenizer)).all(), out["mass_candidates"].tolist()
 
 
 def test_reuse_and_same_seed_same_weights(tiny_model, samples, shared_data, tmp_path):
