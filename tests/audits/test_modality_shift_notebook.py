@@ -8,14 +8,13 @@ import pandas as pd
 import pytest
 
 from radaudit.audits.modality_shift import metrics as msm
-from radaudit.run import run_experiment
 from radaudit.session import stable_seed
 
 
 @pytest.fixture(scope="module")
-def smoke_run(shared_data, tmp_path_factory):
-    out = tmp_path_factory.mktemp("ms_runs")
-    return run_experiment("modality_shift", "smoke", data_root=str(shared_data), out=out, progress=False)
+def smoke_run(smoke_runs):
+    """The first of the session's two smoke runs (tests/conftest.py), shared with the determinism test."""
+    return smoke_runs("modality_shift")[0]
 
 
 def test_smoke_run_writes_every_table_and_figure(smoke_run):

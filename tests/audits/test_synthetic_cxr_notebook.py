@@ -10,15 +10,14 @@ import pytest
 
 from radaudit.run import run_experiment
 
-
 ISSUE_21_IDS = ("encoder_view_accuracy", "degrader_dose_spearman", "privacy_reference_overlap", "memoriser_flagged",
                 "heldout_real_flagged", "diffusion_vs_heldout_fid_gap_cxr")
 
 
 @pytest.fixture(scope="module")
-def smoke_run(shared_data, tmp_path_factory):
-    out = tmp_path_factory.mktemp("sc_runs")
-    return run_experiment("synthetic_cxr", "smoke", data_root=str(shared_data), out=out, progress=False)
+def smoke_run(smoke_runs):
+    """The first of the session's two smoke runs (tests/conftest.py), shared with the determinism test."""
+    return smoke_runs("synthetic_cxr")[0]
 
 
 def test_smoke_run_writes_every_table_and_figure(smoke_run):
