@@ -62,3 +62,11 @@ def test_memory_estimate_hand_computed():
     assert memory_gb("google/medgemma-4b-it", "bf16") == pytest.approx(4.30 * 2 * 1.2, abs=0.05)
     assert memory_gb("google/medgemma-4b-it", None) == pytest.approx(4.30 * 4 * 1.2, abs=0.05)  # fp32
     assert memory_gb("someone/unknown-model", "fp16") is None
+
+
+def test_radedit_remote_code_is_a_deliberate_setting(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
+    out = CliRunner().invoke(main, ["preflight", "synthetic_cxr", "--preset", "paper"]).output
+    assert "trust_remote_code (RadEdit): not set" in out and "review it, then set true" in out
+    assert check_requirement(Requirement("setting", "trust_remote_code", True)).status == "ok"
+    assert check_requirement(Requirement("setting", "trust_remote_code", False)).status == "not set"

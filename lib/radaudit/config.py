@@ -33,8 +33,8 @@ RESERVED_PRESET_KEYS = ("description", "extends")
 class Requirement:
     """One thing a preset needs from outside the repository, for ``radaudit preflight``.
 
-    ``kind``: ``"data"`` (a local file or folder), ``"model"`` (hub id, folder or ``demo``), ``"adapter"``
-    or ``"checkpoint"``; ``key``: the parameter that names it; ``value``: its current value (``None``:
+    ``kind``: ``"data"`` (a local file or folder), ``"model"`` (hub id, folder or ``demo``), ``"adapter"``,
+    ``"checkpoint"`` or ``"setting"`` (a switch that must be true, e.g. ``trust_remote_code``); ``key``: the parameter that names it; ``value``: its current value (``None``:
     not set); ``dtype`` / ``batch_size``: for a model's memory estimate; ``optional``: not needed for the
     run (reported, never a failure); ``note``: what it is for.
     """

@@ -6,6 +6,7 @@ module checks each one **without loading any weights**:
 
 * a path (``data``, ``adapter``, ``checkpoint``): ``ok`` when it exists, ``not set`` when the parameter
   is empty, ``missing`` when it does not exist;
+* a ``setting`` the user must turn on deliberately (RadEdit's ``trust_remote_code``): ``ok`` only when true;
 * a model: ``demo`` models are trained here (``ok``); a local folder is ``ok`` when it exists; a hub id
   is ``ok`` when its ``config.json`` is in the local Hugging Face cache (``huggingface_hub``'s
   ``try_to_load_from_cache``: nothing is downloaded), else ``not cached`` (a run would download it: fine
@@ -87,6 +88,8 @@ def check_requirement(req: Requirement) -> Check:
     value = req.value
     if value is None or (isinstance(value, str) and (not value.strip() or value.strip().startswith("<"))):
         return Check(req, "not set", f"set `{req.key}`" + (f": {req.note}" if req.note else ""))
+    if req.kind == "setting":  # a switch the user must turn on deliberately (e.g. trust_remote_code)
+        return Check(req, "ok", "set") if value is True else Check(req, "not set", f"set `{req.key}`: {req.note}")
     text = str(value)
     if req.kind != "model":
         path = Path(text).expanduser()

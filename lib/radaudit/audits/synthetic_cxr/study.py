@@ -167,6 +167,11 @@ class Params(BaseParams):
             if g.kind == "diffusion" and "model" in g.params:
                 out.append(Requirement("model", f"generators[{i}].params.model ({g.name})", g.params.get("model"),
                                        dtype=g.params.get("dtype")))
+                if g.params.get("family") == "radedit":
+                    out.append(Requirement("setting", f"generators[{i}].params.trust_remote_code ({g.name})",
+                                           g.params.get("trust_remote_code"),
+                                           note="RadEdit's BioViL-T text encoder runs Python code from the Hub: "
+                                                "review it, then set true"))
             elif g.kind == "folder":
                 out.append(Requirement("data", f"generators[{i}].params.path ({g.name})", g.params.get("path")))
         return out
