@@ -45,8 +45,8 @@ import pandas as pd
 
 from radaudit.errors import ParamsError
 
-__all__ = ["AnswerAttention", "answer_attention", "answer_gradient", "attention_maps", "gradient_maps", "image_grid",
-           "layer_modality_shares", "patch_heatmap", "pool_to_grid"]
+__all__ = ["MAP_COLUMNS", "AnswerAttention", "answer_attention", "answer_gradient", "attention_maps", "gradient_maps",
+           "image_grid", "layer_modality_shares", "patch_heatmap", "pool_to_grid"]
 
 
 @dataclass(frozen=True)
@@ -105,8 +105,7 @@ def answer_attention(processor: Any, model: Any, prompt: str | None, image: Any 
     """
     import torch
 
-    from radaudit.models.attention import (cross_attention_layers, eager_attention, image_token_mask,
-                                           self_attention_layers)
+    from radaudit.models.attention import cross_attention_layers, eager_attention, image_token_mask, self_attention_layers
     from radaudit.models.vlm import encode_batch
 
     inputs, _texts, _pil = encode_batch(processor, model, [prompt], [image], system=system)
@@ -186,33 +185,55 @@ def attention_maps(processor: Any, model: Any, items: pd.DataFrame, *, sample_id
     ``image_path`` and ``image_source`` (the image shown: the partner's under Image Shift), ``label``.
     Both start with ``model, sample_id, condition``.
     """
-    from radaudit.audits.modality_shift.conditions import _is_missing
-
-    sel = items[items["sample_id"].isin(list(sample_ids))]
-    if conditions is not None:
-        sel = sel[sel["condition"].isin(list(conditions))]
-    if sel.empty:
-        raise ParamsError("attention_maps: no items match the requested sample_ids / conditions.")
-    name = model_name or getattr(model, "name_or_path", None) or type(model).__name__
+    sel = _select(items, sample_ids, conditions, "attention_maps")
+    name = _model_name(model, model_name)
     layer_parts, map_rows = [], []
     for it in sel.itertuples(index=False):
-        image = None if _is_missing(it.image_path) else str(it.image_path)
+        image = _image_of(it)
         att = answer_attention(processor, model, it.prompt, image, system=system)
         keys = {"model": name, "sample_id": it.sample_id, "condition": it.condition}
         layer_parts.append(layer_modality_shares(att.rows, att.image_mask).assign(**keys))
-        if att.grid is None:
-            continue
-        heat = patch_heatmap(att.rows, att.image_mask, att.grid)
-        for (r, c), weight in np.ndenumerate(heat):
-            map_rows.append({**keys, "row": r, "col": c, "weight": float(weight), "grid_rows": att.grid[0],
-                             "grid_cols": att.grid[1], "image_path": image, "image_source": it.image_source,
-                             "label": int(it.label)})
-    lead = ["model", "sample_id", "condition"]
+        if att.grid is not None:
+            map_rows += _map_rows(name, it, image, patch_heatmap(att.rows, att.image_mask, att.grid))
     layers_df = pd.concat(layer_parts, ignore_index=True)
-    layers_df = layers_df[lead + [c for c in layers_df.columns if c not in lead]]
-    maps_df = pd.DataFrame(map_rows, columns=[*lead, "row", "col", "weight", "grid_rows", "grid_cols", "image_path",
-                                              "image_source", "label"])
-    return layers_df, maps_df
+    layers_df = layers_df[_LEAD + [c for c in layers_df.columns if c not in _LEAD]]
+    return layers_df, pd.DataFrame(map_rows, columns=MAP_COLUMNS)
+
+
+_LEAD = ["model", "sample_id", "condition"]
+#: Columns of a heatmap table (:func:`attention_maps` ``[1]``, :func:`gradient_maps`).
+MAP_COLUMNS = [*_LEAD, "row", "col", "weight", "grid_rows", "grid_cols", "image_path", "image_source", "label"]
+
+
+def _select(items: pd.DataFrame, sample_ids: Sequence[str], conditions: Sequence[str] | None, where: str,
+            *, with_image: bool = False) -> pd.DataFrame:
+    sel = items[items["sample_id"].isin(list(sample_ids))]
+    if conditions is not None:
+        sel = sel[sel["condition"].isin(list(conditions))]
+    if with_image:
+        sel = sel[[_image_of(it) is not None for it in sel.itertuples(index=False)]]
+    if sel.empty:
+        raise ParamsError(f"{where}: no items{' with an image' if with_image else ''} match the requested "
+                          "sample_ids / conditions.")
+    return sel
+
+
+def _model_name(model: Any, model_name: str | None) -> str:
+    return model_name or getattr(model, "name_or_path", None) or type(model).__name__
+
+
+def _image_of(item: Any) -> str | None:
+    from radaudit.audits.modality_shift.conditions import _is_missing
+
+    return None if _is_missing(item.image_path) else str(item.image_path)
+
+
+def _map_rows(name: str, item: Any, image: str | None, heat: np.ndarray) -> list[dict[str, Any]]:
+    """One :data:`MAP_COLUMNS` row per patch of ``heat`` (``[rows, cols]`` shares) for ``item``."""
+    rows, cols = heat.shape
+    return [{"model": name, "sample_id": item.sample_id, "condition": item.condition, "row": r, "col": c,
+             "weight": float(w), "grid_rows": rows, "grid_cols": cols, "image_path": image,
+             "image_source": item.image_source, "label": int(item.label)} for (r, c), w in np.ndenumerate(heat)]
 
 
 def pool_to_grid(saliency: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
@@ -275,21 +296,11 @@ def gradient_maps(processor: Any, model: Any, items: pd.DataFrame, *, sample_ids
     """The answer margin's gradient map for the chosen items that show an image: the ``maps`` table of
     :func:`attention_maps` (same columns, so the same figure code draws it) with ``weight`` = the
     patch's share of the summed pixel sensitivity (:func:`answer_gradient`, :func:`pool_to_grid`)."""
-    from radaudit.audits.modality_shift.conditions import _is_missing
-
-    sel = items[items["sample_id"].isin(list(sample_ids))]
-    if conditions is not None:
-        sel = sel[sel["condition"].isin(list(conditions))]
-    sel = sel[[not _is_missing(p) for p in sel["image_path"]]]
-    if sel.empty:
-        raise ParamsError("gradient_maps: no items with an image match the requested sample_ids / conditions.")
-    name = model_name or getattr(model, "name_or_path", None) or type(model).__name__
+    sel = _select(items, sample_ids, conditions, "gradient_maps", with_image=True)
+    name = _model_name(model, model_name)
     rows = []
     for it in sel.itertuples(index=False):
-        sal, grid = answer_gradient(processor, model, it.prompt, str(it.image_path), system=system)
-        heat = pool_to_grid(sal, grid)
-        for (r, c), weight in np.ndenumerate(heat):
-            rows.append({"model": name, "sample_id": it.sample_id, "condition": it.condition, "row": r, "col": c,
-                         "weight": float(weight), "grid_rows": grid[0], "grid_cols": grid[1],
-                         "image_path": str(it.image_path), "image_source": it.image_source, "label": int(it.label)})
-    return pd.DataFrame(rows)
+        image = _image_of(it)
+        sal, grid = answer_gradient(processor, model, it.prompt, image, system=system)
+        rows += _map_rows(name, it, image, pool_to_grid(sal, grid))
+    return pd.DataFrame(rows, columns=MAP_COLUMNS)

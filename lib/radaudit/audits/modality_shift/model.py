@@ -17,13 +17,15 @@ training job, the warm start and image loading included):
   :func:`radaudit.models.vlm.load_vlm` loads it like any hub VLM and
   :func:`radaudit.audits.modality_shift.conditions.run_conditions` runs it unchanged.
 
-Training recipe (version 3, issue 21). Version 1's image pathway was dead (only-image AUROC 0.34, no
+Training recipe (version 4, issue 21). Version 1's image pathway was dead (only-image AUROC 0.34, no
 answer changed by an image swap), so "the model ignores the image" was true by construction; version
-2's warm start averaged the image tokens and never left the constant predictor's loss.
+2's warm start on the natural images never left the constant predictor's loss (they carry the label
+only weakly); version 3 added marked copies coded by corner, which a pooled head cannot see, so it
+read flattened tokens — and the language model still did not read the marker with text present.
 
 1. **Vision warm start** (:func:`_warm_start_vision`): the ViT and the projector are trained for
    ``vision_warmup_epochs`` as an image-only COVID-19 classifier (the projected image tokens,
-   flattened in patch order -> linear head, class-weighted binary cross-entropy), as LLaVA aligns its
+   averaged -> linear head, class-weighted binary cross-entropy), as LLaVA aligns its
    projector before tuning the language model. Each image draw shows the image's **marked copy**
    (the label burned in, :mod:`radaudit.audits.modality_shift.marker`) with probability ``p_marked``
    (0.5): the positive control needs a model that can read a label the image does show. No
@@ -543,13 +545,15 @@ def _warm_start_vision(model: Any, pixels: Mapping[str, Any], rows: Sequence[Map
     Like LLaVA's first stage (the projector is aligned before the language model is tuned), but
     supervised: for ``vision_warmup_epochs`` passes over the training images (each draw the marked
     copy with probability ``p_marked``), the projected image tokens (the features the language model
-    will read: last ViT layer, CLS dropped, projector) are flattened in patch order and a linear head
-    gives a COVID-19 logit; loss = binary cross-entropy weighted by ``n_negative / n_positive`` on the
+    will read: last ViT layer, CLS dropped, projector) are averaged and a linear head gives a
+    COVID-19 logit; loss = binary cross-entropy weighted by ``n_negative / n_positive`` on the
     positives (the classes are ~3:1), AdamW at ``vision_warmup_lr``, the training augmentation,
-    batches of ``batch_size``. The head is then discarded. The head reads every token at its place,
-    as the language model does: recipe 2 averaged the tokens first, which hides *where* a feature
-    is (the marker's side), and its loss never left the constant predictor's (0.352 in every epoch).
-    Without this stage a ViT trained from scratch through the language model's answer loss stays at
+    batches of ``batch_size``. The head is then discarded. Averaging makes the label readable from
+    the mean of the image tokens, which is what an attention head spread over them reads first: with
+    it the language model read the marker within 100 joint steps (held-out marked Only Image AUROC
+    0.97), against ~300 with recipe 3's flattened head. On natural images alone (recipe 2) the loss
+    never left the constant predictor's (0.352 in every epoch): the marker is what the pooled head
+    can learn. Without this stage a ViT trained from scratch through the language model's answer loss stays at
     the label prior (recipe version 1: only-image AUROC 0.34). Randomness comes from torch's global
     RNG, seeded by :func:`radaudit.models.train.train_model` around the model factory. Returns the
     mean loss of each epoch.
