@@ -92,3 +92,12 @@ def smoke_runs(shared_data, tmp_path_factory):
         return _SMOKE_RUNS[experiment]
 
     return get
+
+
+@pytest.fixture
+def rehearsal_cache(tmp_path_factory, monkeypatch):
+    """One cache for every rehearsal of the session (twins and fixtures are built once, as a user's cache would
+    keep them), outside the user's own cache. Use in rehearsal tests: ``pytestmark = pytest.mark.usefixtures(...)``."""
+    path = tmp_path_factory.getbasetemp() / "rehearsal-cache"
+    monkeypatch.setenv("RADAUDIT_CACHE", str(path))
+    return path

@@ -12,9 +12,7 @@ from radaudit.errors import ParamsError
 from radaudit.run import run_experiment
 
 
-@pytest.fixture(autouse=True)
-def _rehearsal_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("RADAUDIT_CACHE", str(tmp_path_factory.getbasetemp() / "rehearsal-cache"))
+pytestmark = pytest.mark.usefixtures("rehearsal_cache")
 
 
 @pytest.mark.rehearsal

@@ -1,37 +1,10 @@
-"""Tiny random-weight twins of the vision-language models the paper presets name: same transformers
-class, same processor type, built offline in seconds.
-
-A twin has the architecture and the processor of the real model — chat template, image processor,
-special tokens, how images become tokens (LLaVA's square grid, Qwen2-VL's merged patches and
-``image_grid_thw``, Gemma 3's pooled soft tokens, Mllama's tiles and cross-attention layers, Janus's
-SigLIP tokens) — with a byte-level BPE tokenizer trained here on a few sentences and layers a few units
-wide. Its answers are noise: it exists so that every code path a paper run takes (batching, chat
-templates, first-token scores, attention, dtype handling, caching, tables, figures) runs on CPU in
-seconds, before hours of GPU time (``radaudit run <experiment> --preset paper --rehearse``), and for
-the tests.
-
-:data:`TWINS` maps a family to its builder ``build(folder) -> folder`` (a ``save_pretrained`` folder that
-:func:`radaudit.models.vlm.load_vlm` loads); :data:`FAMILY_OF` maps the hub ids of the paper presets to
-their family; :func:`twin_folder` builds (once, cached by family and :data:`TWIN_VERSION`) and returns
-the folder for a hub id.
-"""
+"""Twins of the vision-language models the paper presets name (LLaVA, Qwen2-VL, Gemma 3, Mllama, Janus):
+same transformers class and processor type, a few units wide."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-from radaudit.errors import ParamsError
-
-__all__ = ["FAMILY_OF", "TWINS", "TWIN_VERSION", "family_of", "twin_folder"]
-
-#: Bump when a builder changes (part of the cached folder's name).
-TWIN_VERSION = 1
-
-CORPUS = ["Yes", "No", "yes", "no", "Yes.", "No.", "yes no Yes No",
-          "Is there a pleural effusion? Answer yes or no.", "Does the patient have any condition?",
-          "Based on the image only, is the heart enlarged?", "The lungs are clear. No pneumothorax.",
-          "user assistant system USER ASSISTANT"]
+from radaudit.models.twins.base import save_twin as _save
+from radaudit.models.twins.base import tokenizer
 
 LLAVA_TEMPLATE = (
     "{% for m in messages %}{{ m['role'].upper() }}: {% if m['content'] is string %}{{ m['content'] }}{% else %}"
@@ -44,36 +17,6 @@ QWEN_TEMPLATE = (
     "{% else %}{% for c in m['content'] %}{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
     "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>{{ '\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant{{ '\\n' }}{% endif %}")
-
-
-def tokenizer(specials: list[str], bos: str | None, **tokens):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=360, special_tokens=specials, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(CORPUS * 10, trainer)
-    if bos is not None:
-        tok.post_processor = processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A {bos} $B",
-                                                           special_tokens=[(bos, tok.token_to_id(bos))])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, **({"bos_token": bos} if bos else {}), **tokens)
-
-
-def _save(folder, model_class, config, eos_id: int, pad_id: int, processor=None):
-    """Build ``model_class(config)`` with seed 0, set its generation eos/pad ids, save it (and the processor)."""
-    import torch
-
-    torch.manual_seed(0)
-    model = model_class(config)
-    model.generation_config.eos_token_id = eos_id
-    model.generation_config.pad_token_id = pad_id
-    model.save_pretrained(folder)
-    if processor is not None:
-        processor.save_pretrained(folder)
-    return folder
 
 
 def build_llava(folder):
@@ -123,8 +66,6 @@ def build_qwen2vl(folder):
     (folder / "chat_template.jinja").write_text(QWEN_TEMPLATE, encoding="utf-8")
     (folder / "processor_config.json").write_text('{"processor_class": "Qwen2VLProcessor"}\n', encoding="utf-8")
     return folder
-
-
 
 
 GEMMA_TEMPLATE = (
@@ -190,7 +131,6 @@ def build_mllama(folder):
                  processor)
 
 
-
 JANUS_TEMPLATE = (
     "{% for m in messages %}{% if m['role'] == 'user' %}<|User|>: {% else %}<|Assistant|>: {% endif %}"
     "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
@@ -225,43 +165,14 @@ def build_janus(folder):
 
 
 #: family -> builder.
-TWINS = {"llava": build_llava, "qwen2vl": build_qwen2vl, "gemma3": build_gemma3, "mllama": build_mllama,
-         "janus": build_janus}
+BUILDERS = {"llava": build_llava, "qwen2vl": build_qwen2vl, "gemma3": build_gemma3, "mllama": build_mllama,
+            "janus": build_janus}
 #: Hub ids of the paper presets -> family. LLaVA-Med v1.5 is rehearsed as what it must be converted to
 #: (:data:`radaudit.models.vlm.NEEDS_CONVERSION`): a LlavaForConditionalGeneration.
-FAMILY_OF: dict[str, str] = {
+HUB_IDS: dict[str, str] = {
     "Qwen/Qwen2-VL-7B-Instruct": "qwen2vl", "llava-hf/llava-1.5-7b-hf": "llava",
     "meta-llama/Llama-3.2-11B-Vision-Instruct": "mllama", "google/medgemma-4b-it": "gemma3",
     "deepseek-community/Janus-Pro-7B": "janus", "microsoft/llava-med-v1.5-mistral-7b": "llava",
 }
-_MODEL_TYPES = {"llava": "llava", "qwen2_vl": "qwen2vl", "gemma3": "gemma3", "mllama": "mllama", "janus": "janus"}
-
-
-def family_of(model_id: str) -> str:
-    """The twin family of a hub id (:data:`FAMILY_OF`) or of a local folder's ``config.json`` ``model_type``."""
-    if model_id in FAMILY_OF:
-        return FAMILY_OF[model_id]
-    config = Path(model_id) / "config.json"
-    if config.is_file():
-        import json
-
-        model_type = json.loads(config.read_text(encoding="utf-8")).get("model_type")
-        if model_type in _MODEL_TYPES:
-            return _MODEL_TYPES[model_type]
-    raise ParamsError(f"No tiny twin is known for {model_id!r}: add its family to radaudit.models.twins.FAMILY_OF "
-                      f"(families: {', '.join(TWINS)}).")
-
-
-def twin_folder(model_id: str, root: str | os.PathLike) -> tuple[Path, str]:
-    """``(folder, class name)`` of the twin of ``model_id`` under ``root`` (built on first use)."""
-    from radaudit.paths import atomic_dir
-
-    family = family_of(model_id)
-    folder = Path(root) / f"{family}-v{TWIN_VERSION}"
-    if not (folder / "config.json").is_file():
-        with atomic_dir(folder) as tmp:
-            TWINS[family](tmp)
-    import json
-
-    arch = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures") or ["?"]
-    return folder, arch[0]
+#: config.json ``model_type`` -> family (a local folder of one of these is twinned by its type).
+MODEL_TYPES = {"llava": "llava", "qwen2_vl": "qwen2vl", "gemma3": "gemma3", "mllama": "mllama", "janus": "janus"}
