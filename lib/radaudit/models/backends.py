@@ -118,7 +118,8 @@ def model_revision(resolved: ResolvedModel) -> str | None:
     try:
         from huggingface_hub import try_to_load_from_cache
 
-        hit = try_to_load_from_cache(resolved.path_or_id, "config.json", revision=resolved.revision)
+        hit = try_to_load_from_cache(resolved.path_or_id, "config.json", revision=resolved.revision,
+                                     cache_dir=os.environ.get("HF_HUB_CACHE") or None)  # read now, as preflight does
         if isinstance(hit, str) and "/snapshots/" in hit.replace("\\", "/"):
             return hit.replace("\\", "/").split("/snapshots/")[1].split("/")[0]
     except Exception:  # noqa: BLE001 - no cache entry, odd revision: fall back to the name

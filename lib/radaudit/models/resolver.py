@@ -50,6 +50,7 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -157,10 +158,29 @@ def offline_alternative(hub_id: str | None = None) -> str:
             f"or a model shipped on PyPI: {known}")
 
 
+#: Called with every model a spec resolves to (:func:`set_resolve_listener`); ``None``: nobody listens.
+_resolve_listener: Callable[[ResolvedModel], None] | None = None
+
+
+def set_resolve_listener(fn: Callable[[ResolvedModel], None] | None) -> Callable[[ResolvedModel], None] | None:
+    """Call ``fn(resolved)`` for every model resolved from now on (one listener; returns the previous one).
+    A run's session listens, to record in its manifest every model it used and its revision."""
+    global _resolve_listener
+    previous, _resolve_listener = _resolve_listener, fn
+    return previous
+
+
 def resolve_model(spec: str | os.PathLike[str] | ResolvedModel) -> ResolvedModel:
     """Resolve a model spec (see the module docstring); touches no network."""
     if isinstance(spec, ResolvedModel):
         return spec
+    resolved = _resolve(spec)
+    if _resolve_listener is not None:
+        _resolve_listener(resolved)
+    return resolved
+
+
+def _resolve(spec: str | os.PathLike[str]) -> ResolvedModel:
     if isinstance(spec, os.PathLike):
         spec = os.fspath(spec)
     if not isinstance(spec, str) or not spec.strip():
