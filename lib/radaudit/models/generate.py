@@ -51,6 +51,7 @@ from radaudit.models.backends import (
 )
 from radaudit.models.cache import ContentCache, content_key, generation_key_parts, open_cache
 from radaudit.models.decoding import DecodingStrategy, strategy_from_params
+from radaudit.progress import track
 
 log = logging.getLogger("radaudit.models")
 
@@ -172,6 +173,8 @@ def generate(model: str | os.PathLike[str] | LoadedCausalLM | Backend, prompts: 
             from tqdm.auto import tqdm
 
             batches = tqdm(batches, desc=f"generate {strat.name}", unit="batch")
+        else:  # a papermill run: progress as log lines the runner shows (radaudit.progress)
+            batches = track(batches, f"generate {strat.name}", unit="batches")
         for batch in batches:
             raws = be.generate([rendered[i][1] for i in batch], [seed_list[i] for i in batch], strat, mnt)
             for i, raw in zip(batch, raws):

@@ -62,6 +62,7 @@ from typing import Any
 
 from radaudit.errors import ParamsError, RadauditError
 from radaudit.models.resolver import resolve_device
+from radaudit.progress import eta_line
 
 __all__ = ["FeatureClassifier", "FeatureClassifierConfig", "TrainResult", "TrainingError", "default_loss",
            "train_model"]
@@ -290,7 +291,9 @@ def train_model(model: Any, train_data: Any, eval_fn: Callable[[Any], Any] | Non
                 if step % log_every == 0 or step == planned:
                     window = losses[-log_every:]
                     logged.append({"step": step, "loss": sum(window) / len(window)})
-                    log.info("step %d/%d  loss %.4f (mean of the last %d)", step, planned, logged[-1]["loss"], len(window))
+                    log.info("%s  loss %.4f (mean of the last %d)",
+                             eta_line("train", step, planned, time.monotonic() - start, "steps"), logged[-1]["loss"],
+                             len(window))
                 if eval_every is not None and step % eval_every == 0 and step < planned:
                     history.append({"step": step, **_evaluate(model, eval_fn, metric_name)})  # type: ignore[arg-type]
                 if step >= planned:

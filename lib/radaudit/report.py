@@ -1,0 +1,350 @@
+"""The run's HTML report, written for a reader, and ``outputs/index.html``, the list of every run (issue 22).
+
+A run's ``<experiment>.html`` reads top to bottom as a short paper:
+
+1. the title, the run (experiment, preset, date, status, commit) and links to the executed notebook (the
+   code), ``manifest.json``, ``findings.json`` and ``run.log``;
+2. one paragraph of what the paper claims, with its arXiv id (:attr:`radaudit.experiments.Experiment.claim`);
+3. the findings table of ``findings.json`` (value, 95% CI, the paper's value, verdict, note);
+4. the notebook's narrative — its markdown and every figure and table it shows, **code hidden** (cells tagged
+   ``parameters``/``injected-parameters`` and every code input left out), log lines (stderr) left out
+   (they are in ``run.log``), equations pre-rendered to MathML (``latex2mathml``; browsers draw MathML
+   natively, so nothing is fetched), tables complete in a scrolling box;
+5. methods: how to repeat the run, its parameters, the models it resolved and their revisions, the time
+   each section took, the machine and package versions.
+
+The page is one self-contained file: styles inline, figures embedded, no script, style or font from
+another host (a browser test opens it with every request off the machine blocked). The notebook is
+converted with nbconvert's ``basic`` template, which writes the cells only (no MathJax, no require.js).
+
+:func:`render_index` writes ``index.html`` at the root of an outputs folder: one row per run (experiment,
+preset, date, status, commit, its top findings, a thumbnail of its first figure), newest first, linking to
+each report. The runner rewrites both after every run.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import json
+import logging
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from radaudit.experiments import EXPERIMENTS, Experiment
+
+__all__ = ["latex_to_mathml", "render_index", "render_run_report"]
+
+log = logging.getLogger(__name__)
+
+_HIDDEN_TAGS = {"parameters", "injected-parameters"}
+_LOCAL_PAPER = re.compile(r"\s*\(`?\.\./shared/papers/[^)`]*`?\)")
+_DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
+_INLINE_MATH = re.compile(r"(?<![\\$\w])\$(?!\s)([^$\n]+?)(?<![\s\\])\$(?![\w$])")
+
+VERDICT_COLOURS = {"shown": "#1b7f3b", "partly": "#a66300", "not shown": "#b3261e", "n/a": "#5f6368"}
+
+CSS = """
+:root { --ink:#1f2328; --muted:#5f6368; --rule:#d0d7de; --bg:#ffffff; --panel:#f6f8fa; }
+* { box-sizing: border-box; }
+body { margin:0; background:var(--bg); color:var(--ink);
+  font: 16px/1.55 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif; }
+main { max-width: 1100px; margin: 0 auto; padding: 1.5rem 1.5rem 4rem; }
+h1 { font-size: 1.7rem; line-height: 1.25; margin: .2rem 0 .4rem; }
+h2 { font-size: 1.3rem; margin: 2.2rem 0 .6rem; padding-bottom: .25rem; border-bottom: 1px solid var(--rule); }
+h3 { font-size: 1.1rem; margin: 1.6rem 0 .4rem; }
+a { color: #0b57d0; }
+.meta { color: var(--muted); font-size: .92rem; }
+.meta a { margin-right: .8rem; }
+.claim { background: var(--panel); border-left: 4px solid #0b57d0; padding: .7rem 1rem; margin: 1rem 0; }
+table { border-collapse: collapse; font-size: .88rem; margin: .4rem 0; }
+th, td { border-bottom: 1px solid var(--rule); padding: .3rem .55rem; text-align: left; vertical-align: top; }
+th { background: var(--panel); position: sticky; top: 0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.verdict { display: inline-block; color: #fff; border-radius: 1em; padding: 0 .6em; font-size: .82rem;
+  white-space: nowrap; }
+.scroll { max-height: 32rem; overflow: auto; border: 1px solid var(--rule); margin: .5rem 0; }
+.scroll table { margin: 0; }
+#findings { overflow-x: auto; margin: .5rem 0; }
+#findings th { position: static; }
+.nb img { max-width: 100%; height: auto; }
+.nb .jp-RenderedHTML, .nb .jp-RenderedText { max-height: 32rem; overflow: auto; margin: .5rem 0; }
+.nb pre { background: var(--panel); padding: .6rem .8rem; overflow: auto; font-size: .85rem; }
+.nb .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"] { display: none; }
+.error { background: #fdecea; border: 1px solid #b3261e; padding: .6rem .8rem; }
+details summary { cursor: pointer; color: var(--muted); }
+math { font-size: 1.05em; }
+img.thumb { width: 140px; height: auto; border: 1px solid var(--rule); background: #fff; }
+"""
+
+
+# ----------------------------------------------------------------------------- small helpers
+
+def _e(x: Any) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _fmt(x: Any) -> str:
+    """A number as a reader wants it: 3 significant digits (integers as they are); text as it is."""
+    if isinstance(x, bool) or x is None:
+        return "—" if x is None else str(x)
+    if isinstance(x, int):
+        return f"{x:,}"
+    if isinstance(x, float):
+        if x != x:  # NaN
+            return "—"
+        return f"{x:.3g}" if abs(x) < 1e4 else f"{x:,.0f}"
+    return str(x)
+
+
+def _ci(ci: Any) -> str:
+    return f"[{_fmt(ci[0])}, {_fmt(ci[1])}]" if isinstance(ci, (list, tuple)) and len(ci) == 2 else "—"
+
+
+def _experiment(name: str) -> Experiment | None:
+    try:
+        return EXPERIMENTS.lookup(name)
+    except Exception:  # an outputs folder of an experiment this version does not know
+        return None
+
+
+def latex_to_mathml(text: str) -> str:
+    """Replace ``$$...$$`` (block) and ``$...$`` (inline) LaTeX in markdown by MathML, which browsers render
+    without any script. An expression ``latex2mathml`` cannot convert is left as code (``<code>``), never lost.
+    A ``$`` that does not delimit math (``$5 and $6`` — a space after the opening ``$`` or before the closing
+    one) is left alone, as in Jupyter."""
+    from latex2mathml.converter import convert
+
+    def repl(display: str):
+        def inner(m: re.Match) -> str:
+            try:
+                return convert(m.group(1).strip(), display=display)
+            except Exception:  # noqa: BLE001 - an unsupported macro: show the source
+                return f"<code>{_e(m.group(0))}</code>"
+        return inner
+
+    return _INLINE_MATH.sub(repl("inline"), _DISPLAY_MATH.sub(repl("block"), text))
+
+
+def _paper_link(exp: Experiment | None) -> str:
+    if exp is None or not exp.reference:
+        return ""
+    ref = exp.reference
+    return f'<a href="https://arxiv.org/abs/{_e(ref)}">arXiv:{_e(ref)}</a>' if re.match(r"^\d{4}\.\d{4,5}$", ref) \
+        else _e(ref)
+
+
+# ----------------------------------------------------------------------------- the notebook body
+
+def _reader_notebook(nb: Any, exp: Experiment | None) -> tuple[Any, str | None]:
+    """A copy of ``nb`` for reading, and its title: the first markdown cell's ``# heading`` becomes the page
+    title (its ``**Paper:**`` line is replaced by the header's reference); parameter cells, the
+    "Parameters" section, code cells without output and stderr streams are dropped; math becomes MathML."""
+    nb = copy.deepcopy(nb)
+    title, cells = None, []
+    for cell in nb.cells:
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if tags & _HIDDEN_TAGS:
+            continue
+        if cell.cell_type == "markdown":
+            src = cell.source
+            if src.lstrip().lower().startswith("## parameters"):
+                continue
+            if title is None and src.lstrip().startswith("# "):
+                first, _, rest = src.lstrip().partition("\n")
+                title = first[2:].strip()
+                rest = "\n".join(line for line in rest.splitlines() if not line.startswith("**Paper:**"))
+                src = rest
+            src = _LOCAL_PAPER.sub("", src)
+            cell.source = latex_to_mathml(src)
+            if cell.source.strip():
+                cells.append(cell)
+        elif cell.cell_type == "code":
+            cell.outputs = [o for o in cell.get("outputs", [])
+                            if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+            for o in cell.outputs:  # markdown a cell displays (display(Markdown(...))) gets math too
+                data = o.get("data", {})
+                if "text/markdown" in data:
+                    data["text/markdown"] = latex_to_mathml(data["text/markdown"])
+            if cell.outputs:
+                cells.append(cell)
+    nb.cells = cells
+    return nb, title
+
+
+def notebook_html(nb_path: Path, exp: Experiment | None = None) -> tuple[str, str | None]:
+    """``(html fragment, title)`` of the executed notebook at ``nb_path`` as a reader sees it (no code)."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb, title = _reader_notebook(nbformat.read(nb_path, as_version=4), exp)
+    exporter = HTMLExporter(template_name="basic", exclude_input=True, exclude_input_prompt=True,
+                            exclude_output_prompt=True, exclude_anchor_links=True)
+    tl = logging.getLogger("traitlets")
+    level, tl.level = tl.level, logging.ERROR  # nbconvert's "alternative text is missing" notice
+    try:
+        body, _ = exporter.from_notebook_node(nb)
+    finally:
+        tl.setLevel(level)
+    return body, title
+
+
+# ----------------------------------------------------------------------------- sections
+
+def findings_table(findings: list[dict[str, Any]]) -> str:
+    """The findings of ``findings.json`` as an HTML table (format: ``../shared/FINDINGS.md``)."""
+    if not findings:
+        return "<p class='meta' id='findings'>This run wrote no findings.</p>"
+    rows = []
+    for f in findings:
+        verdict = f.get("verdict", "")
+        colour = VERDICT_COLOURS.get(verdict, "#5f6368")
+        rows.append(
+            f"<tr><td>{_e(f.get('label'))}<br><span class='meta'>{_e(f.get('id'))}</span></td>"
+            f"<td class='num'>{_e(_fmt(f.get('value')))}</td><td class='num'>{_e(_ci(f.get('ci')))}</td>"
+            f"<td class='num'>{_e(_fmt(f.get('paper')))}</td>"
+            f"<td><span class='verdict' style='background:{colour}'>{_e(verdict)}</span></td>"
+            f"<td>{_e(f.get('note'))}</td></tr>")
+    return ("<div id='findings'><table><thead><tr><th>Finding</th><th>Value</th><th>95% CI</th>"
+            "<th>Paper</th><th>Verdict</th><th>Note</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+
+
+def _kv_table(items: list[tuple[str, Any]]) -> str:
+    rows = "".join(f"<tr><th>{_e(k)}</th><td><code>{_e(v if isinstance(v, str) else json.dumps(v, default=str))}"
+                   f"</code></td></tr>" for k, v in items)
+    return f"<div class='scroll'><table><tbody>{rows}</tbody></table></div>"
+
+
+def repeat_command(m: dict[str, Any]) -> str:
+    """The command that repeats the run (preset, ``-p`` overrides, ``-f`` files, rehearsal)."""
+    parts = ["radaudit", "run", str(m.get("experiment", "?"))]
+    if m.get("preset"):
+        parts += ["--preset", str(m["preset"])]
+    for f in (m.get("params_files") or {}):
+        parts += ["-f", str(f)]
+    for item in m.get("overrides") or []:  # "key=value" as given on the command line
+        parts += ["-p", shlex.quote(str(item))]
+    if m.get("rehearsal") is not None:
+        parts.append("--rehearse")
+    return " ".join(parts)
+
+
+def methods_section(m: dict[str, Any]) -> str:
+    """How the run was made: the command, commit, machine, parameters, models and their revisions, timings."""
+    git = m.get("git") or {}
+    rec = m.get("recorded") or {}
+    out = ["<h2 id='methods'>Methods</h2>",
+           f"<p>Repeat this run with <code>{_e(repeat_command(m))}</code> at commit "
+           f"<code>{_e((git.get('commit') or '?')[:12])}</code>"
+           + (" (with uncommitted changes)" if git.get("dirty") else "") + ". Same parameters and seed give the "
+           "same tables; the manifest's <code>recorded.determinism</code> says what the kernels promise.</p>"]
+    if m.get("rehearsal"):
+        out.append("<p><strong>Rehearsal:</strong> every model was replaced by a tiny random-weight twin of the same "
+                   "class and the credentialed data by an invented fixture; the numbers mean nothing, the code "
+                   "path is the paper run's.</p>")
+        out.append(_kv_table(sorted(m["rehearsal"].items())))
+    if rec.get("models"):
+        rows = [(spec, f"{v.get('source')} · revision {v.get('revision')}") for spec, v in rec["models"].items()]
+        out.append("<h3>Models</h3>" + _kv_table(rows))
+    steps = m.get("steps") or {}
+    if steps:
+        out.append("<h3>Time per section</h3>" + _kv_table([(k, f"{v:.1f} s") for k, v in steps.items()]))
+    params = m.get("params") or {}
+    out.append("<details><summary>All parameters</summary>" + _kv_table(sorted(params.items())) + "</details>")
+    device = m.get("device") or {}
+    versions = m.get("versions") or {}
+    out.append("<details><summary>Machine and packages</summary>"
+               + _kv_table(list(device.items()) + sorted(versions.items())) + "</details>")
+    return "\n".join(out)
+
+
+def _page(title: str, body: str) -> str:
+    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>{body}</main></body></html>\n")
+
+
+# ----------------------------------------------------------------------------- public
+
+def render_run_report(run_dir: str | Path, nb_path: str | Path | None = None) -> Path:
+    """Write ``<run_dir>/<experiment>.html`` (see the module docstring) from the run's executed notebook,
+    ``manifest.json`` and ``findings.json``; returns its path."""
+    run_dir = Path(run_dir)
+    m = _read_json(run_dir / "manifest.json")
+    name = m.get("experiment") or run_dir.parent.name
+    exp = _experiment(name)
+    nb_path = Path(nb_path) if nb_path else run_dir / f"{name}.ipynb"
+    body, title = notebook_html(nb_path, exp) if nb_path.exists() else ("", None)
+    title = title or (exp.description if exp else name)
+    findings = _read_json(run_dir / "findings.json").get("findings", [])
+    git = m.get("git") or {}
+    status = m.get("status", "?")
+    links = [(f"{name}.ipynb", "executed notebook (code)"), ("manifest.json", "manifest"),
+             ("findings.json", "findings.json"), ("run.log", "run.log"), ("tables/", "tables"), ("figures/", "figures")]
+    head = [f"<h1>{_e(title)}</h1>",
+            f"<p class='meta'>{_e(name)} · preset <b>{_e(m.get('preset') or 'interactive')}</b> · run "
+            f"{_e(m.get('run_name') or run_dir.name)} · {_e((m.get('started') or '')[:16].replace('T', ' '))} UTC · "
+            f"status <b>{_e(status)}</b> · commit <code>{_e((git.get('commit') or '?')[:8])}</code>"
+            + (" (dirty)" if git.get("dirty") else "") + "</p>",
+            "<p class='meta'>" + "".join(f"<a href='{_e(h)}'>{_e(t)}</a>" for h, t in links) + "</p>"]
+    if m.get("error"):
+        head.append(f"<p class='error'><b>This run failed:</b> {_e((m['error'] or {}).get('message'))}. "
+                    "What it wrote before the failure is below.</p>")
+    if exp is not None and exp.claim:
+        head.append(f"<div class='claim'><b>What the paper claims.</b> {_e(exp.claim)} "
+                    f"({_e(exp.citation or '')}{', ' if exp.citation else ''}{_paper_link(exp)})</div>")
+    page = "\n".join(head + ["<h2>Findings</h2>", findings_table(findings),
+                             "<h2>The analysis</h2>", f"<div class='nb'>{body}</div>", methods_section(m)])
+    out = run_dir / f"{name}.html"
+    out.write_text(_page(f"{title} — {name} ({m.get('preset') or 'interactive'})", page), encoding="utf-8")
+    return out
+
+
+def _runs(root: Path) -> list[tuple[Path, dict[str, Any]]]:
+    runs = []
+    for mpath in root.glob("*/*/manifest.json"):
+        if mpath.parent.is_symlink():  # `latest` points at a run listed under its own name
+            continue
+        runs.append((mpath.parent, _read_json(mpath)))
+    for mpath in root.glob("*/sweep_*/*/manifest.json"):  # members of a sweep
+        runs.append((mpath.parent, _read_json(mpath)))
+    return sorted(runs, key=lambda r: (r[1].get("started") or "", str(r[0])), reverse=True)
+
+
+def render_index(root: str | Path, top: int = 3) -> Path:
+    """Write ``<root>/index.html``: every run under ``root`` (``<experiment>/<run>/manifest.json``, sweeps
+    included), newest first, with its status, commit, its first ``top`` findings and a thumbnail."""
+    root = Path(root)
+    rows = []
+    for run_dir, m in _runs(root):
+        rel = run_dir.relative_to(root).as_posix()
+        name = m.get("experiment") or run_dir.parent.name
+        report = f"{rel}/{name}.html"
+        findings = _read_json(run_dir / "findings.json").get("findings", [])[:top]
+        fcell = "<br>".join(f"{_e(f.get('label'))}: <b>{_e(_fmt(f.get('value')))}</b> "
+                            f"<span class='verdict' style='background:{VERDICT_COLOURS.get(f.get('verdict'), '#5f6368')}'>"
+                            f"{_e(f.get('verdict'))}</span>" for f in findings)
+        figs = sorted((run_dir / "figures").glob("*.png")) if (run_dir / "figures").is_dir() else []
+        thumb = (f"<img class='thumb' loading='lazy' alt='first figure of {_e(rel)}' "
+                 f"src='{_e(figs[0].relative_to(root).as_posix())}'>") if figs else ""
+        link = f"<a href='{_e(report)}'>{_e(run_dir.name)}</a>" if (run_dir / f"{name}.html").is_file() else _e(run_dir.name)
+        rows.append(f"<tr><td>{_e(name)}</td><td>{_e(m.get('preset') or 'interactive')}</td><td>{link}</td>"
+                    f"<td>{_e((m.get('started') or '')[:16].replace('T', ' '))}</td><td>{_e(m.get('status'))}</td>"
+                    f"<td><code>{_e(((m.get('git') or {}).get('commit') or '')[:8])}</code></td>"
+                    f"<td>{fcell}</td><td>{thumb}</td></tr>")
+    table = ("<table><thead><tr><th>Experiment</th><th>Preset</th><th>Run</th><th>Started (UTC)</th><th>Status</th>"
+             "<th>Commit</th><th>Top findings</th><th>Figure</th></tr></thead><tbody>" + "".join(rows)
+             + "</tbody></table>") if rows else "<p class='meta'>No runs yet: <code>make demo</code>.</p>"
+    body = f"<h1>radaudit runs</h1><p class='meta'>{len(rows)} runs under {_e(root)}</p>{table}"
+    out = root / "index.html"
+    out.write_text(_page("radaudit runs", body), encoding="utf-8")
+    return out

@@ -1,0 +1,89 @@
+"""Each experiment's report and the runs index, opened in headless Chromium (issue 22): no console error, no
+request leaves the machine, the findings table is in the first screen, every image loads. A screenshot of each
+report is kept in its run folder (``report.png``). Chromium is Debian's package: ``make browser``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from radaudit.experiments import EXPERIMENTS
+from radaudit.report import render_index
+
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+def _chromium() -> str | None:
+    return os.environ.get("RADAUDIT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    exe = _chromium()
+    if exe is None:
+        pytest.skip("no Chromium here: `make browser` installs Debian's package")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the dev extra)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+def open_page(browser, path):
+    """Open ``path`` with every request that is not a local file blocked and recorded; returns
+    ``(page, console errors, blocked requests)``."""
+    page = browser.new_page(viewport=VIEWPORT)
+    errors, blocked = [], []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda err: errors.append(str(err)))
+
+    def route(r):
+        if r.request.url.startswith(("file:", "data:", "about:")):
+            r.continue_()
+        else:
+            blocked.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(path.resolve().as_uri())
+    page.wait_for_load_state("load")
+    return page, errors, blocked
+
+
+def _images(page) -> list[tuple[bool, int]]:
+    return page.evaluate("Array.from(document.images).map(i => [i.complete, i.naturalWidth])")
+
+
+@pytest.mark.parametrize("experiment", [e.name for e in EXPERIMENTS.values()])
+def test_report_reads_offline_with_findings_first(browser, smoke_runs, experiment):
+    res = smoke_runs(experiment)[0]
+    assert res.html is not None and res.html.is_file()
+    page, errors, blocked = open_page(browser, res.html)
+    try:
+        assert errors == [] and blocked == []
+        box = page.locator("#findings").bounding_box()
+        assert box is not None and box["y"] < VIEWPORT["height"] - 100  # its header and first rows on screen
+        images = _images(page)
+        assert images and all(done and width > 0 for done, width in images)
+        assert page.locator(".jp-InputArea").count() == 0  # no code
+        page.screenshot(path=str(res.run_dir / "report.png"))
+    finally:
+        page.close()
+
+
+def test_index_lists_the_runs_and_its_thumbnails_load(browser, smoke_runs):
+    res = smoke_runs("data_overview")[0]
+    index = render_index(res.run_dir.parent.parent)
+    page, errors, blocked = open_page(browser, index)
+    try:
+        assert errors == [] and blocked == []
+        assert page.locator("tbody tr").count() >= 1
+        page.locator("tbody tr a").first.click()
+        page.wait_for_load_state("load")
+        assert page.url.endswith("data_overview.html")
+        images = _images(page)
+        assert all(done and width > 0 for done, width in images)
+    finally:
+        page.close()
