@@ -8,6 +8,7 @@
     radaudit findings decoding_erasure [--run DIR] [--readme]
     radaudit preflight modality_shift --preset paper                # what a paper run needs; exit 2 if missing
     radaudit metrics
+    radaudit score predictions.csv --metrics bleu,bertscore,atomimed,chexpert_f1 --by sex,age_group [--out DIR]
     radaudit data list [--data-root PATH]
     radaudit data fetch iu_xray [--data-root PATH] [--mirror URL]
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 
 import click
 
@@ -219,6 +221,39 @@ def metrics_cmd() -> None:
         mark = "[x]" if r.available else "[ ]"
         extra = f"  (needs radaudit[{r.extra}])" if (not r.available and r.extra) else ""
         click.echo(f"  {mark} {r.name:<26} {r.kind:<10} {r.description}{extra}")
+
+
+@main.command("score")
+@click.argument("table", type=click.Path(dir_okay=False))
+@click.option("--metrics", "metrics", required=True, help="Comma-separated metric names (radaudit metrics; short: "
+              "bleu, rouge, chexpert_f1).")
+@click.option("--by", "by", default="", help="Comma-separated group columns (e.g. sex,age_group).")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Folder for scores.csv, gaps.csv, pairs.csv and scores.html (default outputs/score/<file>_<time>).")
+@click.option("--reference-column", default="reference", show_default=True)
+@click.option("--prediction-column", default="prediction", show_default=True)
+@click.option("--n-bootstrap", type=int, default=1000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def score_cmd(table, metrics, by, out, reference_column, prediction_column, n_bootstrap, seed) -> None:
+    """Score your own reports: each metric overall and per group, with 95% BCa bootstrap CIs and the gaps
+    between groups (BH-corrected p-values). TABLE is a CSV with reference and prediction columns."""
+    import datetime as _dt
+
+    from radaudit.paths import outputs_dir
+    from radaudit.scoring import score_file
+
+    names = [m.strip() for m in metrics.split(",") if m.strip()]
+    groups = [b.strip() for b in by.split(",") if b.strip()]
+    report = score_file(table, names, groups, reference=reference_column, prediction=prediction_column,
+                        n_bootstrap=n_bootstrap, seed=seed)
+    stem = Path(table).stem
+    folder = Path(out) if out else outputs_dir() / "score" / f"{stem}_{_dt.datetime.now():%Y%m%d-%H%M%S}"
+    paths = report.write(folder, title=f"Scores of {Path(table).name}")
+    overall = report.table[report.table["group_column"] == "all"]
+    for r in overall.itertuples():
+        ci = f"[{r.low:.3g}, {r.high:.3g}]" if r.low == r.low else ""
+        click.echo(f"  {r.metric:<34} {r.statistic:<14} {r.estimate:.4g} {ci}")
+    click.echo(f"   tables: {paths['scores'].parent}\n   page:   {paths['html']}")
 
 
 @main.group("data")

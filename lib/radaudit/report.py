@@ -25,7 +25,6 @@ each report. The runner rewrites both after every run.
 from __future__ import annotations
 
 import copy
-import html
 import json
 import logging
 import re
@@ -34,6 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from radaudit.experiments import EXPERIMENTS, Experiment
+from radaudit.html_page import VERDICT_COLOURS
+from radaudit.html_page import escape as _e
+from radaudit.html_page import fmt_number as _fmt
+from radaudit.html_page import page as _page
 
 __all__ = ["latex_to_mathml", "render_index", "render_run_report"]
 
@@ -44,66 +47,13 @@ _LOCAL_PAPER = re.compile(r"\s*\(`?\.\./shared/papers/[^)`]*`?\)")
 _DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
 _INLINE_MATH = re.compile(r"(?<![\\$\w])\$(?!\s)([^$\n]+?)(?<![\s\\])\$(?![\w$])")
 
-VERDICT_COLOURS = {"shown": "#1b7f3b", "partly": "#a66300", "not shown": "#b3261e", "n/a": "#5f6368"}
-
-CSS = """
-:root { --ink:#1f2328; --muted:#5f6368; --rule:#d0d7de; --bg:#ffffff; --panel:#f6f8fa; }
-* { box-sizing: border-box; }
-body { margin:0; background:var(--bg); color:var(--ink);
-  font: 16px/1.55 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif; }
-main { max-width: 1100px; margin: 0 auto; padding: 1.5rem 1.5rem 4rem; }
-h1 { font-size: 1.7rem; line-height: 1.25; margin: .2rem 0 .4rem; }
-h2 { font-size: 1.3rem; margin: 2.2rem 0 .6rem; padding-bottom: .25rem; border-bottom: 1px solid var(--rule); }
-h3 { font-size: 1.1rem; margin: 1.6rem 0 .4rem; }
-a { color: #0b57d0; }
-.meta { color: var(--muted); font-size: .92rem; }
-.meta a { margin-right: .8rem; }
-.claim { background: var(--panel); border-left: 4px solid #0b57d0; padding: .7rem 1rem; margin: 1rem 0; }
-table { border-collapse: collapse; font-size: .88rem; margin: .4rem 0; }
-th, td { border-bottom: 1px solid var(--rule); padding: .3rem .55rem; text-align: left; vertical-align: top; }
-th { background: var(--panel); position: sticky; top: 0; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.verdict { display: inline-block; color: #fff; border-radius: 1em; padding: 0 .6em; font-size: .82rem;
-  white-space: nowrap; }
-.scroll { max-height: 32rem; overflow: auto; border: 1px solid var(--rule); margin: .5rem 0; }
-.scroll table { margin: 0; }
-#findings { overflow-x: auto; margin: .5rem 0; }
-#findings th { position: static; }
-.nb img { max-width: 100%; height: auto; }
-.nb .jp-RenderedHTML, .nb .jp-RenderedText { max-height: 32rem; overflow: auto; margin: .5rem 0; }
-.nb pre { background: var(--panel); padding: .6rem .8rem; overflow: auto; font-size: .85rem; }
-.nb .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"] { display: none; }
-.error { background: #fdecea; border: 1px solid #b3261e; padding: .6rem .8rem; }
-details summary { cursor: pointer; color: var(--muted); }
-math { font-size: 1.05em; }
-img.thumb { width: 140px; height: auto; border: 1px solid var(--rule); background: #fff; }
-"""
-
-
 # ----------------------------------------------------------------------------- small helpers
-
-def _e(x: Any) -> str:
-    return html.escape("" if x is None else str(x), quote=True)
-
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-
-
-def _fmt(x: Any) -> str:
-    """A number as a reader wants it: 3 significant digits (integers as they are); text as it is."""
-    if isinstance(x, bool) or x is None:
-        return "—" if x is None else str(x)
-    if isinstance(x, int):
-        return f"{x:,}"
-    if isinstance(x, float):
-        if x != x:  # NaN
-            return "—"
-        return f"{x:.3g}" if abs(x) < 1e4 else f"{x:,.0f}"
-    return str(x)
 
 
 def _ci(ci: Any) -> str:
@@ -265,12 +215,6 @@ def methods_section(m: dict[str, Any]) -> str:
     out.append("<details><summary>Machine and packages</summary>"
                + _kv_table(list(device.items()) + sorted(versions.items())) + "</details>")
     return "\n".join(out)
-
-
-def _page(title: str, body: str) -> str:
-    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-            f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>{body}</main></body></html>\n")
 
 
 # ----------------------------------------------------------------------------- public

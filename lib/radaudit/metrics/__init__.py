@@ -13,14 +13,14 @@ from radaudit.metrics.base import (
     MetricUnavailableError,
     build_metric,
     check_pairs,
-    evaluate,
     list_metrics,
     mean_result,
     register_metric,
+    score_pairs,
 )
 from radaudit.metrics import registry as _registry  # noqa: F401  (registers the built-in metrics)
 
 __all__ = [
     "METRICS", "Metric", "MetricInputError", "MetricResult", "MetricSpec", "MetricUnavailableError",
-    "build_metric", "check_pairs", "evaluate", "list_metrics", "mean_result", "register_metric",
+    "build_metric", "check_pairs", "list_metrics", "mean_result", "register_metric", "score_pairs",
 ]

@@ -44,6 +44,7 @@ import numpy as np
 
 from radaudit.errors import ParamsError
 from radaudit.metrics.base import MetricResult, MetricSpec, MetricUnavailableError, check_pairs, mean_result
+from radaudit.metrics.classification import f1_from_counts as _f1  # 0 where undefined
 
 # --------------------------------------------------------------------------------------------
 # Hub access
@@ -320,12 +321,6 @@ class GreenAdapter:
 
 CHEXBERT_HUB = ("StanfordAIMI/RRG_scorers (chexbert.pth)", "bert-base-uncased")
 CHEXBERT_TOP5 = ("Cardiomegaly", "Edema", "Consolidation", "Atelectasis", "Pleural Effusion")
-
-
-def _f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
-    """Per-label F1 = 2TP / (2TP + FP + FN), 0 where undefined (sklearn's ``zero_division`` default)."""
-    denom = 2 * tp + fp + fn
-    return np.where(denom > 0, 2 * tp / np.maximum(denom, 1), 0.0)
 
 
 @dataclass

@@ -64,9 +64,27 @@ class MetricResult:
     aggregate: Literal["mean", "corpus"] = "mean"
     details: dict[str, Any] = field(default_factory=dict)
     n_undefined: int = 0
+    #: For a corpus statistic: per-pair sufficient statistics (``n × k``: BLEU's n-gram matches and totals,
+    #: F1's TP/FP/FN) and the function that turns their column sums into the score, so the statistic of any
+    #: subset of pairs (a group, a bootstrap resample) is ``from_stats(corpus_stats[idx].sum(0))`` — exact, and
+    #: without running the metric again. ``None`` where the metric does not provide them.
+    corpus_stats: np.ndarray | None = field(default=None, repr=False, compare=False)
+    from_stats: Callable[[np.ndarray], float] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "per_sample", np.asarray(self.per_sample, dtype=float))
+
+    def corpus_score(self, idx: Any = None) -> float:
+        """The corpus statistic of the pairs ``idx`` (all by default) from :attr:`corpus_stats`; for
+        ``aggregate="mean"``, the mean of their defined per-pair values."""
+        if self.aggregate == "mean":
+            vals = self.per_sample if idx is None else self.per_sample[idx]
+            vals = vals[~np.isnan(vals)]
+            return float(vals.mean()) if vals.size else math.nan
+        if self.corpus_stats is None or self.from_stats is None:
+            raise ValueError(f"{self.name}: this corpus metric gives no per-pair statistics to recompute it on a subset")
+        stats = self.corpus_stats if idx is None else self.corpus_stats[idx]
+        return float(self.from_stats(stats.sum(0)))
 
     def __len__(self) -> int:
         return len(self.per_sample)
@@ -180,8 +198,11 @@ def list_metrics() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def evaluate(names: Sequence[str], references: Sequence[str], candidates: Sequence[str], **options_by_metric: dict) -> pd.DataFrame:
+def score_pairs(names: Sequence[str], references: Sequence[str], candidates: Sequence[str],
+                **options_by_metric: dict) -> pd.DataFrame:
     """Run several metrics on one batch; a tidy per-pair table (``pair``, ``metric``, ``score``, details).
+    (Named so as not to shadow Hugging Face's ``evaluate`` package in user code; groups and CIs:
+    :func:`radaudit.scoring.score`.)
 
     ``options_by_metric`` maps a metric name to its build options, e.g. ``bertscore={"idf": True}``.
     """

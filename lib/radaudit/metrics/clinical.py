@@ -87,6 +87,7 @@ import numpy as np
 
 from radaudit.errors import ParamsError
 from radaudit.metrics.base import MetricResult, MetricSpec, check_pairs
+from radaudit.metrics.classification import f1_from_counts as _f1
 
 __all__ = ["ChexpertF1", "make_chexpert_f1", "label_columns", "SPECS"]
 
@@ -115,11 +116,6 @@ def _binarize(labels: np.ndarray, uncertain: str) -> tuple[np.ndarray, np.ndarra
     if uncertain == "negative":
         return pos, np.ones_like(pos)
     return pos, ~unc
-
-
-def _f1(tp: float, fp: float, fn: float, zero: float) -> float:
-    den = 2 * tp + fp + fn
-    return 2 * tp / den if den else zero
 
 
 @dataclass
@@ -211,8 +207,23 @@ class ChexpertF1:
             "n_non_english_candidate": count_non_english(cands),
         }
         score = micro if self.average == "micro" else macro
+        # per-pair sufficient statistics, so a subset's F1 is exact from column sums (radaudit.scoring):
+        # micro: TP, FP, FN summed over labels; macro: TP, FP, FN per label; last column: pair is defined
+        zero, n_lab = self.zero_division, len(cols)
+        if self.average == "micro":
+            stats = np.column_stack([tp_i, fp_i, fn_i, ~both_empty]).astype(float)
+
+            def from_stats(t: np.ndarray) -> float:
+                return _f1(t[0], t[1], t[2], zero) if t[3] > 0 else math.nan
+        else:
+            stats = np.column_stack([tp, fp, fn, ~both_empty[:, None]]).astype(float)
+
+            def from_stats(t: np.ndarray) -> float:
+                if t[-1] <= 0:
+                    return math.nan
+                return float(np.mean([_f1(t[j], t[n_lab + j], t[2 * n_lab + j], zero) for j in range(n_lab)]))
         return MetricResult(name=self.name, score=score, per_sample=per_sample, aggregate="corpus",
-                            details=details, n_undefined=int((~ok).sum()))
+                            details=details, n_undefined=int((~ok).sum()), corpus_stats=stats, from_stats=from_stats)
 
 
 def make_chexpert_f1(

@@ -227,8 +227,19 @@ class BLEUMetric:
                             "signature": str(corpus.get_signature())})
         else:
             score = math.nan
+        # per-pair sufficient statistics (hyp len, ref len, matches and totals per order): the corpus BLEU of
+        # any subset is sacrebleu's score of their sums (radaudit.scoring: groups, bootstrap resamples)
+        stats = np.asarray(corpus._extract_corpus_statistics(cands, [refs]) if refs else np.zeros((0, 2 + 2 * self.n)),
+                           dtype=float).reshape(len(refs), 2 + 2 * self.n)
+
+        def from_stats(total: np.ndarray, _bleu=corpus) -> float:
+            if total[0] == 0:  # no candidate tokens: undefined, as above
+                return math.nan
+            return _bleu._compute_score_from_stats([float(x) for x in total]).score / 100.0
+
         return MetricResult(name=self.name, score=score, per_sample=per_sample, aggregate="corpus",
-                            details=details, n_undefined=int((~defined).sum()))
+                            details=details, n_undefined=int((~defined).sum()), corpus_stats=stats,
+                            from_stats=from_stats)
 
 
 def make_bleu(n: int = 4, tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",

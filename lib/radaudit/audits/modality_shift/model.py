@@ -515,7 +515,8 @@ def _first_token_accuracy(model: Any, encoded: Sequence[Mapping[str, Any]], pixe
     AUROC of the score ``logit(Yes) - logit(No)`` (``auroc_<condition>``, when both labels are present);
     left-padded as at inference."""
     import torch
-    from sklearn.metrics import roc_auc_score
+
+    from radaudit.metrics.classification import auroc
 
     by_condition: dict[str, list[tuple[int, float]]] = {}
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]["input_ids"]))
@@ -534,7 +535,7 @@ def _first_token_accuracy(model: Any, encoded: Sequence[Mapping[str, Any]], pixe
         m = np.array([p[1] for p in pairs])
         out[f"acc_{cond}"] = float(np.mean((m > 0).astype(int) == y))
         if len(set(y.tolist())) == 2:
-            out[f"auroc_{cond}"] = float(roc_auc_score(y, m))
+            out[f"auroc_{cond}"] = auroc(y, m)
     return out
 
 
