@@ -43,6 +43,7 @@ __all__ = ["latex_to_mathml", "render_index", "render_run_report"]
 log = logging.getLogger(__name__)
 
 _HIDDEN_TAGS = {"parameters", "injected-parameters"}
+_WIDGET = "application/vnd.jupyter.widget-view+json"
 _LOCAL_PAPER = re.compile(r"\s*\(`?\.\./shared/papers/[^)`]*`?\)")
 _DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
 _INLINE_MATH = re.compile(r"(?<![\\$\w])\$(?!\s)([^$\n]+?)(?<![\s\\])\$(?![\w$])")
@@ -120,7 +121,8 @@ def _reader_notebook(nb: Any, exp: Experiment | None) -> tuple[Any, str | None]:
                 cells.append(cell)
         elif cell.cell_type == "code":
             cell.outputs = [o for o in cell.get("outputs", [])
-                            if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+                            if not (o.get("output_type") == "stream" and o.get("name") == "stderr")
+                            and _WIDGET not in o.get("data", {})]  # a progress-bar widget is live state, not a result
             for o in cell.outputs:  # markdown a cell displays (display(Markdown(...))) gets math too
                 data = o.get("data", {})
                 if "text/markdown" in data:
@@ -128,6 +130,7 @@ def _reader_notebook(nb: Any, exp: Experiment | None) -> tuple[Any, str | None]:
             if cell.outputs:
                 cells.append(cell)
     nb.cells = cells
+    nb.metadata.pop("widgets", None)  # saved widget state: the page would load a widget manager for it
     return nb, title
 
 
