@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import tomllib
 from importlib import metadata
 from pathlib import Path
 
+import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]

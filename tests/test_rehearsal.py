@@ -11,7 +11,6 @@ import pytest
 from radaudit.errors import ParamsError
 from radaudit.run import run_experiment
 
-
 pytestmark = pytest.mark.usefixtures("rehearsal_cache")
 
 

@@ -7,7 +7,6 @@ runner's own behaviour is tested in seconds.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import nbformat

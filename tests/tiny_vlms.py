@@ -1,5 +1,5 @@
 """Tiny random vision-language models for tests: the twins of :mod:`radaudit.models.twins` (LLaVA,
-Qwen2-VL, Gemma 3, Mllama, Janus), each ``build(folder) -> folder``. Random weights: for plumbing and
+Qwen2-VL, Qwen3-VL, Gemma 3, Mllama, Janus), each ``build(folder) -> folder``. Random weights: for plumbing and
 invariants, not answers. Importable from any test as ``import tiny_vlms`` (``tests/`` is on sys.path).
 """
 
@@ -9,7 +9,6 @@ from radaudit.models.twins import (  # noqa: F401
     CORPUS,
     LLAVA_TEMPLATE,
     QWEN_TEMPLATE,
-    TWINS,
     build_gemma3,
     build_janus,
     build_llava,
@@ -17,5 +16,7 @@ from radaudit.models.twins import (  # noqa: F401
     build_qwen2vl,
     tokenizer,
 )
+from radaudit.models.twins import vlm as _vlm
 
-BUILDERS = dict(TWINS)
+#: family -> builder, the vision-language twins only (TWINS also holds text and image models)
+BUILDERS = dict(_vlm.BUILDERS)

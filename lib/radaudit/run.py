@@ -280,6 +280,15 @@ def run_experiment(
     if terminal is not None:
         pm_logger.addHandler(terminal)
     os.environ.setdefault("PYTHONHASHSEED", "0")
+    # the kernel (a fresh process) inherits this: no tqdm bars as notebook widgets, whose live state is noise in the
+    # saved notebook and the report; progress goes to the terminal and run.log (radaudit.progress). This process
+    # imported tqdm already (papermill), and tqdm reads the variable at import, so papermill's own bar stays.
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    # a rehearsal's twins are a few units wide: torch's intra-op threads only add synchronisation (measured ~10x
+    # slower with 2 threads on busy shared cores); its kernel runs single-threaded, the variable restored after
+    omp = os.environ.get("OMP_NUM_THREADS")
+    if rehearse:
+        os.environ["OMP_NUM_THREADS"] = "1"
     t0 = time.perf_counter()
     status, error = "succeeded", None
     log.info("running %s (preset %s) into %s", experiment, preset, run_dir)
@@ -311,6 +320,10 @@ def run_experiment(
         )
         html = _write_report(run_dir, nb_out, index_root=exp_dir.parent)
         pm_logger.propagate = pm_propagate
+        if rehearse and omp is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        elif rehearse:
+            os.environ["OMP_NUM_THREADS"] = omp
         pm_logger.removeFilter(levels)
         if terminal is not None:
             pm_logger.removeHandler(terminal)

@@ -194,7 +194,7 @@ def _image_frame(tmp_path, n_f=3, n_m=3):
         Image.fromarray(np.full((32, 32), 10 * i, dtype=np.uint8)).save(tmp_path / rel)
         rows.append({"study_id": f"s{i}", "sex": sex, "view": "LATERAL" if i == 0 else "PA", "image_path": rel,
                      "findings": f"finding {i}" if i != 1 else "", "impression": f"impression {i}",
-                     "indication": "cough" if i % 2 else None})
+                     "indication": "cough" if i % 2 else None, "split": "test"})
     return pd.DataFrame(rows)
 
 
@@ -214,9 +214,8 @@ def test_select_image_studies_filters_and_balances(tmp_path):
 
 def test_vlm_path_generates_from_images(tmp_path, monkeypatch):
     pytest.importorskip("transformers")
-    import tiny_vlms
-
     import radaudit.data.registry as reg
+    import tiny_vlms
 
     df = _image_frame(tmp_path)
     monkeypatch.setattr(reg, "load_dataset", lambda name, root=None, path=None, **kw: df)

@@ -41,11 +41,10 @@ from radaudit.models.vlm import (  # noqa: E402
     parse_yes_no,
     vlm_generate,
 )
-
 from tiny_vlms import BUILDERS  # noqa: E402
 
 
-@pytest.fixture(scope="module", params=["llava", "qwen2vl", "gemma3", "mllama", "janus"])
+@pytest.fixture(scope="module", params=["llava", "qwen2vl", "qwen3vl", "gemma3", "mllama", "janus"])
 def vlm(request, tmp_path_factory):
     """``(name, processor, model)`` loaded through load_vlm from a saved folder."""
     build = BUILDERS[request.param]
@@ -94,13 +93,15 @@ def test_load_vlm_through_from_pretrained(vlm):
     name, processor, model = vlm
     assert type(model).__name__ == {"llava": "LlavaForConditionalGeneration",
                                     "qwen2vl": "Qwen2VLForConditionalGeneration",
+                                    "qwen3vl": "Qwen3VLForConditionalGeneration",
                                     "gemma3": "Gemma3ForConditionalGeneration",
                                     "mllama": "MllamaForConditionalGeneration",
                                     "janus": "JanusForConditionalGeneration"}[name]
     assert not model.training and model.device.type == "cpu" and model.dtype == torch.float32
     assert processor.chat_template
-    if name == "qwen2vl" and not transformers.utils.is_torchvision_available():
-        assert type(processor).__name__ == "Qwen2VLProcessorWithoutVideo"
+    if name in ("qwen2vl", "qwen3vl") and not transformers.utils.is_torchvision_available():
+        assert type(processor).__name__ == {"qwen2vl": "Qwen2VLProcessorWithoutVideo",
+                                            "qwen3vl": "Qwen3VLProcessorWithoutVideo"}[name]
 
 
 def test_load_vlm_missing_path_is_clear():

@@ -4,6 +4,7 @@ Importing this package registers the metrics (:mod:`radaudit.metrics.registry`) 
 each is constructed, and its dependencies imported, only when selected.
 """
 
+from radaudit.metrics import registry as _registry  # noqa: F401  (registers the built-in metrics)
 from radaudit.metrics.base import (
     METRICS,
     Metric,
@@ -18,7 +19,6 @@ from radaudit.metrics.base import (
     register_metric,
     score_pairs,
 )
-from radaudit.metrics import registry as _registry  # noqa: F401  (registers the built-in metrics)
 
 __all__ = [
     "METRICS", "Metric", "MetricInputError", "MetricResult", "MetricSpec", "MetricUnavailableError",

@@ -208,6 +208,20 @@ def _dtype_kwarg() -> str:
         return "torch_dtype"
 
 
+def _needs_remote_code(spec: str | os.PathLike) -> bool:
+    """Whether loading ``spec`` with ``AutoModel`` would run code from the model's files: a local folder whose
+    ``config.json`` has no ``auto_map`` is a transformers class and runs none (RadEdit's text encoder given as
+    such a folder, e.g. the rehearsal's stand-in); a hub id is assumed to (BioViL-T does, and whether it does
+    cannot be checked without downloading its config)."""
+    config = Path(os.fspath(spec)).expanduser() / "config.json"
+    if config.is_file():
+        try:
+            return "auto_map" in json.loads(config.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return True
+    return True
+
+
 def load_pipeline(model_id: str | os.PathLike, family: str | None = None, dtype: Any = "fp16",
                   device: str | None = "auto", *, lora: str | os.PathLike | None = None,
                   lora_weight_name: str | None = None, radedit_vae: str = RADEDIT_VAE,
@@ -226,7 +240,9 @@ def load_pipeline(model_id: str | os.PathLike, family: str | None = None, dtype:
     ``load_lora_weights``. ``dtype``: fp16 (default, as the authors), bf16 or fp32; fp16 falls back to
     fp32 on CPU. ``device``: ``"auto"`` = cuda when available. The pipeline gets ``radaudit_family``.
     ``trust_remote_code`` (default off): RadEdit's text encoder (BioViL-T) is code from the Hub; it is
-    run only when the caller says so, otherwise loading RadEdit fails with a message naming the flag.
+    run only when the caller says so, otherwise loading RadEdit fails with a message naming the flag
+    (unless ``radedit_text_encoder`` is a local folder of a plain transformers class, which runs no code:
+    :func:`_needs_remote_code`).
     """
     require_diffusers()
     from radaudit.models.resolver import ModelUnavailableError, load_failed_message, resolve_device, resolve_model
@@ -248,7 +264,7 @@ def load_pipeline(model_id: str | os.PathLike, family: str | None = None, dtype:
         if fam == "radedit":
             from transformers import AutoModel, AutoTokenizer
 
-            if not trust_remote_code:
+            if not trust_remote_code and _needs_remote_code(radedit_text_encoder):
                 raise ParamsError(f"RadEdit's text encoder {radedit_text_encoder!r} runs Python code downloaded from the "
                                   "Hugging Face Hub (trust_remote_code). Review it, then set trust_remote_code: true for "
                                   "this generator to allow it; it is off by default.")

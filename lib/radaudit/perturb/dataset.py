@@ -5,7 +5,7 @@ significant and 10 insignificant pairs for *each* error type (4 x 3 x 2 x 10 = 2
 eight aspects 10 significant and 10 insignificant pairs with the error type sampled (8 x 2 x 10 =
 160): 400 pairs at ``n_per_cell=10`` (:func:`table2_cells`). A cell that the reports cannot fill is
 reported in ``fill`` with its counts (target, filled, candidates tried, not applicable, rejected,
-shortfall), never padded.
+of which ``unparseable``: LLM replies that never matched the JSON schema, shortfall), never padded.
 
 Context (§4.2.1): "for significant error pairs, we retained substantial contextual content ... for
 insignificant error pairs, we intentionally reduced the amount of surrounding context and kept only
@@ -63,7 +63,7 @@ __all__ = [
 #: (Appendix B); CheXpert Plus's validation reports mostly have an impression only, hence the default.
 TEXT_FIELDS = ("findings_or_impression", "findings", "impression", "report")
 FILL_COLUMNS = ["aspect", "error_type", "significance", "target", "filled", "tried", "not_applicable", "rejected",
-                "shortfall", "note"]
+                "unparseable", "shortfall", "note"]
 
 #: Rules used for each monotonicity group (§4.3 group definitions).
 MONOTONICITY_RULES: dict[int, tuple[str, ...]] = {
@@ -280,6 +280,7 @@ def _fill(units: list[_Unit], reports: pd.DataFrame, eng: Any, labeler: Any, con
             st["tried"] += 1
             st["not_applicable"] += o.status == "not_applicable"
             st["rejected"] += len(o.rejected)
+            st["unparseable"] += o.status == "unparseable"
             rejected += o.rejected
             if o.pair is None or i in used[u.cell]:
                 continue  # (another rule of the cell took this report in the same batch)
@@ -334,7 +335,7 @@ def build_pair_dataset(reports: pd.DataFrame, engine: Any = "rules", n_per_cell:
                                    order_of(c) if name is None else order_of(c, name)))
     accepted: dict[int, list[Pair]] = {k: [] for k in cells.index}
     used: dict[int, set[int]] = {k: set() for k in cells.index}
-    stats = {k: {"tried": 0, "not_applicable": 0, "rejected": 0} for k in cells.index}
+    stats = {k: {"tried": 0, "not_applicable": 0, "rejected": 0, "unparseable": 0} for k in cells.index}
     rejected: list[Pair] = []
     _fill(units, reports, eng, labeler, context, seed, accepted, used, stats, rejected)
     if balance:  # what a rule could not fill, any rule of the cell may
@@ -347,8 +348,10 @@ def build_pair_dataset(reports: pd.DataFrame, engine: Any = "rules", n_per_cell:
     for k, c in cells.iterrows():
         n = len(accepted[k])
         short = int(c.target) - n
+        st = stats[k]
         note = "" if short <= 0 else (f"only {n} of {n_order} reports gave a verified rewrite "
-                                      f"({stats[k]['not_applicable']} had nothing to edit, {stats[k]['rejected']} rewrites failed verification)")
+                                      f"({st['not_applicable']} had nothing to edit, {st['unparseable']} replies were "
+                                      f"unparseable, {st['rejected'] - st['unparseable']} rewrites failed verification)")
         fill_rows.append({"aspect": c.aspect, "error_type": "sampled" if pd.isna(c.error_type) else c.error_type,
                           "significance": c.significance, "target": int(c.target), "filled": n, **stats[k],
                           "shortfall": max(short, 0), "note": note})
@@ -358,7 +361,8 @@ def build_pair_dataset(reports: pd.DataFrame, engine: Any = "rules", n_per_cell:
                        balance_rules=balance,
                        labeler=type(labeler).__name__ if labeler is not None else None,
                        counts={"target": int(fill["target"].sum()), "filled": int(fill["filled"].sum()),
-                               "rejected": len(rejected), "cells_short": int((fill["shortfall"] > 0).sum())})
+                               "rejected": len(rejected), "unparseable": int(fill["unparseable"].sum()),
+                               "cells_short": int((fill["shortfall"] > 0).sum())})
     return PairDataset(pairs_frame(pairs), pairs_frame(rejected), fill, prov)
 
 
@@ -441,7 +445,7 @@ def build_monotonicity_set(reports: pd.DataFrame, seed: int = 0, *, n_reports: i
     pairs = [p for g in MONOTONICITY_GROUPS for row in chosen for p in row if p.group == g]
     fill = pd.DataFrame([{"aspect": "monotonicity", "error_type": MONOTONICITY_GROUPS[g], "significance":
                           "insignificant" if g < 2 else "significant", "target": n_reports, "filled": len(chosen),
-                          "tried": tried, "not_applicable": tried - len(chosen), "rejected": 0,
+                          "tried": tried, "not_applicable": tried - len(chosen), "rejected": 0, "unparseable": 0,
                           "shortfall": n_reports - len(chosen),
                           "note": "" if len(chosen) == n_reports else f"only {len(chosen)} of {tried} reports "
                                   f"(>= {min_sentences} sentences) support all five groups"}

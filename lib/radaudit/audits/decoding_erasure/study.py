@@ -29,6 +29,17 @@ Choices (the paper is silent)
 - **Image selection** (paper: frontal views filtered with a foundation model): we take the
   dataset's own view labels (PA/AP), the first frontal image of each study, and studies with a
   non-empty reference (findings, else impression) and sex F or M.
+- **Which split.** The paper fine-tunes on 60K ReXGradient studies and evaluates N = 2,000 without
+  naming the split; studies the adapter was trained on must not be audited, so ``eval_split``
+  (default ``test``, the public test split) restricts the studies before they are drawn.
+- **Images** are resized to ``image_size`` x ``image_size`` RGB before the processor (paper §3:
+  "Input images are resized to 512x512 RGB"): a plain bicubic resize, aspect ratio not kept, as the
+  sentence says; Qwen3-VL's processor then keeps 512 px (a multiple of its 32 px merged patch).
+- **Thinking.** The paper's Qwen3-VL-8B-*Instruct* does not think: its chat template has no
+  ``enable_thinking`` switch and its generation prompt opens no ``<think>`` block. A template that reads
+  ``enable_thinking`` (Qwen3 hybrids) is rendered with thinking off (:func:`radaudit.models.vlm.render_prompt`);
+  one that opens ``<think>`` unconditionally (the ``*-Thinking`` checkpoints) is refused
+  (:func:`check_report_prompt`): its output would be reasoning, not a report.
 """
 
 from __future__ import annotations
@@ -47,8 +58,9 @@ from radaudit.stats import stable_seed
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GENERATION_COLUMNS", "corpus_kwargs", "evaluate_strategies", "lora_config", "report_seeds",
-           "select_image_studies", "skew_sensitivity", "skew_study_plan", "study_generations"]
+__all__ = ["GENERATION_COLUMNS", "check_report_prompt", "corpus_kwargs", "evaluate_strategies", "image_studies",
+           "lora_config", "report_images", "report_seeds", "resize_square", "select_image_studies", "skew_sensitivity",
+           "skew_study_plan", "study_generations", "write_random_adapter"]
 
 GENERATION_COLUMNS: list[str] = ["strategy", "study_id", "prompt", "reference", "prediction", "group", "seed",
                                  "n_new_tokens", "finish_reason"]
@@ -155,11 +167,71 @@ def select_image_studies(df: pd.DataFrame, n: int, *, seed: int, folder: str | P
                          "image": images})
 
 
-def lora_config(lora: Mapping[str, Any]) -> Any:
+def image_studies(P: Any, data_root: Any = None) -> pd.DataFrame:
+    """The studies the report model writes for: ``P.image_dataset`` restricted to ``P.eval_split``, then
+    :func:`select_image_studies` (``P.n_reports``, balanced over ``P.groups``, seed ``P.seed``).
+
+    ``eval_split`` keeps the studies a fine-tuned adapter was not trained on out of reach (``None``: every
+    split). A split with no study in the data is a :class:`ParamsError` saying what to set.
+    """
+    from radaudit.data.registry import dataset_folder, load_dataset
+
+    splits = None if P.eval_split is None else [P.eval_split]
+    df = load_dataset(P.image_dataset, data_root, path=P.dataset_path, splits=splits)
+    if splits is not None:
+        df = df[df["split"].astype("string").eq(P.eval_split).fillna(False).to_numpy(dtype=bool)]
+        if df.empty:
+            raise ParamsError(f"{P.image_dataset} has no study in split eval_split={P.eval_split!r} (notes: "
+                              f"{'; '.join(df.attrs.get('notes', [])) or 'none'}). Set eval_split to a split the "
+                              "data holds (train, valid, test) that report_adapter was not trained on, or null.")
+    folder = dataset_folder(P.image_dataset, data_root, P.dataset_path)
+    return select_image_studies(df, P.n_reports, seed=P.seed, folder=folder, groups=P.groups)
+
+
+def resize_square(image: Any, size: int) -> Any:
+    """``image`` (a path or PIL image) as a ``size`` x ``size`` RGB PIL image, bicubic, aspect ratio not kept
+    (paper §3: "Input images are resized to 512x512 RGB")."""
+    from PIL import Image
+
+    from radaudit.models.vlm import load_image
+
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ParamsError(f"image_size must be a positive number of pixels, got {size!r}.")
+    img = load_image(image)
+    return img if img.size == (size, size) else img.resize((size, size), Image.Resampling.BICUBIC)
+
+
+def report_images(paths: Sequence[Any], size: int | None) -> list[Any]:
+    """What the processor is given for each study: the image resized by :func:`resize_square` to ``size``, or
+    the path itself when ``size`` is ``None`` (the processor's own resizing only)."""
+    return list(paths) if size is None else [resize_square(p, size) for p in paths]
+
+
+def check_report_prompt(processor: Any, prompt: str = "Write the report.") -> str:
+    """The rendered chat prompt of a report request; raises :class:`ParamsError` when the template opens a thinking
+    block that no template variable closes (a ``*-Thinking`` checkpoint: the paper's Qwen3-VL-8B-Instruct has none).
+
+    Templates that read ``enable_thinking`` are rendered with thinking off (:func:`radaudit.models.vlm.render_prompt`),
+    which for Qwen3 closes an empty ``<think></think>`` block: that passes.
+    """
+    from radaudit.models.vlm import render_prompt
+
+    rendered = render_prompt(processor, prompt)
+    tail = rendered.rstrip()
+    if tail.endswith("<think>") or tail.count("<think>") > tail.count("</think>"):
+        raise ParamsError("report_model's chat template opens a thinking block that cannot be switched off (a "
+                          "*-Thinking checkpoint?): its output would be reasoning, not a report, and the reasoning's "
+                          "words would enter CAD/WAE. Use the Instruct checkpoint (the paper's "
+                          f"Qwen/Qwen3-VL-8B-Instruct). Rendered prompt ends with {rendered[-60:]!r}.")
+    return rendered
+
+
+def lora_config(lora: Mapping[str, Any], *, init_lora_weights: bool = True) -> Any:
     """The paper's LoRA fine-tuning config as a ``peft.LoraConfig`` (§3: r = 16, α = 32, attention + MLP layers).
 
     ``lora`` is the ``lora`` params mapping (``r``, ``alpha``, ``dropout``, ``target_modules``). Needs
-    the optional ``peft`` package (``pip install 'radaudit[peft]'``).
+    the optional ``peft`` package (``pip install 'radaudit[peft]'``). ``init_lora_weights=False`` draws both
+    LoRA matrices at random (peft's default starts B at zero, an adapter that changes nothing): for rehearsals.
     """
     try:
         from peft import LoraConfig
@@ -173,13 +245,39 @@ def lora_config(lora: Mapping[str, Any]) -> Any:
                       lora_dropout=float(lora.get("dropout", 0.05)),
                       target_modules=list(lora.get("target_modules", ["q_proj", "k_proj", "v_proj", "o_proj",
                                                                        "gate_proj", "up_proj", "down_proj"])),
-                      bias=str(lora.get("bias", "none")), task_type="CAUSAL_LM")
+                      bias=str(lora.get("bias", "none")), task_type="CAUSAL_LM", init_lora_weights=init_lora_weights)
+
+
+def write_random_adapter(base: str | Path, lora: Mapping[str, Any], out: str | Path, *, seed: int = 0) -> Path:
+    """A peft LoRA adapter with random weights for the model folder ``base``, shaped by the ``lora`` params
+    (:func:`lora_config`), saved to ``out`` (written once: an existing adapter there is returned as it is).
+
+    For a rehearsal (``radaudit run decoding_erasure --preset paper --rehearse``): it goes through the same
+    ``report_adapter`` path as a fine-tuned adapter, and changes the twin's output (a zero-initialised one
+    would not).
+    """
+    out = Path(out)
+    if (out / "adapter_config.json").is_file():
+        return out
+    import torch
+    from peft import get_peft_model
+    from transformers import AutoModelForImageTextToText
+
+    from radaudit.paths import atomic_dir
+
+    model = AutoModelForImageTextToText.from_pretrained(str(base))
+    torch.manual_seed(int(seed))
+    peft_model = get_peft_model(model, lora_config(lora, init_lora_weights=False))
+    with atomic_dir(out) as tmp:
+        peft_model.save_pretrained(tmp)
+    return out
 
 
 def _load_report_vlm(model: str, adapter: str | None, dtype: Any) -> tuple[Any, Any]:
     from radaudit.models.vlm import load_vlm
 
     processor, vlm = load_vlm(model, dtype=dtype)
+    check_report_prompt(processor)
     if adapter:
         try:
             from peft import PeftModel
@@ -191,19 +289,17 @@ def _load_report_vlm(model: str, adapter: str | None, dtype: Any) -> tuple[Any, 
 
 def _vlm_generations(P: Any, model: str, adapter: str | None, strategies: Sequence[str], data_root: Any,
                      cache: Any) -> pd.DataFrame:
-    from radaudit.data.registry import dataset_folder, load_dataset
     from radaudit.models.vlm import vlm_generate
 
-    df = load_dataset(P.image_dataset, data_root, path=P.dataset_path)
-    folder = dataset_folder(P.image_dataset, data_root, P.dataset_path)
-    studies = select_image_studies(df, P.n_reports, seed=P.seed, folder=folder, groups=P.groups)
+    studies = image_studies(P, data_root)
     prompts = [P.report_prompt.format(indication=(i if isinstance(i, str) and i.strip() else "not given"))
                for i in studies["indication"]]
     processor, vlm = _load_report_vlm(model, adapter, P.model_dtype)
+    images = report_images(studies["image"].tolist(), P.image_size)
     seeds = report_seeds(P.seed, studies["study_id"].tolist())
     parts = []
     for strat in strategies:
-        g = vlm_generate(processor, vlm, prompts, studies["image"].tolist(), strat, max_new_tokens=P.max_new_tokens,
+        g = vlm_generate(processor, vlm, prompts, images, strat, max_new_tokens=P.max_new_tokens,
                          batch_size=P.batch_size, seeds=seeds, cache=_cache(cache))
         parts.append(pd.DataFrame({
             "strategy": strat, "study_id": studies["study_id"].to_numpy(), "prompt": prompts,

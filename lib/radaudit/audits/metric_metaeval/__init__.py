@@ -79,6 +79,7 @@ from radaudit.audits.metric_metaeval.data import (
     examples_table,
     make_engine,
 )
+from radaudit.audits.metric_metaeval.findings import fill_finding, headline_findings, rules_finding
 from radaudit.audits.metric_metaeval.params import (
     Params,
 )
@@ -90,30 +91,30 @@ from radaudit.audits.metric_metaeval.plots import (
     fig_ds_rs,
     fig_monotonicity,
 )
-from radaudit.audits.metric_metaeval.findings import headline_findings, rules_finding
 from radaudit.audits.metric_metaeval.scores import (
     ASPECT_SHORT,
+    CELL_AVERAGES,
+    CI_LABELS,
     ERROR_CODES,
     METRIC_LABELS,
     METRIC_RANGES,
+    OVERALL_CIS,
     SCORE_COLUMNS,
     TABLE_ASPECT_ORDER,
     auroc,
     auroc_table,
     column_key,
-    CELL_AVERAGES,
-    CI_LABELS,
-    OVERALL_CIS,
     ds_rs_by_rule,
     ds_rs_long,
-    paper_overall_ci,
-    rules_per_cell,
     kendall_tau,
     median_auroc,
     metric_label,
     monotonicity_long,
     monotonicity_summary,
+    n_discrimination_pairs,
+    paper_overall_ci,
     resolve_metrics,
+    rules_per_cell,
     score_pairs,
     table_columns,
     undefined_table,
@@ -121,13 +122,14 @@ from radaudit.audits.metric_metaeval.scores import (
 )
 from radaudit.audits.metric_metaeval.tables import (
     context_comparison,
+    fill_line,
     score_table,
     summary_lines,
 )
 
 __all__ = [
     "agreement_table", "AGREEMENT_TYPES", "ASPECT_SHORT", "auroc", "auroc_table", "build_datasets",
-    "CELL_AVERAGES", "CI_LABELS", "column_key", "ds_rs_by_rule", "headline_findings", "rules_finding", "OVERALL_CIS", "paper_overall_ci", "rules_per_cell", "median_auroc", "context_comparison", "ds_rs_long", "ERROR_CODES", "examples_table", "fig_auroc_context",
+    "CELL_AVERAGES", "CI_LABELS", "column_key", "fill_finding", "fill_line", "n_discrimination_pairs", "ds_rs_by_rule", "headline_findings", "rules_finding", "OVERALL_CIS", "paper_overall_ci", "rules_per_cell", "median_auroc", "context_comparison", "ds_rs_long", "ERROR_CODES", "examples_table", "fig_auroc_context",
     "fig_auroc_heatmap", "fig_ds_rs", "fig_monotonicity", "INSIG_COLOR", "kendall_tau", "make_engine",
     "mean_pairwise_agreement", "MetaevalData", "metric_label", "METRIC_LABELS", "METRIC_RANGES",
     "monotonicity_long", "monotonicity_summary", "pairwise_rater_correlations", "Params", "radpref_agreement",

@@ -45,13 +45,12 @@ def build_datasets(P: Params, *, engine: Any = None, labeler: Any = None) -> Met
     """The pair dataset, the monotonicity set and (for the context ablation) the same rewrites with full
     context, for the params (see :mod:`radaudit.perturb.dataset`). The monotonicity set is rule-based
     with either engine (its groups are defined by rules)."""
-    from radaudit.data import fingerprint, load_dataset
+    from radaudit.data import chexpert_phrases_dir, fingerprint, load_dataset
     from radaudit.perturb.dataset import (
         build_monotonicity_set,
         build_pair_dataset,
         gt_reports,
     )
-    from radaudit.data import chexpert_phrases_dir
     from radaudit.text.labeler import ChexpertLabeler
 
     frames, prov = [], {}
@@ -72,11 +71,15 @@ def build_datasets(P: Params, *, engine: Any = None, labeler: Any = None) -> Met
     return MetaevalData(pairs, mono, full, reports)
 
 
+EXAMPLE_COLUMNS = ["aspect", "significance", "error_type", "GT (edited part)", "ME (edited part)", "explanation"]
+
+
 def examples_table(pairs: pd.DataFrame, n: int = 1) -> pd.DataFrame:
-    """``n`` pairs per aspect x significance: the edited GT text, the ME text and the explanation."""
+    """``n`` pairs per aspect x significance: the edited GT text, the ME text and the explanation
+    (:data:`EXAMPLE_COLUMNS`; no rows when there are no pairs, e.g. every LLM rewrite was rejected)."""
     rows = []
     for (a, s), g in pairs.groupby(["aspect", "significance"], sort=False):
         for r in g.head(n).itertuples(index=False):
             rows.append({"aspect": a, "significance": s, "error_type": r.error_type, "GT (edited part)": r.gt_edit_text,
                          "ME (edited part)": r.me_edit_text, "explanation": r.explanation})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=EXAMPLE_COLUMNS)

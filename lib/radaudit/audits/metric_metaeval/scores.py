@@ -390,6 +390,13 @@ def auroc_table(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: fl
     return out
 
 
+def n_discrimination_pairs(scores: pd.DataFrame) -> int:
+    """Distinct discrimination/robustness pairs (no severity group) in a :func:`score_pairs` table: 0 when every
+    rewrite was rejected, and then DS/RS, AUROC and their findings cannot be computed (the notebook says so)."""
+    df = scores[scores["group"].isna()] if "group" in scores.columns else scores
+    return int(df["pair_id"].nunique())
+
+
 def median_auroc(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
     """The median over metrics of the overall harmful-vs-harmless AUROC (:func:`auroc_table`'s
     ``Overall`` rows), with a BCa bootstrap CI over *pairs*: each replicate resamples the pairs once,

@@ -50,10 +50,26 @@ def context_comparison(auroc_paper: pd.DataFrame, auroc_full: pd.DataFrame) -> p
 # findings in words
 
 
-def summary_lines(long: pd.DataFrame, auroc_tab: pd.DataFrame, mono: pd.DataFrame | None = None,
-                  agreement: pd.DataFrame | None = None, *, fdr_alpha: float = 0.05) -> list[str]:
-    """Plain-language findings computed from the run's tables (the notebook prints them)."""
-    lines = []
+def fill_line(fill: pd.DataFrame) -> str:
+    """One sentence on the pair dataset: pairs filled of the target, rewrites rejected, unparseable replies."""
+    target, filled, rejected = int(fill["target"].sum()), int(fill["filled"].sum()), int(fill["rejected"].sum())
+    unparseable = int(fill["unparseable"].sum()) if "unparseable" in fill.columns else 0
+    return (f"**Pair dataset.** {filled} of {target} GT-ME pairs filled; {rejected} rewrites rejected, of which "
+            f"{unparseable} were model replies that never matched the JSON schema (counted, kept in "
+            "pairs_dataset/rejected.parquet)" + (": no discrimination/robustness pair is left, so Tables 4/5 and the "
+                                                 "AUROC were not computed." if filled == 0 else "."))
+
+
+def summary_lines(long: pd.DataFrame | None, auroc_tab: pd.DataFrame | None, mono: pd.DataFrame | None = None,
+                  agreement: pd.DataFrame | None = None, *, fdr_alpha: float = 0.05,
+                  fill: pd.DataFrame | None = None) -> list[str]:
+    """Plain-language findings computed from the run's tables (the notebook prints them). ``long`` and
+    ``auroc_tab`` are ``None`` when no discrimination/robustness pair was left; ``fill`` (the pair dataset's
+    fill table) adds a first line on pairs filled and rewrites rejected."""
+    lines = [fill_line(fill)] if fill is not None else []
+    empty = pd.DataFrame(columns=["column", "label", "score", "estimate", "aspect", "auroc"])
+    long = empty if long is None else long
+    auroc_tab = empty if auroc_tab is None else auroc_tab
     ov = long[long["column"] == "Overall"].pivot_table(index="label", columns="score", values="estimate", sort=False)
     au = auroc_tab[auroc_tab["aspect"] == "Overall"].set_index("label")
     if {"DS", "RS"} <= set(ov.columns):

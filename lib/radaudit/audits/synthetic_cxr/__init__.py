@@ -40,6 +40,7 @@ from radaudit.audits.synthetic_cxr.data import (
     split_by_patient,
     write_synthetic_set,
 )
+from radaudit.audits.synthetic_cxr.findings import headline_findings
 from radaudit.audits.synthetic_cxr.generators import (
     GENERATORS,
     REQUEST_COLUMNS,
@@ -74,16 +75,15 @@ from radaudit.audits.synthetic_cxr.models import (
     train_demo_reid,
     verification_pairs,
 )
-from radaudit.audits.synthetic_cxr.findings import headline_findings
 from radaudit.audits.synthetic_cxr.plots import (
     BASELINE_COLOR,
     plot_dose_response,
-    plot_reid_calibration,
     plot_fidelity_bars,
     plot_nearest_pairs,
     plot_per_label_heatmap,
     plot_privacy_distributions,
     plot_rank_scatter,
+    plot_reid_calibration,
     plot_roc_curves,
     plot_sample_grid,
     plot_utility,
@@ -107,38 +107,42 @@ from radaudit.audits.synthetic_cxr.reports import (
     table5,
 )
 from radaudit.audits.synthetic_cxr.study import (
+    DATASET_SPLITS,
     DEFAULT_DOSE_LEVELS,
+    DEFAULT_HELDOUT,
     GeneratorEntry,
-    dose_response,
-    dose_spearman,
-    encoder_agreement,
-    fid_gap,
-    flagged_share,
-    per_label_intervals,
-    per_label_wide,
-    privacy_reference_overlap,
-    reid_null_threshold,
     Params,
     ReportUtility,
     Study,
     alignment_table,
     card_table,
+    dose_response,
+    dose_spearman,
+    encoder_agreement,
+    fid_gap,
     fidelity_long,
+    flagged_share,
     generate_sets,
     generators_to_inspect,
     load_models,
+    per_label_intervals,
     per_label_table,
+    per_label_wide,
     plot_closest_pairs,
     prepare,
     privacy_for,
     privacy_long,
+    privacy_reference_overlap,
     rank_summary,
+    real_utility_set,
+    reid_null_threshold,
     report_candidates,
     report_utility,
     sample_grid_inputs,
     summary_lines,
     table1,
     table3,
+    utility_train_sets,
 )
 from radaudit.audits.synthetic_cxr.utility import (
     ARCHITECTURES,
@@ -165,7 +169,8 @@ from radaudit.audits.synthetic_cxr.utility import (
 )
 
 __all__ = [
-    "assign_sources", "DEFAULT_DOSE_LEVELS", "dose_response", "dose_spearman", "encoder_agreement", "fid_gap",
+    "assign_sources", "DATASET_SPLITS", "DEFAULT_DOSE_LEVELS", "DEFAULT_HELDOUT", "real_utility_set",
+    "utility_train_sets", "dose_response", "dose_spearman", "encoder_agreement", "fid_gap",
     "flagged_share", "headline_findings", "per_label_intervals", "per_label_wide", "plot_dose_response",
     "plot_reid_calibration", "privacy_reference_overlap", "reid_null_threshold", "SOURCE_COLUMN",
     "alignment_table", "ARCHITECTURES", "augment", "auroc", "bars_frame", "BASE_METRICS", "BASELINE_COLOR",

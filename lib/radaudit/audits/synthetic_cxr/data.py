@@ -238,18 +238,21 @@ def _labels_from_cell(cell: Any, names: Sequence[str], where: str) -> list[str]:
 _REPORT_COLUMNS = ("findings", "impression")
 
 
-def mimic_prompts(folder: str | os.PathLike | None = None, *, annotations_csv: str | os.PathLike | None = None,
+def mimic_prompts(folder: str | os.PathLike | None = None, *,
+                  annotations_csv: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
                   splits: Sequence[str] | None = None, prompt_column: str = "annotated_prompt",
                   path_column: str = "path", labels_column: str | None = "chexpert_labels",
                   fallback_section: str = "impression", dedupe_prompts: bool = True,
-                  frame: pd.DataFrame | None = None, **load_kwargs: Any) -> pd.DataFrame:
+                  pool_splits: Sequence[str] = (), frame: pd.DataFrame | None = None,
+                  **load_kwargs: Any) -> pd.DataFrame:
     """MIMIC-CXR prompts with the 14 CheXpert labels, in the experiment's metadata convention (``paper``).
 
     Studies come from :func:`radaudit.data.mimic_cxr.load` (``folder``, ``load_kwargs``; or an already
     loaded ``frame``). Two caption sources:
 
     * ``annotations_csv`` given (the LLaVA-Rad annotations the paper uses, §2.1; CheXGenBench ships
-      them as ``MIMIC_Splits/LLAVARAD_ANNOTATIONS_{TRAIN,TEST}.csv``): one row per image; the caption
+      them as ``MIMIC_Splits/LLAVARAD_ANNOTATIONS_{TRAIN,TEST}.csv``; one file or a list of files, read
+      in order): one row per image; the caption
       is ``prompt_column`` (the authors' scripts read ``annotated_prompt``), the image ``path_column``
       (``path``: ``files/p10/p10000032/s50414267/<dicom>.jpg``, relative to the MIMIC-CXR-JPG root),
       and the labels ``labels_column`` (``chexpert_labels``: a dict string {observation: 1.0/0.0/-1.0/nan},
@@ -261,7 +264,11 @@ def mimic_prompts(folder: str | os.PathLike | None = None, *, annotations_csv: s
 
     ``dedupe_prompts`` keeps the first row of each caption, as the authors' generation and FID scripts
     do (``drop_duplicates(subset=['annotated_prompt'])``). ``splits`` keeps those splits
-    (``train``/``valid``/``test``). Columns: ``prompt, labels, seed`` (``<NA>``), ``image_path``
+    (``train``/``valid``/``test``). ``pool_splits`` (MIMIC names, ``validate`` = ``valid``): studies of
+    these splits that the annotations do not cover are added from the MIMIC-CXR metadata (labels and view
+    from the loader, caption = ``fallback_section`` or empty, never deduplicated): the images of the
+    held-out real generator, which draws by labels and view, not by caption (CheXGenBench's LLaVA-Rad
+    files cover train and test only). Columns: ``prompt, labels, seed`` (``<NA>``), ``image_path``
     (absolute if the JPG exists), ``patient_id, study_id, split, view``, the report's ``findings`` and
     ``impression`` (the references of Table 5) and the ``chexpert_<name>`` columns of the loader.
     """
@@ -275,18 +282,16 @@ def mimic_prompts(folder: str | os.PathLike | None = None, *, annotations_csv: s
     studies = frame.copy()
     studies["study_id"] = studies["study_id"].astype(str)
     if annotations_csv is not None:
-        ann_path = Path(annotations_csv)
-        if not ann_path.is_file():
-            raise DatasetNotFoundError(f"LLaVA-Rad annotations file {str(ann_path)!r} does not exist (CheXGenBench "
-                                       "MIMIC_Splits/llavarad_annotations.zip → LLAVARAD_ANNOTATIONS_TRAIN/TEST.csv).")
-        try:
-            ann = pd.read_csv(ann_path, dtype=str, keep_default_na=False)
-        except (ValueError, OSError) as err:
-            raise DataFormatError(f"Cannot read {str(ann_path)!r} as a CSV ({err}).") from err
-        need = [c for c in (prompt_column, path_column) if c not in ann.columns]
-        if need:
-            raise DataFormatError(f"{ann_path.name} lacks column(s) {need} (found {list(ann.columns)}); pass "
-                                  "prompt_column=/path_column= with the names your file uses.")
+        files = [annotations_csv] if isinstance(annotations_csv, (str, os.PathLike)) else list(annotations_csv)
+        if not files:
+            raise ParamsError("annotations_csv is an empty list; give the LLaVA-Rad annotation file(s).")
+        parts, where = [], []
+        for f in files:
+            part = _read_annotations(Path(f), prompt_column, path_column)
+            parts.append(part)
+            where += [(Path(f).name, i + 2) for i in range(len(part))]
+        ann = pd.concat(parts, ignore_index=True)
+        ann_path = Path(files[0]) if len(files) == 1 else Path("+".join(Path(f).name for f in files))
         rel = ann[path_column].str.replace("\\", "/", regex=False)
         if "study_id" in ann.columns:
             study = ann["study_id"].str.strip().str.lstrip("s")
@@ -296,10 +301,12 @@ def mimic_prompts(folder: str | os.PathLike | None = None, *, annotations_csv: s
             subject = ann["subject_id"].str.strip().str.lstrip("p")
         else:
             subject = rel.map(lambda s: (m.group(1) if (m := _SUBJECT_RE.search(s)) else ""))
-        bad = [i + 2 for i, s in enumerate(study) if not s]
+        bad = [i for i, s in enumerate(study) if not s]
         if bad:
-            raise DataFormatError(f"{ann_path.name}: cannot find the study id (an 's<digits>' folder) in column "
-                                  f"{path_column!r} in row(s) {format_rows(bad)}; add a study_id column.")
+            name = where[bad[0]][0]
+            rows = [where[i][1] for i in bad if where[i][0] == name]
+            raise DataFormatError(f"{name}: cannot find the study id (an 's<digits>' folder) in column "
+                                  f"{path_column!r} in row(s) {format_rows(rows)}; add a study_id column.")
         by_study = studies.set_index("study_id")
         root = Path(folder) if folder is not None else None
         images_dir = Path(load_kwargs["images_dir"]) if load_kwargs.get("images_dir") else (
@@ -314,7 +321,7 @@ def mimic_prompts(folder: str | os.PathLike | None = None, *, annotations_csv: s
                 path = str((images_dir / r_clean).resolve())
             if use_csv_labels:
                 labs = _labels_from_cell(ann[labels_column].iloc[i], CHEXPERT_LABELS,
-                                         f" in {ann_path.name} row {i + 2}")
+                                         f" in {where[i][0]} row {where[i][1]}")
             else:
                 labs = [] if info is None or is_missing(info["labels"]) else list(info["labels"])
             rows.append({
@@ -358,8 +365,47 @@ def mimic_prompts(folder: str | os.PathLike | None = None, *, annotations_csv: s
     n_before = len(out)
     if dedupe_prompts:
         out = out.drop_duplicates("prompt", keep="first")
+    n_duplicates = n_before - len(out)
+    n_pool = 0
+    if pool_splits and annotations_csv is not None:
+        pool = _pool_rows(studies, pool_splits, set(out["study_id"].astype(str)), fallback_section)
+        n_pool = len(pool)
+        out = pd.concat([out, pool[[c for c in out.columns if c in pool.columns]]], ignore_index=True)
     out = out.reset_index(drop=True)
     out.insert(2, "seed", pd.array([pd.NA] * len(out), dtype="Int64"))
     out.attrs.update({"caption_source": source, "n_no_caption": n_no_caption, "n_unmatched": n_unmatched,
-                      "n_duplicate_prompts": n_before - len(out), "label_names": list(CHEXPERT_LABELS)})
+                      "n_duplicate_prompts": n_duplicates, "n_pool_rows": n_pool,
+                      "label_names": list(CHEXPERT_LABELS)})
     return out
+
+
+def _read_annotations(path: Path, prompt_column: str, path_column: str) -> pd.DataFrame:
+    """One LLaVA-Rad annotation CSV (every column as text), with the two columns :func:`mimic_prompts` needs."""
+    if not path.is_file():
+        raise DatasetNotFoundError(f"LLaVA-Rad annotations file {str(path)!r} does not exist (CheXGenBench "
+                                   "MIMIC_Splits/llavarad_annotations.zip → LLAVARAD_ANNOTATIONS_TRAIN/TEST.csv).")
+    try:
+        ann = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (ValueError, OSError) as err:
+        raise DataFormatError(f"Cannot read {str(path)!r} as a CSV ({err}).") from err
+    need = [c for c in (prompt_column, path_column) if c not in ann.columns]
+    if need:
+        raise DataFormatError(f"{path.name} lacks column(s) {need} (found {list(ann.columns)}); pass "
+                              "prompt_column=/path_column= with the names your file uses.")
+    return ann
+
+
+def _pool_rows(studies: pd.DataFrame, pool_splits: Sequence[str], have: set[str], section: str) -> pd.DataFrame:
+    """The loader's studies of ``pool_splits`` (MIMIC names; ``validate`` = the loader's ``valid``) not in
+    ``have``, as image-pool rows: labels and view from the MIMIC-CXR files, caption = ``section`` or empty."""
+    wanted = {"valid" if s == "validate" else s for s in ([pool_splits] if isinstance(pool_splits, str) else pool_splits)}
+    st = studies[studies["split"].isin(wanted) & ~studies["study_id"].astype(str).isin(have)]
+    text = st[section] if section in st.columns else pd.Series(pd.NA, index=st.index)
+    return pd.DataFrame({
+        "prompt": ["" if is_missing(t) else " ".join(str(t).split()) for t in text],
+        "labels": [[] if is_missing(v) else list(v) for v in st["labels"]],
+        "image_path": st["image_path"].to_numpy(), "patient_id": st["patient_id"].astype(str).to_numpy(),
+        "study_id": st["study_id"].astype(str).to_numpy(), "split": st["split"].to_numpy(),
+        "view": st["view"].to_numpy(),
+        **{c: st[c].to_numpy() for c in st.columns if c.startswith("chexpert_") or c in _REPORT_COLUMNS},
+    })

@@ -29,7 +29,9 @@ Registered generators (:data:`GENERATORS`):
     and noised (``noise_sigma``). Fidelity must penalise it, and more at a higher dose (the
     dose-response study runs it at graded levels).
 ``heldout_real``
-    Real ``holdout`` images (a patient-level split no generator trains on) with the same labels (and
+    Real images of the held-out split ``split`` — patients no generator trains on, disjoint from the
+    test split the fidelity metrics compare with: ``holdout`` of the demo's patient split, MIMIC-CXR's
+    ``validate`` for the paper (the experiment's ``heldout_split`` param) — with the same labels (and
     view, when possible) as the prompt, drawn by the request's seed **without replacement** (every
     held-out image once before any twice): the best a generator can do. Drawing with replacement
     repeated images (67 distinct of 107), which shrinks the feature covariance and inflates its FID.
@@ -68,8 +70,8 @@ from radaudit.errors import DataFormatError, ParamsError
 from radaudit.registry import Registry
 
 __all__ = [
-    "CACHE_VERSION", "GENERATORS", "GenerationContext", "GeneratorSpec", "REQUEST_COLUMNS", "SOURCE_COLUMN",
-    "assign_sources", "fidelity_requests",
+    "CACHE_VERSION", "FRAME_SPLIT_NAMES", "GENERATORS", "GenerationContext", "GeneratorSpec", "REQUEST_COLUMNS",
+    "SOURCE_COLUMN", "assign_sources", "fidelity_requests",
     "generate", "generate_set", "generator_key", "match_pool", "privacy_requests", "utility_requests",
 ]
 
@@ -382,12 +384,21 @@ def _degrader_sources(requests: pd.DataFrame, context: GenerationContext, *, mat
     return match_pool(requests, train, "degrader", other_patient=other_patient, distinct=distinct)[0]
 
 
+#: Split names as a dataset's own files spell them -> as the loaders' frames spell them (MIMIC-CXR's split file
+#: says ``validate``; :func:`radaudit.data.mimic_cxr.load` renames it ``valid``, the tidy schema's name).
+FRAME_SPLIT_NAMES: dict[str, str] = {"validate": "valid"}
+
+
 def _heldout_sources(requests: pd.DataFrame, context: GenerationContext, *, split: str = "holdout",
                      distinct: bool = True, **_: Any) -> list[str]:
     frame = context.require_frame("heldout_real")
-    pool = frame[frame["split"] == split]
+    present = sorted(frame["split"].dropna().astype(str).unique())
+    name = split if split in present else FRAME_SPLIT_NAMES.get(split, split)
+    pool = frame[frame["split"] == name]
     if pool.empty:
-        raise DataFormatError(f"The context frame has no {split!r} images; demo_frame(fractions=...) must leave some.")
+        raise DataFormatError(f"The context frame has no {split!r} images (its splits: {present}): the held-out real "
+                              "generator draws from a split no generator trains on (demo: demo_frame(fractions=...) must "
+                              "leave a holdout; MIMIC-CXR: its validate split, added by mimic_prompts(pool_splits=...)).")
     return match_pool(requests, pool, "heldout_real", distinct=distinct)[0]
 
 
@@ -477,8 +488,9 @@ def _degrader(requests: pd.DataFrame, *, context: GenerationContext, blur_sigma:
 
 def _heldout_real(requests: pd.DataFrame, *, context: GenerationContext, split: str = "holdout",
                   distinct: bool = True) -> np.ndarray:
-    """Real ``split`` images (default ``holdout``) with the prompt's labels and view, drawn by the seed,
-    without replacement over the request frame (``distinct``; see :func:`match_pool`)."""
+    """Real ``split`` images (default ``holdout``; MIMIC-CXR's ``validate`` is read as the frame's ``valid``) with
+    the prompt's labels and view, drawn by the seed, without replacement over the request frame (``distinct``;
+    see :func:`match_pool`)."""
     ids = _sources_of(requests, "heldout_real") or _heldout_sources(requests, context, split=split, distinct=distinct)
     return context.pixels(ids)
 
@@ -538,17 +550,20 @@ def _diffusion(requests: pd.DataFrame, *, context: GenerationContext, model: str
                dtype: Any = "fp16", device: str | None = "auto", lora: str | None = None, sampler: str | None = None,
                eta: float = 0.0, height: int | None = None, width: int | None = None,
                train: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None,
-               trust_remote_code: bool = False) -> np.ndarray:
+               trust_remote_code: bool = False, radedit_vae: str | None = None,
+               radedit_text_encoder: str | None = None) -> np.ndarray:
     """Images from a text-to-image model: ``model="demo"`` (the project's demo model, trained with
     ``train`` settings and ``model_seed`` on the context's train split) or a hub id / local folder
     (:func:`radaudit.models.diffusion.load_pipeline` with ``family``, ``dtype``, ``device``, ``lora`` and
-    ``trust_remote_code``, off unless the generator's params say ``trust_remote_code: true``: RadEdit needs it).
+    ``trust_remote_code``, off unless the generator's params say ``trust_remote_code: true``: RadEdit needs it;
+    ``radedit_vae`` / ``radedit_text_encoder``: the components RadEdit borrows, default the authors' hub ids).
     Sampling: :func:`radaudit.models.diffusion.generate_images` (per-image seeds); outputs are resized
     to the context size with the context's resize policy."""
     from radaudit.models.diffusion import DemoDiffusionPipeline, generate_images
 
     pipe = _pipeline(context, model, model_seed=model_seed, family=family, dtype=dtype, device=device, lora=lora,
-                     train=train, trust_remote_code=trust_remote_code)
+                     train=train, trust_remote_code=trust_remote_code, radedit_vae=radedit_vae,
+                     radedit_text_encoder=radedit_text_encoder)
     if isinstance(pipe, DemoDiffusionPipeline):
         imgs = pipe.generate(requests, requests["seed"].tolist(), steps=steps, guidance=guidance,
                              batch_size=batch_size, sampler=sampler, eta=eta)
@@ -560,11 +575,12 @@ def _diffusion(requests: pd.DataFrame, *, context: GenerationContext, model: str
 
 def _pipeline(context: GenerationContext, model: str, *, model_seed: int = 0, family: str | None = None,
               dtype: Any = "fp16", device: str | None = "auto", lora: str | None = None,
-              train: Mapping[str, Any] | None = None, trust_remote_code: bool = False) -> Any:
+              train: Mapping[str, Any] | None = None, trust_remote_code: bool = False,
+              radedit_vae: str | None = None, radedit_text_encoder: str | None = None) -> Any:
     from radaudit.models.diffusion import demo_diffusion_path, load_pipeline
 
-    key = json.dumps([model, model_seed, family, str(dtype), device, lora, dict(train or {})], sort_keys=True,
-                     default=str)
+    key = json.dumps([model, model_seed, family, str(dtype), device, lora, dict(train or {}), radedit_vae,
+                      radedit_text_encoder], sort_keys=True, default=str)
     if key not in context._pipelines:
         if model == "demo":
             path = demo_diffusion_path(context.require_frame("diffusion"), model_seed, context.root(),
@@ -572,8 +588,10 @@ def _pipeline(context: GenerationContext, model: str, *, model_seed: int = 0, fa
             context._pipelines[key] = load_pipeline(path, family="demo", device="cpu" if device in (None, "auto")
                                                     else device)
         else:
+            components = {k: v for k, v in (("radedit_vae", radedit_vae), ("radedit_text_encoder", radedit_text_encoder))
+                          if v is not None}
             context._pipelines[key] = load_pipeline(model, family=family, dtype=dtype, device=device, lora=lora,
-                                                    trust_remote_code=trust_remote_code)
+                                                    trust_remote_code=trust_remote_code, **components)
     return context._pipelines[key]
 
 
@@ -651,7 +669,7 @@ GENERATORS.register(GeneratorSpec(
     "diffusion", _diffusion, "text-to-image model: the demo model (model='demo') or a diffusers pipeline by hub id",
     {"model": "demo", "steps": None, "guidance": None, "batch_size": 16, "model_seed": 0, "family": None,
      "dtype": "fp16", "device": "auto", "lora": None, "sampler": None, "eta": 0.0, "height": None, "width": None,
-     "train": None, "extra": None, "trust_remote_code": False},
+     "train": None, "extra": None, "trust_remote_code": False, "radedit_vae": None, "radedit_text_encoder": None},
     _diffusion_identity))
 GENERATORS.register(GeneratorSpec(
     "memoriser", _memoriser, "the prompt's training image + slight noise (privacy must flag it)", {"sigma": 0.02},

