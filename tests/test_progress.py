@@ -48,3 +48,14 @@ def test_kernel_lines_get_their_real_level_and_logger_back():
     assert f.filter(other) and (other.levelno, other.name) == (logging.WARNING, "papermill")
     cell = _record("INFO radaudit: not from stderr", level=logging.INFO)  # papermill's own INFO lines untouched
     assert f.filter(cell) and cell.name == "papermill"
+
+
+def test_batches_cover_every_item_once_and_report_progress(caplog):
+    from radaudit.progress import batches
+
+    caplog.set_level(logging.INFO, logger="radaudit.progress")
+    got = list(batches(5, 2, "feat"))
+    assert got == [range(0, 2), range(2, 4), range(4, 5)]
+    assert caplog.records[0].getMessage() == "feat: 0/3 batches (0%)"
+    assert caplog.records[-1].getMessage().startswith("feat: 3/3 batches (100%)")
+    assert list(batches(0, 4)) == [] and list(batches(3, 8)) == [range(0, 3)]

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
-__all__ = ["eta_line", "track"]
+__all__ = ["batches", "eta_line", "track"]
 
 T = TypeVar("T")
 log = logging.getLogger("radaudit.progress")
@@ -70,3 +70,9 @@ def track(items: Iterable[T], stage: str, total: int | None = None, *, unit: str
             last = now
     if not quiet:
         lg.info(eta_line(stage, done, total, time.perf_counter() - t0, unit))
+
+
+def batches(n: int, batch_size: int, stage: str = "image batches") -> Iterator[range]:
+    """``range`` of each consecutive batch of ``n`` items (the last one shorter), with progress as ``stage``."""
+    return track((range(start, min(n, start + batch_size)) for start in range(0, n, batch_size)), stage,
+                 total=-(-n // batch_size) if n else 0, unit="batches")

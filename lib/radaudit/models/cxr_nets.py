@@ -66,14 +66,15 @@ import logging
 import math
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from radaudit.errors import DatasetNotFoundError, DataFormatError, ParamsError
+from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
 from radaudit.models.resolver import DEFAULT_TEXT_ENCODER, ModelUnavailableError, resolve_device
+from radaudit.progress import batches as _batches
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -237,11 +238,6 @@ def prepare_images(images: Any, size: int, *, channels: int = 1, resize: str = "
     if channels != 1:
         x = x.expand(-1, channels, -1, -1)
     return x.contiguous()
-
-
-def _batches(n: int, batch_size: int) -> Iterator[range]:
-    for start in range(0, n, batch_size):
-        yield range(start, min(n, start + batch_size))
 
 
 def _check_batch_size(batch_size: Any) -> int:

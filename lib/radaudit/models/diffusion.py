@@ -58,6 +58,7 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import DataFormatError, ParamsError, RadauditError
+from radaudit.progress import track
 
 __all__ = [
     "CONFIG_FILE", "DEMO_DIFFUSION_CONFIG", "DemoDiffusionPipeline", "FAMILIES", "PIPELINE_DEFAULTS",
@@ -385,7 +386,7 @@ def generate_images(pipeline: Any, prompts: Sequence[str] | pd.DataFrame | None,
     device = getattr(pipeline, "device", torch.device("cpu"))
     gen_device = "cpu" if getattr(device, "type", str(device)) == "mps" else device
     out: list[np.ndarray] = []
-    for start in range(0, n, bs):
+    for start in track(range(0, n, bs), f"generate images ({type(pipeline).__name__})", unit="batches"):
         idx = range(start, min(n, start + bs))
         gens = [torch.Generator(device=gen_device).manual_seed(seed_list[i]) for i in idx]
         kw = dict(call, generator=gens)
@@ -683,7 +684,7 @@ def train_demo_diffusion(images: np.ndarray, conditions: pd.DataFrame, out_dir: 
         n_params = sum(q.numel() for q in unet.parameters())
         unet.train()
         step = 0
-        for step in range(1, hpv["steps"] + 1):
+        for step in track(range(1, hpv["steps"] + 1), "train diffusion UNet", unit="steps"):
             idx = torch.randint(0, len(x_all), (hpv["batch_size"],), generator=gen)
             x0 = _shift(x_all[idx], hpv["augment_shift"], gen)
             c = c_all[idx].clone()
@@ -893,7 +894,7 @@ class DemoDiffusionPipeline:
         p, s = self.patch_size, self.image_size
         out = np.empty((len(cond), s, s), dtype=np.float32)
         with torch.no_grad():
-            for start in range(0, len(cond), bs):
+            for start in track(range(0, len(cond), bs), "sample demo diffusion", unit="batches"):
                 idx = list(range(start, min(len(cond), start + bs)))
                 gens = [torch.Generator().manual_seed(seed_list[i]) for i in idx]
                 x = torch.cat([torch.randn((1, 1, s, s), generator=gg) for gg in gens]).to(self.device)

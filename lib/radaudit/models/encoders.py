@@ -99,6 +99,7 @@ from radaudit.models.resolver import (
     resolve_dtype,
     resolve_model,
 )
+from radaudit.progress import batches as _batches
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -425,11 +426,6 @@ def to_rgb(image: ImageInput) -> PILImage.Image:
     if im.mode in ("I", "I;16", "I;16B", "I;16L", "I;16N", "F"):
         im = Image.fromarray(_to_uint8(np.asarray(im)))
     return im.convert("RGB")
-
-
-def _batches(n: int, batch_size: int) -> Iterator[range]:
-    for start in range(0, n, batch_size):
-        yield range(start, min(n, start + batch_size))
 
 
 @runtime_checkable

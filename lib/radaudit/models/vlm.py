@@ -70,6 +70,7 @@ from radaudit.models.resolver import (
     resolve_dtype,
     resolve_model,
 )
+from radaudit.progress import track
 
 if TYPE_CHECKING:  # pragma: no cover
     from PIL import Image as PILImage
@@ -513,11 +514,12 @@ def adapter_fingerprint(model: Any) -> str:
 
 
 def _run_cached(keys: Sequence[str | None], parts: Sequence[Mapping[str, Any] | None], store: Any, batch_size: int,
-                compute: Any) -> tuple[dict[Any, dict[str, Any]], set[Any]]:
+                compute: Any, stage: str = "VLM") -> tuple[dict[Any, dict[str, Any]], set[Any]]:
     """Records for every item: from ``store`` where cached, else ``compute(batch_of_item_indices)`` (one record
     per index), batch by batch, each record written to ``store`` as soon as its batch is done (an
     interruption loses at most one batch). Items sharing a key are computed once. Returns
-    ``(records keyed by cache key, or by item index without a store; the keys found in the cache)``."""
+    ``(records keyed by cache key, or by item index without a store; the keys found in the cache)``. Progress
+    of the batches to compute is logged as ``stage`` (:func:`radaudit.progress.track`)."""
     records: dict[Any, dict[str, Any]] = store.get_many([k for k in keys if k is not None]) if store is not None else {}
     cached = set(records)
     todo: dict[Any, int] = {}
@@ -526,7 +528,7 @@ def _run_cached(keys: Sequence[str | None], parts: Sequence[Mapping[str, Any] | 
         if key not in records and key not in todo:
             todo[key] = i
     order = list(todo.values())
-    for start in range(0, len(order), int(batch_size)):
+    for start in track(range(0, len(order), int(batch_size)), stage, unit="batches"):
         batch = order[start:start + int(batch_size)]
         for i, rec in zip(batch, compute(batch)):
             records[keys[i] if keys[i] is not None else i] = rec
@@ -592,7 +594,7 @@ def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str
             decoded = _decode_new(processor, out[:, inputs["input_ids"].shape[1]:], eos)
             return [{**decoded[j], "n_input_tokens": int(n_in[j])} for j in range(len(batch))]
 
-        records, cached = _run_cached(keys, parts, store, batch_size, compute)
+        records, cached = _run_cached(keys, parts, store, batch_size, compute, f"generate {strat.name}")
     finally:
         if owns_cache and store is not None:
             store.close()
@@ -824,7 +826,7 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
                      "n_generated_tokens": decoded[j]["n_generated_tokens"], "finish": decoded[j]["finish"]}
                     for j in range(len(batch))]
 
-        records, cached = _run_cached(keys, parts, store, batch_size, compute)
+        records, cached = _run_cached(keys, parts, store, batch_size, compute, "first-token scores")
     finally:
         if owns_cache and store is not None:
             store.close()
