@@ -379,21 +379,15 @@ def model_card(path: str | os.PathLike[str]) -> dict[str, Any]:
 # --- metrics ------------------------------------------------------------------------------------------
 
 def binary_auroc(y_true: Any, scores: Any) -> float:
-    """Area under the ROC curve = P(score of a positive > score of a negative) + ½ P(tie) (Mann–Whitney U).
-
-    NaN when ``y_true`` holds only one class.
-    """
-    from scipy.stats import rankdata
+    """Area under the ROC curve = P(score of a positive > score of a negative) + ½ P(tie) (Mann–Whitney U):
+    :func:`radaudit.metrics.classification.auroc` on ``y_true`` read as booleans. NaN when it holds one class."""
+    from radaudit.metrics.classification import auroc
 
     y = np.asarray(y_true).astype(bool).reshape(-1)
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
     if len(y) != len(s):
         raise DataFormatError(f"{len(y)} labels but {len(s)} scores.")
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    ranks = rankdata(s)
-    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+    return auroc(y.astype(int), s)
 
 
 # --- augmentation (torch; random numbers from torch's global generator, seeded by train_model) ---------

@@ -216,24 +216,20 @@ def _as_scores(scores: Any, n: int, n_labels: int, name: str = "scores") -> np.n
 # --- metrics ---------------------------------------------------------------------------------------
 
 def auroc(y_true: Any, scores: Any) -> float:
-    """Area under the ROC curve of one label (paper §2.4 "AUROC"; Mann–Whitney form).
+    """Area under the ROC curve of one label (paper §2.4 "AUROC"): the lab's one implementation,
+    :func:`radaudit.metrics.classification.auroc` (``sklearn.metrics.roc_auc_score``), after a shape check.
 
-    ``AUROC = (R₊ − n₊(n₊+1)/2) / (n₊ n₋)``, ``R₊`` the sum of the positives' mid-ranks among all
-    scores (ties share their mean rank, so a positive–negative tie counts ½) — the probability that
-    a random positive scores above a random negative; equal to ``sklearn.metrics.roc_auc_score``.
-    NaN when the labels have a single class (the AUROC is undefined; callers report it).
+    In Mann–Whitney form ``AUROC = (R₊ − n₊(n₊+1)/2) / (n₊ n₋)``, ``R₊`` the sum of the positives' mid-ranks
+    (a positive–negative tie counts ½; :func:`_auroc_rows` vectorises this form for the bootstrap). A label is
+    positive where ``y_true == 1``. NaN when the labels have a single class (undefined; callers report it).
     """
+    from radaudit.metrics.classification import auroc as _auroc
+
     y = np.asarray(y_true)
     s = np.asarray(scores, dtype=np.float64)
     if y.ndim != 1 or s.shape != y.shape:
         raise DataFormatError(f"auroc: y_true and scores must be 1-D of equal length; got {y.shape} and {s.shape}.")
-    pos = y.astype(np.float64) == 1
-    n_pos = int(pos.sum())
-    n_neg = len(y) - n_pos
-    if n_pos == 0 or n_neg == 0:
-        return math.nan
-    ranks = _sps.rankdata(s)  # mid-ranks
-    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+    return _auroc((y.astype(np.float64) == 1).astype(int), s)
 
 
 def roc_curve_points(y_true: Any, scores: Any, label_names: Sequence[str]) -> pd.DataFrame:
