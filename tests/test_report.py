@@ -39,7 +39,8 @@ def _fake_run(tmp_path, experiment="decoding_erasure"):
     (run / "tables").mkdir()
     nb = nbformat.v4.new_notebook()
     nb.cells = [
-        nbformat.v4.new_markdown_cell("# 01 · A title\n\n**Paper:** someone (`../shared/papers/x.txt`).\n\nIntro $a+b$."),
+        nbformat.v4.new_markdown_cell("# 01 · A title\n\n**Paper:** someone, *a title over\ntwo lines* (`../shared/papers/x.txt`)."
+                                      "\n\nIntro $a+b$."),
         nbformat.v4.new_markdown_cell("## Parameters\n\nThe cell below is tagged `parameters`."),
         nbformat.v4.new_code_cell("seed = 0", metadata={"tags": ["parameters"]}),
         nbformat.v4.new_code_cell("SECRET_CODE = 1\nprint('visible')", outputs=[
@@ -66,6 +67,7 @@ def test_report_hides_code_parameters_and_logs_and_cites_arxiv(tmp_path):
     assert "SECRET_CODE" not in page and "seed = 0" not in page and "The cell below is tagged" not in page
     assert "WARNING a log line" not in page and "visible output" in page
     assert "shared/papers" not in page and "https://arxiv.org/abs/2603.01625" in page  # the paper by arXiv id
+    assert "two lines" not in page and "Intro" in page  # the notebook's own citation paragraph, all of it, is gone
     assert page.index("id='findings'") < page.index("The analysis") < page.index("id='methods'")
     assert "<math" in page and "radaudit run decoding_erasure --preset smoke" in page
     # nothing a browser would fetch from another host: no script at all, no remote stylesheet, font or image

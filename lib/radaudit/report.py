@@ -98,7 +98,7 @@ def _paper_link(exp: Experiment | None) -> str:
 
 def _reader_notebook(nb: Any, exp: Experiment | None) -> tuple[Any, str | None]:
     """A copy of ``nb`` for reading, and its title: the first markdown cell's ``# heading`` becomes the page
-    title (its ``**Paper:**`` line is replaced by the header's reference); parameter cells, the
+    title (its ``**Paper:**`` paragraph is replaced by the header's reference); parameter cells, the
     "Parameters" section, code cells without output and stderr streams are dropped; math becomes MathML."""
     nb = copy.deepcopy(nb)
     title, cells = None, []
@@ -113,8 +113,7 @@ def _reader_notebook(nb: Any, exp: Experiment | None) -> tuple[Any, str | None]:
             if title is None and src.lstrip().startswith("# "):
                 first, _, rest = src.lstrip().partition("\n")
                 title = first[2:].strip()
-                rest = "\n".join(line for line in rest.splitlines() if not line.startswith("**Paper:**"))
-                src = rest
+                src = re.sub(r"(?ms)^\*\*Paper:\*\*.*?(?:\n\s*\n|\Z)", "", rest)  # the whole paragraph
             src = _LOCAL_PAPER.sub("", src)
             cell.source = latex_to_mathml(src)
             if cell.source.strip():
