@@ -451,3 +451,16 @@ def test_shifted_interval_brackets_an_upward_biased_statistic():
     stat = lambda v: float(np.mean(v) ** 2 * len(v))  # noqa: E731
     r = bootstrap_ci(z, stat, method="shifted", n_resamples=2000, seed=0)
     assert r.low <= r.estimate <= r.high and r.method == "shifted"
+
+
+def test_interval_covers_an_estimate_that_misses_it_only_by_rounding():
+    """sklearn's AUROC gives 0.19999999999999996 where the rank formula gives 0.2 on every resample: the
+    interval must still contain its estimate (the synthetic_cxr rehearsal's error bars broke on exactly this)."""
+    from radaudit.stats import interval_from_replicates
+
+    est = 0.19999999999999996
+    res = interval_from_replicates(est, np.full(50, 0.2), None, "percentile", 0.95, 10, "auroc", 0.1)
+    assert res.low == est and res.high == 0.2
+    # a real miss (the bootstrap distribution lies wholly above the estimate) is left as it is
+    res = interval_from_replicates(0.1, np.full(50, 0.2), None, "percentile", 0.95, 10, "auroc", 0.1)
+    assert res.low == 0.2 and res.high == 0.2

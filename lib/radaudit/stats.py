@@ -327,6 +327,25 @@ def _safe_eval(rows: _Rows, statistic: Statistic, idx: np.ndarray, errors: list[
         return math.nan
 
 
+def _cover_rounding(estimate: float, low: float, high: float) -> tuple[float, float]:
+    """Widen ``[low, high]`` to the estimate where it misses it only by floating-point rounding.
+
+    The estimate and the replicates are often computed by different code (e.g. scikit-learn's trapezoid
+    AUROC for the estimate, a vectorised rank formula for the replicates); on a degenerate bootstrap
+    distribution both equal 0.2 but differ in the last bit, and an interval that "excludes" its own estimate
+    by 1e-17 breaks error bars (negative lengths) and readers' trust. A miss larger than
+    ``1e-9 · max(1, |estimate|)`` is a real one and is left as it is.
+    """
+    if not (math.isfinite(estimate) and math.isfinite(low) and math.isfinite(high)):
+        return low, high
+    tol = 1e-9 * max(1.0, abs(estimate))
+    if estimate < low <= estimate + tol:
+        low = estimate
+    if estimate - tol <= high < estimate:
+        high = estimate
+    return low, high
+
+
 def interval_from_replicates(
     estimate: float,
     replicates: np.ndarray,
@@ -378,6 +397,7 @@ def interval_from_replicates(
     elif method == "shifted":  # percentile interval of the bias-removed replicates θ* − (mean θ* − θ̂)
         bias = float(theta.mean()) - float(estimate)
         low, high = low - bias, high - bias
+    low, high = _cover_rounding(float(estimate), float(low), float(high))
     return BootstrapResult(
         estimate=float(estimate),
         low=float(low),

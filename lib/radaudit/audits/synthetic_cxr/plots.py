@@ -432,7 +432,7 @@ def plot_utility(long_table: pd.DataFrame, *, baseline: str = "real", order: Seq
             lo = pd.to_numeric(sub["ci_low"], errors="coerce").to_numpy(float)
             hi = pd.to_numeric(sub["ci_high"], errors="coerce").to_numpy(float)
             ci = ok & np.isfinite(lo) & np.isfinite(hi)
-            ax.errorbar(x[ci], y[ci], yerr=[y[ci] - lo[ci], hi[ci] - y[ci]], fmt="none", ecolor=colors[src],
+            ax.errorbar(x[ci], y[ci], yerr=[np.clip(y[ci] - lo[ci], 0, None), np.clip(hi[ci] - y[ci], 0, None)], fmt="none", ecolor=colors[src],
                         elinewidth=1.2, capsize=2)
         ax.plot(x[ok], y[ok], linestyle="none", marker="o" if src == baseline else "s", markersize=5,
                 color=colors[src], label=src)
