@@ -464,3 +464,30 @@ def test_interval_covers_an_estimate_that_misses_it_only_by_rounding():
     # a real miss (the bootstrap distribution lies wholly above the estimate) is left as it is
     res = interval_from_replicates(0.1, np.full(50, 0.2), None, "percentile", 0.95, 10, "auroc", 0.1)
     assert res.low == 0.2 and res.high == 0.2
+
+
+def test_permutation_test_with_several_statistics_tests_each_on_the_same_permutations():
+    from radaudit.stats import permutation_test
+
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(0.4, 1, 30), rng.normal(0, 1, 25)
+
+    def both(a, b, axis=-1):
+        return np.stack([a.mean(axis) - b.mean(axis), np.median(a, axis) - np.median(b, axis)], axis=-1)
+
+    res = permutation_test(x, y, statistic=both, n_resamples=199, alternative="greater", seed=2, batch=50)
+    assert res.null_distribution.shape == (199, 2) and res.n_resamples == 199 and not res.exact
+    for j, fn in enumerate((lambda a, b, axis=-1: a.mean(axis) - b.mean(axis),
+                            lambda a, b, axis=-1: np.median(a, axis) - np.median(b, axis))):
+        one = permutation_test(x, y, statistic=fn, n_resamples=199, alternative="greater", seed=2)
+        assert res.pvalue[j] == pytest.approx(one.pvalue) and res.statistic[j] == pytest.approx(one.statistic)
+
+
+def test_exact_permutation_count_is_only_computed_when_it_could_be_reached():
+    from radaudit.stats import _n_distinct
+
+    assert _n_distinct(3, 3, False, 1000) == 20 and _n_distinct(5, 5, True, 100) == 32 and _n_distinct(5, 5, True, 10) == math.inf
+    assert _n_distinct(50_000, 50_000, False, 1000) == math.inf  # C(100000, 50000) is never enumerated
+    # an exact test still happens when the permutations fit: 6 relabellings of 2 + 2 reports
+    from radaudit.stats import permutation_test
+    assert permutation_test([1.0, 2.0], [3.0, 4.0], n_resamples=1000).exact

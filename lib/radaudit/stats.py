@@ -130,8 +130,8 @@ class PermutationResult:
     ``n_resamples`` is at least their number); then ``n_resamples`` is that number.
     """
 
-    statistic: float
-    pvalue: float
+    statistic: float | np.ndarray
+    pvalue: float | np.ndarray
     n_resamples: int
     exact: bool = False
     null_distribution: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
@@ -624,6 +624,15 @@ def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
 _PERMUTATION_STATISTICS: dict[str, Callable[..., Any]] = {"mean_diff": _mean_diff}
 
 
+def _n_distinct(nx: int, ny: int, paired: bool, cap: int) -> int | float:
+    """Distinct permutations (2^n paired, C(nx+ny, nx) independent); ``inf`` once it surely exceeds ``cap``
+    (the exact count of C(100000, 50000) takes a third of a second and is only compared with ``cap``)."""
+    log_n = nx * math.log(2) if paired else (math.lgamma(nx + ny + 1) - math.lgamma(nx + 1) - math.lgamma(ny + 1))
+    if log_n > math.log(max(cap, 1)) + 1.0:
+        return math.inf
+    return 2**nx if paired else math.comb(nx + ny, nx)
+
+
 def permutation_test(
     x: Any,
     y: Any,
@@ -633,6 +642,7 @@ def permutation_test(
     n_resamples: int = 10000,
     alternative: Literal["two-sided", "less", "greater"] = "two-sided",
     seed: int | None = 0,
+    batch: int | None = None,
 ) -> PermutationResult:
     """Permutation test of ``statistic(x, y)``, a thin wrapper of :func:`scipy.stats.permutation_test`.
 
@@ -647,6 +657,11 @@ def permutation_test(
     distinct permutation (an exact test) when ``n_resamples`` is at least their number; otherwise
     the p-value is ``(1 + #{null as or more extreme}) / (1 + n_resamples)`` per tail, doubled
     for two-sided and capped at 1.
+
+    A vectorised callable may return several statistics at once, stacked on the LAST axis (``[..., K]``):
+    all K are then tested on the same permutations, generated once, and ``statistic``/``pvalue`` are
+    arrays of K and ``null_distribution`` is ``[n_resamples, K]`` (scipy's own multi-output form).
+    ``batch`` bounds how many permutations scipy materialises at once (memory: ``batch × (n_x + n_y)``).
     """
     if isinstance(statistic, str):
         if statistic not in _PERMUTATION_STATISTICS:
@@ -671,13 +686,15 @@ def permutation_test(
         n_resamples=n_resamples,
         alternative=alternative,
         rng=np.random.default_rng(seed),
+        batch=batch,
     )
-    n_distinct = 2**xa.size if paired else math.comb(xa.size + ya.size, xa.size)
+    n_distinct = _n_distinct(xa.size, ya.size, paired, n_resamples)
     null = np.asarray(res.null_distribution)
+    scalar = np.ndim(res.statistic) == 0
     return PermutationResult(
-        statistic=float(res.statistic),
-        pvalue=float(res.pvalue),
-        n_resamples=int(null.size),
+        statistic=float(res.statistic) if scalar else np.asarray(res.statistic, dtype=float),
+        pvalue=float(res.pvalue) if scalar else np.asarray(res.pvalue, dtype=float),
+        n_resamples=int(null.shape[0]) if null.ndim else 0,
         exact=n_distinct <= n_resamples,
         null_distribution=null,
     )

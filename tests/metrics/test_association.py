@@ -573,3 +573,68 @@ def test_wae_interval_is_clipped_at_zero_and_contains_the_estimate():
     w = association_audit(df, "ref", "pred", "g", ("F", "M"), n_resamples=200, n_permutations=0).wae.set_index("metric")
     for k in ("WAE_pred", "WAE_ref"):
         assert w.loc[k, "low"] >= 0.0 and w.loc[k, "low"] <= w.loc[k, "estimate"] <= w.loc[k, "high"], k
+
+
+# --- speed paths (benchmarks/bench_association.py) must not change a number ------------------------------
+
+def test_corpus_count_matrix_equals_tokenising_report_by_report(shared_data):
+    """count_reports tokenises the corpus in one pass; every report's counts equal tokenize_for_association's."""
+    iu = pd.read_csv(shared_data / "iu-xray-openi" / "indiana_reports.csv")
+    texts = iu["findings"].fillna("").tolist()[:1500] + iu["impression"].fillna("").tolist()[:1500]
+    texts += ["[**Hospital1 18**] seen. <NAME> XXXX-ray x-ray XXXX12 xxiv Xx __xx__ t12 patient's",
+              "", "   ", "[** unclosed\n xx lung", "Épanchement pleural ΟΔΟΣ", "<b>bold</b> <XXXX> <DATE_1> xx",
+              texts[0]]  # a repeated text
+    groups = ["F", "M"] * (len(texts) // 2) + ["F"] * (len(texts) % 2)
+    counts = count_reports(texts, texts[::-1], groups)
+    assert list(counts.vocab) == sorted(counts.vocab)
+    for i in (0, 7, len(texts) - 7, len(texts) - 6, len(texts) - 5, len(texts) - 3, len(texts) - 2, len(texts) - 1):
+        for mat, text in ((counts.reference, texts[i]), (counts.prediction, texts[::-1][i])):
+            row = mat[i]
+            got = {counts.vocab[j]: int(c) for j, c in zip(row.indices, row.data)}
+            assert got == dict(Counter(tokenize_for_association(text))), text[:80]
+    # totals over the whole corpus, not just the rows looked at
+    expected = Counter(t for x in texts for t in tokenize_for_association(x))
+    assert dict(zip(counts.vocab, np.asarray(counts.reference.sum(axis=0)).ravel().tolist())) == expected
+
+
+def test_placeholder_runs_glued_to_digits_are_dropped_but_words_with_x_stay():
+    assert tokenize_for_association("XXXX12 XXXX_ <XXXX> xxiv Xx xray x") == ["xxiv", "xray"]
+    assert tokenize_for_association("xx x", min_length=1) == ["x"]  # one x is a letter, two a placeholder
+
+
+def test_threaded_inference_equals_the_sequential_one(monkeypatch):
+    """On a large corpus the bootstrap and the permutations run on two threads: same numbers as one thread."""
+    import radaudit.metrics.association as assoc
+
+    rng = np.random.default_rng(3)
+    words = ["effusion", "mastectomy", "pacemaker", "lung", "heart", "clear", "small", "large", "opacity"]
+    refs = [" ".join(rng.choice(words, 6)) for _ in range(300)]
+    preds = [" ".join(rng.choice(words, 4)) for _ in range(300)]
+    counts = count_reports(refs, preds, rng.choice(["F", "M"], 300))
+    kw = dict(n_resamples=200, n_permutations=199, bootstrap_seed=5, permutation_seed=6)
+    monkeypatch.setattr(assoc, "PARALLEL_WORK", 10**12)
+    one = wae_inference(counts, **kw)
+    monkeypatch.setattr(assoc, "PARALLEL_WORK", 0)
+    two = wae_inference(counts, **kw)
+    pd.testing.assert_frame_equal(one, two)
+    assert one.set_index("metric").loc[["WAE_pred", "WAE_ref"], "perm_pvalue"].notna().all()
+    assert one.set_index("metric").loc[["WAE_pred", "WAE_ref"], "low"].notna().all()
+
+
+def test_permutation_p_values_equal_one_scipy_call_per_statistic():
+    """All WAE statistics are tested on one set of permutations; each p-value equals scipy's own for that
+    statistic alone (same seed, hence the same permutations)."""
+    import radaudit.metrics.association as assoc
+
+    counts = count_reports(list(_erasure_corpus()["reference"])[::3] + ["lung clear"] * 10,
+                           ["heart normal small"] * 77, ["F"] * 40 + ["M"] * 37)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # ΔWAE is undefined in most relabellings here
+        res = wae_inference(counts, n_resamples=0, n_permutations=99, permutation_seed=4).set_index("metric")
+    eng = assoc._Engine(counts, 0.1, 1.0)
+    idx = np.arange(counts.n_reports)
+    for k in ("WAE_pred", "WAE_ref"):
+        ref = sps.permutation_test((idx[counts.group == 0].astype(float), idx[counts.group == 1].astype(float)),
+                                   lambda x, y, axis=-1, _k=k: eng.relabelled(x)[_k], vectorized=True,
+                                   n_resamples=99, alternative="greater", rng=np.random.default_rng(4))
+        assert res.loc[k, "perm_pvalue"] == pytest.approx(float(ref.pvalue), abs=1e-12)

@@ -129,7 +129,6 @@ with 1,000 replicates on 10,000 reports takes a few seconds (``benchmarks/bench_
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import re
 import warnings
@@ -148,6 +147,7 @@ from radaudit.text.deid import strip_placeholders
 from radaudit.stats import (
     METHODS,
     BootstrapResult,
+    PermutationResult,
     interval_from_replicates as _stats_interval,  # the stats module's intervals (reused, not forked)
     benjamini_hochberg,
     permutation_test,
@@ -243,7 +243,9 @@ def tokenize_for_association(text: str, stopwords: Iterable[str] | None = None, 
        pass a collection for another list, ``()`` for none). The list's contracted forms
        ("don't") never match a token; their fragments ("don", "t") are in the list;
     4. tokens shorter than ``min_length`` characters (default 2: stray letters such as the "x" of
-       "x-ray" or the "t" of "t12") are dropped.
+       "x-ray" or the "t" of "t12") are dropped;
+    5. a token made only of two or more x's is a placeholder and is dropped, also where step 0 left it
+       because it was glued to digits ("XXXX12" gives no token; "xxiv" stays a word).
 
     ``""`` (or whitespace) gives ``[]``: an empty report contributes no tokens.
     """
@@ -253,7 +255,12 @@ def tokenize_for_association(text: str, stopwords: Iterable[str] | None = None, 
 def _tokens(text: str, stop: frozenset[str], min_length: int) -> list[str]:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__} (use '' for an empty report)")
-    return [t for t in _WORD.findall(strip_placeholders(text).lower()) if len(t) >= min_length and t not in stop]
+    return [t for t in _WORD.findall(strip_placeholders(text).lower()) if _counted(t, stop, min_length)]
+
+
+def _counted(token: str, stop: frozenset[str], min_length: int) -> bool:
+    """Steps 3–5 of :func:`tokenize_for_association` for one lower-cased letter run."""
+    return len(token) >= min_length and token not in stop and not (len(token) >= 2 and token.strip("x") == "")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -302,11 +309,49 @@ class AssociationCounts:
                                  self.group, self.groups)
 
 
-def _is_missing(x: Any) -> bool:
-    try:
-        return bool(pd.isna(x))
-    except (TypeError, ValueError):  # a list or array is not a missing scalar
-        return False
+_SEP = "\n\x00\n"  # between texts: no token, placeholder or PHI tag ('.' stops at \n) can span it
+_WORD_OR_SEP = re.compile(r"[^\W\d_]+|\x00")
+_ASCII_WORD_OR_SEP = re.compile(r"[a-z]+|\x00")  # the same on lower-cased ASCII text, ~1.6x faster
+
+
+def _count_matrix(texts: list[str], stop: frozenset[str], min_length: int) -> tuple[sparse.csr_matrix, np.ndarray]:
+    """``[len(texts) × V]`` token counts (:func:`tokenize_for_association` per text) and the sorted vocabulary.
+
+    Corpus-level, with the same tokens as the per-text function (a test checks): each distinct text is
+    tokenised once (generated reports repeat), the distinct texts are joined with a separator that no
+    token, placeholder or PHI tag can cross, placeholders are stripped, the string lower-cased and split
+    into words in one pass each, and stop words and short tokens are dropped per vocabulary entry rather
+    than per token. About 5x faster than tokenising report by report (benchmarks/bench_association.py).
+    """
+    where, uniq = pd.factorize(pd.Series(texts, dtype=object), sort=False)  # distinct texts, first-seen order
+    # Step 0 (strip_placeholders) changes the letter runs only through PHI tags and <TAGS>: x-runs are
+    # dropped per vocabulary entry (step 5) and underscores never join a token. Only texts with '<' or
+    # '[**' need the regex, which is the slowest part of tokenising.
+    big = _SEP.join(strip_placeholders(t) if ("<" in t or "[**" in t) else t for t in uniq).lower() + _SEP
+    toks = (_ASCII_WORD_OR_SEP if big.isascii() else _WORD_OR_SEP).findall(big)
+    codes, words = pd.factorize(pd.Series(toks, dtype=object), sort=False)
+    words = np.asarray(words, dtype=object)
+    is_sep = np.zeros(len(words), dtype=bool)
+    keep_word = np.array([w != "\x00" and _counted(w, stop, min_length) for w in words], dtype=bool)
+    is_sep[[i for i, w in enumerate(words) if w == "\x00"]] = True
+    tok_sep = is_sep[codes]
+    text_of = np.cumsum(tok_sep) - tok_sep  # token i belongs to distinct text text_of[i]
+    keep = keep_word[codes]
+    kept = np.flatnonzero(keep_word)
+    vocab = words[kept]
+    order = np.argsort(vocab.astype(str), kind="stable")
+    vocab = vocab[order]
+    remap = np.full(len(words), -1, dtype=np.int64)
+    remap[kept[order]] = np.arange(len(kept))
+    u = sparse.csr_matrix((np.ones(int(keep.sum()), dtype=np.int64), (text_of[keep], remap[codes[keep]])),
+                          shape=(len(uniq), len(vocab)))
+    u.sum_duplicates()
+    return u[where].tocsr(), vocab
+
+
+def _as_list(values: Sequence[Any]) -> list[Any]:
+    """A list of the values (``tolist()`` where there is one: iterating an Arrow-backed column is slow)."""
+    return values.tolist() if hasattr(values, "tolist") else list(values)
 
 
 def count_reports(
@@ -323,29 +368,23 @@ def count_reports(
     ``group`` values must all be one of ``groups`` (filter unknown values first, as
     :func:`association_audit` does). The vocabulary is the sorted union of the tokens of both corpora.
     """
-    refs, preds = list(references), list(predictions)
-    labels = list(group)
+    refs, preds, labels = _as_list(references), _as_list(predictions), _as_list(group)
     if not (len(refs) == len(preds) == len(labels)):
         raise AssociationInputError(
             f"references ({len(refs)}), predictions ({len(preds)}) and group ({len(labels)}) must have the same length")
     g0, g1 = groups
-    codes = np.array([-1 if _is_missing(x) else 0 if x == g0 else 1 if x == g1 else -1 for x in labels], dtype=np.int64)
+    lab = pd.Series(labels, dtype=object)
+    codes = np.where(lab.isna(), -1, np.where(lab == g0, 0, np.where(lab == g1, 1, -1))).astype(np.int64)
     if (codes < 0).any():
         bad = sorted({repr(x) for x, c in zip(labels, codes) if c < 0})
         raise AssociationInputError(f"group values {bad} are not in groups={groups!r}; filter them out first")
     stop = _stopword_set(stopwords)
     n = len(refs)
-    docs: list[list[str]] = []
-    for texts in (refs, preds):
-        for t in texts:
-            docs.append(_tokens(t, stop, min_length))
-    lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
-    flat = [tok for d in docs for tok in d]
-    codes_tok, vocab = pd.factorize(pd.Series(flat, dtype=object), sort=True)
-    vocab = np.asarray(vocab, dtype=object)
-    rows = np.repeat(np.arange(2 * n), lengths)
-    mat = sparse.csr_matrix((np.ones(len(flat), dtype=np.int64), (rows, codes_tok)), shape=(2 * n, len(vocab)))
-    mat.sum_duplicates()
+    texts = refs + preds
+    for t in texts:
+        if not isinstance(t, str):
+            raise TypeError(f"text must be a str, got {type(t).__name__} (use '' for an empty report)")
+    mat, vocab = _count_matrix(texts, stop, min_length)
     return AssociationCounts(vocab=vocab, reference=mat[:n].tocsr(), prediction=mat[n:].tocsr(), group=codes,
                              groups=(g0, g1))
 
@@ -680,6 +719,11 @@ def wae(table: pd.DataFrame, *, assoc_z: float | None = None) -> dict[str, float
     return out
 
 
+#: reports × (bootstrap + permutation replicates) from which wae_inference runs its bootstrap and its
+#: permutations on two threads (below it, thread start-up costs more than it saves)
+PARALLEL_WORK = 20_000_000
+
+
 class _Engine:
     """Vectorised WAE statistics of an :class:`AssociationCounts` under report weights / relabellings."""
 
@@ -691,17 +735,27 @@ class _Engine:
         self.chunk = int(np.clip(4_000_000 // max(self.V, 1), 16, 256))
         self.g = (str(counts.groups[0]), str(counts.groups[1]))
         self.n = counts.n_reports
-        self.RT = counts.reference.T.tocsr().astype(float)  # [V × n]
-        self.PT = counts.prediction.T.tocsr().astype(float)
+        # Products are taken as ``X.T @ D`` with X the [n × V] CSR count matrix (a CSC view of its transpose)
+        # and D a C-ordered [n × k] dense block: scipy's csc kernel walks each report once and adds its row of D
+        # to its words, ~5x faster than the [V × n] CSR @ dense layout. Weighted sums of integer counts are
+        # exact in float64, so the layout changes no number.
+        self.R = counts.reference.astype(float)  # [n × V]
+        self.P = counts.prediction.astype(float)
         self.is0 = (counts.group == 0).astype(float)
         self.is1 = 1.0 - self.is0
-        self.tot_r = np.asarray(self.RT.sum(axis=1)).ravel()
-        self.tot_p = np.asarray(self.PT.sum(axis=1)).ravel()
+        self.rows0, self.rows1 = np.flatnonzero(counts.group == 0), np.flatnonzero(counts.group == 1)
+        # the bootstrap weights each group's reports: the group's rows only (half the work of weighting all)
+        self.R0, self.R1 = self.R[self.rows0], self.R[self.rows1]
+        self.P0, self.P1 = self.P[self.rows0], self.P[self.rows1]
+        self.tot_r = np.asarray(self.R.sum(axis=0)).ravel()
+        self.tot_p = np.asarray(self.P.sum(axis=0)).ravel()
+        # relabellings sum 0/1-weighted integer counts, at most a word's total: exact in float32 below 2**24,
+        # and float32 halves the memory the [n × chunk] indicator and the products move
+        exact32 = max(self.tot_r.max(initial=0), self.tot_p.max(initial=0)) < 2**24
+        self.perm_dtype = np.float32 if exact32 else np.float64
+        self.R_perm, self.P_perm = self.R.astype(self.perm_dtype), self.P.astype(self.perm_dtype)
         c_ref, c_pred = counts.group_totals()
         self.cr, self.cp = c_ref, c_pred
-        # relabelled() results by the hash of the relabelling: scipy is called once per permuted
-        # statistic with the same seed, hence the same permutations; they are evaluated only once.
-        self._cache: dict[bytes, dict[str, np.ndarray]] = {}
 
     def stats(self, cr0: np.ndarray, cr1: np.ndarray, cp0: np.ndarray, cp1: np.ndarray) -> dict[str, np.ndarray]:
         return _wae_batch(cr0, cr1, cp0, cp1, alpha=self.alpha, V=self.V, tau=self.tau, g=self.g)
@@ -718,11 +772,8 @@ class _Engine:
         parts = []
         for i in range(0, W.shape[0], self.chunk):
             w = W[i:i + self.chunk]
-            k = w.shape[0]
-            both = np.concatenate([(w * self.is0).T, (w * self.is1).T], axis=1)  # [n × 2k]
-            r = self.RT @ both
-            p = self.PT @ both
-            parts.append(self.stats(r[:, :k], r[:, k:], p[:, :k], p[:, k:]))
+            w0, w1 = np.ascontiguousarray(w[:, self.rows0].T), np.ascontiguousarray(w[:, self.rows1].T)  # [n_g × k]
+            parts.append(self.stats(self.R0.T @ w0, self.R1.T @ w1, self.P0.T @ w0, self.P1.T @ w1))
         return self._accumulate(parts)
 
     def jackknife(self) -> dict[str, np.ndarray]:
@@ -742,21 +793,17 @@ class _Engine:
         idx0 = np.asarray(idx0)
         single = idx0.ndim == 1
         idx0 = np.atleast_2d(idx0).astype(np.int64)
-        key = repr(idx0.shape).encode() + hashlib.blake2b(idx0.tobytes(), digest_size=16).digest()
-        if key not in self._cache:
-            parts = []
-            for i in range(0, idx0.shape[0], self.chunk):
-                sub = idx0[i:i + self.chunk]
-                k = sub.shape[0]
-                ind = np.zeros((k, self.n))
-                ind[np.arange(k)[:, None], sub] = 1.0
-                r0 = self.RT @ ind.T
-                p0 = self.PT @ ind.T
-                parts.append(self.stats(r0, self.tot_r[:, None] - r0, p0, self.tot_p[:, None] - p0))
-            if len(self._cache) >= 4:
-                self._cache.pop(next(iter(self._cache)))
-            self._cache[key] = self._accumulate(parts)
-        out = self._cache[key]
+        parts = []
+        for i in range(0, idx0.shape[0], self.chunk):
+            sub = idx0[i:i + self.chunk]
+            k = sub.shape[0]
+            flat = np.zeros(k * self.n, dtype=self.perm_dtype)  # row b marks group 0 in relabelling b
+            flat[(sub + (np.arange(k, dtype=np.int64) * self.n)[:, None]).ravel()] = 1.0
+            ind = np.ascontiguousarray(flat.reshape(k, self.n).T)  # [n × k], C-ordered for the csc kernel
+            r0 = (self.R_perm.T @ ind).astype(np.float64)
+            p0 = (self.P_perm.T @ ind).astype(np.float64)
+            parts.append(self.stats(r0, self.tot_r[:, None] - r0, p0, self.tot_p[:, None] - p0))
+        out = self._accumulate(parts)
         return {k: (v[0] if single else v) for k, v in out.items()}
 
 
@@ -849,39 +896,62 @@ def wae_inference(
         n_words[f"WAE_{wt}_{g[1]}"] = int(((w > 0) & a1).sum())
         n_words[f"delta_WAE_{wt}"] = n_words[f"WAE_{wt}_{g[0]}"] + n_words[f"WAE_{wt}_{g[1]}"]
 
-    intervals: dict[str, BootstrapResult | None] = {k: None for k in names}
-    if n_resamples:
-        if eng.n < 2:
-            raise AssociationInputError(f"the bootstrap needs at least 2 reports, got {eng.n}")
+    if n_resamples and eng.n < 2:
+        raise AssociationInputError(f"the bootstrap needs at least 2 reports, got {eng.n}")
+    idx = np.arange(eng.n)
+    tested = [k for k in names if k in set(permuted)] if n_permutations else []
+    live = [k for k in tested if math.isfinite(est[k])]
+
+    def bootstrap_replicates() -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
         parts = [eng.weighted(W) for W in _bootstrap_multiplicities(eng.n, n_resamples, bootstrap_seed, eng.chunk)]
-        reps = eng._accumulate(parts)
-        jack = eng.jackknife() if ci_method == "bca" else None
+        return eng._accumulate(parts), (eng.jackknife() if ci_method == "bca" else None)
+
+    def permutations() -> PermutationResult:
+        # every tested statistic on the SAME permutations, generated once (scipy's multi-output form)
+        def stat(xb: np.ndarray, yb: np.ndarray, axis: int = -1) -> np.ndarray:
+            out = eng.relabelled(xb)
+            return np.stack([out[k] for k in live], axis=-1)
+
+        return permutation_test(idx[counts.group == 0], idx[counts.group == 1], statistic=stat,
+                                n_resamples=n_permutations, alternative="greater", seed=permutation_seed,
+                                batch=eng.chunk)
+
+    # The bootstrap and the permutations are independent (own seeds) and spend their time in scipy's sparse
+    # products, which release the GIL: on a large corpus they run side by side on two threads. Intervals,
+    # p-values and warnings are formed here, in the calling thread, from what the threads return.
+    boot_res = perm_res = None
+    if n_resamples and live and eng.n * (n_resamples + n_permutations) >= PARALLEL_WORK:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            fb, fp = pool.submit(bootstrap_replicates), pool.submit(permutations)
+            boot_res, perm_res = fb.result(), fp.result()
+    else:
+        boot_res = bootstrap_replicates() if n_resamples else None
+        perm_res = permutations() if live else None
+
+    intervals: dict[str, BootstrapResult | None] = {k: None for k in names}
+    if boot_res is not None:
+        reps, jack = boot_res
         for k in names:
             intervals[k] = _ci(est[k], reps[k], None if jack is None else jack[k], ci_method, confidence, eng.n, k,
                                max_failed)
 
-    perms: dict[str, Any] = {}
-    if n_permutations and permuted:
-        idx = np.arange(eng.n)
-        x, y = idx[counts.group == 0], idx[counts.group == 1]
-        for k in permuted:
-            def stat(xb: np.ndarray, yb: np.ndarray, axis: int = -1, _k: str = k) -> np.ndarray:
-                return eng.relabelled(xb)[_k]
-
+    perms: dict[str, Any] = {k: (math.nan, "two-sided" if k.startswith("delta_") else "greater", 0, False, 0)
+                             for k in tested if k not in live}
+    if perm_res is not None:
+        # each p-value is scipy's formula on its own column (_conditional_pvalue: equal to scipy's when every
+        # null value is defined), with its own alternative
+        null = np.asarray(perm_res.null_distribution).reshape(perm_res.n_resamples, len(live))
+        for j, k in enumerate(live):
             alt = "two-sided" if k.startswith("delta_") else "greater"
-            if not math.isfinite(est[k]):
-                perms[k] = (math.nan, alt, 0, False, 0)
-                continue
-            res = permutation_test(x, y, statistic=stat, n_resamples=n_permutations, alternative=alt,
-                                   seed=permutation_seed)
-            n_undef = int(np.count_nonzero(~np.isfinite(res.null_distribution)))
-            pvalue = res.pvalue
+            n_undef = int(np.count_nonzero(~np.isfinite(null[:, j])))
+            pvalue = _conditional_pvalue(null[:, j], float(np.atleast_1d(perm_res.statistic)[j]), alt, perm_res.exact)
             if n_undef:
-                pvalue = _conditional_pvalue(res.null_distribution, res.statistic, alt, res.exact)
-                warnings.warn(f"{k}: undefined (NaN) in {n_undef} of {res.n_resamples} relabellings (an empty "
+                warnings.warn(f"{k}: undefined (NaN) in {n_undef} of {perm_res.n_resamples} relabellings (an empty "
                               "association set); its p-value is over the defined ones only (see perm_n_undefined)",
                               RuntimeWarning, stacklevel=2)
-            perms[k] = (pvalue, alt, res.n_resamples, res.exact, n_undef)
+            perms[k] = (pvalue, alt, perm_res.n_resamples, perm_res.exact, n_undef)
 
     rows = []
     for k in names:

@@ -1,0 +1,182 @@
+"""Benchmark results that stay: one JSON per benchmark, a log-log scaling plot where it measures growth,
+and ``benchmarks/results/README.md`` regenerated from every JSON (never typed).
+
+Each ``bench_<name>.py`` ends with :func:`record`, which writes ``benchmarks/results/<name>.json``::
+
+    {"name", "seconds", "n", "ratio", "max_abs_diff", "peak_rss_mb", "commit", "machine", "date", ...}
+
+- ``ratio`` = our time / the reference's time, measured in the same process and interleaved, the *worst*
+  (largest) of the settings the benchmark tries; ``null`` where the benchmark has no reference.
+- ``budget_s`` / ``budget_ratio`` where the issue sets an absolute target (``seconds / budget_s``).
+- ``max_abs_diff`` where our numbers are compared with the reference's.
+- ``commit`` is ``git rev-parse --short HEAD``, with ``+dirty`` when ``lib/`` or ``benchmarks/`` had
+  uncommitted changes (such a figure does not belong to that commit).
+
+:func:`scaling_plot` fits ``log(seconds) = slope · log(n) + c`` by least squares per series and writes
+``<name>_scaling.png`` with the slope in the legend: 1 is linear growth, 2 quadratic.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import resource
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def commit() -> str:
+    """Short HEAD commit, ``+dirty`` when ``lib/`` or ``benchmarks/`` differ from it; ``unknown`` outside git."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "lib", "benchmarks"], capture_output=True,
+                               text=True, cwd=REPO).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    # the results folder itself is rewritten by every benchmark: it does not make a figure dirty
+    dirty = [ln for ln in dirty.splitlines() if "benchmarks/results/" not in ln]
+    return sha + ("+dirty" if dirty else "")
+
+
+def machine() -> str:
+    """``<arch>, <n> cores`` (the same string for every benchmark, so figures compare)."""
+    return f"{platform.machine()}, {os.cpu_count()} cores"
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MiB (Linux reports KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _round(x: Any) -> Any:
+    if isinstance(x, float):
+        return float(f"{x:.4g}") if abs(x) < 1e-3 and x != 0 else round(x, 4)
+    if isinstance(x, Mapping):
+        return {k: _round(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_round(v) for v in x]
+    return x
+
+
+def record(name: str, *, seconds: float, n: int, ratio: float | None = None, max_abs_diff: float | None = None,
+           budget_s: float | None = None, folder: Path = RESULTS, **extra: Any) -> dict[str, Any]:
+    """Write ``<folder>/<name>.json`` and regenerate ``<folder>/README.md``; returns the record.
+
+    ``ratio`` must be ours / reference (the worst setting); ``budget_s`` adds ``budget_ratio``. Extra keys
+    (settings, per-setting ratios, scaling points) are kept as given.
+    """
+    if not name or "/" in name:
+        raise ValueError(f"benchmark name must be a plain file stem, got {name!r}")
+    out: dict[str, Any] = {"name": name, "seconds": seconds, "n": int(n), "ratio": ratio,
+                           "max_abs_diff": max_abs_diff}
+    if budget_s is not None:
+        out["budget_s"] = budget_s
+        out["budget_ratio"] = seconds / budget_s
+    out.update(extra)
+    out.update({"peak_rss_mb": peak_rss_mb(), "commit": commit(), "machine": machine(),
+                "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")})
+    out = _round(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    write_readme(folder)
+    return out
+
+
+def fit_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Least-squares slope of ``log y`` on ``log x`` (the exponent k of ``y ∝ xᵏ``); NaN with < 2 points."""
+    x, y = np.log(np.asarray(xs, float)), np.log(np.asarray(ys, float))
+    if len(x) < 2 or np.ptp(x) == 0:
+        return float("nan")
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def scaling_plot(name: str, series: Mapping[str, tuple[Sequence[float], Sequence[float]]], *, xlabel: str,
+                 ylabel: str = "seconds (wall)", title: str | None = None, folder: Path = RESULTS) -> dict[str, float]:
+    """Log-log plot of each ``label -> (n, seconds)`` series with its fitted slope in the legend, saved as
+    ``<folder>/<name>_scaling.png``. A dotted line of slope 1 through each series' first point shows what
+    linear growth would look like. Returns ``{label: slope}``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    slopes: dict[str, float] = {}
+    fig, ax = plt.subplots(figsize=(5.6, 4.0), dpi=120)
+    for label, (xs, ys) in series.items():
+        slope = fit_slope(xs, ys)
+        slopes[label] = slope
+        (line,) = ax.plot(xs, ys, marker="o", label=f"{label} (slope {slope:.2f})")
+        x0, y0 = float(xs[0]), float(ys[0])
+        ax.plot([x0, float(xs[-1])], [y0, y0 * float(xs[-1]) / x0], linestyle=":", color=line.get_color(), alpha=0.6)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title or f"{name}: cost against size (dotted: slope 1)", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    folder.mkdir(parents=True, exist_ok=True)
+    fig.savefig(folder / f"{name}_scaling.png")
+    plt.close(fig)
+    return slopes
+
+
+def _fmt(x: Any, fmt: str = "{:.3g}") -> str:
+    return "–" if x is None or (isinstance(x, float) and not np.isfinite(x)) else fmt.format(x)
+
+
+def render_readme(folder: Path = RESULTS) -> str:
+    """``README.md`` of the results folder from every benchmark JSON in it (sorted by name)."""
+    rows, figures, other = [], [], []
+    for path in sorted(folder.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("name") != path.stem or "seconds" not in data:
+            other.append(path.name)  # a quality benchmark's results (its own .md explains it)
+            continue
+        target = (f"{_fmt(data.get('budget_ratio'), '{:.2f}')}× of {data['budget_s']:g} s" if data.get("budget_s")
+                  else "–")
+        rows.append(f"| `{data['name']}` | {_fmt(data.get('ratio'), '{:.2f}')} | {target} | "
+                    f"{_fmt(data['seconds'], '{:.2f}')} | {data['n']:,} | {_fmt(data.get('max_abs_diff'), '{:.1e}')} | "
+                    f"{_fmt(data.get('peak_rss_mb'), '{:.0f}')} | {data['commit']} | {data['machine']} | {data['date']} |")
+        png = folder / f"{data['name']}_scaling.png"
+        if png.exists():
+            slopes = ", ".join(f"{k} {v:.2f}" for k, v in (data.get("slopes") or {}).items())
+            figures.append(f"- [`{png.name}`]({png.name}) — commit {data['commit']}; fitted log-log slopes: "
+                           f"{slopes or 'n/a'}")
+    lines = [
+        "# Benchmark results",
+        "",
+        "Written by `make bench` (each `benchmarks/bench_<name>.py` writes `<name>.json`; this file is regenerated "
+        "from them, never edited by hand). `ratio` is our time / the reference's, run in the same process and "
+        "interleaved — the worst of the settings tried; `target` is seconds / the issue's budget. A commit "
+        "ending in `+dirty` was measured with uncommitted changes.",
+        "",
+        "| benchmark | ratio | target | seconds | n | max abs diff | peak RSS MiB | commit | machine | date |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        *rows,
+        "",
+        "## Scaling figures",
+        "",
+        *(figures or ["(none yet)"]),
+    ]
+    if other:
+        lines += ["", "## Other results", "", "Quality benchmarks with their own write-ups (`.md` beside each): "
+                  + ", ".join(f"`{o}`" for o in other) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def write_readme(folder: Path = RESULTS) -> Path:
+    path = folder / "README.md"
+    path.write_text(render_readme(folder), encoding="utf-8")
+    return path
