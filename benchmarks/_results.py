@@ -148,7 +148,7 @@ def render_readme(folder: Path = RESULTS) -> str:
                   else "–")
         rows.append(f"| `{data['name']}` | {_fmt(data.get('ratio'), '{:.2f}')} | {target} | "
                     f"{_fmt(data['seconds'], '{:.2f}')} | {data['n']:,} | {_fmt(data.get('max_abs_diff'), '{:.1e}')} | "
-                    f"{_fmt(data.get('peak_rss_mb'), '{:.0f}')} | {data['commit']} | {data['machine']} | {data['date']} |")
+                    f"{_fmt(data.get('peak_rss_mb'), '{:.0f}')} | {data.get('commit', '–')} | {data.get('machine', '–')} | {data.get('date', '–')} |")
         png = folder / f"{data['name']}_scaling.png"
         if png.exists():
             slopes = ", ".join(f"{k} {v:.2f}" for k, v in (data.get("slopes") or {}).items())

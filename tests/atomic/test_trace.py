@@ -34,3 +34,25 @@ def test_readable_table():
     assert any("✗" in ln and "left" in ln and "right" in ln for ln in lines)
     only_bad = format_trace(trace_of(df), mismatches_only=True).splitlines()
     assert len(only_bad) == 2 + 2  # header, rule, the two location questions
+
+
+def test_trace_rows_convert_shallowly_but_exactly_as_asdict():
+    """The fast to_dict/trace_frame (issue 25) give what dataclasses.asdict gives, field for field."""
+    import dataclasses
+
+    from radaudit.atomic.schema import TraceRow
+    from radaudit.atomic.trace import TRACE_COLUMNS, trace_frame
+
+    rows = [TraceRow(pair=3, direction="gt_to_inf", level="attribute", finding="pleural effusion", attribute="size",
+                     question="What size?", expected="small", found="large", match=False, evidence="Large effusion.",
+                     target=None, unparseable=True),
+            TraceRow(pair=4, direction="inf_to_gt", level="disease", finding="pneumothorax", attribute=None,
+                     question="Is there a pneumothorax?", expected="yes", found="no", match=False, evidence="")]
+    assert [r.to_dict() for r in rows] == [dataclasses.asdict(r) for r in rows]
+    frame = trace_frame(rows)
+    assert list(frame.columns) == list(TRACE_COLUMNS)
+    import pandas as pd
+
+    old = pd.DataFrame([dataclasses.asdict(r) for r in rows], columns=list(TRACE_COLUMNS))  # the former build
+    pd.testing.assert_frame_equal(frame, old)
+    assert list(trace_frame([]).columns) == list(TRACE_COLUMNS)

@@ -35,7 +35,7 @@ Choices where the paper is silent (documented here, used everywhere):
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -223,4 +223,5 @@ class TraceRow:
     unparseable: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # every field is a str/bool/int/None: a shallow dict equals dataclasses.asdict, ~10x faster
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}

@@ -38,6 +38,7 @@ does not name its similarity function; ``scorer="token_set_ratio"`` (word-set ov
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -101,8 +102,10 @@ def aggregate(p_dis: float, r_dis: float, p_attr: float | None, r_attr: float | 
     return p, r, f1(p, r)
 
 
+@functools.lru_cache(maxsize=65536)
 def normalize_name(name: str) -> str:
-    """Lower case, punctuation removed, spaces collapsed: the form names are compared in."""
+    """Lower case, punctuation removed, spaces collapsed: the form names are compared in (memoised: the
+    same few hundred names are compared millions of times on a large corpus)."""
     return " ".join(_PUNCT.sub(" ", name.lower()).split())
 
 
@@ -123,6 +126,7 @@ def name_similarity(a: str, b: str, scorer: str = "ratio") -> float:
     return getattr(fuzz, scorer)(a_n, b_n) / 100.0
 
 
+@functools.lru_cache(maxsize=262144)
 def entity_similarity(a: str, b: str, scorer: str = "ratio") -> float:
     """:func:`name_similarity`, except that two *different* names of the rule lexicon's canonical
     vocabulary (:func:`radaudit.atomic.lexicon.canonical_names`) are different entities (0.0).

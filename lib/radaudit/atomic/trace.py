@@ -12,6 +12,7 @@ Every score of :func:`radaudit.atomic.pipeline.score_pairs` is a count over thes
 from __future__ import annotations
 
 import json
+import operator
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -27,7 +28,8 @@ TRACE_COLUMNS: tuple[str, ...] = tuple(TraceRow.__dataclass_fields__)
 
 def trace_frame(rows: Iterable[TraceRow]) -> pd.DataFrame:
     """The trace rows as a DataFrame with the columns :data:`TRACE_COLUMNS` (also when empty)."""
-    return pd.DataFrame([r.to_dict() for r in rows], columns=list(TRACE_COLUMNS))
+    get = operator.attrgetter(*TRACE_COLUMNS)  # one tuple per row, in column order (no per-row dict)
+    return pd.DataFrame([get(r) for r in rows], columns=list(TRACE_COLUMNS))
 
 
 def write_jsonl(trace: pd.DataFrame, path: str | os.PathLike) -> Path:

@@ -122,8 +122,11 @@ Decisions where the paper is silent or ambiguous (each is repeated where it appl
    (30 vs 0 with equal N: p = 2·0.5³⁰, z = 6.0).
 
 Speed: reports are tokenised once into sparse [reports × vocabulary] count matrices; bootstrap,
-jackknife and permutation replicates are sums of count rows (sparse matrix products), so CAD + WAE
-with 1,000 replicates on 10,000 reports takes a few seconds (``benchmarks/bench_association.py``).
+jackknife and permutation replicates are sums of count rows (sparse matrix products); all tested
+statistics share one set of permutations, and on a large corpus the bootstrap and the permutations run
+on two threads. The time grows linearly with the number of reports; the measured figure and its scaling
+curve are in ``benchmarks/results/association.json`` and ``association_scaling.png``
+(``benchmarks/bench_association.py``).
 """
 
 from __future__ import annotations
