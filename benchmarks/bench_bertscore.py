@@ -12,6 +12,11 @@ model once), and against the full ``bert_score.score`` call (which reloads the m
 Runs are interleaved (ours, reference, ours, ...) and the best of each is kept. ``--threads 1``
 (default) pins torch to one thread for both sides: on a small shared machine multi-threaded
 timings swing by 3x with the load from other processes; ``--threads 0`` keeps torch's default.
+
+Written to ``benchmarks/results/bertscore.json``: ``ratio`` is the worse of the two idf settings (ours /
+bert-score with its model loaded), ``max_abs_diff`` the largest P/R/F1 difference; ``--sizes`` adds a
+scaling curve of both against the number of pairs (``bertscore_scaling.png``). Target (issue 25): ratio
+<= 0.5 with max_abs_diff <= 1e-6.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
-from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from _results import record, scaling_plot  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from _timing import best_of  # noqa: E402
 
 
 def main() -> None:
@@ -34,6 +40,7 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="model spec (default: the PyPI MiniLM)")
     ap.add_argument("--device", default=None)
     ap.add_argument("--threads", type=int, default=1, help="torch threads for both sides (0: torch's default)")
+    ap.add_argument("--sizes", default="25,50,100", help="fewer pairs for the scaling curve ('' for none)")
     ap.add_argument("--data", default=os.environ.get("RADAUDIT_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")))
     a = ap.parse_args()
 
@@ -57,6 +64,7 @@ def main() -> None:
     device = resolve_device(a.device)
     print(f"{len(refs)} pairs, model {spec}, device {device}, torch threads {torch.get_num_threads()}")
 
+    ratios, diffs, seconds, curves = {}, {}, {}, {}
     for idf in (False, True):
         ours = BERTScore(model=spec, idf=idf, batch_size=a.batch_size, device=device)
         layers = ours.num_layers
@@ -64,7 +72,7 @@ def main() -> None:
         tok = get_tokenizer(path, False)
         model = get_model(path, layers, False).to(device)
 
-        def reference() -> None:
+        def reference(refs: list[str] = refs, cands: list[str] = cands) -> None:
             if idf:
                 idf_dict = get_idf_dict(refs, tok, nthreads=4)
             else:
@@ -88,6 +96,21 @@ def main() -> None:
         print(f"idf={idf!s:<5} layer {layers}: radaudit / bert-score scoring time ratio {ours_t / ref_t:5.2f}  "
               f"(bert-score {ref_t * 1e3:.0f} ms, radaudit {ours_t * 1e3:.0f} ms); "
               f"vs bert_score.score incl. its model load {ours_t / full_t:5.2f}; max |diff| P/R/F1 {diff:.1e}")
+        key = f"idf={idf}"
+        ratios[key], diffs[key], seconds[key] = ours_t / ref_t, diff, ours_t
+        if not idf:
+            sizes = sorted({int(x) for x in a.sizes.split(",") if x.strip()} - {len(refs)})
+            pts = [(k, best_of(lambda k=k: ours.compute(refs[:k], cands[:k]), 1),
+                    best_of(lambda k=k: reference(refs[:k], cands[:k]), 1)) for k in sizes if k < len(refs)]
+            pts = sorted(pts + [(len(refs), ours_t, ref_t)])
+            curves = {"radaudit": ([k for k, _, _ in pts], [t for _, t, _ in pts]),
+                      "bert-score": ([k for k, _, _ in pts], [t for _, _, t in pts])}
+    worst = max(ratios, key=ratios.get)
+    slopes = scaling_plot("bertscore", curves, xlabel="report pairs (RadEval CheXpert impressions)") \
+        if len(curves.get("radaudit", ([], []))[0]) >= 2 else {}
+    record("bertscore", seconds=seconds[worst], n=len(refs), ratio=ratios[worst], max_abs_diff=max(diffs.values()),
+           worst_setting=worst, ratios=ratios, model=spec, threads=torch.get_num_threads(), batch_size=a.batch_size,
+           scaling={k: [[x, y] for x, y in zip(*v)] for k, v in curves.items()}, slopes=slopes)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,11 @@ time. Reference, in the same process, same network, same images, same batch size
 plain loop that first decodes and resizes *every* image into one array (PIL bilinear 299×299,
 ``(x − 128) / 128``) and then runs the network batch by batch — the load-everything approach the
 extractor avoids. Printed: images/s of both and the ratio ours / reference (best of ``--repeats``,
-runs interleaved); no targets, no assertions:
+runs interleaved); no targets, no assertions. Written to ``benchmarks/results/image_features.json``, with a
+scaling curve of our extractor over ``--sizes`` images (``image_features_scaling.png``):
 
-    .venv/bin/python benchmarks/bench_image_features.py [--n 64] [--batch-size 16] [--threads 2] [--repeats 2]
+    .venv/bin/python benchmarks/bench_image_features.py [--n 64] [--sizes 8,16,32] [--batch-size 16] [--threads 2]
+        [--repeats 2]
 
 Images: the first ``--n`` chest X-rays of covid-chestxray (``load_dataset("covid_cxr")`` under the
 data root), or random 512×512 grayscale arrays when the data root is absent.
@@ -23,7 +25,8 @@ import sys
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
-from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from _results import record, scaling_plot  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from _timing import best_of  # noqa: E402
 
 
 def images(n: int) -> tuple[list, str]:
@@ -50,6 +53,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--threads", type=int, default=2, help="torch threads for both sides (the project's 2 cores)")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--sizes", default="8,16,32", help="smaller image counts for the scaling curve ('' for none)")
     a = ap.parse_args()
 
     import torch
@@ -86,6 +90,14 @@ def main() -> None:
     print(f"  ours (extract_features, one batch of images in memory): {a.n / o:6.2f} images/s ({o:.2f} s)")
     print(f"  reference (all images decoded first, same network):     {a.n / r:6.2f} images/s ({r:.2f} s)")
     print(f"  ratio ours / reference (time): {o / r:.2f}")
+    curve = [(k, best_of(lambda k=k: extract_features(enc, imgs[:k], batch_size=a.batch_size), 1))
+             for k in sorted({int(x) for x in a.sizes.split(",") if x.strip()} - {a.n}) if k < a.n]
+    curve = sorted(curve + [(a.n, o)])
+    slopes = scaling_plot("image_features", {"InceptionV3 features": ([k for k, _ in curve], [t for _, t in curve])},
+                          xlabel="images") if len(curve) >= 2 else {}
+    record("image_features", seconds=o, n=a.n, ratio=o / r, max_abs_diff=diff, images_per_s=a.n / o,
+           reference_images_per_s=a.n / r, batch_size=a.batch_size, threads=a.threads, images=what,
+           scaling=[[k, t] for k, t in curve], slopes=slopes)
 
 
 if __name__ == "__main__":

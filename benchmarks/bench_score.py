@@ -15,19 +15,13 @@ The BERTScore encoder is the MiniLM shipped on PyPI (the demo's), so nothing is 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import resource
-import subprocess
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _results import record  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 BUDGET_S = 30.0
-RESULTS = Path(__file__).resolve().parent / "results" / "score.json"
 
 
 def pairs(n: int, data_root: str | None, seed: int = 0) -> pd.DataFrame:
@@ -60,15 +54,9 @@ def main() -> None:
     report = radaudit.score(df, ["bleu", "bertscore", "atomimed"], by=["sex", "age_group"],
                             n_bootstrap=args.resamples, seed=0)
     seconds = time.perf_counter() - t0
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()
-    result = {"name": "score", "seconds": round(seconds, 2), "budget_s": BUDGET_S,
-              "ratio": round(seconds / BUDGET_S, 3), "n": args.pairs, "resamples": args.resamples,
-              "rows": len(report.table), "gaps": len(report.gaps),
-              "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-              "commit": commit, "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    record("score", seconds=seconds, n=args.pairs, budget_s=BUDGET_S, resamples=args.resamples,
+           rows=len(report.table), gaps=len(report.gaps), metrics=["bleu", "bertscore", "atomimed"],
+           group_columns=["sex", "age_group"])
     print(f"radaudit score: {args.pairs} pairs x 3 metrics x 2 group columns, {args.resamples} replicates: "
           f"{seconds:.1f} s ({seconds / BUDGET_S:.2f} x the {BUDGET_S:.0f} s budget)")
     print(report.table[report.table["group_column"] == "all"][["metric", "statistic", "estimate", "low", "high"]]
