@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.radaudit-installed
 PRESET ?= demo
 DATA   ?= $(HOME)/radaudit-data
 
-.PHONY: install browser data demo lint test test-all clean-venv
+.PHONY: install browser data demo lint test test-all bench clean-venv
 
 $(STAMP): pyproject.toml requirements/nodeps.txt
 	$(PYTHON) -m venv $(VENV)
@@ -36,13 +36,22 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/lint-imports --no-cache
 
-## The test suite CI runs (the import contracts, then pytest; notebooks on their smoke preset, slow demo runs excluded).
+## The test suite CI runs (the import contracts, then pytest; notebooks on their smoke preset, slow demo runs excluded),
+## on TEST_WORKERS pytest-xdist workers (one per core; each notebook's smoke runs are made once for all workers).
+TEST_WORKERS ?= 2
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 ## Everything, including the slow demo-preset notebook runs.
 test-all: lint
-	$(BIN)/python -m pytest -m ''
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m ''
+
+## Every speed benchmark (benchmarks/bench_*.py): each writes benchmarks/results/<name>.json (and a scaling plot),
+## and benchmarks/results/README.md is regenerated from them. About 10 minutes on 2 cores.
+bench: $(STAMP)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	$(BIN)/python benchmarks/_results.py --readme
+	@echo "results: benchmarks/results/README.md (and README.md's speed lines)"
 
 clean-venv:
 	rm -rf $(VENV)

@@ -180,3 +180,48 @@ def write_readme(folder: Path = RESULTS) -> Path:
     path = folder / "README.md"
     path.write_text(render_readme(folder), encoding="utf-8")
     return path
+
+
+#: the project README's speed lines: (results file stem, what it measures) in the order shown
+SPEED_LINES = (
+    ("association", "CAD + WAE, 1,000 bootstrap + 1,000 permutation replicates"),
+    ("atomic", "AtomiMed rule backend"),
+    ("bertscore", "BERTScore against `bert_score` (same model, pairs and process)"),
+    ("score", "`radaudit score`: BLEU, BERTScore, AtomiMed x 2 group columns, 1,000 BCa replicates"),
+    ("image_features", "InceptionV3 FID features against decoding every image first"),
+    ("bootstrap", "`radaudit.stats.bootstrap_ci` against `scipy.stats.bootstrap`"),
+)
+
+
+def render_speed_block(folder: Path = RESULTS) -> str:
+    """The README's ``<!-- bench:speed -->`` block: one line per benchmark, from its results file only."""
+    lines = ["Measured by `make bench` on 2 CPU cores (`benchmarks/results/README.md` has every figure, its commit "
+             "and the scaling plots):", ""]
+    for stem, what in SPEED_LINES:
+        path = folder / f"{stem}.json"
+        if not path.exists():
+            lines.append(f"- {what}: not measured yet (`python benchmarks/bench_{stem}.py`).")
+            continue
+        d = json.loads(path.read_text(encoding="utf-8"))
+        parts = [f"{d['seconds']:.2f} s for {d['n']:,}"]
+        if d.get("ratio") is not None:
+            parts.append(f"ratio to the reference {d['ratio']:.2f}" + (f" ({d['worst_setting']}, the worst setting)"
+                                                                         if d.get("worst_setting") else ""))
+        if d.get("budget_s"):
+            parts.append(f"{d['seconds'] / d['budget_s']:.2f}x the {d['budget_s']:g} s target")
+        if d.get("max_abs_diff") is not None:
+            parts.append(f"max |diff| {d['max_abs_diff']:.1e}")
+        if d.get("slopes"):
+            parts.append("log-log slope " + ", ".join(f"{v:.2f}" for v in d["slopes"].values()))
+        lines.append(f"- {what}: " + "; ".join(parts) + f" (commit {d.get('commit', '?')}).")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # `python benchmarks/_results.py --readme`: rewrite both READMEs from the results
+    import sys
+
+    write_readme()
+    if "--readme" in sys.argv:
+        from _readme import write_block
+
+        write_block("speed", render_speed_block())

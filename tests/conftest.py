@@ -18,6 +18,24 @@ from radaudit.data.root import ENV_VAR, default_candidates
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `make test` runs one worker per core: one BLAS/torch thread each (and in the notebook kernels they start),
+    # or two workers' thread pools fight over two cores and every torch test slows down several times
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist ``--dist loadgroup``: the tests that read the smoke runs go to one worker (the runs
+    are made once, see :func:`smoke_runs`), and the rehearsals to one worker (their twins are built once per
+    worker); everything else is spread over the workers."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "smoke_runs" in names:
+            item.add_marker(pytest.mark.xdist_group("smoke"))
+        elif "rehearsal_cache" in names:
+            item.add_marker(pytest.mark.xdist_group("rehearsal"))
+
 
 def _find_shared() -> Path | None:
     if os.environ.get(ENV_VAR):
@@ -71,24 +89,45 @@ def pypi_minilm() -> None:
 _SMOKE_RUNS: dict[str, tuple] = {}
 
 
+def _shared_tmp(tmp_path_factory) -> Path:
+    """A temporary folder shared by every pytest-xdist worker of this session (the session's own otherwise)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def smoke_runs(shared_data, tmp_path_factory):
     """``smoke_runs(experiment)`` → two real `smoke` runs of the experiment (same params and seed, one shared
     model/generation cache, separate output folders), made once per test session. The notebook tests read
-    the first; tests/reliability/test_determinism.py compares the two byte for byte."""
+    the first; tests/reliability/test_determinism.py compares the two byte for byte.
+
+    Under pytest-xdist (``make test`` runs two workers) the runs are made once for all workers: the first
+    worker to ask runs them under a file lock and leaves their results beside the outputs; the others wait
+    for the lock and read them."""
+    import pickle
+
+    from filelock import FileLock
+
     from radaudit.run import run_experiment
 
     def get(experiment: str) -> tuple:
         if experiment not in _SMOKE_RUNS:
-            base = tmp_path_factory.mktemp(f"smoke_{experiment}")
-            mp = pytest.MonkeyPatch()
-            mp.setenv("RADAUDIT_CACHE", str(base / "cache"))
-            try:
-                _SMOKE_RUNS[experiment] = tuple(
-                    run_experiment(experiment, "smoke", data_root=str(shared_data), out=base / f"out{i}", progress=False)
-                    for i in range(2))
-            finally:
-                mp.undo()
+            base = _shared_tmp(tmp_path_factory) / f"smoke_{experiment}"
+            base.mkdir(parents=True, exist_ok=True)
+            done = base / "runs.pickle"
+            with FileLock(str(base) + ".lock"):
+                if done.exists():
+                    _SMOKE_RUNS[experiment] = pickle.loads(done.read_bytes())
+                else:
+                    mp = pytest.MonkeyPatch()
+                    mp.setenv("RADAUDIT_CACHE", str(base / "cache"))
+                    try:
+                        runs = tuple(run_experiment(experiment, "smoke", data_root=str(shared_data),
+                                                    out=base / f"out{i}", progress=False) for i in range(2))
+                    finally:
+                        mp.undo()
+                    done.write_bytes(pickle.dumps(runs))
+                    _SMOKE_RUNS[experiment] = runs
         return _SMOKE_RUNS[experiment]
 
     return get

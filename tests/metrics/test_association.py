@@ -583,11 +583,12 @@ def test_corpus_count_matrix_equals_tokenising_report_by_report(shared_data):
     texts = iu["findings"].fillna("").tolist()[:1500] + iu["impression"].fillna("").tolist()[:1500]
     texts += ["[**Hospital1 18**] seen. <NAME> XXXX-ray x-ray XXXX12 xxiv Xx __xx__ t12 patient's",
               "", "   ", "[** unclosed\n xx lung", "Épanchement pleural ΟΔΟΣ", "<b>bold</b> <XXXX> <DATE_1> xx",
+              "nul\x00inside\n\x00\nand a separator-like run",  # a random-weight model's output can hold NULs
               texts[0]]  # a repeated text
     groups = ["F", "M"] * (len(texts) // 2) + ["F"] * (len(texts) % 2)
     counts = count_reports(texts, texts[::-1], groups)
     assert list(counts.vocab) == sorted(counts.vocab)
-    for i in (0, 7, len(texts) - 7, len(texts) - 6, len(texts) - 5, len(texts) - 3, len(texts) - 2, len(texts) - 1):
+    for i in (0, 7, *range(len(texts) - 8, len(texts))):
         for mat, text in ((counts.reference, texts[i]), (counts.prediction, texts[::-1][i])):
             row = mat[i]
             got = {counts.vocab[j]: int(c) for j, c in zip(row.indices, row.data)}

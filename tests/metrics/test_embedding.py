@@ -431,3 +431,35 @@ def test_importing_the_family_imports_no_torch():
             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --- the embedding cache across calls (issue 25) ------------------------------------------------------------
+
+def test_cached_references_give_bert_scores_answers_on_every_call(radeval_pairs, minilm_path):
+    """Three candidate sets against the same references (three decoding strategies): the references are encoded
+    once, and every call still equals bert-score's own call on that set."""
+    refs, cands = radeval_pairs
+    sets = [cands, cands[::-1], [c.upper() for c in cands]]
+    metric = BERTScore(model=MINILM)
+    n_refs = len({r.strip() for r in refs})
+    for k, cs in enumerate(sets):
+        before = metric.cache_hits
+        res = metric.compute(refs, cs)
+        assert_prf_equal(res, reference_bert_score(cs, refs, minilm_path, num_layers=metric.num_layers))
+        if k:  # every reference was encoded by the first call
+            assert metric.cache_hits - before >= n_refs
+    assert metric.cache_misses == len({t.strip() for t in refs + sets[0] + sets[2]})  # set 1 = set 0 reordered
+
+
+def test_cache_is_bounded_and_can_be_turned_off(radeval_pairs, tiny_bert):
+    refs, cands = radeval_pairs
+    small = BERTScore(model=str(tiny_bert), cache_mb=0.01)  # ~10 KiB: a handful of 32-d texts
+    small.compute(refs, cands)
+    assert 0 < small._cache_bytes <= 0.01 * 2**20 and len(small._cache) < len({*refs, *cands})
+    off = BERTScore(model=str(tiny_bert), cache_mb=0)
+    a = off.compute(refs, cands)
+    b = off.compute(refs, cands)
+    assert not off._cache and off.cache_hits == 0
+    np.testing.assert_array_equal(a.details["f1"], b.details["f1"])
+    with pytest.raises(ParamsError, match="cache_mb"):
+        BERTScore(model=str(tiny_bert), cache_mb=-1)

@@ -330,7 +330,10 @@ def _count_matrix(texts: list[str], stop: frozenset[str], min_length: int) -> tu
     # Step 0 (strip_placeholders) changes the letter runs only through PHI tags and <TAGS>: x-runs are
     # dropped per vocabulary entry (step 5) and underscores never join a token. Only texts with '<' or
     # '[**' need the regex, which is the slowest part of tokenising.
-    big = _SEP.join(strip_placeholders(t) if ("<" in t or "[**" in t) else t for t in uniq).lower() + _SEP
+    # a NUL inside a text (a random-weight model writes anything) would read as a separator: it is no letter
+    # and no placeholder character, so a space in its place changes no token
+    texts_u = [t.replace("\x00", " ") if "\x00" in t else t for t in uniq]
+    big = _SEP.join(strip_placeholders(t) if ("<" in t or "[**" in t) else t for t in texts_u).lower() + _SEP
     toks = (_ASCII_WORD_OR_SEP if big.isascii() else _WORD_OR_SEP).findall(big)
     codes, words = pd.factorize(pd.Series(toks, dtype=object), sort=False)
     words = np.asarray(words, dtype=object)

@@ -54,7 +54,8 @@ bert-score's ``batch_size`` if it was changed); ``bert_score_batch=None`` uses t
 does not depend on our own ``batch_size``: the clipping is computed from the chunk layout, not from
 how we batch.
 
-Speed: unique texts are encoded once, in batches sorted by token length (:func:`length_batches`:
+Speed: unique texts are encoded once (and, through ``cache_mb``, once per metric object across calls:
+references repeat across strategies, conditions and aspects), in batches sorted by token length (:func:`length_batches`:
 at most ``batch_size`` texts, padding under 10% of each batch), with the unused top layers dropped; pairs are matched in padded batches sorted by length, and results
 returned in input order.
 
@@ -74,7 +75,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -253,7 +254,9 @@ class BERTScore:
     forward pass and pairs per matching step), ``max_length``, ``device`` (``None`` = cuda when
     available), ``dtype`` (``None`` = fp32), ``empty`` (``"zero"`` as bert-score, or ``"nan"``),
     ``bert_score_batch`` (64 = reproduce ``bert_score.score(batch_size=64)`` exactly, its padding
-    artefact included; ``None`` = the paper's max over real tokens; see the module docstring).
+    artefact included; ``None`` = the paper's max over real tokens; see the module docstring),
+    ``cache_mb`` (token states of texts already encoded are kept across calls, up to this many MiB,
+    least recently used evicted; 0 = off; ``cache_hits``/``cache_misses`` count distinct texts).
 
     ``compute`` returns per_sample = F1 and details ``precision``/``recall``/``f1`` (arrays) plus
     ``n_truncated``, ``n_empty_reference``, ``n_empty_candidate``, ``num_layers``, ``idf``, ``rescaled``.
@@ -263,7 +266,7 @@ class BERTScore:
                  idf: bool = False, baseline: Any = None, baseline_lang: str = "en", batch_size: int = 64,
                  max_length: int | None = None, device: str | None = None, dtype: Any = None,
                  empty: Literal["zero", "nan"] = "zero", bert_score_batch: int | None = 64,
-                 trust_remote_code: bool = False, name: str = "bertscore") -> None:
+                 trust_remote_code: bool = False, name: str = "bertscore", cache_mb: float = 256.0) -> None:
         import torch
 
         if not isinstance(idf, bool):
@@ -297,9 +300,51 @@ class BERTScore:
         self.model = encoder
         self.max_length = _max_length(self.tokenizer, full, max_length)
         self.baseline = load_baseline(baseline, self.num_layers, self.resolved.hub_id, baseline_lang)
+        if float(cache_mb) < 0:
+            raise ParamsError(f"cache_mb must be >= 0 (0 turns the embedding cache off), got {cache_mb!r}.")
+        self.cache_mb = float(cache_mb)
+        # text -> (token ids, truncated?, L2-normalised token states): least recently used first
+        self._cache: OrderedDict[str, tuple[list[int], bool, Any]] = OrderedDict()
+        self._cache_bytes = 0
+        self.cache_hits = self.cache_misses = 0
         self._pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         self._n_special = len(_tokenize(self.tokenizer, [""], self.max_length)[0][0])
         self._zero_ids = {self.tokenizer.sep_token_id, self.tokenizer.cls_token_id} - {None}
+
+    def _encode(self, texts: list[str]) -> tuple[list[list[int]], list[bool], list[Any]]:
+        """Token ids, truncation flags and L2-normalised token states of distinct ``texts``.
+
+        States of texts seen in an earlier call come from the cache (``cache_mb``, least recently used
+        evicted): references repeat across decoding strategies, conditions and aspects, and encoding is
+        nearly all of BERTScore's time. A text's states do not depend on the other texts of its batch
+        beyond float32 rounding (~1e-7: the padded width changes the order of a few sums), so a warm
+        cache changes no score beyond that; a fresh metric object scoring the same calls in the same
+        order gives the same numbers bit for bit.
+        """
+        import torch
+
+        missing = [t for t in texts if t not in self._cache]
+        self.cache_hits += len(texts) - len(missing)
+        self.cache_misses += len(missing)
+        new: dict[str, tuple[list[int], bool, Any]] = {}
+        if missing:
+            ids_m, cut_m = _tokenize(self.tokenizer, missing, self.max_length)
+            states_m = _token_states(self.model, ids_m, self._pad_id, self.batch_size, self.device, self._hidden_index)
+            for t, i, c, st in zip(missing, ids_m, cut_m, states_m):
+                new[t] = (i, c, st / torch.norm(st, dim=-1, keepdim=True))
+        out = [new[t] if t in new else self._cache[t] for t in texts]
+        if self.cache_mb > 0:
+            for t in texts:
+                if t in self._cache:
+                    self._cache.move_to_end(t)
+            for t, v in new.items():
+                self._cache[t] = v
+                self._cache_bytes += v[2].numel() * v[2].element_size()
+            cap = self.cache_mb * 2**20
+            while self._cache and self._cache_bytes > cap:
+                _, old = self._cache.popitem(last=False)
+                self._cache_bytes -= old[2].numel() * old[2].element_size()
+        return [o[0] for o in out], [o[1] for o in out], [o[2] for o in out]
 
     # bert-score: idf_dict = defaultdict(lambda: 1.0) with [SEP]/[CLS] = 0, or get_idf_dict(refs)
     def _weights(self, ids: list[list[int]], ref_ids: list[list[int]]) -> list[Any]:
@@ -323,11 +368,9 @@ class BERTScore:
         refs, cands = list(references), list(candidates)
         n = len(refs)
         texts, where = _unique(refs + cands)
-        ids, cut = _tokenize(self.tokenizer, texts, self.max_length)
+        ids, cut, states = self._encode(texts)
         n_truncated = sum(cut[u] for u in where)
         _warn_truncated(self.name, n_truncated, 2 * n, self.max_length, stacklevel=4)
-        states = _token_states(self.model, ids, self._pad_id, self.batch_size, self.device, self._hidden_index)
-        states = [s / torch.norm(s, dim=-1, keepdim=True) for s in states]
         weights = self._weights(ids, [ids[u] for u in where[:n]])
         ref_u, cand_u = where[:n], where[n:]
 

@@ -153,7 +153,9 @@ def fig_example_images(data: dict[str, pd.DataFrame], seed: int, n: int = 3):
     fig, axes = plt.subplots(1, len(picks), figsize=(2.6 * len(picks), 3.2), squeeze=False)
     for ax, (name, r) in zip(axes[0], picks):
         with Image.open(r["image_path"]) as im:
-            ax.imshow(np.asarray(im.convert("L")), cmap="gray")
+            small = im.convert("L")
+            small.thumbnail((640, 640))  # a 2.6-inch panel: full-resolution X-rays only slow the PNG/PDF down
+            ax.imshow(np.asarray(small), cmap="gray")
         finding = r.get("finding")
         finding = "unlabelled" if not isinstance(finding, str) or finding.strip().lower() in ("", "todo") else finding
         view = r.get("view")

@@ -332,7 +332,11 @@ def plot_patch_heatmaps(maps: pd.DataFrame, results: pd.DataFrame | None = None,
             heat[g["row"].to_numpy(int), g["col"].to_numpy(int)] = g["weight"].to_numpy(float)
             view = model_view(str(first["image_path"]), grid, processor)
             w, h = view.size
-            ax.imshow(np.asarray(view), cmap="gray", extent=(0, w, h, 0))
+            # a panel is ~900 px wide at 300 dpi: draw (and embed in the PDF) at most 640 px of the X-ray, in the
+            # model view's own coordinates, so the overlay stays aligned (full resolution made this figure 20 s)
+            small = view.copy()
+            small.thumbnail((640, 640))
+            ax.imshow(np.asarray(small), cmap="gray", extent=(0, w, h, 0))
             top = float(heat.max())
             uniform = 1.0 / heat.size
             # colour scale 0 .. max(largest share, twice uniform): a flat map stays mid-dark, a focus is bright

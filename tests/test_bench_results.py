@@ -1,0 +1,74 @@
+"""benchmarks/_results.py: what every benchmark writes, and the README lines made from it (issue 25)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def results(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    module = importlib.import_module("_results")
+    yield module
+    sys.modules.pop("_results", None)
+
+
+def test_fit_slope_recovers_the_exponent_of_a_power_law(results):
+    xs = [100, 1_000, 10_000]
+    assert results.fit_slope(xs, [0.02 * x for x in xs]) == pytest.approx(1.0)
+    assert results.fit_slope(xs, [3e-6 * x**2 for x in xs]) == pytest.approx(2.0)
+    # n log n between 1e3 and 1e5 fits a slope a little above 1: log(1e5 * 5) - log(1e3 * 3) over log(100)
+    ys = [x * (len(str(x)) - 1) for x in (1_000, 100_000)]
+    assert results.fit_slope([1_000, 100_000], ys) == pytest.approx(1 + (0.69897 - 0.47712) / 2, abs=1e-4)
+    assert str(results.fit_slope([5], [1.0])) == "nan"
+
+
+def test_record_writes_the_fields_and_regenerates_the_readme(results, tmp_path):
+    out = results.record("demo_bench", seconds=12.5, n=1000, ratio=0.4, max_abs_diff=2e-7, budget_s=10.0,
+                         folder=tmp_path, repeats=3)
+    saved = json.loads((tmp_path / "demo_bench.json").read_text())
+    assert saved == out
+    assert saved["budget_ratio"] == 1.25 and saved["ratio"] == 0.4 and saved["max_abs_diff"] == 2e-7
+    assert saved["repeats"] == 3 and saved["machine"].endswith("cores") and saved["peak_rss_mb"] > 0
+    assert saved["commit"]  # a sha (maybe +dirty) or "unknown" outside git
+    (tmp_path / "quality.json").write_text(json.dumps({"bars": {}}))  # not a speed benchmark
+    text = results.write_readme(tmp_path).read_text()
+    assert "| `demo_bench` | 0.40 | 1.25× of 10 s | 12.50 | 1,000 | 2.0e-07 |" in text
+    assert "`quality.json`" in text.split("## Other results")[1]
+    with pytest.raises(ValueError, match="plain file stem"):
+        results.record("../x", seconds=1.0, n=1, folder=tmp_path)
+
+
+def test_scaling_plot_writes_a_figure_with_its_slope(results, tmp_path):
+    slopes = results.scaling_plot("grow", {"linear": ([10, 100, 1000], [1, 10, 100]),
+                                           "quadratic": ([10, 100], [1, 100])}, xlabel="n", folder=tmp_path)
+    assert slopes == pytest.approx({"linear": 1.0, "quadratic": 2.0})
+    png = tmp_path / "grow_scaling.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    results.record("grow", seconds=1.0, n=1000, folder=tmp_path, slopes=slopes)
+    assert "[`grow_scaling.png`](grow_scaling.png)" in (tmp_path / "README.md").read_text()
+    assert "linear 1.00, quadratic 2.00" in (tmp_path / "README.md").read_text()
+
+
+def test_committed_results_readme_and_speed_lines_are_regenerated_not_typed(results, monkeypatch):
+    """benchmarks/results/README.md and README.md's speed lines equal what the committed JSON files render."""
+    assert (ROOT / "benchmarks" / "results" / "README.md").read_text() == results.render_readme()
+    readme = importlib.import_module("_readme")
+    assert readme.read_block("speed") == results.render_speed_block(), \
+        "README speed lines are stale: run `python benchmarks/_results.py --readme`"
+    sys.modules.pop("_readme", None)
+
+
+def test_speed_lines_say_what_each_file_holds(results, tmp_path):
+    results.record("association", seconds=9.8, n=100_000, budget_s=10.0, folder=tmp_path, slopes={"CAD + WAE": 0.93})
+    block = results.render_speed_block(tmp_path)
+    line = next(ln for ln in block.splitlines() if ln.startswith("- CAD + WAE"))
+    assert "9.80 s for 100,000" in line and "0.98x the 10 s target" in line and "log-log slope 0.93" in line
+    assert "- AtomiMed rule backend: not measured yet" in block
