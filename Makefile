@@ -37,14 +37,16 @@ lint: $(STAMP)
 	$(BIN)/lint-imports --no-cache
 
 ## The test suite CI runs (the import contracts, then pytest; notebooks on their smoke preset, slow demo runs excluded),
-## on TEST_WORKERS pytest-xdist workers (one per core; each notebook's smoke runs are made once for all workers).
+## on TEST_WORKERS pytest-xdist workers (one per core), each test file on one worker; each notebook's smoke runs are
+## made once for all workers (tests/conftest.py). Not --dist loadgroup: with pytest 9.2 it silently stops grouping
+## (pytest-xdist issue 1386).
 TEST_WORKERS ?= 2
 test: lint
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 ## Everything, including the slow demo-preset notebook runs.
 test-all: lint
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m ''
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m ''
 
 ## Every speed benchmark (benchmarks/bench_*.py): each writes benchmarks/results/<name>.json (and a scaling plot),
 ## and benchmarks/results/README.md is regenerated from them. About 10 minutes on 2 cores.

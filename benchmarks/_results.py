@@ -68,8 +68,9 @@ def _round(x: Any) -> Any:
     return x
 
 
-def record(name: str, *, seconds: float, n: int, ratio: float | None = None, max_abs_diff: float | None = None,
-           budget_s: float | None = None, folder: Path = RESULTS, **extra: Any) -> dict[str, Any]:
+def record(name: str, *, seconds: float, n: int, unit: str = "items", ratio: float | None = None,
+           max_abs_diff: float | None = None, budget_s: float | None = None, folder: Path = RESULTS,
+           **extra: Any) -> dict[str, Any]:
     """Write ``<folder>/<name>.json`` and regenerate ``<folder>/README.md``; returns the record.
 
     ``ratio`` must be ours / reference (the worst setting); ``budget_s`` adds ``budget_ratio``. Extra keys
@@ -77,7 +78,7 @@ def record(name: str, *, seconds: float, n: int, ratio: float | None = None, max
     """
     if not name or "/" in name:
         raise ValueError(f"benchmark name must be a plain file stem, got {name!r}")
-    out: dict[str, Any] = {"name": name, "seconds": seconds, "n": int(n), "ratio": ratio,
+    out: dict[str, Any] = {"name": name, "seconds": seconds, "n": int(n), "unit": unit, "ratio": ratio,
                            "max_abs_diff": max_abs_diff}
     if budget_s is not None:
         out["budget_s"] = budget_s
@@ -92,9 +93,19 @@ def record(name: str, *, seconds: float, n: int, ratio: float | None = None, max
     return out
 
 
-def fit_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """Least-squares slope of ``log y`` on ``log x`` (the exponent k of ``y ∝ xᵏ``); NaN with < 2 points."""
+def fit_slope(xs: Sequence[float], ys: Sequence[float], decades: float | None = 1.5) -> float:
+    """Least-squares slope of ``log y`` on ``log x`` (the exponent k of ``y ∝ xᵏ``); NaN with < 2 points.
+
+    ``decades``: fit only the points within this many decades of the largest x (at least two points), where
+    the work grows and fixed costs (imports, thread start-up, a first batch) no longer flatten the curve;
+    ``None`` fits every point.
+    """
     x, y = np.log(np.asarray(xs, float)), np.log(np.asarray(ys, float))
+    if decades is not None and len(x) > 2:
+        keep = x >= x.max() - decades * np.log(10)
+        if keep.sum() < 2:
+            keep = x >= np.sort(x)[-2]
+        x, y = x[keep], y[keep]
     if len(x) < 2 or np.ptp(x) == 0:
         return float("nan")
     return float(np.polyfit(x, y, 1)[0])
@@ -102,8 +113,8 @@ def fit_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
 
 def scaling_plot(name: str, series: Mapping[str, tuple[Sequence[float], Sequence[float]]], *, xlabel: str,
                  ylabel: str = "seconds (wall)", title: str | None = None, folder: Path = RESULTS) -> dict[str, float]:
-    """Log-log plot of each ``label -> (n, seconds)`` series with its fitted slope in the legend, saved as
-    ``<folder>/<name>_scaling.png``. A dotted line of slope 1 through each series' first point shows what
+    """Log-log plot of each ``label -> (n, seconds)`` series with its fitted slope (:func:`fit_slope`, over the
+    top 1.5 decades of n) in the legend, saved as ``<folder>/<name>_scaling.png``. A dotted line of slope 1 through each series' first point shows what
     linear growth would look like. Returns ``{label: slope}``."""
     import matplotlib
 
@@ -120,6 +131,15 @@ def scaling_plot(name: str, series: Mapping[str, tuple[Sequence[float], Sequence
         ax.plot([x0, float(xs[-1])], [y0, y0 * float(xs[-1]) / x0], linestyle=":", color=line.get_color(), alpha=0.6)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    sizes = sorted({float(x) for xs, _ in series.values() for x in xs})
+    ax.set_xticks(sizes)  # one tick per measured size, written out ("10,000", not "10^4")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.tick_params(axis="both", which="both", labelsize=8)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title or f"{name}: cost against size (dotted: slope 1)", fontsize=10)
@@ -203,7 +223,7 @@ def render_speed_block(folder: Path = RESULTS) -> str:
             lines.append(f"- {what}: not measured yet (`python benchmarks/bench_{stem}.py`).")
             continue
         d = json.loads(path.read_text(encoding="utf-8"))
-        parts = [f"{d['seconds']:.2f} s for {d['n']:,}"]
+        parts = [f"{d['seconds']:.2f} s for {d['n']:,} {d.get('unit', 'items')}"]
         if d.get("ratio") is not None:
             parts.append(f"ratio to the reference {d['ratio']:.2f}" + (f" ({d['worst_setting']}, the worst setting)"
                                                                          if d.get("worst_setting") else ""))
@@ -212,7 +232,8 @@ def render_speed_block(folder: Path = RESULTS) -> str:
         if d.get("max_abs_diff") is not None:
             parts.append(f"max |diff| {d['max_abs_diff']:.1e}")
         if d.get("slopes"):
-            parts.append("log-log slope " + ", ".join(f"{v:.2f}" for v in d["slopes"].values()))
+            many = len(d["slopes"]) > 1
+            parts.append("log-log slope " + ", ".join((f"{k} " if many else "") + f"{v:.2f}" for k, v in d["slopes"].items()))
         lines.append(f"- {what}: " + "; ".join(parts) + f" (commit {d.get('commit', '?')}).")
     return "\n".join(lines) + "\n"
 

@@ -125,7 +125,7 @@ def main() -> None:
         for n, t in curve:
             print(f"  {n:>7} reports: {t:6.2f} s")
         print(f"fitted log-log slope: {slopes['CAD + WAE']:.2f}")
-    record("association", seconds=best, n=a.reports, budget_s=BUDGET_S, repeats=a.repeats, resamples=a.resamples,
+    record("association", seconds=best, n=a.reports, unit="reports", budget_s=BUDGET_S, repeats=a.repeats, resamples=a.resamples,
            permutations=a.permutations, ci_method=a.ci_method, vocabulary=int(res.params["V"]),
            scaling=[[n, t] for n, t in curve], slopes=slopes)
 

@@ -81,7 +81,7 @@ def main() -> None:
                               xlabel="report pairs (drawn from RadPref's 200)")
         print("scaling: " + ", ".join(f"{n} pairs {t:.2f} s" for n, t in curve)
               + f"; fitted log-log slope {slopes['AtomiMed (rule)']:.2f}")
-    record("atomic", seconds=warm, n=len(refs), ratio=warm / ref_t, budget_s=BUDGET_S, cold_seconds=cold,
+    record("atomic", seconds=warm, n=len(refs), unit="pairs", ratio=warm / ref_t, budget_s=BUDGET_S, cold_seconds=cold,
            reference="chexpert_f1_micro_all14 on the same pairs", reference_seconds=ref_t,
            scaling=[[n, t] for n, t in curve], slopes=slopes)
 

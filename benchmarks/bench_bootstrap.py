@@ -52,7 +52,7 @@ def main() -> None:
     paired = best_of(lambda: paired_bootstrap(frame, stats, n_resamples=a.resamples, method="bca", seed=0), a.repeats)
     print(f"paired DataFrame (2 statistics) / iid array time ratio, BCa: {paired / iid:6.2f}")
     worst = max(ratios, key=ratios.get)
-    record("bootstrap", seconds=seconds[worst], n=a.n, ratio=ratios[worst], worst_setting=worst, ratios=ratios,
+    record("bootstrap", seconds=seconds[worst], n=a.n, unit="values", ratio=ratios[worst], worst_setting=worst, ratios=ratios,
            resamples=a.resamples, interval_endpoint_diff=diffs, cluster_over_iid=clus / iid, paired_over_iid=paired / iid)
 
 

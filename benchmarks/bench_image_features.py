@@ -95,7 +95,7 @@ def main() -> None:
     curve = sorted(curve + [(a.n, o)])
     slopes = scaling_plot("image_features", {"InceptionV3 features": ([k for k, _ in curve], [t for _, t in curve])},
                           xlabel="images") if len(curve) >= 2 else {}
-    record("image_features", seconds=o, n=a.n, ratio=o / r, max_abs_diff=diff, images_per_s=a.n / o,
+    record("image_features", seconds=o, n=a.n, unit="images", ratio=o / r, max_abs_diff=diff, images_per_s=a.n / o,
            reference_images_per_s=a.n / r, batch_size=a.batch_size, threads=a.threads, images=what,
            scaling=[[k, t] for k, t in curve], slopes=slopes)
 

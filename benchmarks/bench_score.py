@@ -54,7 +54,7 @@ def main() -> None:
     report = radaudit.score(df, ["bleu", "bertscore", "atomimed"], by=["sex", "age_group"],
                             n_bootstrap=args.resamples, seed=0)
     seconds = time.perf_counter() - t0
-    record("score", seconds=seconds, n=args.pairs, budget_s=BUDGET_S, resamples=args.resamples,
+    record("score", seconds=seconds, n=args.pairs, unit="pairs", budget_s=BUDGET_S, resamples=args.resamples,
            rows=len(report.table), gaps=len(report.gaps), metrics=["bleu", "bertscore", "atomimed"],
            group_columns=["sex", "age_group"])
     print(f"radaudit score: {args.pairs} pairs x 3 metrics x 2 group columns, {args.resamples} replicates: "

@@ -25,18 +25,6 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(_var, "1")
 
 
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist ``--dist loadgroup``: the tests that read the smoke runs go to one worker (the runs
-    are made once, see :func:`smoke_runs`), and the rehearsals to one worker (their twins are built once per
-    worker); everything else is spread over the workers."""
-    for item in items:
-        names = getattr(item, "fixturenames", ())
-        if "smoke_runs" in names:
-            item.add_marker(pytest.mark.xdist_group("smoke"))
-        elif "rehearsal_cache" in names:
-            item.add_marker(pytest.mark.xdist_group("rehearsal"))
-
-
 def _find_shared() -> Path | None:
     if os.environ.get(ENV_VAR):
         p = Path(os.environ[ENV_VAR])
@@ -137,6 +125,6 @@ def smoke_runs(shared_data, tmp_path_factory):
 def rehearsal_cache(tmp_path_factory, monkeypatch):
     """One cache for every rehearsal of the session (twins and fixtures are built once, as a user's cache would
     keep them), outside the user's own cache. Use in rehearsal tests: ``pytestmark = pytest.mark.usefixtures(...)``."""
-    path = tmp_path_factory.getbasetemp() / "rehearsal-cache"
+    path = _shared_tmp(tmp_path_factory) / "rehearsal-cache"  # one for all xdist workers: twins build atomically
     monkeypatch.setenv("RADAUDIT_CACHE", str(path))
     return path

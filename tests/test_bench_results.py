@@ -28,6 +28,10 @@ def test_fit_slope_recovers_the_exponent_of_a_power_law(results):
     ys = [x * (len(str(x)) - 1) for x in (1_000, 100_000)]
     assert results.fit_slope([1_000, 100_000], ys) == pytest.approx(1 + (0.69897 - 0.47712) / 2, abs=1e-4)
     assert str(results.fit_slope([5], [1.0])) == "nan"
+    # a fixed cost flattens the small sizes: only the top 1.5 decades are fitted (None: every point)
+    xs, ys = [10, 100, 1_000, 10_000, 100_000], [5.0, 5.0, 5.0, 10.0, 100.0]
+    assert results.fit_slope(xs, ys) == pytest.approx(results.fit_slope([10_000, 100_000], [10.0, 100.0]))
+    assert results.fit_slope(xs, ys, decades=None) < 0.5
 
 
 def test_record_writes_the_fields_and_regenerates_the_readme(results, tmp_path):
@@ -67,8 +71,12 @@ def test_committed_results_readme_and_speed_lines_are_regenerated_not_typed(resu
 
 
 def test_speed_lines_say_what_each_file_holds(results, tmp_path):
-    results.record("association", seconds=9.8, n=100_000, budget_s=10.0, folder=tmp_path, slopes={"CAD + WAE": 0.93})
+    results.record("association", seconds=9.8, n=100_000, unit="reports", budget_s=10.0, folder=tmp_path,
+                   slopes={"CAD + WAE": 0.93})
+    results.record("bertscore", seconds=2.0, n=200, unit="pairs", ratio=0.7, folder=tmp_path,
+                   slopes={"radaudit": 1.1, "bert-score": 0.9})
     block = results.render_speed_block(tmp_path)
     line = next(ln for ln in block.splitlines() if ln.startswith("- CAD + WAE"))
-    assert "9.80 s for 100,000" in line and "0.98x the 10 s target" in line and "log-log slope 0.93" in line
+    assert "9.80 s for 100,000 reports" in line and "0.98x the 10 s target" in line and "log-log slope 0.93" in line
+    assert "log-log slope radaudit 1.10, bert-score 0.90" in block  # several series: each named
     assert "- AtomiMed rule backend: not measured yet" in block

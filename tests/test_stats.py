@@ -491,3 +491,21 @@ def test_exact_permutation_count_is_only_computed_when_it_could_be_reached():
     # an exact test still happens when the permutations fit: 6 relabellings of 2 + 2 reports
     from radaudit.stats import permutation_test
     assert permutation_test([1.0, 2.0], [3.0, 4.0], n_resamples=1000).exact
+
+
+def test_permutation_test_on_integer_data_equals_the_float_test():
+    """Integer inputs (unit indices) are permuted as integers, with the same permutations and p-value as floats."""
+    from radaudit.stats import permutation_test
+
+    x, y = np.arange(0, 40, 2, dtype=np.int32), np.arange(1, 61, 2, dtype=np.int32)
+    seen = []
+
+    def stat(a, b, axis=-1):
+        seen.append(a.dtype)
+        return a.mean(axis) - b.mean(axis)
+
+    as_int = permutation_test(x, y, statistic=stat, n_resamples=199, seed=3)
+    as_float = permutation_test(x.astype(float), y.astype(float), statistic=stat, n_resamples=199, seed=3)
+    assert np.issubdtype(seen[0], np.integer) and seen[-1] == np.float64
+    assert as_int.pvalue == as_float.pvalue and as_int.statistic == pytest.approx(as_float.statistic)
+    np.testing.assert_allclose(as_int.null_distribution, as_float.null_distribution)

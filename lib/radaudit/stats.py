@@ -669,11 +669,14 @@ def permutation_test(
         stat_fn = _PERMUTATION_STATISTICS[statistic]
     else:
         stat_fn = statistic
-    xa = np.asarray(x, dtype=float)
-    ya = np.asarray(y, dtype=float)
+    # integer data (e.g. unit indices a statistic looks up) stay integers: scipy gathers every permutation
+    # from them, and int32 moves a quarter of float64's bytes; anything else becomes float64
+    xa, ya = np.asarray(x), np.asarray(y)
+    if not (np.issubdtype(xa.dtype, np.integer) and np.issubdtype(ya.dtype, np.integer)):
+        xa, ya = xa.astype(float), ya.astype(float)
     if xa.ndim != 1 or ya.ndim != 1 or xa.size < 1 or ya.size < 1:
         raise ValueError("x and y must be non-empty 1-D arrays")
-    if np.isnan(xa).any() or np.isnan(ya).any():
+    if np.isnan(xa.astype(float, copy=False)).any() or np.isnan(ya.astype(float, copy=False)).any():
         raise ValueError("x and y contain NaN; drop or impute missing values first (and report how many)")
     if paired and xa.size != ya.size:
         raise ValueError(f"paired=True needs x and y of the same length, got {xa.size} and {ya.size}")

@@ -759,7 +759,7 @@ class _Engine:
         # and float32 halves the memory the [n × chunk] indicator and the products move
         exact32 = max(self.tot_r.max(initial=0), self.tot_p.max(initial=0)) < 2**24
         self.perm_dtype = np.float32 if exact32 else np.float64
-        self.R_perm, self.P_perm = self.R.astype(self.perm_dtype), self.P.astype(self.perm_dtype)
+        self.RP_perm = sparse.hstack([self.R, self.P], format="csr").astype(self.perm_dtype)  # [n × 2V]
         c_ref, c_pred = counts.group_totals()
         self.cr, self.cp = c_ref, c_pred
 
@@ -798,7 +798,9 @@ class _Engine:
         """Statistics when the reports ``idx0[b]`` form group 0 and the rest group 1 (idx0 [B × n0])."""
         idx0 = np.asarray(idx0)
         single = idx0.ndim == 1
-        idx0 = np.atleast_2d(idx0).astype(np.int64)
+        idx0 = np.atleast_2d(idx0)
+        if not np.issubdtype(idx0.dtype, np.integer):
+            idx0 = idx0.astype(np.int64)
         parts = []
         for i in range(0, idx0.shape[0], self.chunk):
             sub = idx0[i:i + self.chunk]
@@ -806,8 +808,8 @@ class _Engine:
             flat = np.zeros(k * self.n, dtype=self.perm_dtype)  # row b marks group 0 in relabelling b
             flat[(sub + (np.arange(k, dtype=np.int64) * self.n)[:, None]).ravel()] = 1.0
             ind = np.ascontiguousarray(flat.reshape(k, self.n).T)  # [n × k], C-ordered for the csc kernel
-            r0 = (self.R_perm.T @ ind).astype(np.float64)
-            p0 = (self.P_perm.T @ ind).astype(np.float64)
+            rp0 = (self.RP_perm.T @ ind).astype(np.float64)  # [2V × k]: one pass over the indicator for both
+            r0, p0 = rp0[:self.V], rp0[self.V:]
             parts.append(self.stats(r0, self.tot_r[:, None] - r0, p0, self.tot_p[:, None] - p0))
         out = self._accumulate(parts)
         return {k: (v[0] if single else v) for k, v in out.items()}
@@ -904,7 +906,7 @@ def wae_inference(
 
     if n_resamples and eng.n < 2:
         raise AssociationInputError(f"the bootstrap needs at least 2 reports, got {eng.n}")
-    idx = np.arange(eng.n)
+    idx = np.arange(eng.n, dtype=np.int32 if eng.n < 2**31 else np.int64)  # permuted by scipy: int32 is lighter
     tested = [k for k in names if k in set(permuted)] if n_permutations else []
     live = [k for k in tested if math.isfinite(est[k])]
 
