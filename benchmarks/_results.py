@@ -138,11 +138,15 @@ def scaling_plot(name: str, series: Mapping[str, tuple[Sequence[float], Sequence
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    # minor y labels at 2x and 5x each power of ten only: every minor tick labelled crowds the axis
+    ax.yaxis.set_minor_formatter(FuncFormatter(
+        lambda v, _: f"{v:g}" if v > 0 and round(v / 10 ** np.floor(np.log10(v)), 6) in (2.0, 5.0) else ""))
     ax.tick_params(axis="both", which="both", labelsize=8)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title or f"{name}: cost against size (dotted: slope 1)", fontsize=10)
+    ax.set_title(title or f"{name}: cost against size", fontsize=9, wrap=True)
+    ax.text(0.99, 0.01, "dotted: slope 1 (linear growth) from the first point", transform=ax.transAxes,
+            ha="right", va="bottom", fontsize=7, color="0.35")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -121,7 +121,7 @@ def main() -> None:
     if len(curve) >= 2:
         slopes = scaling_plot("association", {"CAD + WAE": ([n for n, _ in curve], [t for _, t in curve])},
                               xlabel="reports", title=f"CAD + WAE, {a.resamples} bootstrap + {a.permutations} "
-                              "permutation replicates (dotted: slope 1)")
+                              "permutation replicates")
         for n, t in curve:
             print(f"  {n:>7} reports: {t:6.2f} s")
         print(f"fitted log-log slope: {slopes['CAD + WAE']:.2f}")
