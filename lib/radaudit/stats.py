@@ -676,7 +676,7 @@ def permutation_test(
         xa, ya = xa.astype(float), ya.astype(float)
     if xa.ndim != 1 or ya.ndim != 1 or xa.size < 1 or ya.size < 1:
         raise ValueError("x and y must be non-empty 1-D arrays")
-    if np.isnan(xa.astype(float, copy=False)).any() or np.isnan(ya.astype(float, copy=False)).any():
+    if xa.dtype.kind == "f" and (np.isnan(xa).any() or np.isnan(ya).any()):  # integers cannot be NaN
         raise ValueError("x and y contain NaN; drop or impute missing values first (and report how many)")
     if paired and xa.size != ya.size:
         raise ValueError(f"paired=True needs x and y of the same length, got {xa.size} and {ya.size}")

@@ -327,19 +327,18 @@ def _count_matrix(texts: list[str], stop: frozenset[str], min_length: int) -> tu
     than per token. About 5x faster than tokenising report by report (benchmarks/bench_association.py).
     """
     where, uniq = pd.factorize(pd.Series(texts, dtype=object), sort=False)  # distinct texts, first-seen order
+    # A NUL inside a text (a random-weight model writes anything) would read as a separator: it is no letter
+    # and no placeholder character, so a space in its place changes no token.
     # Step 0 (strip_placeholders) changes the letter runs only through PHI tags and <TAGS>: x-runs are
     # dropped per vocabulary entry (step 5) and underscores never join a token. Only texts with '<' or
     # '[**' need the regex, which is the slowest part of tokenising.
-    # a NUL inside a text (a random-weight model writes anything) would read as a separator: it is no letter
-    # and no placeholder character, so a space in its place changes no token
     texts_u = [t.replace("\x00", " ") if "\x00" in t else t for t in uniq]
     big = _SEP.join(strip_placeholders(t) if ("<" in t or "[**" in t) else t for t in texts_u).lower() + _SEP
     toks = (_ASCII_WORD_OR_SEP if big.isascii() else _WORD_OR_SEP).findall(big)
     codes, words = pd.factorize(pd.Series(toks, dtype=object), sort=False)
     words = np.asarray(words, dtype=object)
-    is_sep = np.zeros(len(words), dtype=bool)
-    keep_word = np.array([w != "\x00" and _counted(w, stop, min_length) for w in words], dtype=bool)
-    is_sep[[i for i, w in enumerate(words) if w == "\x00"]] = True
+    is_sep = np.array([w == "\x00" for w in words], dtype=bool)
+    keep_word = np.array([not sep and _counted(w, stop, min_length) for w, sep in zip(words, is_sep)], dtype=bool)
     tok_sep = is_sep[codes]
     text_of = np.cumsum(tok_sep) - tok_sep  # token i belongs to distinct text text_of[i]
     keep = keep_word[codes]
