@@ -5,10 +5,11 @@ All models are tiny random Llamas from ``conftest.py``, saved and reloaded throu
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+
+import fake_vllm
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -466,7 +467,7 @@ def test_spec_input_seeds_and_frame(tiny_causal_lm):
 
 
 def test_vllm_backend_missing_gives_a_clear_error(tiny_causal_lm, monkeypatch):
-    monkeypatch.setitem(sys.modules, "vllm", None)  # as if not installed (import raises ImportError)
+    fake_vllm.uninstalled(monkeypatch)  # as if not installed (import raises ImportError)
     with pytest.raises(RadauditError, match=r"vLLM backend needs a GPU machine and `pip install vllm`"):
         generate(str(tiny_causal_lm), PROMPTS[:1], "greedy", backend="vllm")
     with pytest.raises(ParamsError, match="transformers, vllm"):
@@ -474,44 +475,14 @@ def test_vllm_backend_missing_gives_a_clear_error(tiny_causal_lm, monkeypatch):
 
 
 def test_vllm_backend_maps_the_strategies(tiny_causal_lm, monkeypatch, tmp_path):
-    """The vLLM mapping, against a stand-in for vLLM's documented offline API (vLLM needs a GPU)."""
-    import types
-
-    calls: dict[str, list] = {"init": [], "generate": [], "beam": []}
-
-    class SamplingParams:
-        def __init__(self, **kw):
-            self.kw = kw
-
-    class BeamSearchParams(SamplingParams):
-        pass
-
-    class LLM:
-        def __init__(self, **kw):
-            calls["init"].append(kw)
-
-        def generate(self, prompts, params, use_tqdm=True):
-            calls["generate"].append((prompts, [p.kw for p in params]))
-            return [types.SimpleNamespace(outputs=[types.SimpleNamespace(token_ids=[5, 6, EOS_ID, 0], finish_reason="stop")])
-                    for _ in prompts]
-
-        def beam_search(self, prompts, params):
-            calls["beam"].append((prompts, params.kw))
-            return [types.SimpleNamespace(sequences=[types.SimpleNamespace(tokens=p["prompt_token_ids"] + [7, 8, 9])])
-                    for p in prompts]
-
-    vllm = types.ModuleType("vllm")
-    vllm.LLM, vllm.SamplingParams = LLM, SamplingParams
-    sp = types.ModuleType("vllm.sampling_params")
-    sp.BeamSearchParams = BeamSearchParams
-    monkeypatch.setitem(sys.modules, "vllm", vllm)
-    monkeypatch.setitem(sys.modules, "vllm.sampling_params", sp)
+    """The vLLM mapping, against a recorder of vLLM's documented offline API (vLLM needs a GPU)."""
+    rec = fake_vllm.install(monkeypatch, token_ids=[5, 6, EOS_ID, 0], beam_tokens=[7, 8, 9])
 
     be = get_backend(str(tiny_causal_lm), "vllm", dtype="bf16", gpu_memory_utilization=0.5)
     nuc = generate(be, PROMPTS[:2], "nucleus", seeds=[3, 4], max_new_tokens=3, cache=tmp_path / "c")
-    assert calls["init"] == [{"model": str(tiny_causal_lm), "tokenizer": str(tiny_causal_lm), "dtype": "bfloat16",
+    assert rec.init_calls == [{"model": str(tiny_causal_lm), "tokenizer": str(tiny_causal_lm), "dtype": "bfloat16",
                               "trust_remote_code": False, "gpu_memory_utilization": 0.5}]
-    prompts, params = calls["generate"][0]
+    prompts, params = rec.generate_calls[0].prompts, [p.kw for p in rec.generate_calls[0].params]
     ids = [be.render(p)[1] for p in PROMPTS[:2]]
     assert sorted(map(tuple, (p["prompt_token_ids"] for p in prompts))) == sorted(map(tuple, ids))
     assert {p["seed"] for p in params} == {3, 4}
@@ -522,16 +493,16 @@ def test_vllm_backend_maps_the_strategies(tiny_causal_lm, monkeypatch, tmp_path)
     assert {g.backend for g in nuc} == {"vllm"}
 
     generate(be, PROMPTS[:1], "greedy", seeds=9, max_new_tokens=3)
-    g = calls["generate"][1][1][0]
+    g = rec.generate_calls[1].params[0].kw
     assert (g["temperature"], g["top_p"], g["top_k"], g["seed"]) == (0.0, 1.0, -1, None)
     generate(be, PROMPTS[:1], "topk50", seeds=9, max_new_tokens=3)
-    k = calls["generate"][2][1][0]
+    k = rec.generate_calls[2].params[0].kw
     assert (k["temperature"], k["top_p"], k["top_k"], k["seed"]) == (1.0, 1.0, 50, 9)
 
     beam = generate(be, PROMPTS[:2], "beam4", max_new_tokens=3)
-    assert calls["beam"][0][1] == {"beam_width": 4, "max_tokens": 3, "length_penalty": 1.0, "ignore_eos": False}
+    assert rec.beam_calls[0].params.kw == {"beam_width": 4, "max_tokens": 3, "length_penalty": 1.0, "ignore_eos": False}
     assert [x.token_ids for x in beam] == [(7, 8, 9)] * 2 and {x.finish_reason for x in beam} == {"length"}
-    assert len(calls["init"]) == 1  # one engine, created lazily at the first miss
+    assert len(rec.init_calls) == 1  # one engine, created lazily at the first miss
     # the same request on the transformers backend is a different cache entry
     tf = generate(str(tiny_causal_lm), PROMPTS[:2], "nucleus", seeds=[3, 4], max_new_tokens=3, cache=tmp_path / "c")
     assert {x.key for x in tf}.isdisjoint({x.key for x in nuc})
