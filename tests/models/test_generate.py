@@ -420,9 +420,10 @@ def test_cache_key_covers_every_part():
     k = generation_key(**base)
     assert k == generation_key(**base) and len(k) == 64
     for change in [dict(model="m2"), dict(revision="r2"), dict(prompt="p2"), dict(seed=2), dict(max_new_tokens=9),
-                   dict(backend="vllm"), dict(dtype="bfloat16"), dict(image_hash="abc"),
-                   dict(strategy=PAPER_STRATEGIES["rich"])]:
+                   dict(dtype="bfloat16"), dict(image_hash="abc"), dict(strategy=PAPER_STRATEGIES["rich"])]:
         assert generation_key(**{**base, **change}) != k, change
+    # the engine is provenance, not identity: both engines share entries (radaudit.models.cache docstring)
+    assert generation_key(**{**base, "backend": "vllm"}) == generation_key(**{**base, "backend": None}) == k
 
 
 def test_cache_tolerates_reopening_and_stats(tmp_path, monkeypatch):
@@ -503,6 +504,8 @@ def test_vllm_backend_maps_the_strategies(tiny_causal_lm, monkeypatch, tmp_path)
     assert rec.beam_calls[0].params.kw == {"beam_width": 4, "max_tokens": 3, "length_penalty": 1.0, "ignore_eos": False}
     assert [x.token_ids for x in beam] == [(7, 8, 9)] * 2 and {x.finish_reason for x in beam} == {"length"}
     assert len(rec.init_calls) == 1  # one engine, created lazily at the first miss
-    # the same request on the transformers backend is a different cache entry
-    tf = generate(str(tiny_causal_lm), PROMPTS[:2], "nucleus", seeds=[3, 4], max_new_tokens=3, cache=tmp_path / "c")
-    assert {x.key for x in tf}.isdisjoint({x.key for x in nuc})
+    # the same request on the transformers backend is the same cache entry: served, with its engine as provenance
+    tf = generate(str(tiny_causal_lm), PROMPTS[:2], "nucleus", seeds=[3, 4], max_new_tokens=3, cache=tmp_path / "c",
+                  dtype="bf16")
+    assert [x.key for x in tf] == [x.key for x in nuc] and all(x.cached for x in tf)
+    assert [x.token_ids for x in tf] == [x.token_ids for x in nuc] and {x.backend for x in tf} == {"vllm"}

@@ -35,9 +35,20 @@ model answers without a ``<think>`` reasoning block (:func:`template_kwargs`).
 ``temperature=0``; top-k off = ``-1``; a per-request ``seed``) and beam search to
 ``LLM.beam_search(prompts, BeamSearchParams(beam_width=k, max_tokens=...))``. Prompts are passed as
 token ids (``{"prompt_token_ids": ...}``) rendered by the same Hugging Face tokenizer and chat
-template, so both backends see identical inputs. It is imported only when selected; vLLM's own
-sampler is used, so its samples differ from the transformers backend's for the same seed (the
-backend is part of the cache key).
+template, so both backends see identical inputs, and its token ids are decoded by that tokenizer
+(:meth:`Backend.decode`), so both give the same text for the same ids. EOS ids are the same too
+(the checkpoint's ``generation_config``, else its ``config.json``, else the tokenizer's). It is
+imported only when selected. vLLM's own sampler is used, so its samples differ from the transformers
+backend's for the same seed; the backend is **not** part of the cache key (a run can switch engine and
+resume: :mod:`radaudit.models.cache` says what that means).
+
+**Names.** Functions take ``backend="transformers"`` (alias ``"hf"``) or ``"vllm"``
+(:func:`engine_name`); experiment params spell it ``backend: hf | vllm`` (:func:`backend_param`,
+``"transformers"`` accepted and normalised to ``"hf"``).
+
+**dtype.** ``dtype=None`` means float32 on both backends (:func:`~radaudit.models.resolver.resolve_dtype`),
+so the same params give the same cache keys whichever engine runs them; pass ``"bf16"`` for large
+models. ``dtype="auto"`` (vLLM only) keeps vLLM's own choice from the checkpoint.
 """
 
 from __future__ import annotations
@@ -70,6 +81,35 @@ log = logging.getLogger("radaudit.models")
 
 #: Backends selectable by name.
 BACKENDS = ("transformers", "vllm")
+#: Other names accepted for them (experiment params say ``hf``).
+BACKEND_ALIASES = {"hf": "transformers", "huggingface": "transformers"}
+#: The values of an experiment's ``backend`` param (:func:`backend_param`).
+PARAM_BACKENDS = ("hf", "vllm")
+
+
+def engine_name(backend: str) -> str:
+    """The backend name functions use (``"transformers"`` | ``"vllm"``) for ``backend`` (case and
+    surrounding spaces ignored; ``"hf"`` = ``"transformers"``). Unknown names: :class:`ParamsError`."""
+    name = str(backend).strip().lower()
+    name = BACKEND_ALIASES.get(name, name)
+    if name not in BACKENDS:
+        raise ParamsError(f"Unknown generation backend {backend!r}: use one of {', '.join(BACKENDS)} "
+                          "(or hf for transformers).")
+    return name
+
+
+def backend_param(value: Any) -> str:
+    """An experiment's ``backend`` param normalised to ``"hf"`` or ``"vllm"`` (``"transformers"`` and
+    ``"huggingface"`` read as ``"hf"``; case ignored). For pydantic validators: raises ``ValueError``
+    with what to write instead."""
+    try:
+        name = engine_name(value) if isinstance(value, str) else None
+    except ParamsError:
+        name = None
+    if name is None:
+        raise ValueError(f"backend must be 'hf' (transformers: CPU or GPU, the default) or 'vllm' (a GPU and "
+                         f"`pip install vllm`); got {value!r}")
+    return "hf" if name == "transformers" else "vllm"
 
 Prompt = str | Sequence[Mapping[str, Any]]  # a text, or chat messages [{"role": ..., "content": ...}, ...]
 
@@ -516,7 +556,10 @@ class VLLMBackend(Backend):
 
     @property
     def dtype_name(self) -> str:
-        return "auto" if self.dtype is None else str(resolve_dtype(self.dtype)).removeprefix("torch.")
+        """As the transformers backend's (``None`` = float32, so both share cache keys); ``"auto"`` passes through."""
+        if isinstance(self.dtype, str) and self.dtype.strip().lower() == "auto":
+            return "auto"
+        return str(resolve_dtype(self.dtype)).removeprefix("torch.")
 
     @property
     def tokenizer(self) -> Any:
@@ -547,17 +590,23 @@ class VLLMBackend(Backend):
         return self._llm
 
     def _eos(self) -> list[int]:
-        """The checkpoint's ``generation_config`` EOS ids (else the tokenizer's), as the transformers backend uses."""
+        """The EOS ids the transformers backend uses (:func:`eos_token_ids`): the checkpoint's
+        ``generation_config``, else its ``config.json``, else the tokenizer's."""
         if self._eos_ids is not None:
             return self._eos_ids
-        from transformers import GenerationConfig
+        from transformers import AutoConfig, GenerationConfig
 
         target, kwargs = _from_pretrained_args(self._resolved)
-        try:
-            gc = GenerationConfig.from_pretrained(target, **{k: v for k, v in kwargs.items() if k != "gguf_file"})
-            eos = gc.eos_token_id
-        except (OSError, ValueError):
-            eos = None
+        kwargs = {k: v for k, v in kwargs.items() if k != "gguf_file"}
+        eos = None
+        for source in (GenerationConfig, AutoConfig):
+            try:
+                extra = {"trust_remote_code": self.trust_remote_code} if source is AutoConfig else {}
+                eos = getattr(source.from_pretrained(target, **kwargs, **extra), "eos_token_id", None)
+            except (OSError, ValueError):
+                eos = None
+            if eos is not None:
+                break
         if eos is None:
             eos = self.tokenizer.eos_token_id
         self._eos_ids = [] if eos is None else [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
@@ -614,14 +663,12 @@ class VLLMBackend(Backend):
 def get_backend(model: Any, backend: str | Backend = "transformers", *, device: str | None = None, dtype: Any = None,
                 trust_remote_code: bool = False, **kwargs: Any) -> Backend:
     """A backend for ``model`` (spec, :class:`LoadedCausalLM`, or a :class:`Backend`, returned as is).
-    ``kwargs`` go to the backend (``from_pretrained`` kwargs for transformers, ``vllm.LLM`` kwargs for vllm)."""
+    ``backend``: ``"transformers"`` (alias ``"hf"``) or ``"vllm"`` (:func:`engine_name`). ``kwargs`` go to the backend (``from_pretrained`` kwargs for transformers, ``vllm.LLM`` kwargs for vllm)."""
     if isinstance(model, Backend):
         return model
     if isinstance(backend, Backend):
         return backend
-    name = str(backend).strip().lower()
+    name = engine_name(backend)
     if name == "transformers":
         return TransformersBackend(model, device=device, dtype=dtype, trust_remote_code=trust_remote_code, **kwargs)
-    if name == "vllm":
-        return VLLMBackend(model, dtype=dtype, trust_remote_code=trust_remote_code, **kwargs)
-    raise ParamsError(f"Unknown generation backend {backend!r}: use one of {', '.join(BACKENDS)}.")
+    return VLLMBackend(model, dtype=dtype, trust_remote_code=trust_remote_code, **kwargs)

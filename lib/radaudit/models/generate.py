@@ -17,8 +17,11 @@ What happens (see :mod:`radaudit.models.backends` for the details of each step):
 1. the strategy is resolved (a name of :data:`~radaudit.models.decoding.PAPER_STRATEGIES`, a params
    mapping, or a :class:`~radaudit.models.decoding.DecodingStrategy`); ``max_new_tokens`` overrides its own;
 2. each prompt is rendered (chat template when ``chat_template`` and the tokenizer has one);
-3. each (rendered prompt, strategy knobs, seed, max_new_tokens, model + revision, backend, dtype) gets a
-   cache key; cached results are returned without touching the model (a spec is not even loaded);
+3. each (rendered prompt, strategy knobs, seed, max_new_tokens, model + revision, dtype) gets a
+   cache key; cached results are returned without touching the model (a spec is not even loaded).
+   The engine (``backend``) is not in the key: a run can switch between ``transformers`` and ``vllm``
+   and resume from what the other generated (:mod:`radaudit.models.cache` says what that implies);
+   each record keeps the engine that produced it (:attr:`Generation.backend`);
 4. the misses are generated in batches of ``batch_size`` (longest prompts first, left padding), and
    each batch's results are written to the cache as soon as it finishes, so an interrupted run
    resumes where it stopped;
@@ -66,7 +69,9 @@ class Generation:
     ``token_ids``: the new tokens, up to and including EOS when the model emitted it.
     ``finish_reason``: ``"eos"`` (the model ended it) or ``"length"`` (``max_new_tokens`` reached).
     ``text``: the new tokens decoded without special tokens, stripped.
-    ``model``/``revision``/``backend``: what produced it (see :func:`radaudit.models.backends.model_revision`).
+    ``model``/``revision``/``backend``: what produced it (see :func:`radaudit.models.backends.model_revision`);
+    ``backend`` is the engine that generated the text, which for a cached entry may be the other one
+    than this call's (the engine is not part of the cache key).
     ``cached``: whether it came from the cache in this call (not part of equality or :meth:`to_dict`,
     so tables are identical whether or not a run hit the cache). ``key``: its cache key.
     """
@@ -130,7 +135,7 @@ def generate(model: str | os.PathLike[str] | LoadedCausalLM | Backend, prompts: 
     strategy's (paper: 512). ``device``/``dtype``/``trust_remote_code``/``backend_kwargs``: used when
     loading a spec. ``cache``: ``None``/``False`` (none), ``True`` (the default folder), a folder, or a
     :class:`~radaudit.models.cache.ContentCache` (whose :meth:`~ContentCache.stats` then count this
-    call). ``backend``: ``"transformers"`` or ``"vllm"``.
+    call). ``backend``: ``"transformers"`` (alias ``"hf"``) or ``"vllm"``; not part of the cache key.
     """
     prompt_list: list[Prompt] = [prompts] if isinstance(prompts, str) else list(prompts)
     strat = strategy_from_params(strategy)
@@ -154,7 +159,7 @@ def generate(model: str | os.PathLike[str] | LoadedCausalLM | Backend, prompts: 
         keys, parts = [], []
         for (text, _ids, templated), seed in zip(rendered, seed_list):
             kp = generation_key_parts(model=be.spec, revision=be.revision, prompt=text, strategy=strat, seed=seed,
-                                      max_new_tokens=mnt, backend=be.name, dtype=be.dtype_name,
+                                      max_new_tokens=mnt, dtype=be.dtype_name,
                                       extra={"input": "chat_template" if templated else "raw"})
             parts.append(kp)
             keys.append(content_key(kp))
@@ -179,7 +184,8 @@ def generate(model: str | os.PathLike[str] | LoadedCausalLM | Backend, prompts: 
             raws = be.generate([rendered[i][1] for i in batch], [seed_list[i] for i in batch], strat, mnt)
             for i, raw in zip(batch, raws):
                 rec = {"text": be.decode(raw.token_ids), "token_ids": list(raw.token_ids),
-                       "finish_reason": raw.finish_reason, "n_new_tokens": len(raw.token_ids)}
+                       "finish_reason": raw.finish_reason, "n_new_tokens": len(raw.token_ids),
+                       "backend": be.name}  # provenance, not part of the key
                 records[keys[i]] = rec
                 if store is not None:
                     store.put(keys[i], rec, parts[i])  # written now: an interruption loses at most this batch
@@ -189,5 +195,6 @@ def generate(model: str | os.PathLike[str] | LoadedCausalLM | Backend, prompts: 
 
     return [Generation(prompt=p, text=r["text"], token_ids=tuple(r["token_ids"]), strategy=strat.name, seed=seed,
                        n_new_tokens=int(r["n_new_tokens"]), finish_reason=r["finish_reason"], model=be.spec,
-                       revision=be.revision, backend=be.name, max_new_tokens=mnt, cached=k in cached_keys, key=k)
+                       revision=be.revision, backend=r.get("backend", be.name), max_new_tokens=mnt,
+                       cached=k in cached_keys, key=k)
             for p, seed, k in zip(prompt_list, seed_list, keys) for r in (records[k],)]
