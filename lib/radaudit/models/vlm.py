@@ -40,8 +40,19 @@ First-token scores (:func:`first_token_scores`)
     sub-token id of ``tokenizer(candidate, add_special_tokens=False)`` for each candidate
     (default ``Yes, No, yes, no``). Unlike SMS, which reads ``outputs.scores[0]`` (logits *after* the
     logits processors), we keep the **raw** logits (``generate(output_logits=True)``, equal to a plain
-    forward pass's last-position logits), and store both the raw logits and pair-softmax
-    probabilities; see the function's docstring for the casing columns and multi-token candidates.
+    forward pass's last-position logits), their log-softmax (the candidates' log-probabilities) and
+    pair-softmax probabilities; see the function's docstring for the casing columns and multi-token
+    candidates.
+
+Engines (transformers or vLLM)
+    ``model`` is a transformers model (:func:`load_vlm`) or a vLLM engine
+    (:func:`radaudit.models.vlm_vllm.load_vllm_vlm`, for a GPU machine). Both get the prompt rendered here
+    by :func:`render_prompt` and the same PIL image, their answers are decoded here from token ids, and the
+    cache keys hold nothing of the engine (the engine is recorded in the cached value and the ``engine``
+    column): a run started on one engine resumes on the other. First-token scores are stored as the
+    candidates' log-probabilities, which vLLM returns too (it returns no raw logits); see
+    :mod:`radaudit.models.vlm_vllm`. Attention weights (:mod:`radaudit.models.attention`) need the model's
+    internals and stay on transformers.
 """
 
 from __future__ import annotations
@@ -110,13 +121,9 @@ def load_vlm(spec: str | os.PathLike[str] | ResolvedModel, device: str | None = 
     kwargs = {**resolved.pretrained_kwargs(), "trust_remote_code": trust_remote_code}
     if attn_implementation is not None:
         model_kwargs["attn_implementation"] = attn_implementation
+    processor = load_vlm_processor(resolved, trust_remote_code=trust_remote_code,
+                                   image_processor_kwargs=image_processor_kwargs)
     try:
-        processor = _load_processor(resolved.path_or_id, kwargs)
-        if image_processor_kwargs:
-            from transformers import AutoImageProcessor
-
-            processor.image_processor = AutoImageProcessor.from_pretrained(resolved.path_or_id, **kwargs,
-                                                                           **dict(image_processor_kwargs))
         model = AutoModelForImageTextToText.from_pretrained(resolved.path_or_id, dtype=resolve_dtype(dtype),
                                                             **kwargs, **model_kwargs)
     except (OSError, ValueError) as err:
@@ -124,6 +131,25 @@ def load_vlm(spec: str | os.PathLike[str] | ResolvedModel, device: str | None = 
     model.to(resolve_device(device))
     model.eval()
     return processor, model
+
+
+def load_vlm_processor(spec: str | os.PathLike[str] | ResolvedModel, *, trust_remote_code: bool = False,
+                       image_processor_kwargs: Mapping[str, Any] | None = None) -> Any:
+    """The processor of a VLM spec alone (no weights): what :func:`load_vlm` returns first, and what the vLLM
+    engine (:mod:`radaudit.models.vlm_vllm`) renders prompts and decodes answers with."""
+    resolved = resolve_model(spec)
+    check_loadable(resolved.spec, resolved.path_or_id)
+    kwargs = {**resolved.pretrained_kwargs(), "trust_remote_code": trust_remote_code}
+    try:
+        processor = _load_processor(resolved.path_or_id, kwargs)
+        if image_processor_kwargs:
+            from transformers import AutoImageProcessor
+
+            processor.image_processor = AutoImageProcessor.from_pretrained(resolved.path_or_id, **kwargs,
+                                                                           **dict(image_processor_kwargs))
+    except (OSError, ValueError) as err:
+        raise ModelUnavailableError(load_failed_message(resolved, err)) from err
+    return processor
 
 
 #: Checkpoints in a format transformers cannot load, by hub id and by ``model_type``: what to do instead.
@@ -451,10 +477,17 @@ _GENERATE_DROPS_LOGITS_PROCESSOR = frozenset({"JanusForConditionalGeneration"})
 
 def _decode_new(processor: Any, new_ids: Any, eos_ids: Sequence[int]) -> list[dict[str, Any]]:
     """Decode generated ids row by row, cut after the first eos: text, token ids, count, finish reason."""
+    return _decode_rows(processor, new_ids.tolist(), eos_ids)
+
+
+def _decode_rows(processor: Any, rows: Sequence[Sequence[int]], eos_ids: Sequence[int]) -> list[dict[str, Any]]:
+    """:func:`_decode_new` for lists of generated ids (what the vLLM engine returns): one decoding for both
+    engines, so the same ids give the same text, count and finish reason."""
     tok = _tokenizer(processor)
     eos = set(eos_ids)
     out = []
-    for row in new_ids.tolist():
+    for row in rows:
+        row = [int(t) for t in row]
         cut = next((i for i, t in enumerate(row) if t in eos), None)
         ids = row if cut is None else row[:cut + 1]
         out.append({"text": tok.decode(ids, skip_special_tokens=True).strip(), "token_ids": [int(t) for t in ids],
@@ -476,17 +509,71 @@ def _seed_list(seeds: int | Sequence[int], n: int) -> list[int]:
 def model_identity(model: Any) -> tuple[str, str | None]:
     """``(spec, revision)`` of a loaded model for cache keys: the folder or hub id it was loaded from and
     :func:`radaudit.models.backends.model_revision` of it (a content fingerprint for a local folder)."""
-    from radaudit.models.backends import model_revision
-
+    if _engine(model) is not None:  # a vLLM engine answers for the transformers model of its spec
+        return model.identity()
     name = getattr(model, "name_or_path", None) or getattr(model.config, "_name_or_path", None)
     if not name:
         raise ParamsError("Cannot cache generations of a model that was not loaded from a folder or hub id; "
                           "save it with save_pretrained and load it with load_vlm(folder), or pass cache=None.")
-    resolved = resolve_model(name)
-    revision = model_revision(resolved)
+    spec, revision = identity_of(name)
     if getattr(model, "peft_config", None):  # a PeftModel answers with its base's name: key the adapter too
         revision = f"{revision}+adapter:{adapter_fingerprint(model)}"
-    return resolved.spec or resolved.path_or_id, revision
+    return spec, revision
+
+
+def identity_of(name: str | os.PathLike[str]) -> tuple[str, str | None]:
+    """``(spec, revision)`` of the model a ``name_or_path`` names (:func:`model_identity` without a model)."""
+    from radaudit.models.backends import model_revision
+
+    resolved = resolve_model(name)
+    return resolved.spec or resolved.path_or_id, model_revision(resolved)
+
+
+def adapter_folder_id(adapter: str | os.PathLike[str]) -> str:
+    """16 hex digits naming a LoRA adapter by what it is: the content fingerprint of its folder's files
+    (:func:`radaudit.models.backends.model_revision`; a hub adapter: its id and commit). Both engines key an
+    adapter given by folder with it (transformers through :func:`mark_adapter`), so they share cache entries."""
+    from radaudit.models.backends import model_revision
+
+    resolved = resolve_model(adapter)
+    revision = str(model_revision(resolved))
+    text = revision if resolved.is_local else f"{resolved.spec or resolved.path_or_id}@{revision}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def mark_adapter(model: Any, adapter: str | os.PathLike[str]) -> Any:
+    """Record on a peft model loaded from ``adapter`` that its adapter fingerprint (:func:`adapter_fingerprint`)
+    is :func:`adapter_folder_id` of that folder, the identity the vLLM engine gives the same adapter.
+    Returns ``model``."""
+    model._radaudit_adapter_fingerprint = adapter_folder_id(adapter)
+    return model
+
+
+def _engine(model: Any) -> str | None:
+    """``"vllm"`` for a :class:`radaudit.models.vlm_vllm.VLLMVision` engine, ``None`` for a transformers model."""
+    return getattr(type(model), "vlm_engine", None)
+
+
+def engine_name(model: Any) -> str:
+    """The engine that runs ``model``: ``"vllm"`` or ``"transformers"`` (recorded in every cached value)."""
+    return _engine(model) or "transformers"
+
+
+def _dtype_name(model: Any) -> str:
+    return model.dtype_name if _engine(model) is not None else str(model.dtype).removeprefix("torch.")
+
+
+def _key_parts(**parts: Any) -> dict[str, Any]:
+    """:func:`radaudit.models.cache.generation_key_parts` with the same parts for every engine: the engine is
+    not part of a key (a run resumes on either). Where the key schema still has a backend part, it gets the
+    same constant for both engines."""
+    import inspect
+
+    from radaudit.models.cache import generation_key_parts
+
+    if "backend" in inspect.signature(generation_key_parts).parameters:
+        parts["backend"] = "transformers"
+    return generation_key_parts(**parts)
 
 
 def adapter_fingerprint(model: Any) -> str:
@@ -553,13 +640,21 @@ def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str
     :class:`~radaudit.models.cache.ContentCache`; keys hold the model + revision, the rendered
     prompt, the image hash, the strategy knobs, the seed and ``max_new_tokens``.
 
+    ``model``: a transformers model, or a vLLM engine (:class:`radaudit.models.vlm_vllm.VLLMVision`), which
+    gets the same rendered prompts and images, maps the strategy with
+    :meth:`radaudit.models.backends.VLLMBackend.sampling_params` (one seed per request; vLLM's sampler, so
+    sampled texts differ from transformers' for a seed) and runs ``engine.batch_size`` items per call. The
+    cache keys are the same for both engines (a run resumes on either).
+
     Columns: ``item`` (input position), ``prompt`` (as given), ``has_image``, ``image_hash``
     (:func:`image_hash`), ``kind`` (``image+text``/``text``/``image``), ``rendered_prompt`` (after the chat
     template), ``strategy``, ``seed`` (``None`` for deterministic strategies), ``max_new_tokens``,
-    ``n_input_tokens`` (without padding), ``n_generated_tokens`` (incl. the eos token, if any), ``finish``
-    (``eos``/``length``), ``text`` (special tokens removed, stripped), ``cached``.
+    ``n_input_tokens`` (without padding, image tokens expanded; as the engine counts them, ``NaN`` from
+    vLLM's beam search), ``n_generated_tokens`` (incl. the eos token, if any), ``finish``
+    (``eos``/``length``), ``text`` (special tokens removed, stripped), ``engine`` (``transformers``/``vllm``:
+    the engine that generated it, possibly in an earlier run), ``cached``.
     """
-    from radaudit.models.cache import content_key, generation_key_parts, open_cache
+    from radaudit.models.cache import content_key, open_cache
 
     prompts, images = _as_items(prompts, images)
     strat = _strategy(strategy, max_new_tokens)
@@ -569,7 +664,7 @@ def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str
     pil = [load_image(im) for im in images]
     hashes = [image_hash(im) for im in pil]
     texts = [render_prompt(processor, p, im, system=system) for p, im in zip(prompts, pil)]
-    eos, pad = _special_ids(processor, model)
+    engine = _engine(model)
 
     owns_cache = cache is not None and cache is not False and not hasattr(cache, "get_many")
     store = open_cache(cache) if cache is not None else None
@@ -578,23 +673,31 @@ def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str
         parts: list[dict[str, Any] | None] = [None] * len(prompts)
         if store is not None:
             spec, revision = model_identity(model)
-            dtype = str(model.dtype).removeprefix("torch.")
+            dtype = _dtype_name(model)
             for i in range(len(prompts)):
-                parts[i] = generation_key_parts(model=spec, revision=revision, prompt=texts[i], strategy=strat,
-                                                seed=seed_list[i], max_new_tokens=strat.max_new_tokens,
-                                                backend="transformers", dtype=dtype, image_hash=hashes[i],
-                                                extra={"input": "vlm_chat_template"})
+                parts[i] = _key_parts(model=spec, revision=revision, prompt=texts[i], strategy=strat,
+                                      seed=seed_list[i], max_new_tokens=strat.max_new_tokens, dtype=dtype,
+                                      image_hash=hashes[i], extra={"input": "vlm_chat_template"})
                 keys[i] = content_key(parts[i])
-        logger.info("vlm_generate %s: %d items", strat.name, len(prompts))
+        logger.info("vlm_generate %s: %d items (%s)", strat.name, len(prompts), engine_name(model))
 
-        def compute(batch: list[int]) -> list[dict[str, Any]]:
-            inputs = _encode(processor, model, [texts[i] for i in batch], [pil[i] for i in batch])
-            out = _run_generate(model, inputs, strat, [seed_list[i] for i in batch], eos, pad)
-            n_in = inputs["attention_mask"].sum(dim=1).tolist()
-            decoded = _decode_new(processor, out[:, inputs["input_ids"].shape[1]:], eos)
-            return [{**decoded[j], "n_input_tokens": int(n_in[j])} for j in range(len(batch))]
+        if engine is not None:
+            def compute(batch: list[int]) -> list[dict[str, Any]]:
+                return model.generate_records(processor, [texts[i] for i in batch], [pil[i] for i in batch], strat,
+                                              [seed_list[i] for i in batch])
+        else:
+            eos, pad = _special_ids(processor, model)
 
-        records, cached = _run_cached(keys, parts, store, batch_size, compute, f"generate {strat.name}")
+            def compute(batch: list[int]) -> list[dict[str, Any]]:
+                inputs = _encode(processor, model, [texts[i] for i in batch], [pil[i] for i in batch])
+                out = _run_generate(model, inputs, strat, [seed_list[i] for i in batch], eos, pad)
+                n_in = inputs["attention_mask"].sum(dim=1).tolist()
+                decoded = _decode_new(processor, out[:, inputs["input_ids"].shape[1]:], eos)
+                return [{**decoded[j], "n_input_tokens": int(n_in[j]), "engine": "transformers"}
+                        for j in range(len(batch))]
+
+        run_batch = model.batch_size if engine is not None else batch_size
+        records, cached = _run_cached(keys, parts, store, run_batch, compute, f"generate {strat.name}")
     finally:
         if owns_cache and store is not None:
             store.close()
@@ -607,7 +710,8 @@ def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str
                      "rendered_prompt": texts[i], "strategy": strat.name,
                      "seed": seed_list[i] if strat.do_sample else None, "max_new_tokens": strat.max_new_tokens,
                      "n_input_tokens": rec["n_input_tokens"], "n_generated_tokens": rec["n_generated_tokens"],
-                     "finish": rec["finish"], "text": rec["text"], "cached": keys[i] is not None and keys[i] in cached})
+                     "finish": rec["finish"], "text": rec["text"], "engine": rec.get("engine", "transformers"),
+                     "cached": keys[i] is not None and keys[i] in cached})
     return _frame(rows, _GEN_COLUMNS)
 
 
@@ -622,7 +726,7 @@ def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
 _OBJECT_COLUMNS = {"prompt", "image_hash", "seed", "first_token_candidate"}
 
 _GEN_COLUMNS = ["item", "prompt", "has_image", "image_hash", "kind", "rendered_prompt", "strategy", "seed",
-                "max_new_tokens", "n_input_tokens", "n_generated_tokens", "finish", "text", "cached"]
+                "max_new_tokens", "n_input_tokens", "n_generated_tokens", "finish", "text", "engine", "cached"]
 
 
 def _kind(prompt: str | None, image: Any) -> str:
@@ -742,16 +846,23 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
     One greedy ``generate`` call per left-padded batch (``max_new_tokens`` tokens, no sampling) with
     ``output_logits=True``: the logits of the first generated position are the **raw** logits (before
     any logits processor), identical to the last-position logits of a plain forward pass on the
-    prompt.
+    prompt. ``model`` may be a vLLM engine (:class:`radaudit.models.vlm_vllm.VLLMVision`): one greedy
+    request per item (temperature 0, the same ``max_new_tokens``) that also asks for the candidates'
+    first-position log-probabilities, which vLLM computes from the raw logits.
 
     Columns (besides ``item, prompt, has_image, image_hash, kind``):
 
     * ``logit_<candidate>`` for each candidate (e.g. ``logit_Yes``): the raw logit of the candidate's
-      **first sub-token**. Multi-token answers: a candidate that tokenises to several tokens is scored
+      **first sub-token** (``NaN`` on rows vLLM scored: it returns log-probabilities only).
+      Multi-token answers: a candidate that tokenises to several tokens is scored
       by its first sub-token only, as SMS does; a warning is logged and ``df.attrs["candidates"]``
       (:func:`candidate_tokens`) records ``n_tokens`` per candidate.
+    * ``logprob_<candidate>``: its full-vocabulary log-probability, ``logit - logsumexp(logits)`` (both
+      engines).
     * ``p_yes_capitalised``, ``p_yes_lower``, ``p_yes_both``: pair-softmax probabilities
-      (:func:`pair_probabilities`).
+      (:func:`pair_probabilities`) of the log-probabilities, equal to those of the raw logits (a pair
+      softmax depends on logit differences only, and the log-softmax shifts every logit of a position by
+      the same constant); so both engines give the same P(yes) up to float error.
     * ``p_yes``, ``p_no``: the pair chosen by ``pair`` (default ``"both"``: robust to the model's casing
       preference; ``"capitalised"`` reproduces SMS's ``[p_Yes, p_No]``), named in column ``pair``.
     * ``mass_candidates``: full-vocabulary softmax probability of the candidates' first tokens
@@ -762,18 +873,18 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
       (``yes``/``no``/``unknown``). Unknown rows are kept; :func:`count_answers` counts them and
       ``df.attrs["n_unknown"]`` holds the count. ``n_generated_tokens`` (incl. eos) and ``finish``
       (``eos``/``length``) as in :func:`vlm_generate`.
-    * ``cached``: whether the row came from ``cache``.
+    * ``engine``: ``transformers`` or ``vllm``, the engine that scored the row (possibly in an earlier run);
+      ``cached``: whether the row came from ``cache``.
 
     ``cache`` (as in :func:`vlm_generate`: ``None``, ``True``, a folder or a
-    :class:`~radaudit.models.cache.ContentCache`): one record per item with the raw candidate logits,
-    the candidate mass, the first token and the greedy answer, keyed by the model + revision, the
-    rendered prompt, the image hash, ``max_new_tokens`` and the candidate token ids. A run that is
-    interrupted resumes from the items already scored; the one greedy pass gives both the answer and
-    the scores, so nothing is encoded twice.
+    :class:`~radaudit.models.cache.ContentCache`): one record per item with the candidate
+    log-probabilities (and, from transformers, the raw logits), the candidate mass, the first token, the
+    greedy answer and the engine, keyed by the model + revision, the rendered prompt, the image hash,
+    ``max_new_tokens`` and the candidate token ids — not the engine, so a run interrupted on one engine
+    resumes on the other. The one greedy pass gives both the answer and the scores, so nothing is encoded
+    twice.
     """
-    import torch
-
-    from radaudit.models.cache import content_key, generation_key_parts, open_cache
+    from radaudit.models.cache import content_key, open_cache
 
     if pair not in PAIRS:
         raise ParamsError(f"pair must be one of {', '.join(PAIRS)}, got {pair!r}.")
@@ -781,15 +892,16 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
         raise ParamsError(f"batch_size must be >= 1, got {batch_size}.")
     prompts, images = _as_items(prompts, images)
     cands = candidate_tokens(processor, candidates)
-    cand_ids = torch.tensor(cands["token_id"].tolist())
+    cand_list = [int(t) for t in cands["token_id"]]
     first_of = {}
     for r in cands.itertuples():
         first_of.setdefault(r.token_id, r.candidate)
-    eos_ids, pad_id = _special_ids(processor, model)
     greedy = _strategy("greedy", max_new_tokens)
     tok = _tokenizer(processor)
     pil = [load_image(im) for im in images]
     hashes = [image_hash(im) for im in pil]
+    texts = [render_prompt(processor, p, im, system=system) for p, im in zip(prompts, pil)]
+    engine = _engine(model)
     owns_cache = cache is not None and cache is not False and not hasattr(cache, "get_many")
     store = open_cache(cache, name="first_token_scores") if cache is not None else None
     keys: list[str | None] = [None] * len(prompts)
@@ -797,36 +909,47 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
     try:
         if store is not None:
             spec, revision = model_identity(model)
-            dtype = str(model.dtype).removeprefix("torch.")
+            dtype = _dtype_name(model)
             for i in range(len(prompts)):
-                rendered = render_prompt(processor, prompts[i], pil[i], system=system)
-                parts[i] = generation_key_parts(model=spec, revision=revision, prompt=rendered, strategy=greedy,
-                                                seed=None, max_new_tokens=greedy.max_new_tokens,
-                                                backend="transformers", dtype=dtype, image_hash=hashes[i],
-                                                extra={"input": "vlm_chat_template", "kind": "first_token_scores",
-                                                       "candidates": cands[["candidate", "token_id"]]
-                                                       .to_dict("records")})
+                parts[i] = _key_parts(model=spec, revision=revision, prompt=texts[i], strategy=greedy, seed=None,
+                                      max_new_tokens=greedy.max_new_tokens, dtype=dtype, image_hash=hashes[i],
+                                      extra={"input": "vlm_chat_template", "kind": "first_token_scores",
+                                             "scores": "candidate_logprobs",
+                                             "candidates": cands[["candidate", "token_id"]].to_dict("records")})
                 keys[i] = content_key(parts[i])
-        logger.info("first_token_scores: %d items", len(prompts))
+        logger.info("first_token_scores: %d items (%s)", len(prompts), engine_name(model))
 
-        def compute(batch: list[int]) -> list[dict[str, Any]]:
-            inputs, _texts, _pil = encode_batch(processor, model, [prompts[i] for i in batch],
-                                                [pil[i] for i in batch], system=system)
-            out = _run_generate(model, inputs, greedy, [0] * len(batch), eos_ids, pad_id, output_logits=True,
-                                return_dict_in_generate=True)
-            first = out.logits[0].float().cpu()  # [batch, vocab], raw logits of the first generated position
-            check_finite_logits(first, model, [prompts[i] for i in batch])
-            cand_logits = first[:, cand_ids].numpy().astype(np.float64)
-            mass = torch.exp(torch.logsumexp(first[:, torch.unique(cand_ids)], dim=1)
-                             - torch.logsumexp(first, dim=1))
-            new = out.sequences[:, inputs["input_ids"].shape[1]:]
-            decoded = _decode_new(processor, new, eos_ids)
-            return [{"logits": [float(v) for v in cand_logits[j]], "mass_candidates": float(mass[j]),
-                     "first_token_id": int(new[j, 0]), "text": decoded[j]["text"],
-                     "n_generated_tokens": decoded[j]["n_generated_tokens"], "finish": decoded[j]["finish"]}
-                    for j in range(len(batch))]
+        if engine is not None:
+            def compute(batch: list[int]) -> list[dict[str, Any]]:
+                return model.first_token_records(processor, [texts[i] for i in batch], [pil[i] for i in batch],
+                                                 cand_list, greedy.max_new_tokens)
+        else:
+            import torch
 
-        records, cached = _run_cached(keys, parts, store, batch_size, compute, "first-token scores")
+            eos_ids, pad_id = _special_ids(processor, model)
+            cand_ids = torch.tensor(cand_list)
+
+            def compute(batch: list[int]) -> list[dict[str, Any]]:
+                inputs = _encode(processor, model, [texts[i] for i in batch], [pil[i] for i in batch])
+                out = _run_generate(model, inputs, greedy, [0] * len(batch), eos_ids, pad_id, output_logits=True,
+                                    return_dict_in_generate=True)
+                first = out.logits[0].float().cpu()  # [batch, vocab], raw logits of the first generated position
+                check_finite_logits(first, model, [prompts[i] for i in batch])
+                cand_logits = first[:, cand_ids].double()
+                logprobs = cand_logits - torch.logsumexp(first.double(), dim=1, keepdim=True)  # log-softmax
+                unique = torch.unique(cand_ids)
+                mass = torch.exp(torch.logsumexp(first[:, unique].double(), dim=1)
+                                 - torch.logsumexp(first.double(), dim=1))
+                new = out.sequences[:, inputs["input_ids"].shape[1]:]
+                decoded = _decode_new(processor, new, eos_ids)
+                return [{"logits": [float(v) for v in cand_logits[j]], "logprobs": [float(v) for v in logprobs[j]],
+                         "mass_candidates": float(mass[j]), "first_token_id": int(new[j, 0]),
+                         "text": decoded[j]["text"], "n_generated_tokens": decoded[j]["n_generated_tokens"],
+                         "finish": decoded[j]["finish"], "engine": "transformers"}
+                        for j in range(len(batch))]
+
+        run_batch = model.batch_size if engine is not None else batch_size
+        records, cached = _run_cached(keys, parts, store, run_batch, compute, "first-token scores")
     finally:
         if owns_cache and store is not None:
             store.close()
@@ -836,19 +959,24 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
         rec = records[key]
         ft = int(rec["first_token_id"])
         row = {"item": i, "prompt": p, "has_image": im is not None, "image_hash": hashes[i], "kind": _kind(p, im)}
-        row.update({f"logit_{c}": float(rec["logits"][k]) for k, c in enumerate(cands["candidate"])})
+        raw = rec.get("logits")
+        row.update({f"logit_{c}": float(raw[k]) if raw is not None else np.nan
+                    for k, c in enumerate(cands["candidate"])})
+        row.update({f"logprob_{c}": float(rec["logprobs"][k]) for k, c in enumerate(cands["candidate"])})
         text = rec["text"]
         row.update({"mass_candidates": float(rec["mass_candidates"]), "first_token_id": ft,
                     "first_token": tok.decode([ft], skip_special_tokens=False),
                     "first_token_candidate": first_of.get(ft), "generated": text,
                     "answer": parse_yes_no(text, no_patterns=no_patterns, yes_patterns=yes_patterns),
                     "n_generated_tokens": int(rec["n_generated_tokens"]), "finish": rec["finish"],
+                    "engine": rec.get("engine", "transformers"),
                     "cached": keys[i] is not None and keys[i] in cached})
         rows.append(row)
     frame = pd.DataFrame(rows)
     for col in _OBJECT_COLUMNS.intersection(frame.columns):
         frame[col] = pd.Series([r.get(col) for r in rows], index=frame.index, dtype=object)
-    probs = pair_probabilities({c: frame[f"logit_{c}"].to_numpy() for c in cands["candidate"]}) if rows else {}
+    # from the log-probabilities, which both engines give (pair-softmax needs logit differences only)
+    probs = pair_probabilities({c: frame[f"logprob_{c}"].to_numpy() for c in cands["candidate"]}) if rows else {}
     for name, values in probs.items():
         frame[name] = values
     if rows:
@@ -856,9 +984,10 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
         frame["p_yes"] = frame[f"p_yes_{pair}"]
         frame["p_no"] = 1.0 - frame["p_yes"]
     order = (["item", "prompt", "has_image", "image_hash", "kind"] + [f"logit_{c}" for c in cands["candidate"]]
+             + [f"logprob_{c}" for c in cands["candidate"]]
              + ["p_yes_capitalised", "p_yes_lower", "p_yes_both", "pair", "p_yes", "p_no", "mass_candidates",
                 "first_token_id", "first_token", "first_token_candidate", "generated", "answer",
-                "n_generated_tokens", "finish", "cached"])
+                "n_generated_tokens", "finish", "engine", "cached"])
     frame = frame.reindex(columns=order)
     counts = count_answers(frame) if rows else count_answers([])
     frame.attrs["candidates"] = cands.to_dict("records")
