@@ -23,6 +23,7 @@ reasoning trace, which :func:`strip_reasoning` removes before JSON parsing.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -293,17 +294,29 @@ class LLMEngine:
 
 
 def generator_from_model(model: Any, *, strategy: Mapping[str, Any] | None = None, max_new_tokens: int | None = None,
-                         seed: int = 0, batch_size: int = 4, cache: Any = None, **kwargs: Any) -> Callable[[list[str]], list[str]]:
+                         seed: int = 0, batch_size: int = 4, cache: Any = None, backend: str = "transformers",
+                         chat_template: bool = True, **kwargs: Any) -> Callable[[list[str]], list[str]]:
     """A batched ``list[prompt] -> list[text]`` over :func:`radaudit.models.generate.generate`
-    (chat template applied); defaults from :data:`PAPER_LLM`. Use with ``LLMEngine(..., batched=True)``."""
+    (chat template applied); defaults from :data:`PAPER_LLM`. Use with ``LLMEngine(..., batched=True)``.
+
+    ``backend``: ``"transformers"`` (alias ``"hf"``) or ``"vllm"``; the engine is built once, at the
+    first call, and kept for every later batch (a vLLM engine takes minutes to start). ``kwargs`` go
+    to :func:`radaudit.models.backends.get_backend` (``device``, ``dtype``, ``trust_remote_code``,
+    ``vllm.LLM`` options). Both engines get the same prompts and share cache entries.
+    """
+    from radaudit.models.backends import get_backend
     from radaudit.models.generate import generate
 
     strat = dict(strategy or PAPER_LLM["strategy"])
     mnt = int(max_new_tokens or PAPER_LLM["max_new_tokens"])
 
+    @functools.lru_cache(maxsize=1)
+    def _backend() -> Any:
+        return get_backend(model, backend, **kwargs)
+
     def fn(prompts: list[str]) -> list[str]:
-        gens = generate(model, list(prompts), strat, seeds=seed, max_new_tokens=mnt, batch_size=batch_size,
-                        cache=cache, **kwargs)
+        gens = generate(_backend(), list(prompts), strat, seeds=seed, max_new_tokens=mnt, batch_size=batch_size,
+                        cache=cache, chat_template=chat_template)
         return [g.text for g in gens]
 
     return fn

@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from radaudit.config import BaseParams, Requirement
 from radaudit.errors import ParamsError
@@ -29,14 +29,15 @@ class Params(BaseParams):
     dataset: Literal["radpref", "rexval"] = Field("radpref", description="Reader study: radpref (public; 100 cases x 2 candidates x 3 radiologists) or rexval (credentialed PhysioNet; 50 studies x 4 candidates x 6 radiologists).")
     dataset_path: str | None = Field(None, description="Folder of the dataset (default: under the data root); for rexval the folder holding 50_samples_gt_and_candidates.csv.")
     max_cases: int | None = Field(None, ge=4, description="Use only the first N cases (null = all; the smoke preset uses a few).")
-    backend: Literal["rule", "llm"] = Field("rule", description="AtomiMed backend: rule (text toolkit; deterministic, offline) or llm (llm_model; paper: Qwen3-235B-A22B, temperature 0).")
+    backend: Literal["rule", "llm"] = Field("rule", description="AtomiMed backend: rule (text toolkit; deterministic, offline) or llm (llm_model; paper: Qwen3-235B-A22B, temperature 0) on the engine llm_engine. The one-param spelling hf | vllm means llm on that engine (backend: vllm = backend: llm + llm_engine: vllm; it sets llm_engine) and is stored that way ('transformers' reads as hf).")
     theta: float = Field(0.8, ge=0, le=1, description="Fuzzy name-similarity threshold θ for aligning findings (paper: 0.8). It acts on an LLM's free-text finding names; with the rule backend every name comes from one canonical vocabulary and two different canonical names are never merged, so θ has no effect there.")
     scorer: Literal["ratio", "token_set_ratio", "token_sort_ratio", "partial_ratio"] = Field("ratio", description="rapidfuzz scorer behind the name similarity.")
     weight: float = Field(0.5, ge=0, le=1, description="Weight of the disease level in Eq. 4 (paper: equal weights, 0.5).")
     unmentioned: Literal["no", "mismatch"] = Field("no", description="A disease question the other report does not address reads as 'no' (default) or as a mismatch.")
     uncertain: Literal["yes", "no", "drop"] = Field("yes", description="Rule backend: a hedged finding ('possible pneumonia') is read as present (yes), absent (no) or dropped.")
     llm_model: str | None = Field(None, description="Instruct model for backend=llm (hub id | local folder | pypi:...), e.g. Qwen/Qwen3-235B-A22B.")
-    llm_engine: Literal["transformers", "vllm"] = Field("transformers", description="Generation backend of the model layer for llm_model (paper: vllm).")
+    llm_engine: Literal["transformers", "vllm"] = Field("transformers", description="Generation engine of the model layer for llm_model: transformers (alias hf) or vllm (paper; a GPU and `pip install vllm`). Both get the same prompts and share cache entries. The longer spelling of backend: hf | vllm.")
+    llm_dtype: str | None = Field(None, description="dtype of llm_model: null (float32, on either engine) | bf16 | fp16 (paper: bf16).")
     llm_options: dict[str, Any] = Field(default_factory=dict, description="Extra keyword arguments for the generation backend (e.g. tensor_parallel_size for vLLM).")
     llm_max_new_tokens: int = Field(1024, ge=16, description="Token limit of each JSON answer.")
     llm_batch_size: int = Field(8, ge=1, description="Prompts per generation batch.")
@@ -55,6 +56,40 @@ class Params(BaseParams):
     max_strategy_reports: int | None = Field(None, ge=1, description="Use only the first N reports per strategy of strategy_generations (null = all).")
     trace_case: int = Field(0, ge=0, description="Position of the case whose audit trace the notebook prints.")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_as_backend(cls, data: Any) -> Any:
+        """The one normalisation of the engine spellings: ``backend: hf | vllm`` (``transformers``/``huggingface``
+        read as hf) becomes ``backend: llm`` with ``llm_engine`` set to that engine, and it overrides the
+        ``llm_engine`` a preset may hold (the shorter spelling is the more specific one); ``llm_engine: hf`` is
+        ``transformers``. Everything downstream sees ``backend`` in {rule, llm} and ``llm_engine`` in
+        {transformers, vllm}."""
+        from radaudit.models.backends import engine_name
+
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for key in ("backend", "llm_engine"):
+            if isinstance(data.get(key), str):
+                value = data[key].strip().lower()
+                try:
+                    data[key] = engine_name(value)  # transformers | vllm
+                except ParamsError:
+                    data[key] = value  # rule, llm, or a bad value the field check reports
+        if data.get("backend") in ("transformers", "vllm"):
+            data["llm_engine"], data["backend"] = data["backend"], "llm"
+        return data
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _backend(cls, v: Any) -> Any:
+        if v in ("transformers", "vllm", "hf"):  # only an assignment to an existing Params gets here
+            raise ValueError(f"backend={v!r} is read when params are built (Params(backend=...), -p backend=...); on "
+                             "an existing Params set backend='llm' and llm_engine instead")
+        if v not in ("rule", "llm"):
+            raise ValueError(f"backend must be rule, llm, or hf | vllm (= llm on that engine); got {v!r}")
+        return v
+
     @field_validator("baselines", "headline")
     @classmethod
     def _known_metrics(cls, v: list[str]) -> list[str]:
@@ -68,8 +103,8 @@ class Params(BaseParams):
 
     def preflight(self) -> None:
         if self.backend == "llm" and not self.llm_model:
-            raise ParamsError("backend=llm needs llm_model (e.g. -p llm_model=Qwen/Qwen3-235B-A22B -p llm_engine=vllm); "
-                              "use backend=rule offline.")
+            raise ParamsError("backend=llm (or hf | vllm) needs llm_model (e.g. -p llm_model=Qwen/Qwen3-235B-A22B "
+                              "-p backend=vllm); use backend=rule offline.")
         if self.dataset == "rexval" and self.preference_from == "rating":
             raise ParamsError("rexval has no ratings: set preference_from=total_errors or significant_errors.")
         if self.strategy_generations is not None and not Path(self.strategy_generations).is_file():
@@ -82,7 +117,7 @@ class Params(BaseParams):
         Replaced: the decomposer/reader LLM (``llm_model``, paper: Qwen3-235B-A22B) and the ``text_encoder`` when one is
         named, by tiny random-weight twins of the same class (:mod:`radaudit.models.twins`); ReXVal (credentialed; with
         ``dataset=rexval``) by :func:`radaudit.data.fixtures.write_rexval`. RadPref is public and read as it is.
-        **vLLM needs a GPU**, so ``llm_engine: vllm`` becomes the transformers backend on the twin, and the ``llm_options``
+        **vLLM needs a GPU**, so ``llm_engine: vllm`` (``backend: vllm``) becomes the transformers backend on the twin, and the ``llm_options``
         that only ``vllm.LLM`` takes (``tensor_parallel_size``, ``gpu_memory_utilization``, ...) are left out; both are
         recorded in the returned dict. Both backends render prompts with the same :meth:`Backend.render` (chat
         template, ``enable_thinking=False`` for Qwen3) and vLLM is given exactly those token ids

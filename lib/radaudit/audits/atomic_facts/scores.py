@@ -69,7 +69,7 @@ def atomimed_options(P: Params) -> dict[str, Any]:
         if not P.llm_model:
             raise ParamsError("backend=llm needs llm_model (e.g. Qwen/Qwen3-235B-A22B).")
         fn = greedy_generator(P.llm_model, backend=P.llm_engine, max_new_tokens=P.llm_max_new_tokens,
-                              batch_size=P.llm_batch_size, cache=True, **P.llm_options)
+                              batch_size=P.llm_batch_size, cache=True, dtype=P.llm_dtype, **P.llm_options)
         dec, rdr = make_backend("llm", generate_fn=fn, batched=True, max_retries=P.max_retries, theta=P.theta,
                                 scorer=P.scorer, decompose_prompt=P.decompose_prompt, disease_prompt=P.disease_prompt,
                                 attribute_prompt=P.attribute_prompt)

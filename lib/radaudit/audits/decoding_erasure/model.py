@@ -504,22 +504,30 @@ def demo_model_path(data_root: str | os.PathLike | None, skew: float | None, see
 
 def generate_reports(model_path: str | os.PathLike | Any, prompts: Sequence[str],
                      strategies: str | Sequence[str | Mapping[str, Any]], *, seeds: int | Sequence[int] = 0,
-                     max_new_tokens: int = 128, cache: Any = None, batch_size: int = 16) -> pd.DataFrame:
+                     max_new_tokens: int = 128, cache: Any = None, batch_size: int = 16,
+                     backend: str = "hf") -> pd.DataFrame:
     """Generate a report for every prompt under every strategy; one row per (strategy, prompt).
 
     Calls :func:`radaudit.models.generate.generate` once per strategy (names of
     :data:`~radaudit.models.decoding.PAPER_STRATEGIES` or params mappings), with the model loaded once.
     ``seeds``: one int or one per prompt (deterministic strategies ignore it). ``cache``: as
-    :func:`~radaudit.models.generate.generate` (``None``: no cache). Columns: ``prompt``, ``strategy``,
-    ``seed``, ``text``, ``n_new_tokens``, ``finish_reason``; rows grouped by strategy in the given
-    order, prompts in the given order.
+    :func:`~radaudit.models.generate.generate` (``None``: no cache). ``backend``: ``"hf"`` (transformers,
+    on the CPU: the demo model is tiny) or ``"vllm"`` (vLLM serves the saved folder on a GPU; the
+    prompts, cache keys and columns are the same). Columns: ``prompt``, ``strategy``, ``seed``,
+    ``text``, ``n_new_tokens``, ``finish_reason``; rows grouped by strategy in the given order,
+    prompts in the given order.
     """
+    from radaudit.models.backends import engine_name, get_backend
     from radaudit.models.generate import LoadedCausalLM, generate, load_for_generation
 
     if isinstance(strategies, (str, Mapping)):
         strategies = [strategies]
     prompts = list(prompts)
-    lm = model_path if isinstance(model_path, LoadedCausalLM) else load_for_generation(model_path, device="cpu")
+    if engine_name(backend) == "vllm":  # one engine for every strategy, built from the saved folder
+        spec = model_path.spec if isinstance(model_path, LoadedCausalLM) else str(model_path)
+        lm: Any = get_backend(spec, "vllm")
+    else:
+        lm = model_path if isinstance(model_path, LoadedCausalLM) else load_for_generation(model_path, device="cpu")
     rows = []
     for strat in strategies:
         gens = generate(lm, prompts, strat, seeds=seeds, max_new_tokens=max_new_tokens, batch_size=batch_size,

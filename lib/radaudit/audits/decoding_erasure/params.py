@@ -47,6 +47,7 @@ class Params(BaseParams):
                                description="Instruction given with each image to report_model; {indication} is filled from the study ('not given' when absent).")
     model_dtype: str | None = Field(None, description="dtype of report_model: null (float32) | bf16 | fp16.")
     batch_size: int = Field(16, ge=1, description="Generation batch size.")
+    backend: Literal["hf", "vllm"] = Field("hf", description="Generation engine of every report: hf (transformers; CPU or GPU) or vllm (a GPU and `pip install vllm`; report_adapter and the skew adapters through vLLM's LoRA support). Same prompts, cache keys and tables either way, so a run can switch engine and resume ('transformers' is read as hf; --rehearse runs vllm as hf on CPU).")
     lora: dict[str, Any] = Field(default_factory=lambda: {"r": 16, "alpha": 32, "dropout": 0.05, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]},
                                  description="The paper's LoRA fine-tuning config (§3: r=16, α=32, attention and MLP layers); decoding_erasure.study.lora_config turns it into a peft.LoraConfig.")
     train_skew: float | None = Field(0.5, gt=0, lt=1, description="Male share of the demo model's training reports for the strategy study (0.5 = the paper's balanced ReX-BB; null = the data's own mix).")
@@ -65,6 +66,13 @@ class Params(BaseParams):
     max_baseline_reports: int | None = Field(None, ge=4, description="Use only the first N reports of each real system (null = all; the smoke preset uses a few).")
     p_grid: list[float] = Field(default_factory=lambda: [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5], description="p* values of the threshold sweep (Figure 3).")
     top_k_words: int = Field(12, ge=0, description="Most displaced words labelled in Figure 1.")
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _backend(cls, v: Any) -> str:
+        from radaudit.models.backends import backend_param
+
+        return backend_param(v)  # 'transformers' -> 'hf'; unknown names say what to write
 
     @field_validator("groups")
     @classmethod
@@ -128,6 +136,8 @@ class Params(BaseParams):
         8 new tokens, 20 bootstrap resamples, 10 permutations, a p* sweep of three values (the grid's ends
         and ``p_star``), and no real-system baselines (Table 2's public corpora are read and scored the same
         way by every preset, so the smoke run covers them; here they would cost a fifth of the time).
+        **vLLM needs a GPU**, so ``backend: vllm`` runs as ``hf`` (transformers) on the twin, recorded as
+        ``rehearsal["backend"]``; both engines are given the same prompts (``tests/models/test_backends_equal_prompts.py``).
         Everything else is the paper's (dtype, batch size, strategies, image size, split, prompt). Returns
         ``(params, {model id: twin class, "report_adapter": what replaced it, ...})``.
         """
@@ -157,7 +167,12 @@ class Params(BaseParams):
         for i, (skew, spec) in enumerate(sorted(self.skew_models.items())):
             skew_models[skew] = adapter(f"skew{skew}", i + 1)
             rehearsal[f"skew_models.{skew}"] = f"{what}; the preset's: {spec}"
+        update: dict[str, Any] = {}
+        if self.backend == "vllm":
+            update["backend"] = "hf"
+            rehearsal["backend"] = "vllm -> hf (vLLM needs a GPU)"
         params = self.model_copy(update={
+            **update,
             "report_model": str(folder), "report_adapter": adapter("report", 0), "skew_models": skew_models,
             "dataset_path": str(data), "n_reports": 12, "max_new_tokens": min(self.max_new_tokens, 8),
             "n_bootstrap": min(self.n_bootstrap, 20), "n_permutations": min(self.n_permutations, 10),

@@ -107,7 +107,8 @@ def _demo_generations(P: Any, skew: float | None, strategies: Sequence[str], dat
                                  **dict(P.demo_model))
     seeds = report_seeds(P.seed, order["study_id"].tolist())
     gens = generate_reports(model_path, order["prompt"].tolist(), list(strategies), seeds=seeds,
-                            max_new_tokens=P.max_new_tokens, cache=_cache(cache), batch_size=P.batch_size)
+                            max_new_tokens=P.max_new_tokens, cache=_cache(cache), batch_size=P.batch_size,
+                            backend=P.backend)
     n = len(order)
     out = pd.DataFrame({
         "strategy": gens["strategy"].to_numpy(), "study_id": np.tile(order["study_id"].to_numpy(), len(strategies)),

@@ -18,13 +18,14 @@ log = logging.getLogger(__name__)
 
 
 def make_engine(P: Params, cache: Any = True) -> Any:
-    """``"rules"`` or an :class:`~radaudit.perturb.llm.LLMEngine` on ``P.llm_model`` (paper preset)."""
+    """``"rules"`` or an :class:`~radaudit.perturb.llm.LLMEngine` on ``P.llm_model`` (paper preset), generating
+    with ``P.backend`` (hf | vllm: the same prompts and cache entries either way)."""
     if P.engine == "rules":
         return "rules"
     from radaudit.perturb.llm import DEFAULT_TEMPLATE, LLMEngine, generator_from_model
 
     gen = generator_from_model(P.llm_model, strategy=P.llm_strategy, max_new_tokens=P.llm_max_new_tokens, seed=P.seed,
-                               batch_size=P.llm_batch_size, cache=cache, dtype=P.llm_dtype)
+                               batch_size=P.llm_batch_size, cache=cache, dtype=P.llm_dtype, backend=P.backend)
     return LLMEngine(gen, template=P.llm_prompt_template or DEFAULT_TEMPLATE, batched=True, model=P.llm_model,
                      batch_hint=P.llm_batch_size)
 

@@ -37,6 +37,7 @@ class Params(BaseParams):
     llm_prompt_template: str | None = Field(None, description="Rewrite prompt template (fields: aspect, aspect_label, aspect_definition, error_type, error_type_definition, significance, significance_definition, example_gt, example_me, report); null = radaudit.perturb.llm.DEFAULT_TEMPLATE.")
     llm_batch_size: int = Field(4, ge=1, description="Prompts per generation batch.")
     llm_dtype: str | None = Field(None, description="dtype of the rewriting LLM: null (float32) | bf16 | fp16.")
+    backend: Literal["hf", "vllm"] = Field("hf", description="Generation engine of the rewriting LLM (engine=llm): hf (transformers; CPU or GPU) or vllm (a GPU and `pip install vllm`). Same prompts, cache keys and tables either way, so a run can switch engine and resume ('transformers' is read as hf; --rehearse runs vllm as hf on CPU).")
     llm_max_tasks_per_cell: int | None = Field(None, ge=1, description="Cap on GT reports tried per cell with the LLM engine (null = until the cell is full).")
     context_ablation: bool = Field(True, description="With context='paper', also score the same rewrites kept whole and compare the AUROC (how much the paper's context design decides the verdict).")
     agreement: bool = Field(True, description="Compute the Table 1 analog on RadPref's three radiologists.")
@@ -47,6 +48,13 @@ class Params(BaseParams):
     review_sheet: str | None = Field(None, description="A filled review sheet (CSV exported by an earlier run) to read back: agreement between reviewers and the rules; null = none yet.")
     fdr_alpha: float = Field(0.05, gt=0, lt=1, description="Benjamini–Hochberg level for every table with p-values.")
     n_examples: int = Field(1, ge=0, description="Example pairs shown per aspect and significance in the notebook.")
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _backend(cls, v: Any) -> str:
+        from radaudit.models.backends import backend_param
+
+        return backend_param(v)  # 'transformers' -> 'hf'; unknown names say what to write
 
     @field_validator("metrics")
     @classmethod
@@ -74,6 +82,8 @@ class Params(BaseParams):
         (bert-score's tuned layer for the hub id, 17 for roberta-large: a local twin folder has no hub id to look
         it up by). Cut: one pair per Table 2 cell, one GT report tried per cell, two monotonicity reports (of at
         least one sentence: the fixture's findings are one sentence long), 20 bootstrap resamples, 16 new tokens.
+        **vLLM needs a GPU**, so with ``engine: llm``, ``backend: vllm`` runs as ``hf`` (transformers) on the twin, recorded as
+        ``rehearsal["backend"]``; both engines are given the same prompts (``tests/models/test_backends_equal_prompts.py``).
         Everything else is the preset's: engine, decoding strategy, dtype, batch size, context design, averages.
 
         The twin's rewrites are noise: each is an unparseable reply, counted and kept as a rejected pair
@@ -109,6 +119,9 @@ class Params(BaseParams):
             folder, cls = twin_folder(self.llm_model, workdir / "twins")
             update["llm_model"] = str(folder)
             rehearsal[self.llm_model] = cls
+            if self.backend == "vllm":
+                update["backend"] = "hf"
+                rehearsal["backend"] = "vllm -> hf (vLLM needs a GPU)"
         options = {m: dict(o) for m, o in self.metric_options.items()}
         for metric, spec in backbones.items():
             folder, cls = twin_folder(spec, workdir / "twins")
