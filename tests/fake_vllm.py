@@ -239,3 +239,22 @@ def uninstalled(monkeypatch: Any) -> None:
 
     for name in ("vllm", "vllm.sampling_params", "vllm.lora", "vllm.lora.request", "vllm.sequence"):
         monkeypatch.setitem(sys.modules, name, None)
+
+
+# --- the vision-language engine (radaudit.models.vlm_vllm) -------------------------------------------
+
+#: The ``vllm.SamplingParams`` fields :mod:`radaudit.models.vlm_vllm` reads to choose how it asks for the
+#: candidates' first-token log-probabilities (a real SamplingParams is a msgspec struct listing its
+#: fields in ``__struct_fields__``; ``logprob_token_ids`` exists in newer vLLM only).
+SAMPLING_FIELDS = ("n", "temperature", "top_p", "top_k", "min_p", "seed", "stop_token_ids", "max_tokens",
+                   "logprobs", "logprob_token_ids", "repetition_penalty", "skip_special_tokens")
+
+
+def install_vlm(monkeypatch: Any, *, logprob_token_ids: bool = True, **kw: Any) -> Recorder:
+    """:func:`install` for the VLM engine: the fake ``SamplingParams`` lists its fields like vLLM's msgspec
+    struct, with ``logprob_token_ids`` (a newer vLLM) or without it (an older one, which only returns
+    top-k log-probabilities). Answer with ``respond`` returning :class:`Canned` outputs with logprobs."""
+    rec = install(monkeypatch, **kw)
+    fields = SAMPLING_FIELDS if logprob_token_ids else tuple(f for f in SAMPLING_FIELDS if f != "logprob_token_ids")
+    monkeypatch.setattr(SamplingParams, "__struct_fields__", fields, raising=False)
+    return rec

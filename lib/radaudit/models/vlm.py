@@ -564,15 +564,10 @@ def _dtype_name(model: Any) -> str:
 
 
 def _key_parts(**parts: Any) -> dict[str, Any]:
-    """:func:`radaudit.models.cache.generation_key_parts` with the same parts for every engine: the engine is
-    not part of a key (a run resumes on either). Where the key schema still has a backend part, it gets the
-    same constant for both engines."""
-    import inspect
-
+    """:func:`radaudit.models.cache.generation_key_parts` with no engine in them: both engines get the same
+    key for the same item, so a run resumes on either (the engine is recorded in the value)."""
     from radaudit.models.cache import generation_key_parts
 
-    if "backend" in inspect.signature(generation_key_parts).parameters:
-        parts["backend"] = "transformers"
     return generation_key_parts(**parts)
 
 

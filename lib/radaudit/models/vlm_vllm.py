@@ -268,13 +268,16 @@ class VLLMVision:
             params = BeamSearchParams(beam_width=strategy.num_beams, max_tokens=n,
                                       length_penalty=strategy.length_penalty, ignore_eos=False)
             kwargs = {"lora_request": self.lora_request} if self.lora_request is not None else {}
+            # beam search runs on token prompts (it encodes a text prompt itself, with special tokens): give it
+            # those ids, so the prompt is cut off the returned sequences exactly
+            prompts = [{**{k: v for k, v in req.items() if k != "prompt"},
+                        "prompt_token_ids": req.get("prompt_token_ids") or list(tok(req["prompt"])["input_ids"])}
+                       for req in prompts]
             outputs = self.llm.beam_search(prompts, params, **kwargs)
             self.n_requests += len(prompts)
-            rows, n_in = [], []
-            for req, out in zip(prompts, outputs):
-                ids = req.get("prompt_token_ids") or tok(req["prompt"])["input_ids"]  # what beam_search encodes
-                rows.append(list(out.sequences[0].tokens)[len(ids):])  # best first; tokens include the prompt
-                n_in.append(None)
+            rows = [list(out.sequences[0].tokens)[len(req["prompt_token_ids"]):]  # best first; includes the prompt
+                    for req, out in zip(prompts, outputs)]
+            n_in = [None] * len(prompts)
             eos = self._eos(self._greedy_params(1), tok)
         else:
             params = [self.backend.sampling_params(strategy, s, n) for s in seeds]
