@@ -23,12 +23,23 @@ class Experiment:
     citation: str | None = None  # authors, title, venue, as a reader cites it
     reference: str | None = None  # arXiv id (or DOI) of the paper
     claim: str | None = None  # one paragraph: what the paper claims (the report opens with it)
+    #: "module:function" of the expensive step a shard run does a part of (``radaudit run <e> --shard i/n``,
+    #: :mod:`radaudit.shards`): ``step(params, shard=(i, n)) -> dict`` of counts, writing into the shared cache
+    #: exactly the entries the notebook's full run looks up. None: the experiment cannot be sharded.
+    shard_step: str | None = None
 
     def params_model(self) -> type[BaseParams]:
         if not isinstance(self.params, str):
             return self.params
         module, cls = self.params.split(":")
         return getattr(importlib.import_module(module), cls)
+
+    def shard_function(self):
+        """The imported :attr:`shard_step` (``None`` when the experiment has none)."""
+        if self.shard_step is None:
+            return None
+        module, fn = self.shard_step.split(":")
+        return getattr(importlib.import_module(module), fn)
 
 
 EXPERIMENTS: Registry[Experiment] = Registry("experiment")
@@ -47,6 +58,7 @@ register(Experiment(
     name="decoding_erasure",
     notebook="01_decoding_erasure.ipynb",
     params="radaudit.audits.decoding_erasure:Params",
+    shard_step="radaudit.audits.decoding_erasure.shards:generation_step",
     description="Does the decoding strategy erase sex-associated clinical terms? CAD, WAE, diversity, WEAT, ΔDIR "
                 "(Parikh et al., 'Measuring What VLMs Don't Say').",
     paper="000_c11b3b836ef0a58a.txt",
@@ -119,6 +131,7 @@ register(Experiment(
     name="synthetic_cxr",
     notebook="05_synthetic_cxr.ipynb",
     params="radaudit.audits.synthetic_cxr:Params",
+    shard_step="radaudit.audits.synthetic_cxr.shards:feature_step",
     description="Fidelity, privacy and utility of synthetic chest X-rays (CheXGenBench): FID/KID/PRDC on two encoders "
                 "with CIs, per-label FID, re-identification and distances to training images, a classifier trained on "
                 "synthetic images only, and rankings (Dutt et al., 'CheXGenBench').",

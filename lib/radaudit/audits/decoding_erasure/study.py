@@ -89,7 +89,7 @@ def _cache(cache: Any) -> Any:
 
 
 def _demo_generations(P: Any, skew: float | None, strategies: Sequence[str], data_root: Any, cache: Any,
-                      model_dir: Any) -> pd.DataFrame:
+                      model_dir: Any, shard: tuple[int, int] | None = None) -> pd.DataFrame:
     from radaudit.audits.decoding_erasure.model import (
         build_training_corpus,
         demo_model_path,
@@ -102,7 +102,7 @@ def _demo_generations(P: Any, skew: float | None, strategies: Sequence[str], dat
     # balanced: alternate F and M so that any prefix is balanced too
     by_sex = [test[test["sex"] == s].reset_index(drop=True) for s in ("F", "M")]
     order = pd.concat([by_sex[0], by_sex[1]]).sort_index(kind="stable").reset_index(drop=True)
-    order = order.head(P.n_reports)
+    order = _shard_rows(order.head(P.n_reports), shard)
     model_path = demo_model_path(data_root, skew, seed=P.seed, cache_dir=model_dir, n_test_per_sex=per_sex,
                                  **dict(P.demo_model))
     seeds = report_seeds(P.seed, order["study_id"].tolist())
@@ -289,10 +289,10 @@ def _load_report_vlm(model: str, adapter: str | None, dtype: Any) -> tuple[Any, 
 
 
 def _vlm_generations(P: Any, model: str, adapter: str | None, strategies: Sequence[str], data_root: Any,
-                     cache: Any) -> pd.DataFrame:
+                     cache: Any, shard: tuple[int, int] | None = None) -> pd.DataFrame:
     from radaudit.models.vlm import vlm_generate
 
-    studies = image_studies(P, data_root)
+    studies = _shard_rows(image_studies(P, data_root), shard)
     prompts = [P.report_prompt.format(indication=(i if isinstance(i, str) and i.strip() else "not given"))
                for i in studies["indication"]]
     processor, vlm = _load_report_vlm(model, adapter, P.model_dtype)
@@ -316,8 +316,18 @@ def _vlm_generations(P: Any, model: str, adapter: str | None, strategies: Sequen
 # entry points
 
 
+def _shard_rows(studies: pd.DataFrame, shard: tuple[int, int] | None) -> pd.DataFrame:
+    """The studies of shard ``(i, n)`` (:mod:`radaudit.audits.sharding`: the i-th contiguous part), or all."""
+    if shard is None:
+        return studies
+    from radaudit.audits.sharding import shard_slice
+
+    return studies.iloc[shard_slice(len(studies), *shard)].reset_index(drop=True)
+
+
 def study_generations(P: Any, *, skew: float | None | str = "train", strategies: Sequence[str] | None = None,
-                      data_root: Any = None, cache: Any = True, model_dir: Any = None) -> pd.DataFrame:
+                      data_root: Any = None, cache: Any = True, model_dir: Any = None,
+                      shard: tuple[int, int] | None = None) -> pd.DataFrame:
     """Reports written under each decoding strategy, one row per (strategy, study), with their references.
 
     ``P``: :class:`radaudit.audits.decoding_erasure.Params`. ``skew``: the demo model's male training
@@ -326,6 +336,8 @@ def study_generations(P: Any, *, skew: float | None | str = "train", strategies:
     ``strategies``: default ``P.strategies``. ``cache``: the generation cache (``True`` = the default
     folder, a folder, a ``ContentCache``, or ``None``). ``model_dir``: where demo models are kept
     (default the radaudit cache). Columns :data:`GENERATION_COLUMNS`; ``attrs["model"]`` names the model.
+    ``shard``: ``(i, n)`` keeps only the i-th of n contiguous parts of the studies, in the same order and with
+    the same prompts and seeds (``radaudit run decoding_erasure --shard i/n`` fills the cache this way).
     """
     strategies = list(P.strategies if strategies is None else strategies)
     if not strategies:
@@ -333,7 +345,7 @@ def study_generations(P: Any, *, skew: float | None | str = "train", strategies:
     root = data_root if data_root is not None else P.data_root
     if P.report_model is None:
         s = P.train_skew if skew == "train" else skew
-        out = _demo_generations(P, s, strategies, root, cache, model_dir)
+        out = _demo_generations(P, s, strategies, root, cache, model_dir, shard)
     else:
         if skew == "train":
             model, adapter = P.report_model, P.report_adapter
@@ -345,7 +357,7 @@ def study_generations(P: Any, *, skew: float | None | str = "train", strategies:
                                   "-p skew_models.'0.67'=/path/to/adapter")
             spec = P.skew_models[key]
             model, adapter = (P.report_model, spec) if P.report_adapter is not None else (spec, None)
-        out = _vlm_generations(P, model, adapter, strategies, root, cache)
+        out = _vlm_generations(P, model, adapter, strategies, root, cache, shard)
     out = out[GENERATION_COLUMNS].copy() if set(GENERATION_COLUMNS) <= set(out.columns) else out
     empty = out["prediction"].fillna("").astype(str).str.strip().eq("")
     if empty.any():

@@ -40,6 +40,7 @@ from radaudit.audits.synthetic_cxr.data import (
     split_by_patient,
     write_synthetic_set,
 )
+from radaudit.audits.synthetic_cxr.features import feature_jobs, fidelity_encoders, fidelity_features, image_features
 from radaudit.audits.synthetic_cxr.findings import headline_findings
 from radaudit.audits.synthetic_cxr.generators import (
     GENERATORS,
@@ -117,6 +118,7 @@ from radaudit.audits.synthetic_cxr.study import (
     alignment_table,
     card_table,
     dose_response,
+    dose_sets,
     dose_spearman,
     encoder_agreement,
     fid_gap,
@@ -193,5 +195,6 @@ __all__ = [
     "split_by_patient", "SPLITS", "Study", "summary_lines", "table1", "table3", "table5", "threshold_metrics",
     "train_classifier", "TRAIN_DEFAULTS", "train_demo_clip", "train_demo_encoder", "train_demo_reid",
     "TrainedClassifier", "utility_flags", "utility_requests", "utility_table", "UtilityResult",
-    "verification_pairs", "write_synthetic_set",
+    "verification_pairs", "write_synthetic_set", "dose_sets", "feature_jobs", "fidelity_encoders", "fidelity_features",
+    "image_features",
 ]

@@ -956,21 +956,15 @@ def dose_response(params: Params, study: Study, encoders: Mapping[str, Any], rea
     encoder: FID, KID and precision with bootstrap CIs over images. A metric that ranks damage must follow
     the dose monotonically. Returns the long table (``level, blur_sigma, noise_sigma, encoder, metric,
     estimate, low, high, ...``) and ``{level label: images}`` for the figure."""
-    from radaudit.audits.synthetic_cxr import generators as g
-    from radaudit.metrics.image import extract_features, fidelity_intervals
+    from radaudit.audits.synthetic_cxr.features import image_features
+    from radaudit.metrics.image import fidelity_intervals
     from radaudit.stats import stable_seed
 
-    req = g.fidelity_requests(study.frame, "test", k=1, seed=params.seed)
-    base = dict(next((e.params for e in params.generators if e.kind == "degrader"), {}))
-    base = {k: v for k, v in base.items() if k not in ("blur_sigma", "noise_sigma")}
-    req = g.assign_sources("degrader", req, context=study.context, **base)
     parts, images = [], {}
-    for i, lvl in enumerate(params.degrader_levels):
-        imgs = g.generate_set("degrader", req, cache_dir, context=study.context, **base, **lvl)
-        label = f"{i}: blur {lvl.get('blur_sigma', 0):g} px, noise {lvl.get('noise_sigma', 0):g}"
+    for i, (label, lvl, imgs) in enumerate(dose_sets(params, study, cache_dir)):
         images[label] = imgs
         for enc_name, enc in encoders.items():
-            feats = extract_features(enc, list(imgs))
+            feats = image_features(enc, imgs, cache=params.cache)
             t = fidelity_intervals(real_features[enc_name], feats, metrics=("fid", "kid", "precision"),
                                    n_resamples=params.n_bootstrap, seed=stable_seed(params.seed, "dose", i, enc_name),
                                    confidence=params.confidence, nearest_k=params.nearest_k)
@@ -981,6 +975,24 @@ def dose_response(params: Params, study: Study, encoders: Mapping[str, Any], rea
     out = pd.concat(parts, ignore_index=True)
     first = ["level", "level_label", "blur_sigma", "noise_sigma", "encoder", "metric"]
     return out[first + [c for c in out.columns if c not in first]], images
+
+
+def dose_sets(params: Params, study: Study, cache_dir: str | os.PathLike | None = None
+              ) -> list[tuple[str, dict[str, Any], np.ndarray]]:
+    """The degrader's images at every level of ``params.degrader_levels``, ``[(label, level, images)]`` in level
+    order: one per real test prompt, from the same label/view-matched training images of other patients
+    (cached on disk). :func:`dose_response` scores them; a shard run extracts their features."""
+    from radaudit.audits.synthetic_cxr import generators as g
+
+    req = g.fidelity_requests(study.frame, "test", k=1, seed=params.seed)
+    base = dict(next((e.params for e in params.generators if e.kind == "degrader"), {}))
+    base = {k: v for k, v in base.items() if k not in ("blur_sigma", "noise_sigma")}
+    req = g.assign_sources("degrader", req, context=study.context, **base)
+    out = []
+    for i, lvl in enumerate(params.degrader_levels):
+        imgs = g.generate_set("degrader", req, cache_dir, context=study.context, **base, **lvl)
+        out.append((f"{i}: blur {lvl.get('blur_sigma', 0):g} px, noise {lvl.get('noise_sigma', 0):g}", dict(lvl), imgs))
+    return out
 
 
 def dose_spearman(dose: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,137 @@
+"""Shard runs: ``radaudit run <experiment> --shard i/n`` does the i-th of n parts of the expensive step.
+
+A shard run does **not** execute the notebook. It resolves the params exactly as a full run does
+(:func:`prepare_params`, the calls of :func:`radaudit.run.prepare`: preset, ``-f`` files, ``-p`` overrides, preflight), calls the experiment's
+shard step (:attr:`radaudit.experiments.Experiment.shard_step`; decoding_erasure: report generation,
+synthetic_cxr: fidelity feature extraction), which writes its part into the shared cache
+(``$RADAUDIT_CACHE``), and records what it did in
+``outputs/<experiment>/shards/<time>_<preset>[_p<hash>]_<i>of<n>/manifest.json``. Once every shard has run
+(on one machine after another, or on several machines sharing the cache folder), ``radaudit run
+<experiment>`` with the same params finds every entry cached and produces the tables: byte for byte those of
+an unsharded run (``tests/test_shards.py``).
+
+Shards count from 1, as ``jest --shard=1/3`` and ``playwright test --shard=1/3``. The parts are contiguous
+and near-equal (:mod:`radaudit.audits.sharding`: ``numpy.array_split``'s rule), over the items in the order
+the notebook uses them, so they are disjoint, cover everything, and do not depend on the machine or on
+which shards already ran. What a part holds is each experiment's choice (studies; feature batches).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from radaudit import manifest
+from radaudit.audits.sharding import check_shard, shard_slice, split_parts
+from radaudit.config import BaseParams, resolve_params
+from radaudit.errors import ParamsError
+from radaudit.experiments import EXPERIMENTS, get_experiment
+from radaudit.paths import outputs_dir, params_dir, project_root
+
+__all__ = ["parse_shard", "prepare_params", "run_shard", "shard_slice", "shardable_experiments", "split_parts"]
+
+_FORM = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"2/3"`` -> ``(2, 3)``: the i-th of n parts, counting from 1. Anything else (``"0/3"``, ``"4/3"``,
+    ``"a/b"``, ``"3"``) is a :class:`ParamsError` that gives the form."""
+    m = _FORM.match(str(text))
+    if m is None:
+        raise ParamsError(f"--shard {text!r} must look like I/N, e.g. --shard 1/3: the I-th of N parts, shards "
+                          "counted from 1.")
+    i, n = int(m[1]), int(m[2])
+    if n < 1 or not 1 <= i <= n:
+        raise ParamsError(f"--shard {text!r}: I must be between 1 and N (shards are counted from 1: 1/{max(n, 1)} "
+                          f"... {max(n, 1)}/{max(n, 1)}).")
+    return i, n
+
+
+def shardable_experiments() -> list[str]:
+    """The experiments that name a shard step."""
+    return [name for name, exp in EXPERIMENTS.items() if exp.shard_step is not None]
+
+
+def prepare_params(experiment: str, preset: str, overrides: list[str] | tuple[str, ...] = (),
+                   data_root: str | None = None, params_files: list[str] | tuple[str, ...] = ()) -> BaseParams:
+    """The params of a run, resolved and checked as :func:`radaudit.run.prepare` does (preset, ``-f`` files, ``-p``
+    overrides, ``data_root``, then preflight), so that a shard computes what the full run will look up. The two are
+    siblings in the import layers (neither imports the other); ``tests/test_shards.py`` checks they agree."""
+    model = get_experiment(experiment).params_model()
+    params = resolve_params(model, params_dir(), experiment, preset, overrides, extra={"data_root": data_root},
+                            params_files=params_files)
+    params.preflight()
+    return params
+
+
+def _run_name(preset: str, overrides: list[str] | tuple[str, ...], params_files: list[str] | tuple[str, ...]) -> str:
+    """``<time>_<preset>``, plus ``_p<hash>`` of the overrides and ``-f`` files' contents (as a run's folder name)."""
+    name = f"{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}_{preset}"
+    if overrides or params_files:
+        parts = sorted(overrides) + [Path(f).read_text(encoding="utf-8") for f in params_files]
+        name += "_p" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:6]
+    return name
+
+
+def _shard_dir(base: Path, name: str) -> Path:
+    base.mkdir(parents=True, exist_ok=True)
+    for k in range(1, 10_000):
+        d = base / (name if k == 1 else f"{name}-{k}")
+        try:
+            d.mkdir(exist_ok=False)
+            return d
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"could not create a fresh shard folder under {base}")
+
+
+def run_shard(experiment: str, preset: str, overrides: list[str] | tuple[str, ...] = (), *,
+              shard: tuple[int, int], data_root: str | None = None,
+              params_files: list[str] | tuple[str, ...] = (), out: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Run part ``shard = (i, n)`` of ``experiment``'s shard step into the cache; returns the shard's manifest.
+
+    Raises :class:`ParamsError` before anything is written for an experiment without a shard step (naming
+    those that have one), bad params, or a bad shard. The manifest (``<out or outputs>/<experiment>/shards/
+    <time>_<preset>[_p<hash>]_<i>of<n>/manifest.json``) holds the params, the shard, the step's counts (items in
+    this shard, computed vs found in the cache), the duration and the commit; a failed step is recorded
+    there as ``status: failed`` and re-raised."""
+    from radaudit.models.cache import default_cache_dir
+
+    i, n = check_shard(shard)
+    exp = get_experiment(experiment)
+    if exp.shard_step is None:
+        raise ParamsError(f"{experiment} has no shard step: run it whole (radaudit run {experiment}). Experiments that "
+                          f"can be sharded: {', '.join(shardable_experiments()) or 'none'}.")
+    params = prepare_params(experiment, preset, overrides, data_root, params_files)
+    step = exp.shard_function()
+    base = (Path(out).resolve() / experiment if out else outputs_dir() / experiment) / "shards"
+    folder = _shard_dir(base, f"{_run_name(preset, overrides, params_files)}_{i}of{n}")
+    pdict = params.model_dump(mode="json")
+    m = manifest.base_manifest(experiment=experiment, preset=preset, run_name=folder.name, params=pdict,
+                               overrides=overrides, project=project_root(), data_root=params.data_root)
+    if params_files:
+        m["params_files"] = {str(Path(f).resolve()): Path(f).read_text(encoding="utf-8") for f in params_files}
+    m |= {"kind": "shard", "shard": {"index": i, "count": n, "text": f"{i}/{n}"}, "step": exp.shard_step,
+          "cache": str(default_cache_dir()),
+          "merge": f"radaudit run {experiment} --preset {preset} (same -p/-f params) once every shard has run"}
+    path = folder / "manifest.json"
+    manifest.write(path, m)
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    t0 = time.perf_counter()
+    try:
+        counts = step(params, (i, n))
+    except BaseException as err:
+        status = "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
+        manifest.update(path, status=status, finished=manifest.utcnow(), duration_s=round(time.perf_counter() - t0, 3),
+                        error={"ename": type(err).__name__, "evalue": str(err), "message": f"{type(err).__name__}: {err}"})
+        raise
+    m = manifest.update(path, status="succeeded", finished=manifest.utcnow(),
+                        duration_s=round(time.perf_counter() - t0, 3), counts=counts,
+                        determinism=manifest.determinism_info())
+    m["path"] = str(path)
+    return m
