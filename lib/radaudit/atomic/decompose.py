@@ -465,7 +465,9 @@ def greedy_generator(model: Any, *, max_new_tokens: int = 1024, batch_size: int 
     """A batched ``generate_fn`` (use with ``batched=True``) built on the model layer:
     :func:`radaudit.models.generate.generate` with the ``greedy`` strategy (temperature 0, as the
     paper). ``model``: a spec (paper preset ``"Qwen/Qwen3-235B-A22B"`` with ``backend="vllm"``), a
-    loaded model or a backend. The backend is built on the first call and kept; ``cache`` (a
+    loaded model or a backend. ``backend``: ``"transformers"`` (alias ``"hf"``) or ``"vllm"``; both
+    render the same prompts and share cache entries. ``dtype``: ``None`` is float32 on either engine
+    (pass ``"bf16"`` for a large model). The backend is built on the first call and kept; ``cache`` (a
     :class:`~radaudit.models.cache.ContentCache`, a folder or ``True``) makes reruns free."""
     from radaudit.models.backends import get_backend
     from radaudit.models.generate import generate

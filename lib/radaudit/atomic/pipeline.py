@@ -8,7 +8,7 @@
     print(format_trace(trace_of(scores), pair=0))
 
     # paper preset: any instruct model through the model layer, temperature 0
-    fn = greedy_generator("Qwen/Qwen3-235B-A22B", backend="vllm")
+    fn = greedy_generator("Qwen/Qwen3-235B-A22B", backend="vllm", dtype="bf16", tensor_parallel_size=8)
     scores = score_pairs(refs, preds, backend="llm", generate_fn=fn, batched=True)
 
 Per pair, in order (§2.2):
