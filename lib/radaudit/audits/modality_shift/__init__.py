@@ -108,12 +108,14 @@ from radaudit.audits.modality_shift.study import (
     build_run_items,
     condition_order,
     evaluation_samples,
+    load_engine,
     load_model,
     pick_attention_samples,
     run_models,
     save_results,
     summary_lines,
     template,
+    vllm_unservable,
 )
 
 __all__ = [
@@ -126,11 +128,11 @@ __all__ = [
     "CHAT_TEMPLATE", "CLASSIFICATION_METRICS", "classification_metrics", "CONDITION_COLORS", "CONDITION_LABELS",
     "condition_order", "CONDITIONS", "config_hash", "confusion_counts", "covid_samples", "DATASETS",
     "DEMO_MODEL", "DEMO_VLM_CONFIG", "demo_vlm_path", "draw_partners", "ece_table", "evaluation_samples",
-    "expected_calibration_error", "fairvlmed_samples", "format_prompt", "get_template", "load_model",
+    "expected_calibration_error", "fairvlmed_samples", "format_prompt", "get_template", "load_engine", "load_model",
     "load_samples", "metrics_table", "MIMIC_CONDITIONS", "mimic_labels", "mimic_samples", "ModelSpec",
     "negative_flip_rate", "nfr_table", "Params", "parse_answer", "pick_attention_samples",
     "plot_attention_shares", "plot_ece_bars", "plot_metric_bars", "plot_nfr_heatmap", "plot_reliability",
     "plot_text_attention", "PROMPTS", "reliability_bins", "reliability_table", "run_conditions", "run_models",
     "samples_fingerprint", "save_results", "split_by_patient", "summary_lines", "template", "TRAIN_CONDITIONS",
-    "train_demo_vlm", "UNKNOWN_POLICIES",
+    "train_demo_vlm", "UNKNOWN_POLICIES", "vllm_unservable",
 ]

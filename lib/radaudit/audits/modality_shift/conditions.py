@@ -515,7 +515,10 @@ def run_conditions(processor: Any, model: Any, items: pd.DataFrame, *, model_nam
     :func:`radaudit.models.vlm.first_token_scores`, gives both the answer (up to ``max_new_tokens``)
     and the first-token scores (raw logits of the first generated position, as the anchor reads
     ``outputs.scores[0]``); with ``cache`` an interrupted run resumes and a changed
-    prompt/image/model misses. The scores are kept raw: ``logit_<candidate>`` columns, the pair-softmax probabilities
+    prompt/image/model misses. ``model`` may be a vLLM engine (:mod:`radaudit.models.vlm_vllm`): the same
+    prompts, images and cache keys; it returns log-probabilities, not logits (``logit_*`` are NaN on its rows),
+    and ``engine`` names the engine of each row. The scores are kept raw: ``logit_<candidate>`` and
+    ``logprob_<candidate>`` (its log-softmax) columns, the pair-softmax probabilities
     ``p_yes_capitalised``, ``p_yes_lower``, ``p_yes_both`` and ``p_yes``/``p_no`` for ``pair``
     (paper §2.4), ``mass_candidates``, ``first_token``, ``first_token_candidate``.
 
@@ -552,9 +555,9 @@ def run_conditions(processor: Any, model: Any, items: pd.DataFrame, *, model_nam
     out["answer"] = [parse_answer(t, no_patterns=nop, yes_patterns=yesp, unmatched=unm) for t in gens["text"]]
     out["prediction"] = answer_to_prediction(out["answer"])
     out["correct"] = (out["prediction"] == out["label"]).astype(int)
-    for col in ("n_generated_tokens", "finish", "cached"):
+    for col in ("n_generated_tokens", "finish", "engine", "cached"):
         out[col] = gens[col].to_numpy()
-    score_cols = [c for c in scores.columns if c.startswith("logit_")] + [
+    score_cols = [c for c in scores.columns if c.startswith(("logit_", "logprob_"))] + [
         "p_yes_capitalised", "p_yes_lower", "p_yes_both", "pair", "p_yes", "p_no", "mass_candidates",
         "first_token", "first_token_candidate"]
     for col in score_cols:

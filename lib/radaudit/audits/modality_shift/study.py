@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from radaudit.audits.modality_shift.conditions import (
     ALL_CONDITIONS,
@@ -38,8 +38,9 @@ from radaudit.audits.modality_shift.conditions import (
 from radaudit.config import BaseParams, Requirement
 from radaudit.errors import ParamsError
 
-__all__ = ["DEMO_MODEL", "ModelSpec", "Params", "all_samples", "build_run_items", "condition_order", "evaluation_samples", "load_model", "pick_attention_samples",
-           "run_models", "save_results", "summary_lines", "template"]
+__all__ = ["DEMO_MODEL", "ModelSpec", "Params", "all_samples", "build_run_items", "condition_order", "evaluation_samples", "load_engine",
+           "load_model", "pick_attention_samples", "run_models", "save_results", "summary_lines", "template",
+           "vllm_unservable"]
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,7 @@ class Params(BaseParams):
     image_probe_max_train: int | None = Field(None, ge=4, description="At most this many training images for the pixel probe (null = all; the smoke preset caps it).")
     marker_samples: int = Field(30, ge=0, description="Evaluated samples whose gradient map is measured on the marker (Only Image, marked vs natural): the positive control of the heatmap; 0 = skip. Runs only with the marked conditions.")
     cache: bool = Field(True, description="Cache generations and scores (content-addressed): an interrupted run resumes.")
+    backend: Literal["hf", "vllm"] = Field("hf", description="Engine of the VLM answers and first-token scores: hf (transformers; CPU or GPU) or vllm (a GPU and `pip install vllm`; a model vLLM serves, not the demo stand-in). Same prompts, images, cache keys and tables either way, so a run can switch engine and resume ('transformers' is read as hf; --rehearse runs vllm as hf on CPU). Attention and gradient maps (Fig. 4, the heatmaps, the marker control) always run on transformers: with vllm the notebook loads the transformers model for them too (attention_samples: 0 and marker_samples: 0 skip them).")
 
     @field_validator("conditions")
     @classmethod
@@ -112,6 +114,22 @@ class Params(BaseParams):
             raise ValueError(f"models need at least one entry and unique names; got {names}")
         return v
 
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _backend(cls, v: Any) -> str:
+        from radaudit.models.backends import backend_param
+
+        return backend_param(v)  # 'transformers' -> 'hf'; unknown names say what to write
+
+    @model_validator(mode="after")
+    def _vllm_serves_the_models(self) -> Params:
+        if self.backend == "vllm":
+            why = [f"{m.name!r}: {reason}" for m in self.models if (reason := vllm_unservable(m.model))]
+            if why:
+                raise ValueError("backend vllm cannot serve " + "; ".join(why) + ". Run these with backend: hf, or "
+                                 "list models vLLM serves (hub ids or folders of architectures vLLM supports).")
+        return self
+
     def preflight(self) -> None:
         if any(m.model == DEMO_MODEL for m in self.models) and self.dataset != "covid_cxr":
             raise ParamsError("The demo VLM is trained on covid_cxr; with dataset="
@@ -125,7 +143,9 @@ class Params(BaseParams):
     def rehearse(self, workdir: Path) -> tuple[Params, dict[str, str]]:
         """The paper run on CPU: an invented MIMIC-CXR fixture (16 studies, 8 evaluated), every VLM's tiny
         twin (same class and processor type, its dtype kept), 50 bootstrap resamples, 8 new tokens, one
-        traced sample. LLaVA-Med is rehearsed as the LlavaForConditionalGeneration it must be converted to."""
+        traced sample. LLaVA-Med is rehearsed as the LlavaForConditionalGeneration it must be converted to.
+        **vLLM needs a GPU**, so ``backend: vllm`` runs as ``hf`` on the twins, recorded as ``rehearsal["backend"]``;
+        both engines are given the same rendered prompts and images (``tests/models/test_vlm_backends_equal.py``)."""
         from radaudit.data.fixtures import write_mimic_cxr
         from radaudit.models.twins import twin_folder
         from radaudit.models.vlm import conversion_needed
@@ -137,6 +157,8 @@ class Params(BaseParams):
             raise ParamsError(f"No rehearsal fixture for dataset={self.dataset!r} yet; rehearse with dataset=mimic_cxr.")
         data = write_mimic_cxr(Path(workdir) / "data" / "mimic_cxr", n_studies=16)
         models, rehearsal = [], {}
+        if self.backend == "vllm":  # vLLM needs a GPU; both engines get the same prompts and images
+            rehearsal["backend"] = "vllm -> hf (vLLM needs a GPU)"
         for spec in self.models:
             if spec.model == DEMO_MODEL:
                 raise ParamsError("The demo VLM trains on covid_cxr; a rehearsal replaces hub models only.")
@@ -148,6 +170,7 @@ class Params(BaseParams):
         options = {**self.dataset_options, "images_dir": str(data / "files"),
                    "patients_path": str(data / "patients.csv.gz"), "race_path": None}
         params = self.model_copy(update={"dataset_path": str(data), "dataset_options": options, "models": models,
+                                         "backend": "hf",
                                          "n_bootstrap": 50, "max_new_tokens": min(self.max_new_tokens, 8),
                                          "attention_samples": min(self.attention_samples, 1),
                                          "attention_max_new_tokens": min(self.attention_max_new_tokens, 2)})
@@ -209,8 +232,21 @@ def evaluation_samples(params: Params, samples: pd.DataFrame | None = None) -> p
     return ev
 
 
+def vllm_unservable(model: str) -> str | None:
+    """Why vLLM cannot serve the ``models`` entry ``model``, or ``None`` when nothing here says so (vLLM then
+    decides when it loads the model; a checkpoint that needs converting first, such as LLaVA-Med, is refused
+    with the conversion steps on either engine). The ``demo`` stand-in is trained here, with a PIL image
+    processor class and a vision tower of toy sizes that only transformers loads."""
+    if model == DEMO_MODEL:
+        return ("the demo stand-in (a tiny LLaVA trained here, with a custom PIL image processor and a toy-sized "
+                "vision tower) loads in transformers only")
+    return None
+
+
 def load_model(spec: ModelSpec, params: Params, cache_dir: str | os.PathLike | None = None) -> tuple[Any, Any, str]:
-    """``(processor, model, where)`` for one spec; ``demo`` trains the stand-in on first use (then reuses it)."""
+    """``(processor, model, where)`` for one spec, on **transformers** whatever ``params.backend`` (attention and
+    gradient maps read the model's internals, which vLLM does not expose); ``demo`` trains the stand-in on
+    first use (then reuses it). :func:`load_engine` gives the engine of the answers."""
     from radaudit.models.vlm import load_vlm
 
     where = spec.model
@@ -222,6 +258,24 @@ def load_model(spec: ModelSpec, params: Params, cache_dir: str | os.PathLike | N
     processor, model = load_vlm(where, device=spec.device, dtype=spec.dtype, trust_remote_code=spec.trust_remote_code,
                                 image_processor_kwargs=spec.image_processor or None)
     return processor, model, where
+
+
+def load_engine(spec: ModelSpec, params: Params, cache_dir: str | os.PathLike | None = None) -> tuple[Any, Any, str]:
+    """``(processor, model or engine, where)`` that answers and scores the items: :func:`load_model` with
+    ``backend: hf``; with ``backend: vllm`` the model's processor and a vLLM engine
+    (:func:`radaudit.models.vlm_vllm.load_vllm_vlm`: same prompts, images and cache keys; the spec's dtype and
+    image-processor overrides; ``batch_size`` items per vLLM call at least 256, as vLLM batches itself)."""
+    if params.backend != "vllm":
+        return load_model(spec, params, cache_dir)
+    reason = vllm_unservable(spec.model)
+    if reason:
+        raise ParamsError(f"backend vllm cannot serve {spec.name!r}: {reason}. Run it with backend: hf.")
+    from radaudit.models.vlm_vllm import load_vllm_vlm
+
+    processor, engine = load_vllm_vlm(spec.model, dtype=spec.dtype, trust_remote_code=spec.trust_remote_code,
+                                      image_processor_kwargs=spec.image_processor or None,
+                                      batch_size=max(256, spec.batch_size))
+    return processor, engine, spec.model
 
 
 def build_run_items(params: Params, samples: pd.DataFrame, partners: pd.DataFrame,
@@ -248,7 +302,9 @@ def run_models(params: Params, samples: pd.DataFrame, partners: pd.DataFrame, *,
                loaded: Mapping[str, tuple[Any, Any]] | None = None) -> pd.DataFrame:
     """Run every model of ``params.models`` on every item: the long results table (models stacked).
 
-    Each model gets the items of :func:`build_run_items` with its own ``model_type`` suffix.
+    Each model gets the items of :func:`build_run_items` with its own ``model_type`` suffix and is run by
+    ``params.backend`` (:func:`load_engine`: transformers or vLLM, the same cache keys, so a run resumes on
+    either; the ``engine`` column says which answered each row).
     ``loaded``: already loaded ``{name: (processor, model)}`` pairs to reuse. ``attrs["models"]``
     records where each model came from (the demo's trained folder, a hub id, a path).
     """
@@ -263,7 +319,7 @@ def run_models(params: Params, samples: pd.DataFrame, partners: pd.DataFrame, *,
                 processor, model = loaded[spec.name]
                 where[spec.name] = spec.model
             else:
-                processor, model, where[spec.name] = load_model(spec, params, cache_dir)
+                processor, model, where[spec.name] = load_engine(spec, params, cache_dir)
             items = build_run_items(params, samples, partners, model_type=spec.model_type, cache_dir=cache_dir)
             parts.append(run_conditions(processor, model, items, model_name=spec.name,
                                         max_new_tokens=params.max_new_tokens, batch_size=spec.batch_size, cache=store,
