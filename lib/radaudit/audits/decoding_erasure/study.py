@@ -275,7 +275,9 @@ def write_random_adapter(base: str | Path, lora: Mapping[str, Any], out: str | P
 
 
 def _load_report_vlm(model: str, adapter: str | None, dtype: Any) -> tuple[Any, Any]:
-    from radaudit.models.vlm import load_vlm
+    """``(processor, model)`` of the report writer on transformers, the LoRA ``adapter`` applied with peft and
+    keyed by its folder's content (:func:`radaudit.models.vlm.mark_adapter`), as the vLLM engine keys it."""
+    from radaudit.models.vlm import load_vlm, mark_adapter
 
     processor, vlm = load_vlm(model, dtype=dtype)
     check_report_prompt(processor)
@@ -284,18 +286,27 @@ def _load_report_vlm(model: str, adapter: str | None, dtype: Any) -> tuple[Any, 
             from peft import PeftModel
         except ImportError as err:
             raise RadauditError("report_adapter needs the optional package peft: pip install 'radaudit[peft]'") from err
-        vlm = PeftModel.from_pretrained(vlm, adapter).eval()
+        vlm = mark_adapter(PeftModel.from_pretrained(vlm, adapter).eval(), adapter)
     return processor, vlm
 
 
 def _vlm_generations(P: Any, model: str, adapter: str | None, strategies: Sequence[str], data_root: Any,
                      cache: Any, shard: tuple[int, int] | None = None) -> pd.DataFrame:
+    """The paper path's reports. ``P.backend == "vllm"``: a vLLM engine writes them
+    (:mod:`radaudit.models.vlm_vllm`), the LoRA adapter served by vLLM's LoRA support (one ``LoRARequest`` per
+    request) instead of peft; the prompts, resized images, seeds and cache entries are the transformers path's."""
     from radaudit.models.vlm import vlm_generate
 
     studies = _shard_rows(image_studies(P, data_root), shard)
     prompts = [P.report_prompt.format(indication=(i if isinstance(i, str) and i.strip() else "not given"))
                for i in studies["indication"]]
-    processor, vlm = _load_report_vlm(model, adapter, P.model_dtype)
+    if P.backend == "vllm":
+        from radaudit.models.vlm_vllm import load_vllm_vlm
+
+        processor, vlm = load_vllm_vlm(model, dtype=P.model_dtype, adapter=adapter)
+        check_report_prompt(processor)
+    else:
+        processor, vlm = _load_report_vlm(model, adapter, P.model_dtype)
     images = report_images(studies["image"].tolist(), P.image_size)
     seeds = report_seeds(P.seed, studies["study_id"].tolist())
     parts = []
