@@ -4,6 +4,8 @@
     radaudit params data_overview --preset demo > my.yaml     # edit it, then: radaudit run data_overview -f my.yaml
     radaudit run data_overview --preset demo [-p key=value ...] [-f my.yaml] [--data-root PATH] [--out DIR]
     radaudit run all --preset demo
+    radaudit run decoding_erasure --preset demo --shard 1/3      # 1/3, 2/3, 3/3 (any order, any machines sharing
+    radaudit run decoding_erasure --preset demo                  # the cache), then the full run finds all cached
     radaudit sweep data_overview --preset smoke --grid seed=0,1 [--grid key=v1,v2 ...]
     radaudit findings decoding_erasure [--run DIR] [--readme]
     radaudit preflight modality_shift --preset paper                # what a paper run needs; exit 2 if missing
@@ -125,13 +127,19 @@ def preflight_cmd(experiment: str, preset: str, overrides: tuple[str, ...], para
               help="A YAML of parameters merged over the preset (repeatable; -p overrides come after).")
 @click.option("--rehearse", is_flag=True, help="Dress rehearsal on CPU: tiny random-weight twins of the preset's "
               "models and invented fixtures of its credentialed data, through the same code path.")
-def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, params_files, rehearse) -> None:
+@click.option("--shard", "shard", default=None, metavar="I/N", help="Do only the I-th of N equal parts of the expensive "
+              "step (generation, feature extraction) into the shared cache, without the notebook; once all N have run, "
+              "the same command without --shard makes the tables from the cache.")
+def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, params_files, rehearse, shard) -> None:
     """Execute an experiment's notebook into outputs/<experiment>/<run>/ (EXPERIMENT may be 'all')."""
     from radaudit.config import list_presets
     from radaudit.experiments import EXPERIMENTS
     from radaudit.paths import check_component, params_dir
     from radaudit.run import prepare, run_experiment
 
+    if shard is not None:
+        _run_shard(experiment, preset, overrides, data_root, out, name, params_files, rehearse, shard)
+        return
     if name is not None:
         check_component(name, "--name")
     if experiment == "all":
@@ -162,6 +170,37 @@ def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, pa
             click.echo(f"  FAILED  {n}")
     if failed:
         sys.exit(1)
+
+
+def _run_shard(experiment, preset, overrides, data_root, out, name, params_files, rehearse, shard) -> None:
+    """``radaudit run <e> --shard I/N`` (:mod:`radaudit.shards`). Refused, with the reason: ``all`` (one experiment
+    per command: each has its own step and items), ``--rehearse`` (a rehearsal is a handful of items on tiny twins,
+    and its twins and single-threaded kernels are set up by the notebook runner: run it whole) and ``--name`` (a
+    shard's folder is named for its shard: ``<time>_<preset>_<i>of<n>``)."""
+    from radaudit.shards import parse_shard, run_shard, shardable_experiments
+
+    i, n = parse_shard(shard)
+    can = ", ".join(shardable_experiments())
+    if experiment == "all":
+        raise RadauditError(f"--shard runs one experiment: run `radaudit run <experiment> --shard {i}/{n}` for each of "
+                            f"{can}, then `radaudit run all` without --shard.")
+    if rehearse:
+        raise RadauditError("--shard and --rehearse do not go together: a rehearsal is a handful of items on tiny twins; "
+                            "run it whole (radaudit run ... --rehearse).")
+    if name is not None:
+        raise RadauditError(f"--name names a notebook run; a shard's folder is named <time>_{preset}_{i}of{n}. Drop --name "
+                            "here and give it to the full run that merges the shards.")
+    m = run_shard(experiment, preset, overrides, shard=(i, n), data_root=data_root, params_files=params_files, out=out)
+    c = m.get("counts") or {}
+    click.echo(click.style(f"== {experiment} ({preset}) shard {i}/{n}: {m['step']}", bold=True))
+    click.echo(f"   items:    {c.get('items')} of {c.get('items_total')} ({c.get('unit')})")
+    click.echo(f"   computed: {c.get('computed')}, found in the cache: {c.get('found')}")
+    click.echo(f"   cache:    {m['cache']}")
+    click.echo(f"   manifest: {m['path']} ({m['duration_s']} s)")
+    again = " ".join(["radaudit run", experiment, "--preset", preset, *(f"-p {o}" for o in overrides),
+                      *(f"-f {f}" for f in params_files), *(["--data-root", data_root] if data_root else []),
+                      *(["--out", out] if out else [])])
+    click.echo(f"When all {n} shards have run (same params, same cache), merge with: {again}")
 
 
 @main.command("sweep")
