@@ -176,9 +176,12 @@ def test_example_images_handle_missing_view_and_licence(tmp_path):
 
 def test_sweep_over_seeds_on_the_real_notebook(shared_data, tmp_path):
     """Other seeds draw other subsamples (and examples): every one must run, and differ."""
-    from radaudit.run import sweep
+    from radaudit.sweep import sweep
 
-    sweep_dir, index = sweep("data_overview", "smoke", ["seed=1,2"], data_root=str(shared_data), out=tmp_path, progress=False)
+    res = sweep("data_overview", "smoke", ["seed=1,2"], data_root=str(shared_data), out=tmp_path, progress=False,
+                engine="serial")  # the Ray engine on the same sweep: tests/test_sweep_ray.py
+    sweep_dir, index = res.sweep_dir, res.summary
+    assert sweep_dir.parent == tmp_path / "data_overview" / "sweeps"
     assert list(index["status"]) == ["succeeded", "succeeded"], index["error"].tolist()
     ages = [pd.read_csv(sweep_dir / f / "tables" / "age.csv")["mean"].tolist() for f in index["folder"]]
     assert ages[0] != ages[1]

@@ -18,7 +18,8 @@ from radaudit import experiments
 from radaudit.cli import main
 from radaudit.config import BaseParams
 from radaudit.errors import RunFailedError
-from radaudit.run import notebook_steps, parse_grid, run_experiment, sweep
+from radaudit.run import notebook_steps, run_experiment
+from radaudit.sweep import parse_grid, sweep
 
 
 class EchoParams(BaseParams):
@@ -109,16 +110,20 @@ def test_cli_unknown_experiment_and_preset(project):
 
 
 def test_sweep_runs_the_grid_and_writes_an_index(project):
-    sweep_dir, index = sweep("echo", "smoke", ["value=x,y", "seed=1,2"], progress=False)
+    res = sweep("echo", "smoke", ["value=x,y", "seed=1,2"], progress=False, engine="serial")
+    sweep_dir, index = res.sweep_dir, res.summary
+    assert sweep_dir.parent == project / "outputs" / "echo" / "sweeps"
     assert list(index["status"]) == ["succeeded"] * 4
     assert sorted(zip(index["value"], index["seed"])) == [("x", "1"), ("x", "2"), ("y", "1"), ("y", "2")]
     for row in index.itertuples():
         table = (sweep_dir / row.folder / "tables" / "value.csv").read_text()
         assert table == f"value,seed\n{row.value},{row.seed}\n"
-        assert (sweep_dir / row.html).exists()
+        assert (sweep_dir / row.folder / "echo.html").exists()
     md = (sweep_dir / "index.md").read_text()
     assert "](00_value=x_seed=1/echo.html)" in md
+    assert (sweep_dir / "summary.csv").exists() and (sweep_dir / "manifest.json").exists()
     assert not (project / "outputs" / "echo" / "latest").exists()  # sweeps do not move latest
+    assert "00_value=x_seed=1" in (project / "outputs" / "index.html").read_text()  # members listed in the index
 
 
 def test_sweep_validates_every_combination_first(project):
@@ -128,6 +133,8 @@ def test_sweep_validates_every_combination_first(project):
         sweep("echo", "smoke", ["nope=1,2"], progress=False)
     with pytest.raises(ParamsError, match="seed"):
         sweep("echo", "smoke", ["seed=1,x"], progress=False)
+    with pytest.raises(ParamsError, match="seed"):  # the bad value is last: nothing ran before it was found
+        sweep("echo", "smoke", ["seed=1,2,x"], progress=False, engine="serial")
     assert not (project / "outputs").exists()
 
 

@@ -261,8 +261,9 @@ def _runs(root: Path) -> list[tuple[Path, dict[str, Any]]]:
         if mpath.parent.is_symlink():  # `latest` points at a run listed under its own name
             continue
         runs.append((mpath.parent, _read_json(mpath)))
-    for mpath in root.glob("*/sweep_*/*/manifest.json"):  # members of a sweep
-        runs.append((mpath.parent, _read_json(mpath)))
+    for pattern in ("*/sweeps/*/*/manifest.json", "*/sweep_*/*/manifest.json"):  # members of a sweep (old layout: sweep_*)
+        for mpath in root.glob(pattern):
+            runs.append((mpath.parent, _read_json(mpath)))
     return sorted(runs, key=lambda r: (r[1].get("started") or "", str(r[0])), reverse=True)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import itertools
 import logging
 import os
 import re
@@ -20,13 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from radaudit import manifest
-from radaudit.config import BaseParams, parse_overrides, resolve_params
+from radaudit.config import BaseParams, resolve_params
 from radaudit.errors import ParamsError, RunFailedError
 from radaudit.experiments import Experiment, get_experiment
-from radaudit.paths import check_component, notebooks_dir, outputs_dir, params_dir, project_root, safe_name
+from radaudit.paths import check_component, notebooks_dir, outputs_dir, params_dir, project_root
 
 log = logging.getLogger("radaudit.run")
 
@@ -338,85 +335,3 @@ def run_experiment(
     if run_parent is None:  # sweep members do not move `latest`
         _point_latest(exp_dir, run_dir)
     return RunResult(experiment, run_dir, status, html, m)
-
-
-# ----------------------------------------------------------------------------- sweeps
-
-def parse_grid(items: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
-    """``["seed=0,1", "n_bootstrap=200,500"]`` -> ``{"seed": ["0", "1"], ...}`` (values as text)."""
-    grid: dict[str, list[str]] = {}
-    for item in items:
-        if "=" not in item:
-            raise ParamsError(f"--grid {item!r} must look like key=v1,v2,...")
-        key, raw = item.split("=", 1)
-        values = [v.strip() for v in raw.split(",")] if not raw.strip().startswith("[") else [raw.strip()]
-        if not key.strip() or not values or any(v == "" for v in values):
-            raise ParamsError(f"--grid {item!r} needs a key and at least one non-empty value.")
-        if key in grid:
-            raise ParamsError(f"--grid names {key!r} twice.")
-        grid[key.strip()] = values
-    if not grid:
-        raise ParamsError("A sweep needs at least one --grid key=v1,v2,...")
-    return grid
-
-
-def sweep(
-    experiment: str,
-    preset: str,
-    grid_items: list[str] | tuple[str, ...],
-    overrides: list[str] | tuple[str, ...] = (),
-    *,
-    data_root: str | None = None,
-    out: str | os.PathLike | None = None,
-    progress: bool = True,
-    params_files: list[str] | tuple[str, ...] = (),
-) -> tuple[Path, pd.DataFrame]:
-    """Run the experiment once per combination of the grid; write ``index.csv``/``index.md``.
-
-    Every combination is validated before the first run starts. Runs go into
-    ``outputs/<experiment>/sweep_<time>_<preset>/<NN>_<key>=<value>...``. A failed run is recorded
-    in the index and the sweep goes on; the caller decides the exit status from the index.
-    """
-    grid = parse_grid(grid_items)
-    exp = get_experiment(experiment)
-    model = exp.params_model()
-    for key in grid:
-        if key.split(".")[0] not in model.model_fields:
-            raise ParamsError(f"--grid key {key!r} is not a parameter of {experiment!r}. "
-                              f"Allowed keys: {', '.join(model.model_fields)}.")
-    combos = [dict(zip(grid, vals)) for vals in itertools.product(*grid.values())]
-    prepared = []
-    for combo in combos:
-        ov = list(overrides) + [f"{k}={v}" for k, v in combo.items()]
-        parse_overrides(model, ov)
-        prepared.append((combo, ov, prepare(experiment, preset, ov, data_root, params_files)))
-
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = (Path(out).resolve() / experiment) if out else outputs_dir() / experiment
-    sweep_dir = _new_run_dir(base, f"sweep_{stamp}_{preset}")
-    rows = []
-    for i, (combo, ov, prep) in enumerate(prepared):
-        label = f"{i:02d}_" + "_".join(f"{safe_name(k)}={safe_name(v)}" for k, v in combo.items())
-        log.info("sweep %d/%d: %s", i + 1, len(prepared), label)
-        try:
-            res = run_experiment(experiment, preset, ov, data_root=data_root, out=sweep_dir, name=label,
-                                 progress=progress, prepared=prep, run_parent=sweep_dir, params_files=params_files)
-            run_dir, status, err, dur = res.run_dir, res.status, "", res.manifest.get("duration_s")
-        except RunFailedError as e:
-            run_dir = sweep_dir / label
-            mm = manifest.read(run_dir / "manifest.json") if (run_dir / "manifest.json").exists() else {}
-            status, err, dur = "failed", str(e).splitlines()[0], mm.get("duration_s")
-        rel = os.path.relpath(run_dir, sweep_dir)
-        rows.append({"run": label, **combo, "status": status, "duration_s": dur,
-                     "html": f"{rel}/{experiment}.html", "folder": rel, "error": err})
-    index = pd.DataFrame(rows)
-    index.to_csv(sweep_dir / "index.csv", index=False)
-    md = index.copy()
-    md["html"] = [f"[{r}]({h})" for r, h in zip(md["run"], md["html"])]
-    (sweep_dir / "index.md").write_text(
-        f"# Sweep of {experiment} (preset {preset})\n\nGrid: "
-        + "; ".join(f"`{k}` in {v}" for k, v in grid.items())
-        + "\n\n" + md.drop(columns=["folder"]).to_markdown(index=False) + "\n",
-        encoding="utf-8",
-    )
-    return sweep_dir, index
