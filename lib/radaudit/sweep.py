@@ -304,7 +304,7 @@ def write_index_md(path: Path, summary: pd.DataFrame, grid: dict[str, list[str]]
            f"{m['resources_per_run']['num_gpus']:g} GPU per run" if engine == "ray" else "one run after another")
     n_ok = int((summary["status"] == "succeeded").sum())
     lines = [f"# Sweep of {experiment} (preset {m['preset']})", "",
-             f"Engine: **{engine}** ({how}). Grid: " + "; ".join(f"`{k}` in {v}" for k, v in grid.items())
+             f"Engine: **{engine}** ({how}). Grid: " + "; ".join(f"`{k}` in {', '.join(v)}" for k, v in grid.items())
              + (f"; overrides {', '.join(f'`{o}`' for o in m['overrides'])}" if m["overrides"] else "")
              + f". {len(summary)} runs, {n_ok} succeeded.", "",
              table.to_markdown(index=False), ""]
@@ -360,12 +360,16 @@ def _ray_connect(address: str | None) -> _RaySession:
     started = False
     if not ray.is_initialized():
         if address is None:  # a local Ray of this machine's CPUs (and the GPUs Ray detects)
-            try:
-                ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
-            except Exception as err:  # noqa: BLE001  (Ray gives its raylet 30 s to start: a busy machine can miss it)
-                ray.shutdown()
-                raise RadauditError(f"Could not start a local Ray: {err} Try again when the machine is less busy, "
-                                    "or run the sweep with --engine serial.") from err
+            for attempt in (1, 2):  # Ray gives its raylet 30 s to register: a busy machine can miss it once
+                try:
+                    ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
+                    break
+                except Exception as err:  # noqa: BLE001
+                    ray.shutdown()
+                    if attempt == 2:
+                        raise RadauditError(f"Could not start a local Ray: {err} Try again when the machine is less "
+                                            "busy, or run the sweep with --engine serial.") from err
+                    log.warning("a local Ray did not start (%s); trying once more", err)
         else:
             try:
                 ray.init(address=address, log_to_driver=False)
