@@ -252,6 +252,9 @@ def test_cli_engine_ray_without_ray_says_how_to_install(echo_project, monkeypatc
     r = CliRunner().invoke(main, ["sweep", "echo_sweep", "--preset", "smoke", "--grid", "seed=1,2", "--engine", "ray",
                                   "--out", str(tmp_path)])
     assert r.exit_code == 2 and "pip install 'radaudit[ray]'" in r.output
+    r = CliRunner().invoke(main, ["sweep", "echo_sweep", "--preset", "smoke", "--grid", "seed=1,2", "--address",
+                                  "ray://head:10001", "--out", str(tmp_path)])  # a cluster address means Ray too
+    assert r.exit_code == 2 and "pip install 'radaudit[ray]'" in r.output
     assert not (tmp_path / "echo_sweep").exists()
 
 

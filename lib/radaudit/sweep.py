@@ -488,8 +488,8 @@ def sweep(
         parse_overrides(model, ov)
         prepared.append((combo, ov, prepare(experiment, preset, ov, data_root, params_files)))
 
-    if engine == "auto":
-        engine = "ray" if _import_ray(required=False) is not None else "serial"
+    if engine == "auto":  # an --address means Ray: without it, say how to install it rather than run serially
+        engine = "ray" if _import_ray(required=address is not None) is not None else "serial"
         if engine == "serial":
             log.warning("Ray is not installed: the sweep runs one run after another "
                         "(`pip install 'radaudit[ray]'` runs them in parallel)")
