@@ -1,17 +1,17 @@
 """Shard runs: ``radaudit run <experiment> --shard i/n`` does the i-th of n parts of the expensive step.
 
 A shard run does **not** execute the notebook. It resolves the params exactly as a full run does
-(:func:`prepare_params`, the calls of :func:`radaudit.run.prepare`: preset, ``-f`` files, ``-p`` overrides, preflight), calls the experiment's
-shard step (:attr:`radaudit.experiments.Experiment.shard_step`; decoding_erasure: report generation,
-synthetic_cxr: fidelity feature extraction), which writes its part into the shared cache
-(``$RADAUDIT_CACHE``), and records what it did in
+(:func:`prepare_params`, the calls of :func:`radaudit.run.prepare`: preset, ``-f`` files, ``-p`` overrides,
+preflight), calls the experiment's shard step (:attr:`radaudit.experiments.Experiment.shard_step`;
+decoding_erasure: report generation, synthetic_cxr: fidelity feature extraction), which writes its part into the
+shared cache (``$RADAUDIT_CACHE``), and records what it did in
 ``outputs/<experiment>/shards/<time>_<preset>[_p<hash>]_<i>of<n>/manifest.json``. Once every shard has run
 (on one machine after another, or on several machines sharing the cache folder), ``radaudit run
 <experiment>`` with the same params finds every entry cached and produces the tables: byte for byte those of
 an unsharded run (``tests/test_shards.py``).
 
 Shards count from 1, as ``jest --shard=1/3`` and ``playwright test --shard=1/3``. The parts are contiguous
-and near-equal (:mod:`radaudit.audits.sharding`: ``numpy.array_split``'s rule), over the items in the order
+and near-equal (:func:`radaudit.stats.shard_slice`: ``numpy.array_split``'s rule), over the items in the order
 the notebook uses them, so they are disjoint, cover everything, and do not depend on the machine or on
 which shards already ran. What a part holds is each experiment's choice (studies; feature batches).
 """
@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from radaudit import manifest
-from radaudit.audits.sharding import check_shard, shard_slice, split_parts
 from radaudit.config import BaseParams, resolve_params
 from radaudit.errors import ParamsError
 from radaudit.experiments import EXPERIMENTS, get_experiment
 from radaudit.paths import outputs_dir, params_dir, project_root
+from radaudit.stats import check_shard, shard_slice, split_parts
 
 __all__ = ["parse_shard", "prepare_params", "run_shard", "shard_slice", "shardable_experiments", "split_parts"]
 
