@@ -6,7 +6,7 @@
     radaudit run all --preset demo
     radaudit run decoding_erasure --preset demo --shard 1/3      # then 2/3, 3/3 (any order; machines sharing
     radaudit run decoding_erasure --preset demo                  # the cache), then this run finds all cached
-    radaudit sweep data_overview --preset smoke --grid seed=0,1 [--grid key=v1,v2 ...]
+    radaudit sweep data_overview --preset smoke --grid seed=0,1 [--grid key=v1,v2 ...] [--engine ray --address ray://head:10001]
     radaudit findings decoding_erasure [--run DIR] [--readme]
     radaudit preflight modality_shift --preset paper                # what a paper run needs; exit 2 if missing
     radaudit metrics
@@ -213,15 +213,40 @@ def _run_shard(experiment, preset, overrides, data_root, out, name, params_files
 @click.option("--no-progress", is_flag=True)
 @click.option("-f", "--params-file", "params_files", multiple=True, type=click.Path(dir_okay=False),
               help="A YAML of parameters merged over the preset (repeatable).")
-def sweep_cmd(experiment, preset, grid, overrides, data_root, out, no_progress, params_files) -> None:
-    """Run an experiment over a grid of parameters and write an index of the runs."""
-    from radaudit.run import sweep
+@click.option("--engine", type=click.Choice(["auto", "ray", "serial"]), default="auto", show_default=True,
+              help="ray: each run a Ray task (parallel, GPUs, clusters); serial: one after another; auto: ray if installed.")
+@click.option("--address", default=None, metavar="ADDRESS",
+              help="A Ray cluster (ray://head:10001, or auto on a cluster node); default: a local Ray of this machine.")
+@click.option("--cpus-per-run", type=float, default=1.0, show_default=True, help="CPUs each Ray task asks for.")
+@click.option("--gpus-per-run", type=float, default=None,
+              help="GPUs each Ray task asks for (default: 1 if the cluster has GPUs and the params ask for cuda, or "
+                   "name a model on a paper/full preset; else 0).")
+@click.option("--plot", "plot", default=None, metavar="FINDING_ID",
+              help="The finding drawn in summary.png against the first --grid key (default: the first numeric finding; "
+                   "duration_s when the runs write none).")
+def sweep_cmd(experiment, preset, grid, overrides, data_root, out, no_progress, params_files, engine, address,
+              cpus_per_run, gpus_per_run, plot) -> None:
+    """Run an experiment over a grid of parameters (one run per combination, as Ray tasks or serially) and write
+    outputs/<experiment>/sweeps/<time>_<preset>/ with summary.csv, index.md, summary.png and manifest.json."""
+    from radaudit.sweep import sweep
 
-    sweep_dir, index = sweep(experiment, preset, grid, overrides, data_root=data_root, out=out,
-                             progress=not no_progress, params_files=params_files)
-    click.echo(index.drop(columns=["folder", "html", "error"]).to_string(index=False))
-    click.echo(f"\nsweep index: {sweep_dir / 'index.md'}")
-    if (index["status"] != "succeeded").any():
+    res = sweep(experiment, preset, grid, overrides, data_root=data_root, out=out, progress=not no_progress,
+                params_files=params_files, engine=engine, address=address, cpus_per_run=cpus_per_run,
+                gpus_per_run=gpus_per_run, plot=plot)
+    s = res.summary
+    keys = list(res.manifest["grid"])
+    column = res.manifest["plot"]["column"]
+    shown = ["run", *keys, "status", "duration_s"] + ([column] if column in s.columns and column != "duration_s" else [])
+    click.echo(s[shown].to_string(index=False))
+    m = res.manifest
+    how = f"ray {m['ray_version']} at {m['address']}" if m["engine"] == "ray" else "serial"
+    click.echo(f"\nengine:  {how}")
+    click.echo(f"summary: {res.sweep_dir / 'summary.csv'}")
+    click.echo(f"index:   {res.sweep_dir / 'index.md'}")
+    click.echo(f"plot:    {res.plot}" if res.plot else f"plot:    none ({m['plot']['error']})")
+    if res.failed:
+        for r in s[s["status"] != "succeeded"].itertuples():
+            click.echo(click.style(f"FAILED  {r.run}: {r.error}", fg="red"), err=True)
         sys.exit(1)
 
 
