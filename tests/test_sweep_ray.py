@@ -37,14 +37,22 @@ def ray_local():
     ray = pytest.importorskip("ray")
     if ray.is_initialized():  # pragma: no cover - another module left one running
         ray.shutdown()
-    for attempt in (1, 2):  # Ray gives its raylet 30 s to register: on a busy shared machine the first start can miss it
-        try:
-            ray.init(num_cpus=2, include_dashboard=False, object_store_memory=80 * 1024 ** 2, log_to_driver=False)
-            break
-        except Exception:
-            ray.shutdown()
-            if attempt == 2:
-                raise
+    # Every Ray daemon is a Python process that spends ~3 s of CPU importing ray (jsonschema's optional rfc3987-syntax
+    # builds a lark grammar at import, ~2 s here), and Ray gives its raylet and dashboard agent fixed 15-30 s to come
+    # up: with the other pytest worker busy, a start can miss that. So: no workers prestarted while the daemons start
+    # (they start with the first task), no usage-stats thread, and up to three tries.
+    env = {"RAY_enable_worker_prestart": "0", "RAY_prestart_worker_first_driver": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        for attempt in (1, 2, 3):
+            try:
+                ray.init(num_cpus=2, include_dashboard=False, object_store_memory=80 * 1024 ** 2, log_to_driver=False)
+                break
+            except Exception:
+                ray.shutdown()
+                if attempt == 3:
+                    raise
     yield ray
     ray.shutdown()
 
