@@ -69,6 +69,26 @@ def test_age_table_by_hand():
     assert (r["n"], r["mean"], r["median"], r["min"], r["max"]) == (4, 45.0, 45.0, 30.0, 60.0)
 
 
+def test_headline_findings_from_the_tables_by_hand():
+    """Female share 3/5 over all records (the not-stated one in the denominator), mean age (30+40+50+60)/4 = 45,
+    mean reference words; a dataset with no female record gets 0 with a note, one without ages no age finding."""
+    boot = dict(n_resamples=200, confidence=0.95, seed=0)
+    data = {"toy": _frame(), "men": _frame(n_f=0, n_m=2, n_na=0)}
+    data["men"] = data["men"].assign(age=np.nan)
+    sex, age = ov.sex_table(data, **boot), ov.age_table(data, **boot)
+    length = ov.length_table(ov.report_lengths(data), **boot)
+    found = {f.id: f for f in ov.headline_findings(sex, age, length)}
+    assert found["toy_female_share"].value == pytest.approx(0.6)
+    lo, hi = found["toy_female_share"].ci
+    assert lo <= 0.6 <= hi and hi - lo > 0
+    assert found["toy_mean_age"].value == pytest.approx(45.0)
+    # words of findings + impression: 3, 3, 1, 5, 1 -> 13 / 5
+    assert found["toy_mean_report_words"].value == pytest.approx(13 / 5)
+    assert found["men_female_share"].value == 0.0 and "no record" in found["men_female_share"].note
+    assert "men_mean_age" not in found
+    assert all(f.verdict == "n/a" and f.paper is None for f in found.values())
+
+
 def test_resampling_unit_falls_back_to_study():
     df = _frame()
     df.loc[0, "patient_id"] = pd.NA
@@ -103,6 +123,16 @@ def test_smoke_run_end_to_end_and_reproducible(smoke_runs, shared_data):
     assert recorded["iu_xray"]["fingerprint"] == fingerprint("iu_xray", data_root=shared_data)
     html = (a.run_dir / "data_overview.html").read_text()
     assert "Data overview" in html and "data:image/png;base64" in html
+    # findings.json: the headline numbers are the tables' own (same estimate and CI)
+    from radaudit.findings import read_findings
+
+    found = {f.id: f for f in read_findings(a.run_dir)["findings"]}
+    assert (a.run_dir / "findings.json").read_bytes() == (b.run_dir / "findings.json").read_bytes()
+    age = pd.read_csv(a.run_dir / "tables" / "age.csv").set_index("dataset")
+    for ds in age.index:
+        f = found[f"{ds}_mean_age"]
+        assert f.value == pytest.approx(age.loc[ds, "mean"]) and f.verdict == "n/a"
+    assert {"iu_xray_female_share", "iu_xray_mean_report_words"} <= set(found)
 
 
 def test_wrong_data_root_names_the_missing_dataset(tmp_path):

@@ -22,8 +22,10 @@ Where things are
 - ``tables.py``: loading the datasets (:func:`load_all`) and every table (counts, sex, age, report
   length, label prevalence, RadPref ratings, examples).
 - ``plots.py``: the figures, one function each.
+- ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (descriptive: sex, age, report length).
 """
 
+from radaudit.audits.data_overview.findings import headline_findings
 from radaudit.audits.data_overview.params import (
     DatasetName,
     Params,
@@ -55,6 +57,6 @@ from radaudit.audits.data_overview.tables import (
 __all__ = [
     "age_table", "counts_table", "DatasetName", "example_markdown", "fig_age", "fig_example_images",
     "fig_labels", "fig_length", "fig_ratings", "fig_sex", "label_prevalence", "length_table", "load_all",
-    "Params", "pick_examples", "rating_table", "report_lengths", "resampling_units", "SEX_ORDER", "sex_table",
+    "headline_findings", "Params", "pick_examples", "rating_table", "report_lengths", "resampling_units", "SEX_ORDER", "sex_table",
     "word_count",
 ]
