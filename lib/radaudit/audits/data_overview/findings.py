@@ -10,8 +10,9 @@ note saying what the number is. Per dataset, in the order the tables list them:
 - ``<dataset>_mean_report_words``: mean words of the reference report (findings + impression).
 
 Each CI is the one in the corresponding table (same resampling unit, resamples and seed), so the findings and
-the tables never disagree. A sweep over the seed (``radaudit sweep data_overview --grid seed=1,2``) shows the
-values fixed and only the bootstrap intervals moving.
+the tables never disagree. A sweep over the seed (``radaudit sweep data_overview --grid seed=1,2``) shows how
+much of a number is the draw: on ``demo`` (every row) the values stay and only the bootstrap intervals move; on
+``smoke`` (``max_rows``: the seed also draws the rows) the values move too.
 """
 
 from __future__ import annotations
