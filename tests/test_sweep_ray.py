@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -33,7 +34,14 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # ----------------------------------------------------------------------------------------------- fixtures
 
 @pytest.fixture(scope="module")
-def ray_local():
+def worker_modules(tmp_path_factory) -> Path:
+    """A folder on the Ray workers' ``PYTHONPATH`` (set before Ray starts): test modules written there (a shard
+    step) are importable by the workers, as the lab's own modules are."""
+    return tmp_path_factory.mktemp("worker_modules")
+
+
+@pytest.fixture(scope="module")
+def ray_local(worker_modules):
     ray = pytest.importorskip("ray")
     if ray.is_initialized():  # pragma: no cover - another module left one running
         ray.shutdown()
@@ -41,7 +49,8 @@ def ray_local():
     # builds a lark grammar at import, ~2 s here), and Ray gives its raylet and dashboard agent fixed 15-30 s to come
     # up: with the other pytest worker busy, a start can miss that. So: no workers prestarted while the daemons start
     # (they start with the first task), no usage-stats thread, and up to three tries.
-    env = {"RAY_enable_worker_prestart": "0", "RAY_prestart_worker_first_driver": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {"RAY_enable_worker_prestart": "0", "RAY_prestart_worker_first_driver": "0", "RAY_USAGE_STATS_ENABLED": "0",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(worker_modules), os.environ.get("PYTHONPATH", "")) if p)}
     with pytest.MonkeyPatch.context() as mp:
         for key, value in env.items():
             mp.setenv(key, value)
@@ -275,3 +284,71 @@ def test_cli_auto_without_ray_runs_serially_and_exits_1_on_a_failed_member(echo_
     (sweep_dir,) = (tmp_path / "echo_sweep" / "sweeps").iterdir()
     m = json.loads((sweep_dir / "manifest.json").read_text())
     assert m["engine"] == "serial" and [r["status"] for r in m["runs"]] == ["succeeded", "failed"]
+
+
+# ----------------------------------------------------------------------------------------------- --shards
+
+SHARD_STEP = """\
+import os
+from pathlib import Path
+
+
+def step(params, shard):
+    i, n = shard
+    cache = Path(os.environ["RADAUDIT_CACHE"])
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / f"echo_shard_seed{params.seed}_{i}of{n}").write_text(str(os.getpid()))
+    return {"items": 1, "computed": 1, "cached": 0}
+"""
+
+MERGE_CELL = """\
+import os
+from pathlib import Path
+from radaudit.findings import Finding, write_findings
+marks = sorted(Path(os.environ["RADAUDIT_CACHE"]).glob(f"echo_shard_seed{seed}_*"))
+write_findings(Path(run_dir, "findings.json"), "echo_shards", "smoke", [
+    Finding("shards_found", "Shard marks the merge run finds in the cache", len(marks), "n/a", note="a count"),
+])
+"""
+
+
+@pytest.fixture
+def echo_shards(echo_project, worker_modules, tmp_path, monkeypatch):
+    """``echo_shards``: an experiment whose shard step leaves one mark per shard in the cache and whose notebook (the
+    merge run) counts the marks of its seed, so the summary shows whether the shards ran before the merge."""
+    (worker_modules / "echo_shard_step.py").write_text(SHARD_STEP)
+    monkeypatch.syspath_prepend(str(worker_modules))
+    (echo_project / "params" / "echo_shards").mkdir(exist_ok=True)
+    (echo_project / "params" / "echo_shards" / "smoke.yaml").write_text("description: tiny\n")
+    nb = new_notebook(cells=[new_code_cell(PARAMS_CELL, metadata={"tags": ["parameters"]}), new_code_cell(MERGE_CELL)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, echo_project / "notebooks" / "echo_shards.ipynb")
+    monkeypatch.setenv("RADAUDIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(experiments.EXPERIMENTS, "echo_shards", experiments.Experiment(
+        "echo_shards", "echo_shards.ipynb", BaseParams, "counts its shards' marks", shard_step="echo_shard_step:step"))
+    return tmp_path / "cache"
+
+
+def test_ray_sweep_runs_each_members_shards_before_its_merge(echo_shards, ray_local, tmp_path):
+    res = sweep("echo_shards", "smoke", ["seed=4,5"], engine="ray", shards=3, out=tmp_path / "out", progress=False)
+    assert res.summary["status"].tolist() == ["succeeded", "succeeded"], res.summary["error"].tolist()
+    assert res.summary["shards_found"].tolist() == [3, 3]  # each merge run saw all three of its own shards
+    assert sorted(p.name for p in echo_shards.glob("echo_shard_*")) == [
+        f"echo_shard_seed{s}_{i}of3" for s in (4, 5) for i in (1, 2, 3)]
+    m = json.loads((res.sweep_dir / "manifest.json").read_text())
+    assert m["engine"] == "ray" and m["shards_per_run"] == 3
+    for run in m["runs"]:
+        assert [(r["shard"], r["status"]) for r in run["shards"]] == [("1/3", "succeeded"), ("2/3", "succeeded"),
+                                                                      ("3/3", "succeeded")]
+        assert run["shards"][0]["counts"] == {"items": 1, "computed": 1, "cached": 0}
+
+
+def test_serial_sweep_with_shards_and_the_refusals(echo_shards, tmp_path):
+    res = sweep("echo_shards", "smoke", ["seed=6"], engine="serial", shards=2, out=tmp_path / "out", progress=False)
+    assert res.summary["shards_found"].tolist() == [2]
+    assert [r["shard"] for r in res.manifest["runs"][0]["shards"]] == ["1/2", "2/2"]
+    with pytest.raises(RadauditError, match="at least 2"):
+        sweep("echo_shards", "smoke", ["seed=6"], engine="serial", shards=1, out=tmp_path / "x", progress=False)
+    with pytest.raises(RadauditError, match="echo_sweep has no shard step.*decoding_erasure"):
+        sweep("echo_sweep", "smoke", ["seed=6"], engine="serial", shards=2, out=tmp_path / "x", progress=False)
+    assert not (tmp_path / "x").exists()

@@ -221,18 +221,21 @@ def _run_shard(experiment, preset, overrides, data_root, out, name, params_files
 @click.option("--gpus-per-run", type=float, default=None,
               help="GPUs each Ray task asks for (default: 1 if the cluster has GPUs and the params ask for cuda, or "
                    "name a model on a paper/full preset; else 0).")
+@click.option("--shards", type=int, default=0, show_default=True, metavar="N",
+              help="Split each run's expensive step into N shard tasks first (decoding_erasure, synthetic_cxr: "
+                   "radaudit run <e> --shard i/N), then run its notebook on the shared cache.")
 @click.option("--plot", "plot", default=None, metavar="FINDING_ID",
               help="The finding drawn in summary.png against the first --grid key (default: the first numeric finding; "
                    "duration_s when the runs write none).")
 def sweep_cmd(experiment, preset, grid, overrides, data_root, out, no_progress, params_files, engine, address,
-              cpus_per_run, gpus_per_run, plot) -> None:
+              cpus_per_run, gpus_per_run, shards, plot) -> None:
     """Run an experiment over a grid of parameters (one run per combination, as Ray tasks or serially) and write
     outputs/<experiment>/sweeps/<time>_<preset>/ with summary.csv, index.md, summary.png and manifest.json."""
     from radaudit.sweep import sweep
 
     res = sweep(experiment, preset, grid, overrides, data_root=data_root, out=out, progress=not no_progress,
                 params_files=params_files, engine=engine, address=address, cpus_per_run=cpus_per_run,
-                gpus_per_run=gpus_per_run, plot=plot)
+                gpus_per_run=gpus_per_run, plot=plot, shards=shards)
     s = res.summary
     keys = list(res.manifest["grid"])
     column = res.manifest["plot"]["column"]

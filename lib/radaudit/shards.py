@@ -92,8 +92,12 @@ def _shard_dir(base: Path, name: str) -> Path:
 
 def run_shard(experiment: str, preset: str, overrides: list[str] | tuple[str, ...] = (), *,
               shard: tuple[int, int], data_root: str | None = None,
-              params_files: list[str] | tuple[str, ...] = (), out: str | os.PathLike | None = None) -> dict[str, Any]:
+              params_files: list[str] | tuple[str, ...] = (), out: str | os.PathLike | None = None,
+              prepared: tuple[Any, BaseParams] | None = None) -> dict[str, Any]:
     """Run part ``shard = (i, n)`` of ``experiment``'s shard step into the cache; returns the shard's manifest.
+
+    ``prepared``: the ``(Experiment, params)`` a driver already resolved and validated (a sweep's Ray tasks pass
+    them, as to :func:`radaudit.run.run_experiment`), so a worker runs exactly those params.
 
     Raises :class:`ParamsError` before anything is written for an experiment without a shard step (naming
     those that have one), bad params, or a bad shard. The manifest (``<out or outputs>/<experiment>/shards/
@@ -103,11 +107,12 @@ def run_shard(experiment: str, preset: str, overrides: list[str] | tuple[str, ..
     from radaudit.models.cache import default_cache_dir
 
     i, n = check_shard(shard)
-    exp = get_experiment(experiment)
+    exp = prepared[0] if prepared is not None else get_experiment(experiment)
     if exp.shard_step is None:
         raise ParamsError(f"{experiment} has no shard step: run it whole (radaudit run {experiment}). Experiments that "
                           f"can be sharded: {', '.join(shardable_experiments()) or 'none'}.")
-    params = prepare_params(experiment, preset, overrides, data_root, params_files)
+    params = prepared[1] if prepared is not None else prepare_params(experiment, preset, overrides, data_root,
+                                                                     params_files)
     step = exp.shard_function()
     base = (Path(out).resolve() / experiment if out else outputs_dir() / experiment) / "shards"
     folder = _shard_dir(base, f"{_run_name(preset, overrides, params_files)}_{i}of{n}")

@@ -165,6 +165,25 @@ def run_member(experiment: str, preset: str, overrides: list[str], label: str, p
             "folder": run_dir.name if run_dir.is_dir() else "", "error": error, "findings": findings}
 
 
+def run_shard_task(experiment: str, preset: str, overrides: list[str], label: str, shard: tuple[int, int], *,
+                   out_root: str, data_root: str | None = None, params_files: Sequence[str] = (),
+                   prepared: tuple[Experiment, BaseParams] | None = None) -> dict[str, Any]:
+    """One shard of one member (``--shards N``; the body of a Ray task): :func:`radaudit.shards.run_shard` into the
+    shared cache. Never raises: a failed shard is a record (``status: failed`` and the error's first line), and the
+    member's merge run still follows, computing what the shard left undone, so nothing already cached is lost."""
+    from radaudit.shards import run_shard
+
+    i, n = shard
+    try:
+        m = run_shard(experiment, preset, list(overrides), shard=(i, n), data_root=data_root,
+                      params_files=list(params_files), out=out_root, prepared=prepared)
+        return {"run": label, "shard": f"{i}/{n}", "status": "succeeded", "error": "",
+                "counts": m.get("counts", {}), "duration_s": m.get("duration_s")}
+    except Exception as err:  # noqa: BLE001  (recorded; the merge run computes the rest)
+        text = f"{type(err).__name__}: {err}".strip().splitlines()[0]
+        return {"run": label, "shard": f"{i}/{n}", "status": "failed", "error": text, "counts": {}, "duration_s": None}
+
+
 # ----------------------------------------------------------------------------------------------- the summary
 
 def summary_frame(grid: dict[str, list[str]], members: Sequence[dict[str, Any]]) -> pd.DataFrame:
@@ -337,11 +356,20 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
-def _serial(tasks: list[dict[str, Any]], progress: bool, on_done: Callable[[int, dict[str, Any]], None]) -> list[dict]:
+def _shard_tasks(task: dict[str, Any], shards: int) -> list[dict[str, Any]]:
+    """The ``shards`` shard tasks of one member (:func:`run_shard_task` keyword arguments)."""
+    return [{"experiment": task["experiment"], "preset": task["preset"], "overrides": task["overrides"],
+             "label": task["label"], "shard": (j, shards), "out_root": task["out_root"], "data_root": task["data_root"],
+             "params_files": task["params_files"], "prepared": task["prepared"]} for j in range(1, shards + 1)]
+
+
+def _serial(tasks: list[dict[str, Any]], progress: bool, on_done: Callable[[int, dict[str, Any]], None],
+            shards: int = 0) -> list[dict]:
     results = []
     for i, task in enumerate(tasks):
         log.info("sweep %d/%d: %s", i + 1, len(tasks), task["label"])
-        results.append(run_member(**task, progress=progress))
+        done_shards = [run_shard_task(**st) for st in _shard_tasks(task, shards)]
+        results.append({**run_member(**task, progress=progress), **({"shards": done_shards} if shards else {})})
         on_done(i, results[-1])
     return results
 
@@ -383,30 +411,57 @@ def _ray_connect(address: str | None) -> _RaySession:
 
 
 def _ray(session: _RaySession, tasks: list[dict[str, Any]], cpus: float, gpus: float,
-         on_done: Callable[[int, dict[str, Any]], None]) -> list[dict]:
+         on_done: Callable[[int, dict[str, Any]], None], shards: int = 0) -> list[dict]:
+    """Members as Ray tasks. With ``shards``, every member's shards are submitted first (all members' at once, so
+    they spread over the cluster) and a member's merge run is submitted as soon as its last shard is back."""
     ray = session.ray
-    remote = ray.remote(run_member)
+    remote, shard_remote = ray.remote(run_member), ray.remote(run_shard_task)
     env = _worker_env()
-    refs = {}
+
+    def opts(name: str) -> dict[str, Any]:
+        return {"num_cpus": cpus, "num_gpus": gpus, "max_retries": 0, "name": name, "runtime_env": {"env_vars": env}}
+
+    refs: dict[Any, tuple[str, int, int]] = {}  # ref -> ("member" | "shard", member index, shard index)
+    shard_results: list[list[dict]] = [[] for _ in tasks]
     for i, task in enumerate(tasks):
-        ref = remote.options(num_cpus=cpus, num_gpus=gpus, max_retries=0, name=f"radaudit:{task['label']}",
-                             runtime_env={"env_vars": env}).remote(**task)
-        refs[ref] = i
-    log.info("sweep: %d runs submitted to Ray at %s (%g CPU, %g GPU each)", len(tasks), session.address, cpus, gpus)
+        if shards:
+            for st in _shard_tasks(task, shards):
+                ref = shard_remote.options(**opts(f"radaudit:{task['label']}:shard{st['shard'][0]}of{shards}")).remote(**st)
+                refs[ref] = ("shard", i, st["shard"][0])
+        else:
+            refs[remote.options(**opts(f"radaudit:{task['label']}")).remote(**task)] = ("member", i, 0)
+    log.info("sweep: %d runs%s submitted to Ray at %s (%g CPU, %g GPU each)", len(tasks),
+             f" (first {shards} shards each)" if shards else "", session.address, cpus, gpus)
     results: list[dict | None] = [None] * len(tasks)
     pending = list(refs)
     try:
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             for ref in done:
-                i = refs[ref]
+                kind, i, j = refs[ref]
+                task = tasks[i]
+                if kind == "shard":
+                    try:
+                        rec = ray.get(ref)
+                    except Exception as err:  # noqa: BLE001  (the worker died): recorded, the merge computes the rest
+                        rec = {"run": task["label"], "shard": f"{j}/{shards}", "status": "failed", "counts": {},
+                               "duration_s": None, "error": f"Ray task failed: {type(err).__name__}"}
+                    shard_results[i].append(rec)
+                    log.info("sweep %s: shard %s %s%s", task["label"], rec["shard"], rec["status"],
+                             f" ({rec['error']})" if rec["error"] else "")
+                    if len(shard_results[i]) == shards:  # the member's last shard: its merge run
+                        merge = remote.options(**opts(f"radaudit:{task['label']}")).remote(**task)
+                        refs[merge] = ("member", i, 0)
+                        pending.append(merge)
+                    continue
                 try:
                     results[i] = ray.get(ref)
                 except Exception as err:  # noqa: BLE001  (the worker died, or the task could not start)
-                    task = tasks[i]
                     folder = task["label"] if (Path(task["sweep_dir"]) / task["label"]).is_dir() else ""
                     results[i] = _failure(task["label"], task["params"], f"Ray task failed: {type(err).__name__}: "
                                           f"{str(err).strip().splitlines()[-1] if str(err).strip() else err!r}", folder)
+                if shards:
+                    results[i]["shards"] = sorted(shard_results[i], key=lambda r: int(r["shard"].split("/")[0]))
                 on_done(i, results[i])
     except BaseException:
         for ref in pending:
@@ -458,12 +513,17 @@ def sweep(
     cpus_per_run: float = 1.0,
     gpus_per_run: float | None = None,
     plot: str | None = None,
+    shards: int = 0,
 ) -> SweepResult:
     """Run the experiment once per combination of the grid and write the sweep's summary (module docstring).
 
     ``engine``: ``auto`` | ``ray`` | ``serial``. ``address``: ``None`` (a local Ray), ``auto`` or ``ray://host:port``.
     ``gpus_per_run``: ``None`` = 1 when the Ray cluster has a GPU and a member :func:`wants_gpu`, else 0.
     ``plot``: the finding id (or ``duration_s``) to draw; ``None`` = the first finding with a number.
+    ``shards``: ``N > 0`` runs each member's expensive step as N shard tasks first (``radaudit run <e> --shard i/N``,
+    :mod:`radaudit.shards`, into the shared cache), then the member's notebook, which finds it all cached; the
+    shards' records (counts, status) go into the manifest's ``runs``. A failed shard is recorded and the merge run
+    computes what it left.
     Raises ``ParamsError`` / ``RadauditError`` before anything is written; a failed member does not raise.
     """
     if engine not in ENGINES:
@@ -474,6 +534,13 @@ def sweep(
         raise RadauditError(f"--plot {plot!r} must be a finding id (snake_case, as in findings.json) or duration_s.")
     grid = parse_grid(grid_items)
     exp = get_experiment(experiment)
+    if shards < 0 or shards == 1:
+        raise RadauditError(f"--shards {shards} must be 0 (no shards) or at least 2.")
+    if shards and exp.shard_step is None:
+        from radaudit.shards import shardable_experiments
+
+        raise ParamsError(f"{experiment} has no shard step, so --shards cannot split it; experiments that can be "
+                          f"sharded: {', '.join(shardable_experiments()) or 'none'}.")
     model = exp.params_model()
     for key in grid:
         if key.split(".")[0] not in model.model_fields:
@@ -511,7 +578,7 @@ def sweep(
             _check_resources(session, cpus, gpus)
         return _execute(experiment, preset, grid, list(overrides), prepared, data_root=data_root, out=out,
                         progress=progress, params_files=list(params_files), engine=engine, session=session,
-                        cpus=cpus, gpus=gpus, plot=plot)
+                        cpus=cpus, gpus=gpus, plot=plot, shards=shards)
     finally:
         if session is not None and session.started:
             session.ray.shutdown()
@@ -530,7 +597,7 @@ def _new_dir(base: Path, name: str) -> Path:
 
 
 def _execute(experiment, preset, grid, overrides, prepared, *, data_root, out, progress, params_files, engine,
-             session, cpus, gpus, plot) -> SweepResult:
+             session, cpus, gpus, plot, shards=0) -> SweepResult:
     out_root = Path(out).resolve() if out else outputs_dir()
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     sweep_dir = _new_dir(out_root / experiment / "sweeps", f"{stamp}_{preset}")
@@ -544,7 +611,7 @@ def _execute(experiment, preset, grid, overrides, prepared, *, data_root, out, p
         "kind": "sweep", "experiment": experiment, "preset": preset, "sweep_name": sweep_dir.name, "status": "running",
         "engine": engine, "ray_version": ray_version, "address": session.address if session is not None else None,
         "cluster_resources": session.resources if session is not None else None,
-        "resources_per_run": {"num_cpus": cpus, "num_gpus": gpus},
+        "resources_per_run": {"num_cpus": cpus, "num_gpus": gpus}, "shards_per_run": shards,
         "grid": grid, "overrides": overrides,
         "params_files": [str(Path(f).resolve()) for f in params_files], "data_root": data_root,
         "git": manifest.git_info(project_root()), "versions": {**manifest.package_versions(),
@@ -560,12 +627,13 @@ def _execute(experiment, preset, grid, overrides, prepared, *, data_root, out, p
     def on_done(i: int, res: dict[str, Any]) -> None:
         log.info("sweep %d/%d %s: %s%s", sum(r["status"] != "pending" for r in m["runs"]) + 1, len(tasks),
                  res["run"], res["status"], f" ({res['error']})" if res["error"] else "")
-        m["runs"][i] = {k: res[k] for k in ("run", "params", "status", "duration_s", "folder", "error")}
+        m["runs"][i] = {k: res[k] for k in ("run", "params", "status", "duration_s", "folder", "error", "shards")
+                        if k in res}
         manifest.write(mpath, m)
 
     try:
-        members = (_ray(session, tasks, cpus, gpus, on_done) if engine == "ray"
-                   else _serial(tasks, progress, on_done))
+        members = (_ray(session, tasks, cpus, gpus, on_done, shards) if engine == "ray"
+                   else _serial(tasks, progress, on_done, shards))
     except BaseException:
         manifest.update(mpath, status="interrupted", finished=manifest.utcnow(),
                         duration_s=round(time.perf_counter() - t0, 3), runs=m["runs"])
