@@ -9,7 +9,6 @@ manifest ``status: failed`` with the error, and raises :class:`~radaudit.errors.
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import logging
 import os
@@ -20,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from radaudit import manifest
-from radaudit.config import BaseParams, resolve_params
+from radaudit.config import BaseParams
 from radaudit.errors import ParamsError, RunFailedError
-from radaudit.experiments import Experiment, get_experiment
-from radaudit.paths import check_component, notebooks_dir, outputs_dir, params_dir, project_root
+from radaudit.experiments import Experiment
+from radaudit.paths import check_component, notebooks_dir, outputs_dir, project_root
+from radaudit.run_setup import default_run_name, new_run_dir, prepare  # noqa: F401  (run.prepare stays public)
 
 log = logging.getLogger("radaudit.run")
 
@@ -35,41 +35,6 @@ class RunResult:
     status: str
     html: Path | None
     manifest: dict[str, Any]
-
-
-def prepare(experiment: str, preset: str, overrides: list[str] | tuple[str, ...] = (),
-            data_root: str | None = None, params_files: list[str] | tuple[str, ...] = ()) -> tuple[Experiment, BaseParams]:
-    """Resolve and validate the params (preset, ``-f`` files, ``-p`` overrides) and run the experiment's
-    preflight checks. Nothing is written."""
-    exp = get_experiment(experiment)
-    model = exp.params_model()
-    params = resolve_params(model, params_dir(), experiment, preset, overrides, extra={"data_root": data_root},
-                            params_files=params_files)
-    params.preflight()
-    return exp, params
-
-
-def _new_run_dir(base: Path, name: str) -> Path:
-    base.mkdir(parents=True, exist_ok=True)
-    for i in range(1, 10_000):
-        d = base / (name if i == 1 else f"{name}-{i}")
-        try:
-            d.mkdir(exist_ok=False)
-            return d
-        except FileExistsError:
-            continue
-    raise RuntimeError(f"could not create a fresh run folder under {base}")
-
-
-def default_run_name(preset: str, overrides: list[str] | tuple[str, ...] = (),
-                     params_files: list[str] | tuple[str, ...] = ()) -> str:
-    """``<time>_<preset>``, plus ``_p<hash>`` of the ``-p`` overrides and ``-f`` files' contents when given."""
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    name = f"{stamp}_{preset}"
-    if overrides or params_files:
-        parts = sorted(overrides) + [Path(f).read_text(encoding="utf-8") for f in params_files]
-        name += "_p" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:6]
-    return name
 
 
 def _point_latest(exp_dir: Path, run_dir: Path) -> None:
@@ -248,7 +213,7 @@ def run_experiment(
     kernel_name = os.environ.get("RADAUDIT_KERNEL", "python3")
     kernel_exe = kernel_python(kernel_name)
     exp_dir = Path(out).resolve() / experiment if out else outputs_dir() / experiment
-    run_dir = _new_run_dir(run_parent or exp_dir, name or (default_run_name(preset, overrides, params_files)
+    run_dir = new_run_dir(run_parent or exp_dir, name or (default_run_name(preset, overrides, params_files)
                                                            + ("_rehearsal" if rehearse else "")))
     (run_dir / "figures").mkdir()
     (run_dir / "tables").mkdir()

@@ -1,7 +1,7 @@
 """Shard runs: ``radaudit run <experiment> --shard i/n`` does the i-th of n parts of the expensive step.
 
 A shard run does **not** execute the notebook. It resolves the params exactly as a full run does
-(:func:`prepare_params`, the calls of :func:`radaudit.run.prepare`: preset, ``-f`` files, ``-p`` overrides,
+(:func:`prepare_params`, :func:`radaudit.run_setup.prepare` as a full run: preset, ``-f`` files, ``-p`` overrides,
 preflight), calls the experiment's shard step (:attr:`radaudit.experiments.Experiment.shard_step`;
 decoding_erasure: report generation, synthetic_cxr: fidelity feature extraction), which writes its part into the
 shared cache (``$RADAUDIT_CACHE``), and records what it did in
@@ -18,8 +18,6 @@ which shards already ran. What a part holds is each experiment's choice (studies
 
 from __future__ import annotations
 
-import datetime as _dt
-import hashlib
 import os
 import re
 import time
@@ -27,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from radaudit import manifest
-from radaudit.config import BaseParams, resolve_params
+from radaudit.config import BaseParams
 from radaudit.errors import ParamsError
 from radaudit.experiments import EXPERIMENTS, get_experiment
-from radaudit.paths import outputs_dir, params_dir, project_root
+from radaudit.paths import outputs_dir, project_root
+from radaudit.run_setup import default_run_name, new_run_dir, prepare
 from radaudit.stats import check_shard, shard_slice, split_parts
 
 __all__ = ["parse_shard", "prepare_params", "run_shard", "shard_slice", "shardable_experiments", "split_parts"]
@@ -59,35 +58,9 @@ def shardable_experiments() -> list[str]:
 
 def prepare_params(experiment: str, preset: str, overrides: list[str] | tuple[str, ...] = (),
                    data_root: str | None = None, params_files: list[str] | tuple[str, ...] = ()) -> BaseParams:
-    """The params of a run, resolved and checked as :func:`radaudit.run.prepare` does (preset, ``-f`` files, ``-p``
-    overrides, ``data_root``, then preflight), so that a shard computes what the full run will look up. The two are
-    siblings in the import layers (neither imports the other); ``tests/test_shards.py`` checks they agree."""
-    model = get_experiment(experiment).params_model()
-    params = resolve_params(model, params_dir(), experiment, preset, overrides, extra={"data_root": data_root},
-                            params_files=params_files)
-    params.preflight()
-    return params
-
-
-def _run_name(preset: str, overrides: list[str] | tuple[str, ...], params_files: list[str] | tuple[str, ...]) -> str:
-    """``<time>_<preset>``, plus ``_p<hash>`` of the overrides and ``-f`` files' contents (as a run's folder name)."""
-    name = f"{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}_{preset}"
-    if overrides or params_files:
-        parts = sorted(overrides) + [Path(f).read_text(encoding="utf-8") for f in params_files]
-        name += "_p" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:6]
-    return name
-
-
-def _shard_dir(base: Path, name: str) -> Path:
-    base.mkdir(parents=True, exist_ok=True)
-    for k in range(1, 10_000):
-        d = base / (name if k == 1 else f"{name}-{k}")
-        try:
-            d.mkdir(exist_ok=False)
-            return d
-        except FileExistsError:
-            continue
-    raise RuntimeError(f"could not create a fresh shard folder under {base}")
+    """The params of a run, resolved and checked by :func:`radaudit.run_setup.prepare`, the function a full run
+    uses, so that a shard computes what the full run will look up."""
+    return prepare(experiment, preset, overrides, data_root, params_files)[1]
 
 
 def run_shard(experiment: str, preset: str, overrides: list[str] | tuple[str, ...] = (), *,
@@ -115,7 +88,7 @@ def run_shard(experiment: str, preset: str, overrides: list[str] | tuple[str, ..
                                                                      params_files)
     step = exp.shard_function()
     base = (Path(out).resolve() / experiment if out else outputs_dir() / experiment) / "shards"
-    folder = _shard_dir(base, f"{_run_name(preset, overrides, params_files)}_{i}of{n}")
+    folder = new_run_dir(base, f"{default_run_name(preset, overrides, params_files)}_{i}of{n}")
     pdict = params.model_dump(mode="json")
     m = manifest.base_manifest(experiment=experiment, preset=preset, run_name=folder.name, params=pdict,
                                overrides=overrides, project=project_root(), data_root=params.data_root)

@@ -55,6 +55,7 @@ from radaudit.config import BaseParams, parse_overrides
 from radaudit.errors import ParamsError, RadauditError, RunFailedError
 from radaudit.experiments import Experiment, get_experiment
 from radaudit.paths import outputs_dir, project_root, safe_name
+from radaudit.run_setup import new_run_dir, prepare
 
 log = logging.getLogger("radaudit.sweep")
 
@@ -546,7 +547,6 @@ def sweep(
         if key.split(".")[0] not in model.model_fields:
             raise ParamsError(f"--grid key {key!r} is not a parameter of {experiment!r}. "
                               f"Allowed keys: {', '.join(model.model_fields)}.")
-    from radaudit.run import prepare
 
     combos = [dict(zip(grid, vals)) for vals in itertools.product(*grid.values())]
     prepared = []
@@ -584,23 +584,11 @@ def sweep(
             session.ray.shutdown()
 
 
-def _new_dir(base: Path, name: str) -> Path:
-    base.mkdir(parents=True, exist_ok=True)
-    for i in range(1, 10_000):
-        d = base / (name if i == 1 else f"{name}-{i}")
-        try:
-            d.mkdir()
-            return d
-        except FileExistsError:
-            continue
-    raise RadauditError(f"could not create a fresh sweep folder under {base}")
-
-
 def _execute(experiment, preset, grid, overrides, prepared, *, data_root, out, progress, params_files, engine,
              session, cpus, gpus, plot, shards=0) -> SweepResult:
     out_root = Path(out).resolve() if out else outputs_dir()
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    sweep_dir = _new_dir(out_root / experiment / "sweeps", f"{stamp}_{preset}")
+    sweep_dir = new_run_dir(out_root / experiment / "sweeps", f"{stamp}_{preset}")
     tasks = []
     for i, (combo, ov, prep) in enumerate(prepared):
         tasks.append({"experiment": experiment, "preset": preset, "overrides": ov, "label": member_label(i, combo),
