@@ -157,6 +157,12 @@ def test_summary_figure_draws_the_interval_around_each_value():
     spans = sorted((round(seg[0][0], 9), round(seg[0][1], 9), round(seg[1][1], 9)) for seg in segments)
     assert spans == [(1.0, 0.7, 0.9), (2.0, 0.45, 0.7)]
     assert ax.get_xlabel() == "seed" and "95% CI" in ax.get_title() and ax.get_title().startswith("AUROC")
+    # a seed is a label, not a quantity: points not joined, and a dashed line at their mean (0.8 + 0.6) / 2
+    assert line.get_linestyle() == "None"
+    (mean,) = [ln for ln in ax.get_lines() if ln.get_label() == "mean over seed"]
+    assert list(mean.get_ydata()) == pytest.approx([0.7, 0.7]) and mean.get_linestyle() == "--"
+    other = summary_figure(s.rename(columns={"seed": "n_bootstrap"}), {"n_bootstrap": ["1", "2", "3"]}, "auroc")
+    assert other.axes[0].get_lines()[0].get_linestyle() == "-"  # a quantity: joined
 
 
 def test_summary_figure_one_line_per_combination_of_the_other_keys():

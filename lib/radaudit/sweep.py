@@ -237,6 +237,8 @@ def summary_figure(summary: pd.DataFrame, grid: dict[str, list[str]], column: st
     """A figure of ``column`` (a finding id or ``duration_s``) against the first grid key, with 95% CI error bars
     where the summary has ``<column>.ci_low`` / ``.ci_high``, one line per combination of the other grid keys.
     A numeric grid key is drawn on a numeric axis (log-scaled when it spans 100x or more), any other in grid order.
+    A seed (a key named ``seed`` or ``*_seed``) is a label, not a quantity: its points are not joined by a line, and
+    a dashed line marks their mean, so the spread across seeds reads at a glance.
     Members without a value (failed runs) are left out. Returns a matplotlib ``Figure`` (no pyplot state)."""
     from matplotlib.figure import Figure
 
@@ -244,6 +246,7 @@ def summary_figure(summary: pd.DataFrame, grid: dict[str, list[str]], column: st
         raise RadauditError(f"The sweep summary has no column {column!r}.")
     keys = list(grid)
     x_key, others = keys[0], keys[1:]
+    is_seed = x_key == "seed" or x_key.endswith("_seed")
     raw_x = summary[x_key].astype(str)
     numeric = pd.to_numeric(raw_x, errors="coerce")
     is_numeric = bool(numeric.notna().all())
@@ -262,7 +265,12 @@ def summary_figure(summary: pd.DataFrame, grid: dict[str, list[str]], column: st
         if not idx:
             continue
         colour = f"C{i % 10}"
-        ax.plot(x[idx], y[idx], marker="o", color=colour, label=legend or None)
+        if is_seed:
+            ax.plot(x[idx], y[idx], marker="o", linestyle="none", color=colour, label=legend or None)
+            ax.axhline(float(y[idx].mean()), color=colour, linestyle="--", linewidth=1,
+                       label=f"mean over {x_key}" + (f" ({legend})" if legend else ""))
+        else:
+            ax.plot(x[idx], y[idx], marker="o", color=colour, label=legend or None)
         with_ci = [j for j in idx if pd.notna(lo[j]) and pd.notna(hi[j])]
         if with_ci:
             any_ci = True
@@ -281,7 +289,7 @@ def summary_figure(summary: pd.DataFrame, grid: dict[str, list[str]], column: st
     ax.set_ylabel(column)
     title = label or ("seconds per run" if column == "duration_s" else column)
     ax.set_title(title + ("\n(error bars: 95% CI)" if any_ci else ""), fontsize="medium")
-    if others:
+    if others or is_seed:
         ax.legend(title=None, fontsize="small")
     return fig
 
