@@ -41,7 +41,7 @@ from radaudit.models.vlm import (  # noqa: E402
     parse_yes_no,
     vlm_generate,
 )
-from tiny_vlms import BUILDERS  # noqa: E402
+from tiny_vlms import BUILDERS, random_images  # noqa: E402
 
 
 @pytest.fixture(scope="module", params=["llava", "qwen2vl", "qwen3vl", "gemma3", "mllama", "janus"])
@@ -55,14 +55,7 @@ def vlm(request, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def images(tmp_path_factory):
-    rng = np.random.default_rng(0)
-    folder = tmp_path_factory.mktemp("images")
-    out = []
-    for i, (h, w) in enumerate([(40, 50), (30, 30)]):
-        img = Image.fromarray((rng.random((h, w, 3)) * 255).astype("uint8"))
-        img.save(folder / f"img{i}.png")
-        out.append(folder / f"img{i}.png")
-    return out
+    return random_images(tmp_path_factory.mktemp("images"), seed=0)
 
 
 def _items(images):

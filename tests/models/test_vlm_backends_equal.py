@@ -43,21 +43,14 @@ from radaudit.models.vlm import (  # noqa: E402
     vlm_generate,
 )
 from radaudit.models.vlm_vllm import LORA_NAME, load_vllm_vlm, lora_rank  # noqa: E402
-from tiny_vlms import BUILDERS  # noqa: E402
+from tiny_vlms import BUILDERS, random_images  # noqa: E402
 
 MAX_NEW = 3
 
 
 @pytest.fixture(scope="module")
 def images(tmp_path_factory):
-    rng = np.random.default_rng(1)
-    folder = tmp_path_factory.mktemp("images")
-    out = []
-    for i, (h, w) in enumerate([(40, 50), (30, 30)]):
-        path = folder / f"img{i}.png"
-        Image.fromarray((rng.random((h, w, 3)) * 255).astype("uint8")).save(path)
-        out.append(path)
-    return out
+    return random_images(tmp_path_factory.mktemp("images"), seed=1)
 
 
 def _items(images):
