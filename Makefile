@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.radaudit-installed
 PRESET ?= demo
 DATA   ?= $(HOME)/radaudit-data
 
-.PHONY: install browser data demo lint test test-all bench clean-venv
+.PHONY: install browser data demo lint test test-ci test-all bench clean-venv
 
 $(STAMP): pyproject.toml requirements/nodeps.txt requirements/cpu.txt
 	$(PYTHON) -m venv $(VENV)
@@ -36,13 +36,18 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/lint-imports --no-cache
 
-## The test suite CI runs (the import contracts, then pytest; notebooks on their smoke preset, slow demo runs excluded),
-## on TEST_WORKERS pytest-xdist workers (one per core), each test file on one worker; each notebook's smoke runs are
-## made once for all workers (tests/conftest.py). Not --dist loadgroup: with pytest 9.2 it silently stops grouping
-## (pytest-xdist issue 1386).
+## The everyday suite (the import contracts, then pytest): every unit test and every notebook once on its smoke preset,
+## on TEST_WORKERS pytest-xdist workers (one per core), each test file on one worker; each notebook's smoke run is
+## made once for all workers (tests/conftest.py). Checks marked `long` (seconds each) and `slow` are left to the
+## targets below. Not --dist loadgroup: with pytest 9.2 it silently stops grouping (pytest-xdist issue 1386).
 TEST_WORKERS ?= 2
 test: lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+
+## What CI runs (.ci/run): the everyday suite plus every `long` check (a second smoke run of each notebook compared
+## byte for byte, the browser, real Ray, shards, the paper rehearsals, the reference-package comparisons).
+test-ci: lint
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m 'not slow'
 
 ## Everything, including the slow demo-preset notebook runs.
 test-all: lint

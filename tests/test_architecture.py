@@ -138,6 +138,7 @@ def _unresolved(label: str, source: str) -> list[str]:
     return bad
 
 
+@pytest.mark.long
 def test_every_radaudit_import_resolves_including_function_local_ones():
     """import-linter sees the graph, not whether a name exists: a lazy import inside a function that names a
     module that moved (``from ...synthetic_cxr.study import models``) only fails when the function runs. Check

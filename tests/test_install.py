@@ -9,6 +9,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+import pytest
 import tomllib
 import yaml
 
@@ -50,6 +51,7 @@ def test_every_no_deps_wheel_is_installed_at_its_pin():
         assert metadata.version(name) == version, req
 
 
+@pytest.mark.long
 def test_the_lab_interface_is_installed():
     lab = _pyproject()["project"]["optional-dependencies"]["lab"]
     assert {re.split(r"[<>=]", x)[0] for x in lab} == {"jupyterlab", "ipywidgets"}

@@ -116,6 +116,60 @@ def test_save_table_writes_three_files_with_the_expected_content(tmp_path):
     assert "recall %" not in tex
 
 
+# Random frames for the hand-written Markdown and LaTeX writers: names and cells mixing LaTeX specials, "|",
+# accents, a combining accent, wide CJK characters and spaces; empty frames; floats over 8 orders of magnitude.
+_ALPHABET = list("abc XYZ_|&%{}~^\\0123456789.-αβ·–≥中文é") + ["a\u0301"]
+
+
+def _random_frames(seed: int, n: int):
+    rng = np.random.default_rng(seed)
+
+    def text() -> str:
+        return "".join(rng.choice(_ALPHABET, rng.integers(0, 12)))
+
+    for _ in range(n):
+        cols: dict = {}
+        nrow = int(rng.integers(0, 8))
+        for j in range(int(rng.integers(0, 5))):
+            name = (text() or "c") + str(j)
+            kind = rng.integers(0, 3)
+            cols[name] = (rng.random(nrow) * 10.0 ** rng.integers(-3, 5) if kind == 0 else
+                          rng.integers(-100, 10000, nrow) if kind == 1 else [text() for _ in range(nrow)])
+        yield pd.DataFrame(cols) if cols else pd.DataFrame(index=range(nrow))
+
+
+def test_markdown_writer_equals_tabulate_and_latex_writer_equals_styler():
+    """save_table writes Markdown and LaTeX itself (tabulate and Styler took seconds on long tables): on 300 random
+    frames both equal, byte for byte, what tabulate's github format and Styler.to_latex write."""
+    from radaudit.tables import _display_frame, _latex_escape, _tabulate_markdown, latex_tabular, markdown_table
+
+    for df in _random_frames(0, 300):
+        shown, numeric = _display_frame(df, False, 4)
+        assert markdown_table(shown, numeric) == _tabulate_markdown(shown, numeric), df
+        escaped = shown.map(_latex_escape)
+        escaped.columns = [_latex_escape(c) for c in shown.columns]
+        for caption in (None, "Words per category: 50% & more_than {x}"):
+            cap = _latex_escape(caption) if caption else None
+            styler = escaped.style.hide(axis="index").to_latex(
+                column_format="".join("r" if n else "l" for n in numeric), hrules=True, caption=cap,
+                position="htbp" if caption else None)
+            assert latex_tabular(shown, numeric, cap) == styler, df
+
+
+def test_markdown_writer_takes_its_own_path_on_plain_cells(monkeypatch):
+    """The comparison above means something only if the hand-written path runs: on cells without surrounding
+    spaces or line breaks tabulate is never called."""
+    import radaudit.tables as tables
+
+    df = pd.DataFrame({"finding | side": ["effusion", "中文 é", "a|b"], "share": [0.5, np.nan, 1e-6], "n": [1, 22, 333]})
+    shown, numeric = tables._display_frame(df, False, 4)
+    expected = tables._tabulate_markdown(shown, numeric)
+    monkeypatch.setattr(tables, "_tabulate_markdown", lambda *a: pytest.fail("tabulate was called"))
+    assert tables.markdown_table(shown, numeric) == expected
+    # widths: a column is as wide as its widest cell and at least its header + 2 ("finding \\| side": 15 + 2)
+    assert expected.splitlines()[2] == "| effusion          |  0.5000 |   1 |"
+
+
 def test_save_table_is_byte_identical_across_calls(tmp_path):
     a = save_table(_frame(), tmp_path / "a", "t")
     b = save_table(_frame(), tmp_path / "b", "t")
@@ -159,6 +213,27 @@ def test_save_figure_png_is_300_dpi_and_pdf_is_a_pdf(tmp_path):
         assert "Software" not in img.info
     pdf = paths["pdf"].read_bytes()
     assert pdf.startswith(b"%PDF") and b"CreationDate" not in pdf
+
+
+def test_save_figure_dpi_scales_the_png_and_pdf_false_writes_no_pdf(tmp_path):
+    """The smoke presets' settings (figure_dpi 72, figure_pdf false): a PNG a quarter as wide as at 300 dpi, no PDF."""
+    full = save_figure(_figure(), tmp_path / "full", "f")
+    low = save_figure(_figure(), tmp_path / "low", "f", dpi=72, pdf=False)
+    assert list(low) == ["png"] and not (tmp_path / "low" / "f.pdf").exists()
+    with Image.open(full["png"]) as a, Image.open(low["png"]) as b:
+        assert b.info["dpi"] == pytest.approx((72, 72), abs=0.01)
+        assert b.size[0] == pytest.approx(a.size[0] * 72 / 300, abs=2)  # tight bbox: same inches, 72/300 the pixels
+
+
+def test_run_figure_follows_the_params(tmp_path):
+    from radaudit.config import BaseParams
+    from radaudit.session import Run
+
+    run = Run(experiment="x", params=BaseParams(figure_dpi=100, figure_pdf=False), dir=tmp_path)
+    paths = run.figure(_figure(), "f")
+    assert list(paths) == ["png"] and run.figures == ["f"]
+    with Image.open(paths["png"]) as img:
+        assert img.info["dpi"] == pytest.approx((100, 100), abs=0.01)
 
 
 def test_save_figure_is_byte_identical_across_saves(tmp_path):

@@ -14,6 +14,7 @@ from radaudit.run import run_experiment
 pytestmark = pytest.mark.usefixtures("rehearsal_cache")
 
 
+@pytest.mark.long
 @pytest.mark.rehearsal
 def test_modality_shift_paper_rehearsal_runs_every_named_vlm_class(tmp_path):
     res = run_experiment("modality_shift", "paper", out=tmp_path, progress=False, rehearse=True)

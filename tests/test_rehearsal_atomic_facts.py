@@ -16,6 +16,7 @@ pytestmark = [pytest.mark.rehearsal, pytest.mark.usefixtures("rehearsal_cache")]
 
 
 
+@pytest.mark.long
 def test_atomic_facts_paper_rehearsal_counts_every_failed_decomposition(tmp_path):
     res = run_experiment("atomic_facts", "paper", out=tmp_path, progress=False, rehearse=True)
     m = json.loads((res.run_dir / "manifest.json").read_text())

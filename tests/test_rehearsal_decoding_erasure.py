@@ -14,6 +14,7 @@ from radaudit.run import run_experiment
 pytestmark = [pytest.mark.rehearsal, pytest.mark.usefixtures("rehearsal_cache")]
 
 
+@pytest.mark.long
 def test_decoding_erasure_paper_rehearsal_runs_the_vlm_adapter_path(tmp_path):
     res = run_experiment("decoding_erasure", "paper", out=tmp_path, progress=False, rehearse=True)
     m = json.loads((res.run_dir / "manifest.json").read_text())

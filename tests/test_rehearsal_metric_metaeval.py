@@ -16,6 +16,7 @@ pytestmark = [pytest.mark.rehearsal, pytest.mark.usefixtures("rehearsal_cache")]
 
 
 
+@pytest.mark.long
 def test_metric_metaeval_paper_rehearsal_runs_with_every_reply_unparseable(tmp_path):
     res = run_experiment("metric_metaeval", "paper", out=tmp_path, progress=False, rehearse=True)
     m = json.loads((res.run_dir / "manifest.json").read_text())

@@ -31,6 +31,7 @@ def rehearsal(tmp_path_factory):
                           rehearse=True)
 
 
+@pytest.mark.long
 def test_paper_rehearsal_runs_every_named_model_class(rehearsal):
     m = json.loads((rehearsal.run_dir / "manifest.json").read_text())
     assert m["status"] == "succeeded" and rehearsal.run_dir.name.endswith("_rehearsal")
@@ -47,6 +48,7 @@ def test_paper_rehearsal_runs_every_named_model_class(rehearsal):
     assert reh["biovil-t"].startswith("✗ not rehearsed: ") and "hi-ml-multimodal" in reh["biovil-t"]
 
 
+@pytest.mark.long
 def test_paper_rehearsal_tables_have_every_generator_and_the_real_baseline(rehearsal):
     t = rehearsal.run_dir / "tables"
     names = ["SD V1-5", "Sana", "RadEdit", "held-out real"]
@@ -61,6 +63,7 @@ def test_paper_rehearsal_tables_have_every_generator_and_the_real_baseline(rehea
     assert splits == {"train": 4, "test": 6, "valid": 2}  # valid: MIMIC's validate split, the held-out real pool
 
 
+@pytest.mark.long
 def test_paper_rehearsal_keeps_the_papers_other_params(rehearsal):
     p = json.loads((rehearsal.run_dir / "manifest.json").read_text())["params"]
     _, paper = prepare("synthetic_cxr", "paper")

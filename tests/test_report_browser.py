@@ -12,6 +12,8 @@ import pytest
 from radaudit.experiments import EXPERIMENTS
 from radaudit.report import render_index
 
+pytestmark = pytest.mark.long  # headless Chromium on every notebook's smoke report: CI's tier (make test-ci)
+
 VIEWPORT = {"width": 1280, "height": 800}
 
 

@@ -68,6 +68,7 @@ def test_successful_run_writes_everything(project):
     assert (d / "run.log").exists()
 
 
+@pytest.mark.long
 def test_runs_never_overwrite(project):
     a = run_experiment("echo", "smoke", progress=False, name="same")
     b = run_experiment("echo", "smoke", progress=False, name="same")
@@ -98,7 +99,7 @@ def test_cli_failed_run_exits_1(project):
 def test_cli_unknown_key_fails_before_running(project):
     r = CliRunner().invoke(main, ["run", "echo", "--preset", "smoke", "-p", "no_such_key=1"])
     assert r.exit_code == 2
-    assert "unknown key 'no_such_key'" in r.output and "Allowed keys: seed, data_root, n_bootstrap, confidence, value" in r.output
+    assert "unknown key 'no_such_key'" in r.output and "Allowed keys: seed, data_root, n_bootstrap, confidence, figure_dpi, figure_pdf, value" in r.output
     assert not (project / "outputs").exists()
 
 
@@ -109,6 +110,7 @@ def test_cli_unknown_experiment_and_preset(project):
     assert r.exit_code == 2 and "Available presets: smoke" in r.output
 
 
+@pytest.mark.long
 def test_sweep_runs_the_grid_and_writes_an_index(project):
     res = sweep("echo", "smoke", ["value=x,y", "seed=1,2"], progress=False, engine="serial")
     sweep_dir, index = res.sweep_dir, res.summary

@@ -190,6 +190,7 @@ def test_wants_gpu_rule():
 
 # ----------------------------------------------------------------------------------------------- on Ray
 
+@pytest.mark.long
 def test_ray_sweep_records_each_member_and_a_failure(echo_project, ray_local, echo_ray):
     res = echo_ray
     s = res.summary
@@ -225,6 +226,7 @@ def test_ray_sweep_records_each_member_and_a_failure(echo_project, ray_local, ec
     assert "00_seed=1" in index and "01_seed=2" in index  # the outputs index lists the members
 
 
+@pytest.mark.long
 def test_serial_engine_gives_the_same_summary_as_ray(echo_project, echo_ray):
     serial = sweep("echo_sweep", "smoke", ["seed=1,2,3"], engine="serial", progress=False)
     m = json.loads((serial.sweep_dir / "manifest.json").read_text())
@@ -235,12 +237,14 @@ def test_serial_engine_gives_the_same_summary_as_ray(echo_project, echo_ray):
     pd.testing.assert_frame_equal(serial.summary[same], echo_ray.summary[same])
 
 
+@pytest.mark.long
 def test_ray_sweep_refuses_resources_the_local_ray_lacks(echo_project, ray_local, tmp_path):
     with pytest.raises(RadauditError, match="1 GPU per run but the cluster has 0"):
         sweep("echo_sweep", "smoke", ["seed=1,2"], engine="ray", gpus_per_run=1, out=tmp_path, progress=False)
     assert not (tmp_path / "echo_sweep").exists()  # refused before a folder or a task
 
 
+@pytest.mark.long
 def test_data_overview_smoke_sweep_through_ray(shared_data, ray_local, tmp_path, monkeypatch):
     """The issue's "done when": the real notebook over seed=1,2 as Ray tasks, each seed a different subsample."""
     monkeypatch.setenv("RADAUDIT_CACHE", str(tmp_path / "cache"))
@@ -281,6 +285,7 @@ def test_cli_engine_ray_without_ray_says_how_to_install(echo_project, monkeypatc
     assert not (tmp_path / "echo_sweep").exists()
 
 
+@pytest.mark.long
 def test_cli_auto_without_ray_runs_serially_and_exits_1_on_a_failed_member(echo_project, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ray", None)
     r = CliRunner().invoke(main, ["sweep", "echo_sweep", "--preset", "smoke", "--grid", "seed=2,3", "--no-progress",
@@ -335,6 +340,7 @@ def echo_shards(echo_project, worker_modules, tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
+@pytest.mark.long
 def test_ray_sweep_runs_each_members_shards_before_its_merge(echo_shards, ray_local, tmp_path):
     res = sweep("echo_shards", "smoke", ["seed=4,5"], engine="ray", shards=3, out=tmp_path / "out", progress=False)
     assert res.summary["status"].tolist() == ["succeeded", "succeeded"], res.summary["error"].tolist()
@@ -349,6 +355,7 @@ def test_ray_sweep_runs_each_members_shards_before_its_merge(echo_shards, ray_lo
         assert run["shards"][0]["counts"] == {"items": 1, "computed": 1, "cached": 0}
 
 
+@pytest.mark.long
 def test_serial_sweep_with_shards_and_the_refusals(echo_shards, tmp_path):
     res = sweep("echo_shards", "smoke", ["seed=6"], engine="serial", shards=2, out=tmp_path / "out", progress=False)
     assert res.summary["shards_found"].tolist() == [2]

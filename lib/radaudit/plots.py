@@ -87,27 +87,34 @@ def save_figure(
     *,
     close: bool = False,
     bbox_inches: str | None = "tight",
+    dpi: int = DPI,
+    pdf: bool = True,
 ) -> dict[str, Path]:
-    """Save ``fig`` as ``<name>.png`` (300 dpi) and ``<name>.pdf`` under ``directory`` (created).
+    """Save ``fig`` as ``<name>.png`` (``dpi``, default 300) and, unless ``pdf=False``, ``<name>.pdf`` under
+    ``directory`` (created).
 
     The bytes are reproducible: the PNG carries no ``Software`` (matplotlib version) text chunk and
     no timestamp, the PDF no ``CreationDate`` and a fixed ``Creator``/``Producer``, so saving the
     same figure twice gives identical files. ``close=True`` closes the figure afterwards.
 
     Returns:
-        ``{"png": path, "pdf": path}``.
+        ``{"png": path, "pdf": path}`` (no ``"pdf"`` with ``pdf=False``).
     """
     check_output_name(name)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     paths = {"png": directory / f"{name}.png", "pdf": directory / f"{name}.pdf"}
-    fig.savefig(paths["png"], format="png", dpi=DPI, bbox_inches=bbox_inches, metadata={"Software": None})
-    fig.savefig(
-        paths["pdf"],
-        format="pdf",
-        bbox_inches=bbox_inches,
-        metadata={"CreationDate": None, "ModDate": None, "Creator": "radaudit", "Producer": "radaudit"},
-    )
+    fig.savefig(paths["png"], format="png", dpi=dpi, bbox_inches=bbox_inches, metadata={"Software": None})
+    if pdf:
+        fig.savefig(
+            paths["pdf"],
+            format="pdf",
+            dpi=dpi,  # the resolution images are resampled to inside the vector PDF
+            bbox_inches=bbox_inches,
+            metadata={"CreationDate": None, "ModDate": None, "Creator": "radaudit", "Producer": "radaudit"},
+        )
+    else:
+        del paths["pdf"]
     if close:
         import matplotlib.pyplot as plt  # only when asked: the caller's figure may not be pyplot-managed
 

@@ -134,13 +134,15 @@ class Run:
         return preset or "interactive"
 
     def figure(self, fig: Any, name: str, *, close: bool = False) -> dict[str, Path]:
-        """Save ``fig`` as ``figures/<name>.png`` (300 dpi) and ``.pdf`` (``name`` made file-safe by
+        """Save ``fig`` as ``figures/<name>.png`` (at the params' ``figure_dpi``, default 300) and, with ``figure_pdf``
+        (default), ``.pdf`` (``name`` made file-safe by
         :func:`radaudit.paths.safe_name`: ``"pairs demo diffusion"`` → ``pairs-demo-diffusion``)."""
         from radaudit.paths import safe_name
         from radaudit.plots import save_figure
 
         name = safe_name(name, 120)
-        paths = save_figure(fig, self.dir / "figures", name, close=close)
+        paths = save_figure(fig, self.dir / "figures", name, close=close, dpi=self.params.figure_dpi,
+                            pdf=self.params.figure_pdf)
         self.figures.append(name)
         self.record_models()
         return paths

@@ -206,6 +206,7 @@ def test_jackknife_weights_give_leave_one_case_out_tau():
         assert jk[u] == pytest.approx(af.kendall_tau_b(x[keep, 0], y[keep, 0]))
 
 
+@pytest.mark.long
 def test_bca_intervals_in_both_tables():
     rng = np.random.default_rng(7)
     n = 30

@@ -46,6 +46,7 @@ def tiny_model(tiny_corpus, tmp_path_factory):
     return train_report_model(tiny_corpus, folder, seed=0, **TINY)
 
 
+@pytest.mark.long
 def test_corpus_from_real_data(corpora):
     for skew, c in corpora.items():
         assert list(c.columns[:4]) == ["prompt", "target", "sex", "split"]
@@ -83,6 +84,7 @@ def test_skew_shares_and_equal_size(corpora):
     assert len(sizes) == 1 and sizes.pop() > 500
 
 
+@pytest.mark.long
 def test_corpus_seed_and_max_reports(shared_data, corpora):
     again = build_training_corpus(shared_data, skew=0.67, seed=0)
     pd.testing.assert_frame_equal(again, corpora[0.67])
@@ -159,6 +161,7 @@ def test_second_call_reuses_the_model(tiny_model, tiny_corpus, monkeypatch):
     assert calls == []
 
 
+@pytest.mark.long
 def test_demo_model_path_is_content_addressed(shared_data, tmp_path, monkeypatch):
     import radaudit.models.train as train_mod
 

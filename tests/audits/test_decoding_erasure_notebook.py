@@ -15,11 +15,12 @@ def _digests(folder):
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*")) if p.is_file()}
 
 
-def test_smoke_run_end_to_end_and_reproducible(smoke_runs):
-    """Every cell runs; a second run (models and generations from the cache) gives byte-identical tables."""
-    a, b = smoke_runs("decoding_erasure")
-    ta, tb = _digests(a.run_dir / "tables"), _digests(b.run_dir / "tables")
-    assert ta and ta == tb
+def test_smoke_run_end_to_end(smoke_runs):
+    """Every cell runs and writes every table, figure and finding. (A second run giving byte-identical tables and
+    findings: tests/reliability/test_determinism.py.)"""
+    (a,) = smoke_runs("decoding_erasure")
+    ta = _digests(a.run_dir / "tables")
+    assert ta
     for name in ("table1_strategies", "table1_long", "words_per_strategy", "generation_summary", "vocabulary_transitions",
                  "fig3_pstar_sweep", "fig3_ranking_reversals", "table2_systems", "words_per_system",
                  "fig2c_skew_sensitivity"):
@@ -39,11 +40,11 @@ def test_smoke_run_end_to_end_and_reproducible(smoke_runs):
     assert rec["erasure_controls"]["positive"]["n_reports"] == 6
     assert rec["erasure_controls"]["negative"]["Erasure (silence test)"] == 0
     assert "ratescore" not in m["params"]["surface_metrics"]
-    # findings.json: every named finding present, valid, and the same on a rerun
+    # findings.json: every named finding present and valid
     from radaudit.findings import read_findings
 
-    fa, fb = read_findings(a.run_dir), read_findings(b.run_dir)
-    assert fa["preset"] == "smoke" and fa["findings"] == fb["findings"]
+    fa = read_findings(a.run_dir)
+    assert fa["preset"] == "smoke"
     ids = [f.id for f in fa["findings"]]
     for fid in ("greedy_distinct_reports", "beam_distinct_reports", "erased_terms_greedy",
                 "erased_terms_greedy_paper_test", "nucleus_emergent_real_words", "erasure_positive_control",

@@ -52,6 +52,7 @@ def test_report_seeds_depend_on_study_only():
     assert st.report_seeds(1, ["s1"])[0] != a[0]
 
 
+@pytest.mark.long
 def test_demo_generations_shape_balance_and_seeds(demo_gens, tiny_params):
     g = demo_gens
     assert list(g.columns) == st.GENERATION_COLUMNS
@@ -67,6 +68,7 @@ def test_demo_generations_shape_balance_and_seeds(demo_gens, tiny_params):
     assert g[g["strategy"] == "greedy"]["study_id"].tolist() == nuc["study_id"].tolist()
 
 
+@pytest.mark.long
 def test_demo_generations_resume_from_cache(demo_gens, tiny_params, dirs):
     cache = ContentCache(dirs["cache"])
     again = st.study_generations(tiny_params, cache=cache, model_dir=dirs["models"])
@@ -74,6 +76,7 @@ def test_demo_generations_resume_from_cache(demo_gens, tiny_params, dirs):
     pd.testing.assert_frame_equal(again, demo_gens)
 
 
+@pytest.mark.long
 def test_test_split_is_the_same_for_every_skew(demo_gens, tiny_params, dirs):
     other = st.study_generations(tiny_params, skew=0.67, strategies=["greedy"], cache=None, model_dir=dirs["models"])
     assert other["study_id"].tolist() == demo_gens[demo_gens["strategy"] == "greedy"]["study_id"].tolist()
@@ -93,6 +96,7 @@ def test_evaluate_strategies_and_tables(demo_gens, tiny_params):
     assert ((s["hit_length_limit"] >= 0) & (s["hit_length_limit"] <= 1)).all()
 
 
+@pytest.mark.long
 def test_skew_sensitivity_runs_each_skew(tiny_params, dirs):
     table, gens = st.skew_sensitivity(tiny_params, cache=dirs["cache"], model_dir=dirs["models"],
 )

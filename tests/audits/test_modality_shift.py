@@ -251,6 +251,7 @@ def _results(seed: int = 0, n: int = 40) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@pytest.mark.long
 def test_metrics_table_with_cis_is_seeded():
     res = _results()
     t = metrics_table(res, n_resamples=200, seed=1)
@@ -266,6 +267,7 @@ def test_metrics_table_with_cis_is_seeded():
     assert not clustered["low"].equals(t["low"])
 
 
+@pytest.mark.long
 def test_nfr_and_ece_tables():
     res = _results()
     t = nfr_table(res, n_resamples=200)
@@ -287,6 +289,7 @@ def test_nfr_and_ece_tables():
     assert len(rel) == 2 * len(CONDITIONS) * 10 and (rel.groupby(["model", "condition"])["n"].sum() == 40).all()
 
 
+@pytest.mark.long
 def test_figures_from_results_table(tmp_path):
     import matplotlib.pyplot as plt
 

@@ -36,6 +36,7 @@ def tiny_model(shared_data, tmp_path_factory):
     return demo_vlm_path(shared_data, seed=0, cache_dir=cache, **TINY), cache
 
 
+@pytest.mark.long
 def test_saves_a_loadable_llava(tiny_model, samples):
     path, cache = tiny_model
     assert path.parent == cache / "demo_models" and path.name.startswith("vlm-")
@@ -74,6 +75,7 @@ def test_run_conditions_on_the_demo_vlm(tiny_model, samples):
     assert (out["mass_candidates"] > 2 * 4 / len(processor.tokenizer)).all(), out["mass_candidates"].tolist()
 
 
+@pytest.mark.long
 def test_reuse_and_same_seed_same_weights(tiny_model, samples, shared_data, tmp_path):
     path, cache = tiny_model
     mtime = (path / "model.safetensors").stat().st_mtime_ns

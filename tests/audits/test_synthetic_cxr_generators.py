@@ -72,6 +72,7 @@ def test_fidelity_and_utility_requests(frame):
 
 # --- reference generators: known verdicts ----------------------------------------------------------------
 
+@pytest.mark.long
 def test_memoriser_is_close_to_its_source_and_degrader_is_far(ctx, preq):
     src = ctx.pixels(preq["source_study_id"])
     mem = G.generate("memoriser", preq, context=ctx)

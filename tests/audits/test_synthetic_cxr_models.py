@@ -145,6 +145,7 @@ def test_input_errors(data, tmp_path):
 
 # --- training -----------------------------------------------------------------------------------------------
 
+@pytest.mark.long
 def test_encoder_seeded_cached_and_evaluated(data, tmp_path):
     (x, m), (xe, me) = data
     hp = {**TINY, "steps": 12}

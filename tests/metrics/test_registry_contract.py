@@ -41,6 +41,7 @@ def test_the_learned_adapters_are_the_only_unavailable_ones():
     assert unavailable <= {"meteor", "radgraph_f1", "ratescore", "green", "chexbert_f1", "alignscore"}
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("name", AVAILABLE)
 def test_schema_and_aggregate_consistency(name, batch, built):
     refs, cands = batch
@@ -71,6 +72,7 @@ def test_none_is_a_clear_error(name, built):
         _metric(name, built).compute(["no effusion.", None], ["no effusion.", "clear."])
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("name", AVAILABLE)
 def test_empty_non_english_and_long_reports_give_defined_results(name, built):
     long = " ".join(["Heart size is normal. The lungs are clear without effusion or pneumothorax."] * 400)

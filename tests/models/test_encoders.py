@@ -162,6 +162,7 @@ def test_inception_network_input_contract(inception):
     assert float(x[0].min()) == -1.0 and float(x[1].max()) == 127 / 128  # (x - 128) / 128
 
 
+@pytest.mark.long
 def test_inception_features_on_real_chest_xrays(inception, cxr_paths):
     """2048-d, deterministic, independent of batching, and a grayscale X-ray == its RGB copy == its path."""
     gray = Image.open(cxr_paths[0]).convert("L")

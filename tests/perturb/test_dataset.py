@@ -55,6 +55,7 @@ def test_reports_from_both_public_sources(reports):
     assert all(len(v["fingerprint"]) == 16 for v in prov.values())
 
 
+@pytest.mark.long
 def test_balance_on_real_reports(dataset):
     pairs, fill = dataset.pairs, dataset.fill
     assert dataset.complete, dataset.shortfalls().to_string()
@@ -80,6 +81,7 @@ def test_balance_on_real_reports(dataset):
     assert (pairs.loc[pairs["significance"] == "significant", "context"] == "full").all()
 
 
+@pytest.mark.long
 def test_each_cell_is_shared_over_its_rules(dataset, reports):
     """10 pairs, three rules: 4/3/3 unless a rule applies to too few reports (then another rule fills in);
     without balancing, the rule that applies most often takes most of the cell."""
@@ -102,6 +104,7 @@ def test_each_cell_is_shared_over_its_rules(dataset, reports):
     assert free.max() > even.max()  # unbalanced: the most applicable rule dominates
 
 
+@pytest.mark.long
 def test_shortfall_is_reported_with_counts(reports):
     rep, _ = reports
     few = rep[rep["text"].str.contains("pneumothorax", case=False)].head(30)
@@ -113,6 +116,7 @@ def test_shortfall_is_reported_with_counts(reports):
     assert ds.provenance["counts"]["cells_short"] == len(short)
 
 
+@pytest.mark.long
 def test_determinism_by_seed(reports):
     rep, _ = reports
     sub = rep.sample(400, random_state=0).reset_index(drop=True)
@@ -127,6 +131,7 @@ def test_determinism_by_seed(reports):
     pd.testing.assert_frame_equal(a.pairs, d.pairs)
 
 
+@pytest.mark.long
 def test_save_and_load_round_trip(dataset, tmp_path):
     folder = save_pair_dataset(dataset, tmp_path / "pairs")
     back = load_pair_dataset(folder)

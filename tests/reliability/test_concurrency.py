@@ -10,9 +10,12 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from radaudit.models.cache import ContentCache
 
 
+@pytest.mark.long
 def test_two_runs_at_once(shared_data, tmp_path):
     env = {**os.environ, "RADAUDIT_DATA": str(shared_data)}
     cmd = [sys.executable, "-m", "radaudit", "run", "data_overview", "--preset", "smoke", "--out", str(tmp_path),

@@ -26,9 +26,12 @@ def _findings(run_dir):
     return doc.get("findings")
 
 
+pytestmark = pytest.mark.long  # a second smoke run of every notebook: CI's tier, not `make test`'s
+
+
 @pytest.mark.parametrize("experiment", sorted(EXPERIMENTS))
 def test_smoke_twice_is_byte_identical(experiment, smoke_runs):
-    runs = smoke_runs(experiment)  # two real runs, shared with the notebook tests (tests/conftest.py)
+    runs = smoke_runs(experiment, 2)  # the notebook tests' run and a second one (tests/conftest.py)
     a, b = (_csv_digests(r.run_dir) for r in runs)
     assert a, f"{experiment}: the smoke run wrote no tables/*.csv"
     differ = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))

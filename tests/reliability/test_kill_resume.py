@@ -48,6 +48,7 @@ def tiny_lm(tmp_path_factory):
     return mod.build_tiny_causal_lm(tmp_path_factory.mktemp("kill") / "model")
 
 
+@pytest.mark.long
 def test_sigkill_mid_generation_then_resume(tiny_lm, tmp_path):
     cache_dir = tmp_path / "cache"
     child = subprocess.run([sys.executable, "-c", CHILD, str(tiny_lm), str(cache_dir), "2"], capture_output=True, text=True)

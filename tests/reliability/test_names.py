@@ -28,6 +28,7 @@ def _cli(*args, cwd):
     return subprocess.run([sys.executable, "-m", "radaudit", *args], capture_output=True, text=True, cwd=cwd)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("flag, value", [("--name", "../escape"), ("--name", "../../../x"),
                                          ("--preset", "../../x")])
 def test_cli_exits_2_with_one_line_and_writes_nothing(tmp_path, flag, value):

@@ -56,6 +56,7 @@ def test_python_tags_are_refused_never_executed(tmp_path):
     assert not marker.exists() and not (tmp_path / "out").exists()
 
 
+@pytest.mark.long
 def test_params_output_round_trips_through_f(tmp_path):
     first = _cli("params", "data_overview", "--preset", "smoke", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
