@@ -38,20 +38,20 @@ lint: $(STAMP)
 
 ## The everyday suite (the import contracts, then pytest): every unit test and every notebook once on its smoke preset,
 ## on TEST_WORKERS pytest-xdist workers (one per core), each test file on one worker; each notebook's smoke run is
-## made once for all workers (tests/conftest.py). Checks marked `long` (seconds each) and `slow` are left to the
+## made once for all workers and the files that make them are handed out first (tests/conftest.py). Checks marked `long` (seconds each) and `slow` are left to the
 ## targets below. Not --dist loadgroup: with pytest 9.2 it silently stops grouping (pytest-xdist issue 1386).
 TEST_WORKERS ?= 2
 test: lint
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 ## What CI runs (.ci/run): the everyday suite plus every `long` check (a second smoke run of each notebook compared
 ## byte for byte, the browser, real Ray, shards, the paper rehearsals, the reference-package comparisons).
 test-ci: lint
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m 'not slow'
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not slow'
 
 ## Everything, including the slow demo-preset notebook runs.
 test-all: lint
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m ''
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m ''
 
 ## Every speed benchmark (benchmarks/bench_*.py): each writes benchmarks/results/<name>.json (and a scaling plot),
 ## and benchmarks/results/README.md is regenerated from them. About 10 minutes on 2 cores.

