@@ -58,9 +58,9 @@ def _images(page) -> list[tuple[bool, int]]:
     return page.evaluate("Array.from(document.images).map(i => [i.complete, i.naturalWidth])")
 
 
-# The heaviest smoke runs first: under `make test` the determinism test (tests/reliability) asks for the same runs
-# in name order on the other worker, so the two workers make different runs side by side instead of one waiting
-# on the other's file lock (tests/conftest.py: smoke_runs).
+# The heaviest smoke runs first. The notebook tests (collected first, tests/conftest.py) have usually made them by
+# now; if not, this order and the determinism test's name order make the two workers build different runs side by
+# side instead of one waiting on the other's file lock (tests/conftest.py: smoke_runs).
 @pytest.mark.parametrize("experiment", [e.name for e in EXPERIMENTS.values()][::-1])
 def test_report_reads_offline_with_findings_first(browser, smoke_runs, experiment):
     res = smoke_runs(experiment)[0]
