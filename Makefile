@@ -28,9 +28,10 @@ data: $(STAMP)
 	$(BIN)/radaudit data fetch public --data-root $(DATA)
 	@echo "Now: export RADAUDIT_DATA=$(DATA)"
 
-## Run every experiment that exists on the demo preset; prints where the outputs are.
+## Run every experiment that exists on the demo preset; prints where the outputs are and the ten slowest cells.
 demo: $(STAMP)
 	$(BIN)/radaudit run all --preset $(PRESET)
+	@$(BIN)/radaudit timings --preset $(PRESET)
 
 ## The import contracts of pyproject.toml: one-way layers, independent experiments, no cycles.
 lint: $(STAMP)

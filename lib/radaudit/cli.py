@@ -278,6 +278,35 @@ def findings_cmd(experiment, run_dir, readme) -> None:
         click.echo(f"README.md: findings of {experiment} written from {name}")
 
 
+@main.command("timings")
+@click.argument("experiments", nargs=-1)
+@click.option("--preset", default=None, help="Only runs of this preset (default: any).")
+@click.option("--run", "run_dirs", multiple=True, type=click.Path(file_okay=False),
+              help="A run folder (repeatable; default: the newest succeeded run of each experiment).")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Outputs root (default: <project>/outputs).")
+@click.option("--top", type=int, default=10, show_default=True, help="How many cells to list.")
+def timings_cmd(experiments, preset, run_dirs, out, top) -> None:
+    """Where the time went: the slowest notebook cells over the latest runs (or the --run folders)."""
+    from pathlib import Path
+
+    from radaudit.experiments import get_experiment
+    from radaudit.paths import project_root
+    from radaudit.timings import latest_runs, slowest_cells
+
+    for e in experiments:
+        get_experiment(e)
+    root = Path(out) if out else project_root() / "outputs"
+    runs = [Path(r) for r in run_dirs] or latest_runs(root, preset, experiments or None)
+    if not runs:
+        what = f" of preset {preset!r}" if preset else ""
+        raise click.ClickException(f"No succeeded run{what} under {root}: run one first (radaudit run <experiment>).")
+    table = slowest_cells(runs, top)
+    click.echo(f"The {len(table)} slowest cells of {len(runs)} run(s) (wall seconds, share of their run):")
+    for r in table.itertuples():
+        click.echo(f"  {r.seconds:7.1f} s  {r.share_of_run:4.0%}  {r.experiment}/{r.run}  cell {r.cell} "
+                   f"({r.section}): {r.code}")
+
+
 @main.command("metrics")
 def metrics_cmd() -> None:
     """The report metrics in the registry, and whether each can run in this environment."""

@@ -50,22 +50,11 @@ def _point_latest(exp_dir: Path, run_dir: Path) -> None:
 
 
 def notebook_steps(nb_path: Path) -> dict[str, float]:
-    """Seconds spent per notebook section (the nearest markdown heading above each code cell)."""
-    import nbformat
+    """Seconds spent per notebook section (the nearest markdown heading above each code cell):
+    :func:`radaudit.timings.section_times`."""
+    from radaudit.timings import section_times
 
-    nb = nbformat.read(nb_path, as_version=4)
-    steps: dict[str, float] = {}
-    section = "setup"
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            m = re.search(r"^#{1,3}\s+(.+)$", cell.source, flags=re.M)
-            if m:
-                section = m.group(1).strip()
-        elif cell.cell_type == "code":
-            dur = (cell.metadata.get("papermill") or {}).get("duration")
-            if dur is not None:
-                steps[section] = round(steps.get(section, 0.0) + float(dur), 3)
-    return steps
+    return section_times(nb_path)
 
 
 def _write_report(run_dir: Path, nb_out: Path, index_root: Path) -> Path | None:
