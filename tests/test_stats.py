@@ -509,3 +509,37 @@ def test_permutation_test_on_integer_data_equals_the_float_test():
     assert np.issubdtype(seen[0], np.integer) and seen[-1] == np.float64
     assert as_int.pvalue == as_float.pvalue and as_int.statistic == pytest.approx(as_float.statistic)
     np.testing.assert_allclose(as_int.null_distribution, as_float.null_distribution)
+
+
+# ------------------------------------------------------------------------------------ vectorized statistics
+
+@pytest.mark.parametrize("method", ["percentile", "bca", "basic"])
+def test_vectorized_statistic_gives_the_loops_interval(method):
+    """vectorized=True draws the same resamples in the same order: a mean difference gives the same replicates,
+    interval and (BCa) jackknife as the one-replicate-at-a-time loop, bit for bit."""
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=37), rng.normal(size=37)
+    loop = bootstrap_ci((x, y), lambda u, v: np.mean(u - v), method=method, n_resamples=500, seed=4)
+    vec = bootstrap_ci((x, y), lambda u, v: np.mean(u - v, axis=-1), method=method, n_resamples=500, seed=4,
+                       vectorized=True)
+    assert (vec.estimate, vec.low, vec.high, vec.n_failed) == (loop.estimate, loop.low, loop.high, loop.n_failed)
+    np.testing.assert_array_equal(vec.replicates, loop.replicates)
+
+
+def test_vectorized_statistic_counts_nan_resamples_as_failed_and_refuses_what_it_cannot_do():
+    x = np.array([0.0, 0.0, 1.0, 1.0])
+
+    def ratio(a):  # NaN on a resample without a 1
+        s = a.sum(axis=-1)
+        return np.where(s > 0, a.mean(axis=-1) / np.where(s > 0, s, 1), np.nan)
+
+    loop = bootstrap_ci(x, lambda a: a.mean() / a.sum() if a.sum() else math.nan, method="percentile",
+                        n_resamples=400, seed=1, max_failed=0.2)
+    vec = bootstrap_ci(x, ratio, method="percentile", n_resamples=400, seed=1, max_failed=0.2, vectorized=True)
+    assert vec.n_failed == loop.n_failed > 0 and (vec.low, vec.high) == (loop.low, loop.high)
+    with pytest.raises(ValueError, match="not a DataFrame"):
+        bootstrap_ci(pd.DataFrame({"a": x}), lambda f: f["a"].mean(), vectorized=True)
+    with pytest.raises(ValueError, match="units"):
+        bootstrap_ci(x, lambda a: a.mean(axis=-1), units=[0, 0, 1, 1], vectorized=True)
+    with pytest.raises(TypeError, match="one number per resample"):
+        bootstrap_ci(x, lambda a: a.mean(), vectorized=True, method="percentile", n_resamples=10)

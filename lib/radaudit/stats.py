@@ -276,8 +276,11 @@ def _run(
     n_resamples: int,
     seed: int | None,
     jackknife: bool,
+    vectorized: bool = False,
 ) -> tuple[int, dict[str, float], np.ndarray, np.ndarray | None, list[BaseException | None]]:
     """Estimates, replicates (B × k) and jackknife values (n_units × k) for k statistics, shared resamples."""
+    if vectorized:
+        return _run_vectorized(data, statistics, units, n_resamples, seed, jackknife)
     rows = _Rows(data)
     layout = _Units(units, rows.n, rows.frame if rows.kind == "frame" else None)
     if layout.n < 2:
@@ -314,6 +317,58 @@ def _run(
                 for j, name in enumerate(names):
                     jack[i, j] = _safe_eval(rows, statistics[name], idx, None, j)
     return layout.n, estimates, reps, jack, first_error
+
+
+#: Most index-matrix elements one batch of a vectorized statistic gets (B × n int64: 16 MB).
+_BATCH_ELEMENTS = 2_000_000
+
+
+def _batched(rows: _Rows, statistic: Statistic, idx: np.ndarray) -> np.ndarray:
+    """A vectorized ``statistic`` on each row of the index matrix ``idx`` (m × n_rows): one value per row."""
+    value = np.asarray(statistic(*(a[idx] for a in rows.arrays)) if rows.kind == "tuple" else statistic(rows.array[idx]),
+                       dtype=float)
+    if value.shape != (idx.shape[0],):
+        raise TypeError(f"a vectorized statistic must return one number per resample (shape ({idx.shape[0]},)), "
+                        f"got shape {value.shape}")
+    return value
+
+
+def _run_vectorized(data, statistics, units, n_resamples, seed, jackknife):
+    """:func:`_run` for statistics that take every resample at once: each array arrives as a (resamples × rows)
+    matrix and the statistic returns one value per resample (NaN for a failed one). The resamples are the
+    same draws, in the same order, as the one-at-a-time loop's, so only the statistic's rounding can differ."""
+    rows = _Rows(data)
+    if rows.kind == "frame":
+        raise ValueError("a vectorized statistic takes arrays: pass data as an array or a tuple of arrays, not a DataFrame")
+    if units is not None:
+        raise ValueError("a vectorized statistic resamples rows: units (a cluster bootstrap) is not supported with it")
+    n = rows.n
+    if n < 2:
+        raise ValueError(f"the bootstrap needs at least 2 units, got {n}")
+    names = list(statistics)
+    estimates = {}
+    for name in names:
+        est = float(_batched(rows, statistics[name], np.arange(n)[None, :])[0])
+        if not math.isfinite(est):
+            raise BootstrapError(f"statistic {name!r} is {est} on the full data; a bootstrap CI needs a finite estimate "
+                                 "(check for an empty group or a single class)")
+        estimates[name] = est
+    rng = np.random.default_rng(seed)
+    draws = np.stack([rng.integers(0, n, size=n) for _ in range(n_resamples)])  # the loop's draws, in its order
+    step = max(1, _BATCH_ELEMENTS // n)
+    reps = np.full((n_resamples, len(names)), np.nan)
+    jack = np.full((n, len(names)), np.nan) if jackknife else None
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for j, name in enumerate(names):
+            for start in range(0, n_resamples, step):
+                reps[start:start + step, j] = _batched(rows, statistics[name], draws[start:start + step])
+            if jack is not None:
+                for start in range(0, n, step):
+                    left = np.arange(start, min(start + step, n))
+                    keep = np.arange(n - 1)[None, :]
+                    jack[left, j] = _batched(rows, statistics[name], keep + (keep >= left[:, None]))
+    return n, estimates, reps, jack, [None] * len(names)
 
 
 def _safe_eval(rows: _Rows, statistic: Statistic, idx: np.ndarray, errors: list[BaseException | None] | None, j: int) -> float:
@@ -467,6 +522,7 @@ def bootstrap_ci(
     method: Literal["percentile", "bca", "basic", "shifted"] = "bca",
     seed: int | None = 0,
     max_failed: float = 0.1,
+    vectorized: bool = False,
 ) -> BootstrapResult:
     """Bootstrap confidence interval of ``statistic`` on ``data``, optionally resampling clusters.
 
@@ -486,6 +542,10 @@ def bootstrap_ci(
         max_failed: the largest fraction of replicates allowed to fail (non-finite value or an
             exception, e.g. a resample with a single class). Failed replicates are dropped from
             the interval and counted in ``n_failed``; above this fraction :class:`BootstrapError`.
+        vectorized: ``statistic`` takes every resample at once, as scipy's ``vectorized=True`` does: each
+            array arrives as a (resamples × rows) matrix and it returns one value per resample (NaN for a
+            failed one). Same resamples as the default loop, one call per batch instead of one per
+            replicate; arrays only, without ``units``.
 
     Returns:
         A :class:`BootstrapResult`. ``se`` is the standard deviation of the replicates (ddof=1).
@@ -498,7 +558,7 @@ def bootstrap_ci(
     Cost: ``n_resamples`` evaluations of the statistic, plus ``n_units`` more for BCa's jackknife.
     """
     m = _validate(method, n_resamples, confidence, max_failed)
-    n_units, est, reps, jack, errs = _run(data, {"statistic": statistic}, units, n_resamples, seed, m == "bca")
+    n_units, est, reps, jack, errs = _run(data, {"statistic": statistic}, units, n_resamples, seed, m == "bca", vectorized)
     return _interval(
         est["statistic"],
         reps[:, 0],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -172,6 +173,46 @@ def _cell_mean(values: np.ndarray, rules: np.ndarray | None = None) -> float:
     return float(np.mean([v[ok][r == k].mean() for k in np.unique(r)]))
 
 
+def _group_means(values: np.ndarray, keys: np.ndarray, n_keys: int) -> np.ndarray:
+    """Per resample (row of ``values``, resamples × pairs), the mean value of each key 0..n_keys-1
+    (resamples × n_keys; NaN where a resample holds no pair of that key)."""
+    b = values.shape[0]
+    flat = (np.arange(b)[:, None] * n_keys + keys).ravel()
+    sums = np.bincount(flat, weights=values.ravel(), minlength=b * n_keys).reshape(b, n_keys)
+    counts = np.bincount(flat, minlength=b * n_keys).reshape(b, n_keys)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sums / counts
+
+
+def _cell_mean_resamples(values: np.ndarray, rules: np.ndarray | None = None) -> np.ndarray:
+    """:func:`_cell_mean` of every resample at once (``bootstrap_ci(vectorized=True)``): ``values`` and
+    ``rules`` (integer codes) are resamples × pairs matrices of finite values."""
+    if rules is None:
+        return values.mean(axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(_group_means(values, rules, int(rules.max()) + 1), axis=1)
+
+
+def _overall_resamples(values: np.ndarray, columns: np.ndarray, rules: np.ndarray | None = None) -> np.ndarray:
+    """:func:`_overall_of_columns` of every resample at once: the mean over the columns present of each
+    column's cell mean (over its rules when ``rules`` is given). Integer codes for columns and rules."""
+    n_col = int(columns.max()) + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a column or rule absent from a resample: NaN, skipped
+        if rules is None:
+            per_column = _group_means(values, columns, n_col)
+        else:
+            n_rule = int(rules.max()) + 1
+            per_rule = _group_means(values, columns * n_rule + rules, n_col * n_rule)
+            per_column = np.nanmean(per_rule.reshape(len(values), n_col, n_rule), axis=2)
+        return np.nanmean(per_column, axis=1)
+
+
+def _codes(labels: np.ndarray) -> np.ndarray:
+    return pd.factorize(np.asarray(labels, dtype=object).astype(str), sort=True)[0]
+
+
 def _mean_ci(values: np.ndarray, rules: np.ndarray | None = None, *, n_bootstrap: int, confidence: float,
              seed: int) -> tuple[float, float, float]:
     """:func:`_cell_mean` and its percentile bootstrap CI over pairs (NaN bounds with fewer than 2 values).
@@ -187,8 +228,9 @@ def _mean_ci(values: np.ndarray, rules: np.ndarray | None = None, *, n_bootstrap
     est = _cell_mean(v, r)
     if v.size < 2 or np.ptp(v) == 0:
         return est, (est if v.size >= 2 else math.nan), (est if v.size >= 2 else math.nan)
-    data, stat = ((v, r), _cell_mean) if r is not None else (v, np.mean)
-    ci = bootstrap_ci(data, stat, n_resamples=n_bootstrap, confidence=confidence, method="percentile", seed=seed)
+    data = (v, _codes(r)) if r is not None else (v,)
+    ci = bootstrap_ci(data, _cell_mean_resamples, n_resamples=n_bootstrap, confidence=confidence, method="percentile",
+                      seed=seed, vectorized=True)
     return est, ci.low, ci.high
 
 
@@ -272,11 +314,10 @@ def ds_rs_long(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: flo
             est = _overall_of_columns(vals[ok], cols, rules)
             lo = hi = math.nan
             if ok.sum() >= 2 and np.ptp(vals[ok]) > 0:
-                data = (vals[ok], cols) if rules is None else (vals[ok], cols, rules)
-                ci = bootstrap_ci(data, _overall_of_columns if rules is not None else
-                                  (lambda v, c: _overall_of_columns(v, c, None)),
-                                  n_resamples=n_bootstrap, confidence=confidence, method="percentile",
-                                  seed=stable_seed(seed, "dsrs", metric, sig, "Overall"))
+                data = (vals[ok], _codes(cols)) if rules is None else (vals[ok], _codes(cols), _codes(rules))
+                ci = bootstrap_ci(data, _overall_resamples, n_resamples=n_bootstrap, confidence=confidence,
+                                  method="percentile", seed=stable_seed(seed, "dsrs", metric, sig, "Overall"),
+                                  vectorized=True)
                 lo, hi = ci.low, ci.high
         rows.append({**base, "column": "Overall", "estimate": est, "low": lo, "high": hi, "n": int(ok.sum()),
                      "n_undefined": int((~ok).sum()), "n_rules": int(part.loc[ok, "rule"].nunique()) if "rule" in part.columns else 0,

@@ -1,0 +1,58 @@
+"""DS/RS cell and Overall CIs take every bootstrap resample at once (bootstrap_ci(vectorized=True)): the same
+intervals as the one-replicate-at-a-time statistics, within float rounding, on random cells."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from radaudit.audits.metric_metaeval import scores as S
+from radaudit.stats import bootstrap_ci
+
+
+def _cases(n_cases: int = 15):
+    rng = np.random.default_rng(0)
+    for seed in range(n_cases):
+        n = int(rng.integers(3, 40))
+        values = np.round(rng.random(n) * 100, int(rng.integers(0, 3)))  # ties, as label F1's 0/100 make
+        rules = rng.choice(["swap", "negate", "drop", "zz"][: int(rng.integers(1, 5))], n).astype(object)
+        columns = rng.choice(["A", "B", "C", "D", "E"][: int(rng.integers(1, 6))], n).astype(object)
+        yield seed, values, rules, columns
+
+
+def test_group_means_by_hand():
+    values = np.array([[1.0, 3.0, 10.0], [2.0, 2.0, 2.0]])
+    keys = np.array([[0, 0, 2], [1, 1, 1]])
+    out = S._group_means(values, keys, 3)
+    np.testing.assert_array_equal(out[0], [2.0, np.nan, 10.0])   # key 1 absent from resample 0
+    np.testing.assert_array_equal(out[1], [np.nan, 2.0, np.nan])
+    # each rule weighs the same: rules (0: 1, 3) and (2: 10) -> (2 + 10) / 2
+    assert S._cell_mean_resamples(values[:1], keys[:1])[0] == 6.0
+
+
+@pytest.mark.parametrize("with_rules", [False, True])
+def test_cell_ci_equals_the_per_replicate_statistic(with_rules):
+    for seed, values, rules, _ in _cases():
+        if with_rules:
+            loop = bootstrap_ci((values, rules), S._cell_mean, n_resamples=200, method="percentile", seed=seed)
+            vec = bootstrap_ci((values, S._codes(rules)), S._cell_mean_resamples, n_resamples=200,
+                               method="percentile", seed=seed, vectorized=True)
+        else:
+            loop = bootstrap_ci(values, np.mean, n_resamples=200, method="percentile", seed=seed)
+            vec = bootstrap_ci((values,), S._cell_mean_resamples, n_resamples=200, method="percentile", seed=seed,
+                               vectorized=True)
+        np.testing.assert_allclose(vec.replicates, loop.replicates, rtol=0, atol=1e-10)
+        assert vec.low == pytest.approx(loop.low, abs=1e-10) and vec.high == pytest.approx(loop.high, abs=1e-10)
+
+
+@pytest.mark.parametrize("with_rules", [False, True])
+def test_overall_ci_equals_the_per_replicate_statistic(with_rules):
+    for seed, values, rules, columns in _cases():
+        r = rules if with_rules else None
+        loop = bootstrap_ci((values, columns, r) if with_rules else (values, columns),
+                            lambda v, c, rr=None: S._overall_of_columns(v, c, rr), n_resamples=200,
+                            method="percentile", seed=seed)
+        data = (values, S._codes(columns), S._codes(rules)) if with_rules else (values, S._codes(columns))
+        vec = bootstrap_ci(data, S._overall_resamples, n_resamples=200, method="percentile", seed=seed,
+                           vectorized=True)
+        np.testing.assert_allclose(vec.replicates, loop.replicates, rtol=0, atol=1e-10)
