@@ -56,3 +56,24 @@ def test_overall_ci_equals_the_per_replicate_statistic(with_rules):
         vec = bootstrap_ci(data, S._overall_resamples, n_resamples=200, method="percentile", seed=seed,
                            vectorized=True)
         np.testing.assert_allclose(vec.replicates, loop.replicates, rtol=0, atol=1e-10)
+
+
+def test_auroc_ci_equals_the_per_replicate_statistic_including_failed_resamples():
+    """Midrank U of every resample at once: the same replicates as auroc() one at a time; a resample without
+    both kinds of pair is NaN (a failed replicate), where auroc() raises and the loop counts it failed."""
+    rng = np.random.default_rng(1)
+    failed = 0
+    for seed in range(15):
+        n = int(rng.integers(4, 30))
+        s = np.round(rng.normal(size=n), int(rng.integers(0, 2)))  # ties
+        lab = rng.random(n) < rng.uniform(0.1, 0.9)
+        lab[:2] = [True, False]
+        loop = bootstrap_ci((s, lab), S._auroc_labels, n_resamples=200, method="percentile", seed=seed, max_failed=0.9)
+        vec = bootstrap_ci((s, lab), S._auroc_resamples, n_resamples=200, method="percentile", seed=seed,
+                           max_failed=0.9, vectorized=True)
+        np.testing.assert_array_equal(vec.replicates, loop.replicates)
+        assert vec.n_failed == loop.n_failed and (vec.low, vec.high) == (loop.low, loop.high)
+        failed += vec.n_failed
+    assert failed > 0  # the failed-resample path was exercised
+    # by hand: insignificant {3, 1}, significant {2}: P(X > Y) = 1/2
+    assert S._auroc_resamples(np.array([[3.0, 1.0, 2.0]]), np.array([[True, True, False]]))[0] == 0.5
