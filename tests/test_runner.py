@@ -99,7 +99,8 @@ def test_cli_failed_run_exits_1(project):
 def test_cli_unknown_key_fails_before_running(project):
     r = CliRunner().invoke(main, ["run", "echo", "--preset", "smoke", "-p", "no_such_key=1"])
     assert r.exit_code == 2
-    assert "unknown key 'no_such_key'" in r.output and "Allowed keys: seed, data_root, n_bootstrap, confidence, figure_dpi, figure_pdf, value" in r.output
+    assert "unknown key 'no_such_key'" in r.output
+    assert "Allowed keys: seed, data_root, n_bootstrap, confidence, figure_dpi, figure_pdf, value" in r.output
     assert not (project / "outputs").exists()
 
 
