@@ -139,11 +139,11 @@ def _random_frames(seed: int, n: int):
 
 
 def test_markdown_writer_equals_tabulate_and_latex_writer_equals_styler():
-    """save_table writes Markdown and LaTeX itself (tabulate and Styler took seconds on long tables): on 300 random
+    """save_table writes Markdown and LaTeX itself (tabulate and Styler took seconds on long tables): on 150 random
     frames both equal, byte for byte, what tabulate's github format and Styler.to_latex write."""
     from radaudit.tables import _display_frame, _latex_escape, _tabulate_markdown, latex_tabular, markdown_table
 
-    for df in _random_frames(0, 300):
+    for df in _random_frames(0, 150):
         shown, numeric = _display_frame(df, False, 4)
         assert markdown_table(shown, numeric) == _tabulate_markdown(shown, numeric), df
         escaped = shown.map(_latex_escape)

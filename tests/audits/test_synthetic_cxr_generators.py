@@ -107,6 +107,7 @@ def test_memoriser_without_source_uses_same_labels(ctx, frame):
     assert min(rms(out[0], p) for p in pool) == 0.0
 
 
+@pytest.mark.long
 def test_heldout_real_never_a_training_image_and_matches_labels(ctx, frame):
     req = G.fidelity_requests(frame, k=1).iloc[:20]
     out = G.generate("heldout_real", req, context=ctx)

@@ -174,6 +174,7 @@ def test_encoder_seeded_cached_and_evaluated(data, tmp_path):
     assert enc.describe()["config_hash"] == card["config_hash"]
 
 
+@pytest.mark.long
 def test_reid_learns_that_a_copy_is_the_same_patient(data, tmp_path):
     (x, m), (xe, me) = data
     path = M.demo_reid_path(x, m, xe, me, seed=0, cache_dir=tmp_path, **{**TINY, "steps": 60})
@@ -193,6 +194,7 @@ def test_reid_learns_that_a_copy_is_the_same_patient(data, tmp_path):
     assert met["mean_identical"] == pytest.approx(float(identical.mean()), abs=1e-5)
 
 
+@pytest.mark.long
 def test_clip_trains_and_scores_cosines(data, tmp_path, pypi_minilm):
     (x, m), (xe, me) = data
     path = M.demo_clip_path(x, m, xe, me, seed=0, cache_dir=tmp_path, **{**TINY, "steps": 15})

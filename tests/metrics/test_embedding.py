@@ -231,6 +231,7 @@ def test_length_sorted_batches_equal_batch_size_one(radeval_pairs, idf):
         np.testing.assert_allclose(batched.details[key], single.details[key], rtol=0, atol=1e-6)
 
 
+@pytest.mark.long
 def test_results_follow_input_order(radeval_pairs):
     refs, cands = radeval_pairs
     metric = BERTScore(model=MINILM, bert_score_batch=None, batch_size=8)

@@ -403,6 +403,7 @@ def test_extractor_batching_same_as_one_batch():
         extract_features(enc, "image.png")
 
 
+@pytest.mark.long
 def test_extractor_inception_batches(tmp_path):
     from radaudit.models.encoders import InceptionFIDEncoder
 

@@ -103,6 +103,7 @@ def test_weat_on_words_drops_and_counts_oov():
 # GloVe and WEAT.json from their PyPI distributions
 
 
+@pytest.mark.long
 def test_glove_loads_and_behaves_like_glove():
     g = load_glove()
     assert load_glove() is g  # cached in memory

@@ -45,6 +45,7 @@ def test_unknown_key_and_wrong_type_name_the_key(tmp_path):
         _resolve(tmp_path / "missing.yaml")
 
 
+@pytest.mark.long
 def test_python_tags_are_refused_never_executed(tmp_path):
     marker = tmp_path / "pwned"
     f = tmp_path / "evil.yaml"

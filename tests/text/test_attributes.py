@@ -590,6 +590,7 @@ def test_non_english_text_gives_no_attributes():
     assert extract_attributes("Kein Pneumothorax. Épanchement pleural modéré.") == []
 
 
+@pytest.mark.long
 def test_very_long_text_is_the_sum_of_its_parts():
     one = " ".join(REAL.values())
     n = len(extract_attributes(one))
@@ -637,6 +638,7 @@ def test_real_quotes_are_verbatim(shared_data):
     assert missing == []
 
 
+@pytest.mark.long
 def test_counts_on_iu_xray_reports(shared_data):
     """Measured on the 3,851 IU X-ray reports (findings + impression): pinned so that a rule change shows up here.
 
