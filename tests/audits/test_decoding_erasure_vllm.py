@@ -4,6 +4,8 @@ run resumes across engines. vLLM is the recorder of ``tests/fake_vllm.py``; the 
 
 from __future__ import annotations
 
+import importlib.util
+
 import pandas as pd
 import pytest
 
@@ -13,8 +15,10 @@ from radaudit.audits.decoding_erasure import study as st
 from radaudit.config import resolve_params
 from radaudit.paths import params_dir
 
-pytest.importorskip("transformers")
-pytest.importorskip("peft")
+# found, not imported: importing peft takes ~4 s, which every pytest-xdist worker would pay while collecting
+for _pkg in ("transformers", "peft"):
+    if importlib.util.find_spec(_pkg) is None:
+        pytest.skip(f"needs {_pkg} (pip install -e '.[models]')", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
