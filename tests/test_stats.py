@@ -543,3 +543,16 @@ def test_vectorized_statistic_counts_nan_resamples_as_failed_and_refuses_what_it
         bootstrap_ci(x, lambda a: a.mean(axis=-1), units=[0, 0, 1, 1], vectorized=True)
     with pytest.raises(TypeError, match="one number per resample"):
         bootstrap_ci(x, lambda a: a.mean(), vectorized=True, method="percentile", n_resamples=10)
+
+
+def test_vectorized_statistic_in_several_batches_keeps_the_loops_draws(monkeypatch):
+    """With batches of 7 resamples (the batch bound forced down), replicates and jackknife still equal the loop's."""
+    import radaudit.stats as stats_module
+
+    monkeypatch.setattr(stats_module, "_BATCH_ELEMENTS", 7 * 37)
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=37)
+    loop = bootstrap_ci(x, np.mean, method="bca", n_resamples=100, seed=2)
+    vec = bootstrap_ci(x, lambda a: a.mean(axis=-1), method="bca", n_resamples=100, seed=2, vectorized=True)
+    np.testing.assert_array_equal(vec.replicates, loop.replicates)
+    assert (vec.low, vec.high) == (loop.low, loop.high)

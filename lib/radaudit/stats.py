@@ -354,19 +354,21 @@ def _run_vectorized(data, statistics, units, n_resamples, seed, jackknife):
                                  "(check for an empty group or a single class)")
         estimates[name] = est
     rng = np.random.default_rng(seed)
-    draws = np.stack([rng.integers(0, n, size=n) for _ in range(n_resamples)])  # the loop's draws, in its order
-    step = max(1, _BATCH_ELEMENTS // n)
+    step = max(1, _BATCH_ELEMENTS // n)  # resamples per batch: memory stays bounded however large B x n is
     reps = np.full((n_resamples, len(names)), np.nan)
     jack = np.full((n, len(names)), np.nan) if jackknife else None
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for j, name in enumerate(names):
-            for start in range(0, n_resamples, step):
-                reps[start:start + step, j] = _batched(rows, statistics[name], draws[start:start + step])
-            if jack is not None:
-                for start in range(0, n, step):
-                    left = np.arange(start, min(start + step, n))
-                    keep = np.arange(n - 1)[None, :]
+        for start in range(0, n_resamples, step):
+            # the loop's draws, in its order, one batch at a time
+            draws = np.stack([rng.integers(0, n, size=n) for _ in range(min(step, n_resamples - start))])
+            for j, name in enumerate(names):
+                reps[start:start + len(draws), j] = _batched(rows, statistics[name], draws)
+        if jack is not None:
+            keep = np.arange(n - 1)[None, :]
+            for start in range(0, n, step):
+                left = np.arange(start, min(start + step, n))
+                for j, name in enumerate(names):
                     jack[left, j] = _batched(rows, statistics[name], keep + (keep >= left[:, None]))
     return n, estimates, reps, jack, [None] * len(names)
 
