@@ -226,3 +226,20 @@ def test_prompt_carries_the_clinical_question_and_the_sex_once():
     assert dem.format_prompt("XXXX", "U") == "Indication: not given. Sex: not given. Report:"
     with pytest.raises(ParamsError, match="sex must be"):
         dem.format_prompt("cough", "X")
+
+
+def test_word_tokenizer_keeps_compound_words_whole_and_round_trips():
+    texts = ["left-sided effusion and/or x-ray. the patient's heart (xxxx) is normal.",
+             "right-sided pleural effusion. well-expanded lungs, 1.5 cm nodule - stable."] * 2
+    tok = dem._build_tokenizer(texts, 200, kind="word")
+    pieces = tok.convert_ids_to_tokens(tok(texts[0], add_special_tokens=False)["input_ids"])
+    assert pieces[:5] == ["▁left-sided", "▁effusion", "▁and/or", "▁x-ray", "."]
+    assert "▁patient's" in pieces and ")" in pieces
+    for text in texts[:2]:
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        assert tok.decode(ids) == text  # exact: spaces and punctuation restored
+    # recipe 3 made "sided" / "ray" / "or" unmarked continuation tokens that sampling could glue onto any word
+    vocab = tok.get_vocab()
+    assert not {"sided", "ray", "or", "expanded", "s"} & set(vocab)
+    glued = [w for w in vocab if w[:1].isalpha()]
+    assert glued == ["xxxx"]  # only the word right after "(" in these texts, which follows no space
