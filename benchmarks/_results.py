@@ -48,9 +48,24 @@ def commit() -> str:
     return sha + ("+dirty" if dirty else "")
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; ``platform.processor()`` elsewhere), or ``""``."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor().strip()
+
+
 def machine() -> str:
-    """``<arch>, <n> cores`` (the same string for every benchmark, so figures compare)."""
-    return f"{platform.machine()}, {os.cpu_count()} cores"
+    """``<arch>, <n> cores, <CPU model>`` (the same string for every benchmark on a machine). The CPU model is
+    there because one figure is not comparable with another taken on another CPU: ``bench_score`` took 39.2 s
+    on one 2-core machine (AMD, F.linear at 56 GFLOP/s per core) and 15.2 s, same code, on an Intel Xeon."""
+    cpu = cpu_model()
+    return f"{platform.machine()}, {os.cpu_count()} cores" + (f", {cpu}" if cpu else "")
 
 
 def peak_rss_mb() -> float:

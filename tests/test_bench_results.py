@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import platform
 import sys
 from pathlib import Path
 
@@ -40,7 +42,10 @@ def test_record_writes_the_fields_and_regenerates_the_readme(results, tmp_path):
     saved = json.loads((tmp_path / "demo_bench.json").read_text())
     assert saved == out
     assert saved["budget_ratio"] == 1.25 and saved["ratio"] == 0.4 and saved["max_abs_diff"] == 2e-7
-    assert saved["repeats"] == 3 and saved["machine"].endswith("cores") and saved["peak_rss_mb"] > 0
+    assert saved["repeats"] == 3 and saved["peak_rss_mb"] > 0
+    # the CPU model is part of the machine: figures from two CPUs are not comparable
+    assert saved["machine"].startswith(f"{platform.machine()}, {os.cpu_count()} cores")
+    assert saved["machine"].endswith(results.cpu_model()) and results.cpu_model() in open("/proc/cpuinfo").read()
     assert saved["commit"]  # a sha (maybe +dirty) or "unknown" outside git
     (tmp_path / "quality.json").write_text(json.dumps({"bars": {}}))  # not a speed benchmark
     text = results.write_readme(tmp_path).read_text()

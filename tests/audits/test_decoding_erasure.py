@@ -16,6 +16,7 @@ import pytest  # noqa: E402
 from radaudit.audits import decoding_erasure as de  # noqa: E402
 from radaudit.config import validate_params  # noqa: E402
 from radaudit.errors import ParamsError  # noqa: E402
+from radaudit.metrics.association import SILENCE_ERASURE  # noqa: E402
 
 FAST = dict(n_bootstrap=50, n_permutations=50, surface_metrics=("rouge1", "rougeL", "ratescore"))
 FILLER = ["lungs", "clear", "heart", "size", "normal", "effusion", "pleural", "opacity", "mild", "stable",
@@ -145,9 +146,15 @@ def test_figures_build(erased, copied):
     fig = de.fig_pstar_sweep([erased, copied], [0.01, 0.05, 0.2])
     assert [a.get_title() for a in fig.axes] == ["Erasure (paper's test)", "Erasure (silence test)", "New Bias",
                                                  "Bias Flip"]
-    for ax in fig.axes:  # a category with no word at any p* says n/a and draws no line on zero
+    table = de.pstar_sweep_table([erased, copied], [0.01, 0.05, 0.2])
+    for ax, cat in zip(fig.axes, ["Erasure", SILENCE_ERASURE, "New Bias", "Bias Flip"]):
+        # every corpus has its line, on zero where it flags nothing; a category with no word at any p* says n/a
+        assert len(ax.lines) == 2
+        zero = table.loc[table["category"] == cat, "count"].max() == 0
         empty = any(t.get_text().startswith("n/a (no word in this category") for t in ax.texts)
-        assert empty == (not ax.lines)
+        assert empty == zero
+        if zero:
+            assert all((line.get_ydata() == 0).all() for line in ax.lines)
     plt.close(fig)
     fig = de.fig_surface_vs_diversity([erased, copied], metric="rougeL")
     assert any("unique" in t.get_text() for t in fig.axes[0].texts)

@@ -123,8 +123,9 @@ def fig_pstar_sweep(results: Sequence[CorpusResult], p_grid: Sequence[float],
 
     Lines that do not cross mean the ranking of the corpora is preserved across thresholds (the
     paper's claim). The counts are :func:`pstar_sweep_table`'s; the paper's Erasure and the silence
-    test's are side by side. A category with no word at any p* says so in its panel ("n/a (no word in
-    this category)") instead of drawing lines on zero. Returns the Figure.
+    test's are side by side. A category with no word at any p* keeps its lines on zero (0 is the count:
+    for the paper's test on a collapsed model it is the finding) and says so in its panel ("n/a (no word in
+    this category ...)": there is nothing to rank). Returns the Figure.
     """
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
@@ -142,10 +143,9 @@ def fig_pstar_sweep(results: Sequence[CorpusResult], p_grid: Sequence[float],
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(0, max(3, int(sub["count"].max()) + 1) if len(sub) else 3)
         if not len(sub) or sub["count"].max() == 0:
-            for line in list(ax.lines):
-                line.remove()
-            ax.text(0.5, 0.5, "n/a (no word in this category\nat any $p^\\star$ of the grid)", transform=ax.transAxes,
-                    ha="center", va="center", fontsize=9, color="#555555")
+            ax.text(0.5, 0.5, "n/a (no word in this category\nat any $p^\\star$ of the grid:\nevery corpus counts 0)",
+                    transform=ax.transAxes, ha="center", va="center", fontsize=9, color="#555555",
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
     drawn = [ax for ax in axes[0] if ax.lines]
     if drawn:
         drawn[-1].legend(fontsize=7, loc="best")
