@@ -234,8 +234,12 @@ SPEED_LINES = (
 
 def render_speed_block(folder: Path = RESULTS) -> str:
     """The README's ``<!-- bench:speed -->`` block: one line per benchmark, from its results file only."""
-    lines = ["Measured by `make bench` on 2 CPU cores (`benchmarks/results/README.md` has every figure, its commit "
-             "and the scaling plots):", ""]
+    found = [json.loads((folder / f"{stem}.json").read_text(encoding="utf-8")) for stem, _ in SPEED_LINES
+             if (folder / f"{stem}.json").exists()]
+    machines = sorted({d.get("machine", "?") for d in found})
+    on = machines[0] if len(machines) == 1 else "several machines (each line's file names its own)"
+    lines = [f"Measured by `make bench` on {on} (`benchmarks/results/README.md` has every figure, its commit "
+             "and the scaling plots; figures from another CPU are not comparable):", ""]
     for stem, what in SPEED_LINES:
         path = folder / f"{stem}.json"
         if not path.exists():
