@@ -91,11 +91,9 @@ def test_demo_run_findings_and_readme(demo_run):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue 20 open: the demo model writes 14% distinct reports under greedy "
-                                       "decoding (<= 5% needed; beam: 4.7%)")
 def test_demo_greedy_collapses_as_the_paper(demo_run):
-    """Issue 20's last bar: template collapse of the paper's order under greedy decoding. Strict: when the
-    stand-in gets there, this starts passing and the marker must go."""
+    """Issue 20's last bar: template collapse of the paper's order under greedy decoding (recipe 4, 200 steps:
+    3.0% distinct on 2026-11-27; recipe 3 at 300 steps wrote 13.7%)."""
     from radaudit.findings import read_findings
 
     f = {x.id: x for x in read_findings(demo_run.run_dir)["findings"]}
