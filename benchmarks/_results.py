@@ -261,6 +261,36 @@ def render_speed_block(folder: Path = RESULTS) -> str:
     return "\n".join(lines) + "\n"
 
 
+DEMO_KINDS = (("fresh", "from a fresh clone (`make install`, then every stand-in model trained and every generation made)"),
+              ("cached", "again right after, with every cache present"))
+
+
+def render_demo_block(folder: Path = RESULTS) -> str:
+    """The README's ``<!-- bench:demo -->`` block: ``make demo``'s wall time, from ``demo_<kind>.json``
+    (``benchmarks/demo_timings.py``), per experiment and with the slowest cells of the cached run."""
+    lines = []
+    for kind, what in DEMO_KINDS:
+        path = folder / f"demo_{kind}.json"
+        if not path.exists():
+            lines.append(f"- `make demo` {what}: not measured yet (`python benchmarks/demo_timings.py --kind {kind}`).")
+            continue
+        d = json.loads(path.read_text(encoding="utf-8"))
+        install = f"install {d['install_seconds'] / 60:.1f} min, " if d.get("install_seconds") else ""
+        parts = ", ".join(f"{e} {s / 60:.1f}" for e, s in d["per_experiment"].items())
+        lines.append(f"- `make demo` {what}: **{d['seconds'] / 60:.1f} min**, {d['budget_ratio']:.2f}x the "
+                     f"{d['budget_s'] / 60:.0f} min target ({install}notebooks in minutes: {parts}; runs of commit "
+                     f"{d.get('run_commit', '?')} on {d.get('machine', '?')}, {d.get('date', '?')}).")
+    cached = folder / "demo_cached.json"
+    if cached.exists():
+        cells = json.loads(cached.read_text(encoding="utf-8")).get("slowest_cells") or []
+        if cells:
+            lines += ["", "The slowest cells of the cached run (`radaudit timings --preset demo`):", "",
+                      "| experiment | section | cell | seconds | code |", "| --- | --- | --- | --- | --- |"]
+            lines += [f"| {c['experiment']} | {c['section']} | {c['cell']} | {c['seconds']:.1f} | "
+                      f"`{c['code'].replace('|', '&#124;')}` |" for c in cells]
+    return "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":  # `python benchmarks/_results.py --readme`: rewrite both READMEs from the results
     import sys
 
@@ -269,3 +299,4 @@ if __name__ == "__main__":  # `python benchmarks/_results.py --readme`: rewrite 
         from _readme import write_block
 
         write_block("speed", render_speed_block())
+        write_block("demo", render_demo_block())

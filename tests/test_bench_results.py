@@ -72,7 +72,49 @@ def test_committed_results_readme_and_speed_lines_are_regenerated_not_typed(resu
     readme = importlib.import_module("_readme")
     assert readme.read_block("speed") == results.render_speed_block(), \
         "README speed lines are stale: run `python benchmarks/_results.py --readme`"
+    assert readme.read_block("demo") == results.render_demo_block(), \
+        "README make-demo times are stale: run `python benchmarks/_results.py --readme`"
     sys.modules.pop("_readme", None)
+
+
+def test_demo_lines_come_from_the_runs_manifests(results, tmp_path):
+    """benchmarks/demo_timings.py: the six latest demo runs' durations summed (plus install), per experiment,
+    refused when an experiment has no run or the runs span commits."""
+    from radaudit.experiments import EXPERIMENTS
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    demo = importlib.import_module("demo_timings")
+    outputs = tmp_path / "outputs"
+    cell = {"cell_type": "code", "source": "x = 1", "metadata": {"papermill": {"duration": 2.5}}, "outputs": []}
+
+    def make(exp, seconds, sha="abc1234def", name="20261127-120000_demo"):
+        run = outputs / exp / name
+        run.mkdir(parents=True)
+        (run / "manifest.json").write_text(json.dumps({
+            "experiment": exp, "preset": "demo", "status": "succeeded", "started": name, "duration_s": seconds,
+            "notebook": "nb.ipynb", "git": {"commit": sha, "dirty": False}}))
+        (run / "nb.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
+                                                  "nbformat_minor": 5}))
+
+    names = sorted(EXPERIMENTS)
+    for i, exp in enumerate(names[:-1]):
+        make(exp, 60.0 * (i + 1))
+    with pytest.raises(SystemExit, match=names[-1]):
+        demo.demo_record(outputs, "cached")
+    make(names[-1], 30.0)
+    rec = demo.demo_record(outputs, "fresh", install_seconds=90.0)
+    want = sum(60.0 * (i + 1) for i in range(len(names) - 1)) + 30.0
+    assert rec["seconds"] == pytest.approx(want + 90.0) and rec["budget_s"] == 480.0 and rec["n"] == len(names)
+    assert rec["per_experiment"][names[0]] == 60.0 and rec["run_commit"] == "abc1234"
+    assert len(rec["slowest_cells"]) == len(names) and rec["slowest_cells"][0]["seconds"] == 2.5
+    results.record("demo_fresh", folder=tmp_path, **rec)
+    block = results.render_demo_block(tmp_path)
+    assert f"**{(want + 90) / 60:.1f} min**" in block and "install 1.5 min" in block
+    assert "`make demo` again right after" in block and "not measured yet" in block  # no cached record here
+    make(names[0], 10.0, sha="fff0000aaa", name="20261127-130000_demo")  # a newer run of another commit
+    with pytest.raises(SystemExit, match="several commits"):
+        demo.demo_record(outputs, "cached")
+    sys.modules.pop("demo_timings", None)
 
 
 def test_speed_lines_say_what_each_file_holds(results, tmp_path):

@@ -1,0 +1,77 @@
+"""`make demo`'s wall time, recorded from its runs like a benchmark (issue 25: <= 8 min from a fresh clone,
+<= 4 min with its caches present).
+
+    make demo && .venv/bin/python benchmarks/demo_timings.py --kind fresh --install-seconds 84   # a new clone
+    make demo && .venv/bin/python benchmarks/demo_timings.py --kind cached                       # right after
+
+Reads the newest succeeded ``demo`` run of each experiment under ``--outputs`` (``radaudit.timings.latest_runs``),
+sums their manifests' ``duration_s`` (each notebook's wall time, papermill start to end) and writes
+``benchmarks/results/demo_<kind>.json``: ``seconds`` (the notebooks, plus ``--install-seconds`` for a fresh clone:
+``make install``'s wall time, which the runs cannot see), ``per_experiment`` seconds, ``runs``, ``slowest_cells``
+(the ten slowest cells of those runs, ``radaudit timings``), ``budget_s`` (480 fresh, 240 cached), then the
+README's speed lines. Which kind a run was is the caller's word: *fresh* = a new clone with empty caches (the
+stand-in models are trained, the generations made); *cached* = ``make demo`` again with every cache present.
+The script refuses runs that are not all on the same commit, or fewer than every experiment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from _results import record  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+
+BUDGETS_S = {"fresh": 480.0, "cached": 240.0}
+
+
+def demo_record(outputs: Path, kind: str, install_seconds: float | None = None) -> dict:
+    """The fields :func:`_results.record` gets for ``demo_<kind>`` (see the module docstring)."""
+    from radaudit.experiments import EXPERIMENTS
+    from radaudit.timings import latest_runs, slowest_cells
+
+    if kind not in BUDGETS_S:
+        raise SystemExit(f"--kind must be one of {sorted(BUDGETS_S)}, got {kind!r}.")
+    runs = latest_runs(outputs, preset="demo")
+    manifests = {r.parent.name: json.loads((r / "manifest.json").read_text(encoding="utf-8")) for r in runs}
+    missing = sorted(set(EXPERIMENTS) - set(manifests))
+    if missing:
+        raise SystemExit(f"No succeeded demo run of {missing} under {outputs}: run `make demo` first.")
+    commits = {(m.get("git") or {}).get("commit", "?")[:7] + ("+dirty" if (m.get("git") or {}).get("dirty") else "")
+               for m in manifests.values()}
+    if len(commits) > 1:
+        raise SystemExit(f"The latest demo runs come from several commits ({sorted(commits)}): one `make demo` "
+                         "is one commit; run it again.")
+    per = {e: round(float(m["duration_s"]), 1) for e, m in sorted(manifests.items())}
+    seconds = sum(per.values()) + (install_seconds or 0.0)
+    cells = slowest_cells(runs, top=10)
+    return {"seconds": seconds, "n": len(per), "unit": "notebooks", "budget_s": BUDGETS_S[kind],
+            "kind": kind, "install_seconds": install_seconds, "per_experiment": per,
+            "runs": {r.parent.name: r.name for r in sorted(runs)},
+            "run_commit": commits.pop(),
+            "slowest_cells": [{"experiment": c.experiment, "section": c.section, "cell": int(c.cell),
+                               "seconds": round(float(c.seconds), 1), "code": c.code} for c in cells.itertuples()]}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kind", required=True, choices=sorted(BUDGETS_S))
+    ap.add_argument("--outputs", type=Path, default=Path(__file__).resolve().parents[1] / "outputs")
+    ap.add_argument("--install-seconds", type=float, default=None,
+                    help="make install's wall time, for a fresh clone (the runs cannot see it)")
+    args = ap.parse_args(argv)
+    fields = demo_record(args.outputs, args.kind, args.install_seconds)
+    out = record(f"demo_{args.kind}", **fields)
+    from _readme import write_block
+    from _results import render_demo_block
+
+    write_block("demo", render_demo_block())
+    print(f"make demo ({args.kind}): {out['seconds'] / 60:.1f} min for {out['n']} notebooks "
+          f"({out['budget_ratio']:.2f} x the {out['budget_s'] / 60:.0f} min target)")
+    for e, s in out["per_experiment"].items():
+        print(f"  {e:18s} {s / 60:5.1f} min")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
