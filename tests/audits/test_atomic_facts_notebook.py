@@ -21,3 +21,16 @@ def test_smoke_run_writes_agreement_tables_and_figures(smoke_runs):
     assert failures.loc["decomposition", "n"] == 0 and m["params"]["backend"] == "rule"
     long = pd.read_csv(r.run_dir / "tables" / "table2_long.csv")
     assert long.filter(like="low").notna().any().any()  # CIs are present
+    # findings.json (every run writes one): the headline numbers, read back from the run's own tables
+    from radaudit.findings import read_findings
+
+    doc = read_findings(r.run_dir)
+    by = {f.id: f for f in doc["findings"]}
+    assert doc["experiment"] == "atomic_facts" and doc["preset"] == "smoke"
+    assert set(by) == {"atomimed_tau_total_errors", "atomimed_tau_gain_bleu4",
+                       "atomimed_tau_gain_chexpert_f1_micro_all14", "atomimed_preference_accuracy",
+                       "atomimed_unparseable_replies"}  # the smoke preset's headline: BLEU-4 and the label F1
+    row = long[(long["metric"] == "atomimed") & (long["target"] == "total_errors") & (long["rater"].astype(str) == "mean")
+               & (long["coefficient"] == "kendall")].iloc[0]
+    assert by["atomimed_tau_total_errors"].value == row["estimate"]
+    assert by["atomimed_unparseable_replies"].verdict == "n/a" and by["atomimed_unparseable_replies"].value == 0

@@ -99,6 +99,7 @@ from radaudit.audits.atomic_facts.data import (
     split_cases,
     split_study,
 )
+from radaudit.audits.atomic_facts.findings import headline_findings
 from radaudit.audits.atomic_facts.params import (
     Params,
 )
@@ -133,7 +134,8 @@ __all__ = [
     "agreement_by_split", "CI_METHODS", "select_cases", "split_cases", "split_study", "SPLIT_PARTS", "SPLIT_SEED",
     "agreement_coefficients", "ANATOMICAL_SYSTEMS", "atomimed_options", "CANDIDATE_COLUMNS",
     "correlation_table", "distinct_metrics", "FAILURE_COLUMNS", "failure_line", "failures_table", "fig_correlation",
-    "fig_granular", "fig_preference", "generations_study", "GRANULAR_COLUMNS", "granular_table", "human_preference",
+    "fig_granular", "fig_preference", "generations_study", "GRANULAR_COLUMNS", "granular_table", "headline_findings",
+    "human_preference",
     "INTER_RATER", "JUDGEMENT_COLUMNS",
     "kendall_tau_b", "MEAN_RATER", "METRIC_LABELS", "metric_preference", "MetricScores", "OTHER_SYSTEM",
     "Params", "preference_agreement", "preference_table", "radpref_study", "ReaderStudy", "resolve_baselines",
