@@ -113,10 +113,14 @@ CHAT_TEMPLATE = (
     "{{ c['text'] }}{% endif %}{% endfor %}{% endif %}{{ '\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}ASSISTANT:{% endif %}")
 
-#: The real demo configuration (~1.1M parameters). ``steps`` is the planned length (400: about 3.5 min
-#: on 2 quiet CPU cores, ~0.5 s/step with the vision tower frozen; with 300 steps the language model
-#: had only just learnt to read the marker — held-out marked only-image AUROC 0.71 at step 225, 0.98 at
-#: 300 — so 400 leaves a margin), so the model is a function of the seed, not of the machine's speed. ``max_seconds`` is only a runaway guard, set far
+#: The real demo configuration (~1.1M parameters). ``steps`` is the planned length, so the model is a
+#: function of the seed, not of the machine's speed. 800 steps (about 3.5 min on 2 idle cores of an Intel
+#: Xeon, ~0.26 s/step with the vision tower frozen; about twice that on the AMD machine of earlier rounds).
+#: Why 800: with 300 steps the language model had only just learnt to read the marker (held-out marked
+#: only-image AUROC 0.71 at step 225, 0.98 at 300), and 400 sat on a knife edge. The same code, data and
+#: seed trained on two CPUs (different float rounding in the kernels) gave models whose marked image swap
+#: changed 64% of the answers on one and 8.3% (12 of 145, below the 10% positive-control bar) on the other.
+#: At 800 steps on the second CPU: 31.7% (seed 0), and the other controls hold. ``max_seconds`` is only a runaway guard, set far
 #: above the planned time: a model stopped by it depends on the machine's speed and is never reused
 #: (:func:`radaudit.paths.reusable_model_dir` removes it), so a guard near the planned time makes a busy
 #: machine retrain the model on every run (seen with 240 s on 2 shared cores: 48 of 120 steps). The
@@ -138,7 +142,7 @@ DEMO_VLM_CONFIG: dict[str, Any] = {
     # language model (Llama)
     "text_hidden": 128, "text_layers": 2, "text_heads": 4, "text_mlp": 384,
     # optimisation (radaudit.models.train.train_model)
-    "steps": 400, "batch_size": 16, "lr": 2e-3, "weight_decay": 0.01, "max_grad_norm": 1.0,
+    "steps": 800, "batch_size": 16, "lr": 2e-3, "weight_decay": 0.01, "max_grad_norm": 1.0,
     "max_seconds": 1800.0,
 }
 
