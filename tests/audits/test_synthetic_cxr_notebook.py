@@ -93,7 +93,7 @@ def demo_run(shared_data, tmp_path_factory):
 
 @pytest.mark.slow
 def test_demo_run_meets_issue_21_and_matches_the_readme(demo_run):
-    """Issue 21's bars on the demo preset (the encoder's view bar is the xfail below), and the README block is this
+    """Issue 21's bars on the demo preset (the encoder's view bar is the test below), and the README block is this
     run's (same params + seed -> same findings.json)."""
     from radaudit.findings import read_findings, readme_block, readme_findings
     from radaudit.paths import project_root
@@ -111,11 +111,12 @@ def test_demo_run_meets_issue_21_and_matches_the_readme(demo_run):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue 21 open: the demo encoder's projection accuracy on the 107 test images "
-                                       "is 0.654 against a bar of 0.673 (majority 0.523 + 0.15)")
 def test_demo_encoder_sees_the_view(demo_run):
-    """Issue 21's encoder bar: view (projection) accuracy >= majority share + 0.15. Strict: when the encoder gets
-    there, this starts passing and the marker must go."""
+    """Issue 21's encoder bar: view (projection) accuracy >= majority share + 0.15. Met on the Intel Xeon of the
+    2026-11-27 demo timings (0.692 against 0.673); the same code trained on the AMD machine of earlier rounds gave
+    0.654 (the bar sits at the edge of what ~320 training images at 64 px hold: linear probes on the pixels reach
+    0.66-0.70 on the held-out split, where the majority share is 0.613). A failure here on another CPU is that edge,
+    reported, not hidden."""
     from radaudit.findings import read_findings
 
     view = {x.id: x for x in read_findings(demo_run.run_dir)["findings"]}["encoder_view_accuracy"]
