@@ -141,7 +141,7 @@ def fig_pstar_sweep(results: Sequence[CorpusResult], p_grid: Sequence[float],
         ax.set_xlabel("$p^\\star$ (BH-adjusted)")
         ax.set_ylabel("words (#)")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylim(0, max(3, int(sub["count"].max()) + 1) if len(sub) else 3)
+        ax.set_ylim(-0.2, max(3, int(sub["count"].max()) + 1) if len(sub) else 3)  # a line on zero stays visible
         if not len(sub) or sub["count"].max() == 0:
             ax.text(0.5, 0.5, "n/a (no word in this category\nat any $p^\\star$ of the grid:\nevery corpus counts 0)",
                     transform=ax.transAxes, ha="center", va="center", fontsize=9, color="#555555",
