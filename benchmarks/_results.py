@@ -232,20 +232,24 @@ SPEED_LINES = (
 )
 
 
+def _load(folder: Path, stem: str) -> dict[str, Any] | None:
+    """``<folder>/<stem>.json`` as a dict, or None when it does not exist."""
+    path = folder / f"{stem}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
 def render_speed_block(folder: Path = RESULTS) -> str:
     """The README's ``<!-- bench:speed -->`` block: one line per benchmark, from its results file only."""
-    found = [json.loads((folder / f"{stem}.json").read_text(encoding="utf-8")) for stem, _ in SPEED_LINES
-             if (folder / f"{stem}.json").exists()]
+    found = [d for d in (_load(folder, stem) for stem, _ in SPEED_LINES) if d is not None]
     machines = sorted({d.get("machine", "?") for d in found})
     on = machines[0] if len(machines) == 1 else "several machines (each line's file names its own)"
     lines = [f"Measured by `make bench` on {on} (`benchmarks/results/README.md` has every figure, its commit "
              "and the scaling plots; figures from another CPU are not comparable):", ""]
     for stem, what in SPEED_LINES:
-        path = folder / f"{stem}.json"
-        if not path.exists():
+        d = _load(folder, stem)
+        if d is None:
             lines.append(f"- {what}: not measured yet (`python benchmarks/bench_{stem}.py`).")
             continue
-        d = json.loads(path.read_text(encoding="utf-8"))
         parts = [f"{d['seconds']:.2f} s for {d['n']:,} {d.get('unit', 'items')}"]
         if d.get("ratio") is not None:
             parts.append(f"ratio to the reference {d['ratio']:.2f}" + (f" ({d['worst_setting']}, the worst setting)"
@@ -270,19 +274,18 @@ def render_demo_block(folder: Path = RESULTS) -> str:
     (``benchmarks/demo_timings.py``), per experiment and with the slowest cells of the cached run."""
     lines = []
     for kind, what in DEMO_KINDS:
-        path = folder / f"demo_{kind}.json"
-        if not path.exists():
+        d = _load(folder, f"demo_{kind}")
+        if d is None:
             lines.append(f"- `make demo` {what}: not measured yet (`python benchmarks/demo_timings.py --kind {kind}`).")
             continue
-        d = json.loads(path.read_text(encoding="utf-8"))
         install = f"install {d['install_seconds'] / 60:.1f} min, " if d.get("install_seconds") else ""
         parts = ", ".join(f"{e} {s / 60:.1f}" for e, s in d["per_experiment"].items())
         lines.append(f"- `make demo` {what}: **{d['seconds'] / 60:.1f} min**, {d['budget_ratio']:.2f}x the "
                      f"{d['budget_s'] / 60:.0f} min target ({install}notebooks in minutes: {parts}; runs of commit "
                      f"{d.get('run_commit', '?')} on {d.get('machine', '?')}, {d.get('date', '?')}).")
-    cached = folder / "demo_cached.json"
-    if cached.exists():
-        cells = json.loads(cached.read_text(encoding="utf-8")).get("slowest_cells") or []
+    cached = _load(folder, "demo_cached")
+    if cached is not None:
+        cells = cached.get("slowest_cells") or []
         if cells:
             lines += ["", "The slowest cells of the cached run (`radaudit timings --preset demo`):", "",
                       "| experiment | section | cell | seconds | code |", "| --- | --- | --- | --- | --- |"]
