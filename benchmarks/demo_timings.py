@@ -21,7 +21,8 @@ import json
 import sys
 from pathlib import Path
 
-from _results import record  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from _readme import write_block  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from _results import record, render_demo_block  # noqa: E402
 
 BUDGETS_S = {"fresh": 480.0, "cached": 240.0}
 
@@ -63,9 +64,6 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     fields = demo_record(args.outputs, args.kind, args.install_seconds)
     out = record(f"demo_{args.kind}", **fields)
-    from _readme import write_block
-    from _results import render_demo_block
-
     write_block("demo", render_demo_block())
     print(f"make demo ({args.kind}): {out['seconds'] / 60:.1f} min for {out['n']} notebooks "
           f"({out['budget_ratio']:.2f} x the {out['budget_s'] / 60:.0f} min target)")

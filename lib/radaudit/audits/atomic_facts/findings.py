@@ -33,6 +33,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from radaudit.audits.atomic_facts.data import MEAN_RATER
+from radaudit.audits.atomic_facts.tables import correlation_row
 from radaudit.findings import Finding
 
 __all__ = ["PAPER", "headline_findings"]
@@ -44,12 +45,8 @@ ALPHA = 0.05
 TARGET = "total_errors"
 
 
-def _row(corr: pd.DataFrame, metric: str, target: str = TARGET) -> pd.Series | None:
-    if corr.empty:
-        return None
-    sel = corr[(corr["metric"] == metric) & (corr["target"] == target) & (corr["rater"] == MEAN_RATER)
-               & (corr["coefficient"] == "kendall")]
-    return None if sel.empty else sel.iloc[0]
+def _row(corr: pd.DataFrame, metric: str) -> pd.Series | None:
+    return correlation_row(corr, metric, TARGET)
 
 
 def _tau_finding(corr: pd.DataFrame, note: str) -> Finding:
@@ -87,7 +84,7 @@ def _preference_finding(pref: pd.DataFrame, headline: Sequence[str]) -> Finding:
     label = "Share of radiologist-preferred candidate pairs where AtomiMed prefers the same candidate"
     if pref.empty:
         return Finding(fid, label, None, "n/a", paper=PAPER[fid], note="no preference table in this run")
-    acc = pref[(pref["rater"] == MEAN_RATER) & (pref["statistic"] == "acc")].drop_duplicates("metric").set_index("metric")
+    acc = pref[(pref["rater"] == MEAN_RATER) & (pref["statistic"] == "acc")].set_index("metric")
     if "atomimed" not in acc.index or int(acc.loc["atomimed", "n_strict_pairs"]) == 0:
         return Finding(fid, label, None, "n/a", paper=PAPER[fid],
                        note="no candidate pair with both AtomiMed scores and a radiologists' preference")
@@ -112,8 +109,8 @@ def _failures_finding(backend: str, unparseable: int, not_scored: int) -> Findin
                         "counted, never read as an empty (perfect) decomposition")
 
 
-def headline_findings(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str], *, backend: str = "rule", unparseable: int = 0, not_scored: int = 0,
-                      study: str = "radpref") -> list[Finding]:
+def headline_findings(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str], *, backend: str = "rule",
+                      unparseable: int = 0, not_scored: int = 0, study: str = "radpref") -> list[Finding]:
     """Every finding of the module docstring, in reading order. ``corr`` / ``pref``: the run's Table 2 / Table 3
     analogs; ``headline``: the baselines the gains are computed against (their display names come from the
     tables' ``label`` column)."""

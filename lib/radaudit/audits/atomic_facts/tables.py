@@ -231,7 +231,12 @@ def failure_line(atomimed: pd.DataFrame, calls: pd.DataFrame | None = None) -> s
 # plain words
 
 
-def _get(corr: pd.DataFrame, metric: str, target: str, coef: str = "kendall", rater: str = MEAN_RATER) -> pd.Series | None:
+def correlation_row(corr: pd.DataFrame, metric: str, target: str, coef: str = "kendall",
+                    rater: str = MEAN_RATER) -> pd.Series | None:
+    """The row of :func:`~radaudit.audits.atomic_facts.agreement.correlation_table`'s long table for one metric,
+    judgement, coefficient and rater; None when it is absent (or the table is empty)."""
+    if corr.empty:
+        return None
     s = corr[(corr["metric"] == metric) & (corr["target"] == target) & (corr["coefficient"] == coef) & (corr["rater"] == rater)]
     return None if s.empty else s.iloc[0]
 
@@ -249,13 +254,13 @@ def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str
     targets = [t for t in TARGETS if t in set(corr["target"])]
     name = "the rule-based backend" if backend == "rule" else "the LLM backend"
     for t in targets:
-        a = _get(corr, "atomimed", t)
+        a = correlation_row(corr, "atomimed", t)
         if a is None:
             continue
         parts = [f"AtomiMed ({name}) τ = {format_ci(a.estimate, a.low, a.high, 2)}"]
         verdict = []
         for m in headline:
-            b = _get(corr, m, t)
+            b = correlation_row(corr, m, t)
             if b is None:
                 parts.append(f"{metric_label(m, METRIC_LABELS)} not computed here")
                 continue
@@ -269,7 +274,7 @@ def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str
         others = corr[(corr["rater"] == MEAN_RATER) & (corr["target"] == t) & (corr["coefficient"] == "kendall")
                       & ~corr["metric"].str.startswith("atomimed")]
         best = others.sort_values("estimate", ascending=False).head(1)
-        ceil = _get(corr, INTER_RATER, t, rater=INTER_RATER)
+        ceil = correlation_row(corr, INTER_RATER, t, rater=INTER_RATER)
         s = (f"**{TARGETS[t].capitalize()}** (Kendall τ with the radiologists' mean"
              + ("; fewer errors = better" if t in _NEGATED else "") + "): ") + "; ".join(parts) + "."
         if verdict:
