@@ -47,8 +47,11 @@ LONG_REPORT = " ".join(["the lungs are clear without focal consolidation, effusi
 
 
 @pytest.fixture(autouse=True)
-def _offline(monkeypatch):
+def _offline(monkeypatch, tmp_path):
+    """No hub, and a cache of this test's own: every number here is computed, never read from the text-output
+    cache of an earlier run (the cache itself is tested with explicit folders)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("RADAUDIT_CACHE", str(tmp_path / "cache"))
 
 
 @pytest.fixture(scope="module")
@@ -470,3 +473,40 @@ def test_cache_is_bounded_and_can_be_turned_off(radeval_pairs, tiny_bert):
     np.testing.assert_array_equal(a.details["f1"], b.details["f1"])
     with pytest.raises(ParamsError, match="cache_mb"):
         BERTScore(model=str(tiny_bert), cache_mb=-1)
+
+
+# --- the disk cache of whole calls (radaudit.models.text_memo) -------------------------------------
+
+def test_bertscore_disk_cache_repeats_a_call_bit_for_bit_and_warns_again(tiny_bert, tmp_path):
+    from radaudit.models.cache import ContentCache
+    from radaudit.models.text_memo import TEXT_CACHE
+
+    long = " ".join(["no effusion"] * 80)  # > 64 tokens of the tiny BERT: truncated
+    refs, cands = ["no pleural effusion.", long, ""], ["small left effusion.", "lungs clear.", "heart normal."]
+    with pytest.warns(UserWarning, match="1 of 6 texts are longer"):
+        first = BERTScore(model=tiny_bert, disk_cache=tmp_path).compute(refs, cands)
+    again = BERTScore(model=tiny_bert, disk_cache=tmp_path)
+    with pytest.warns(UserWarning) as caught:
+        second = again.compute(refs, cands)
+    said = " | ".join(str(w.message) for w in caught)
+    assert "1 of 6 texts are longer" in said and "1 empty reference" in said
+    assert (again.disk_hits, again.disk_misses, again.cache_misses) == (1, 0, 0)  # nothing was encoded
+    for k in ("precision", "recall", "f1"):
+        assert second.details[k].tobytes() == first.details[k].tobytes()
+    assert {k: second.details[k] for k in ("n_truncated", "n_empty_reference", "n_empty_candidate")} == \
+        {"n_truncated": 1, "n_empty_reference": 1, "n_empty_candidate": 0}
+    # any change of the call or of a number-changing option misses; the stored entries say what they hold
+    with pytest.warns(UserWarning):
+        again.compute(refs, cands[:2] + ["heart normal"])
+        BERTScore(model=tiny_bert, disk_cache=tmp_path, idf=True).compute(refs, cands)
+        BERTScore(model=tiny_bert, disk_cache=tmp_path, num_layers=1).compute(refs, cands)
+    assert again.disk_misses == 1
+    with ContentCache(tmp_path, name=TEXT_CACHE) as store:
+        assert len(store) == 4
+
+
+def test_bertscore_disk_cache_off_writes_nothing(tiny_bert, tmp_path):
+    metric = BERTScore(model=tiny_bert, disk_cache=False)
+    metric.compute(["no effusion."], ["effusion."])
+    metric.compute(["no effusion."], ["effusion."])
+    assert (metric.disk_hits, metric.disk_misses) == (0, 2) and not list(tmp_path.rglob("*.sqlite"))

@@ -38,8 +38,11 @@ TEXTS = ["No pleural effusion.", "", "The lungs are clear, the heart size is nor
 
 
 @pytest.fixture(autouse=True)
-def _offline(monkeypatch):
+def _offline(monkeypatch, tmp_path):
+    """No hub, and a cache of this test's own: every number here is computed, never read from the text-output
+    cache of an earlier run (the cache itself is tested with explicit folders)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("RADAUDIT_CACHE", str(tmp_path / "cache"))
 
 
 # --- text ----------------------------------------------------------------------------------------
@@ -287,3 +290,25 @@ def test_float_images_on_unit_range_keep_their_intensities():
     assert arr[0, 0, 0] == 128 and arr[1, 1, 0] == 76  # 0.5 * 255, 0.3 * 255: not stretched to 0..255
     wide = np.array([[0.0, 2.0], [4.0, 8.0]])  # outside [0, 1]: min-max
     assert np.asarray(to_rgb(wide))[1, 1, 0] == 255
+
+
+def test_text_encoder_disk_cache_serves_a_repeated_call_without_encoding(tiny_bert, tmp_path, monkeypatch):
+    from radaudit.models.cache import ContentCache
+    from radaudit.models.text_memo import TEXT_CACHE
+
+    first = TextEncoder(str(tiny_bert), disk_cache=tmp_path).embed(TEXTS)
+    enc = TextEncoder(str(tiny_bert), disk_cache=tmp_path)
+    monkeypatch.setattr(enc, "embed_ids", lambda *a, **k: pytest.fail("a cached call ran the encoder"))
+    second = enc.embed(TEXTS)
+    assert second.dtype == np.float32 and second.tobytes() == first.tobytes()
+    assert (enc.disk_hits, enc.disk_misses) == (1, 0)
+    monkeypatch.undo()
+    # another batch size or normalisation is another call (the padding changes the float rounding)
+    np.testing.assert_allclose(enc.embed(TEXTS, batch_size=1), first, rtol=0, atol=1e-5)
+    raw = enc.embed(TEXTS, normalize=False)
+    assert not np.allclose(raw, first)
+    assert enc.disk_misses == 2
+    with ContentCache(tmp_path, name=TEXT_CACHE) as store:
+        assert len(store) == 3
+    off = TextEncoder(str(tiny_bert), disk_cache=False)
+    assert off.embed(TEXTS).tobytes() == first.tobytes() and (off.disk_hits, off.disk_misses) == (0, 1)

@@ -256,7 +256,12 @@ class BERTScore:
     ``bert_score_batch`` (64 = reproduce ``bert_score.score(batch_size=64)`` exactly, its padding
     artefact included; ``None`` = the paper's max over real tokens; see the module docstring),
     ``cache_mb`` (token states of texts already encoded are kept across calls, up to this many MiB,
-    least recently used evicted; 0 = off; ``cache_hits``/``cache_misses`` count distinct texts).
+    least recently used evicted; 0 = off; ``cache_hits``/``cache_misses`` count distinct texts),
+    ``disk_cache`` (``True``: the default cache folder; a folder; ``False``/``None`` = off): each call's
+    P/R/F are kept on disk and the same call on the same model gives the same bytes back without encoding
+    (:mod:`radaudit.models.text_memo`; ``disk_hits``/``disk_misses`` count calls). A warm in-memory cache
+    can change a score by float32 rounding (~1e-7, see ``_encode``); the disk cache serves the bytes of
+    the call's first computation, so a rerun of the same calls repeats the first run bit for bit.
 
     ``compute`` returns per_sample = F1 and details ``precision``/``recall``/``f1`` (arrays) plus
     ``n_truncated``, ``n_empty_reference``, ``n_empty_candidate``, ``num_layers``, ``idf``, ``rescaled``.
@@ -266,7 +271,8 @@ class BERTScore:
                  idf: bool = False, baseline: Any = None, baseline_lang: str = "en", batch_size: int = 64,
                  max_length: int | None = None, device: str | None = None, dtype: Any = None,
                  empty: Literal["zero", "nan"] = "zero", bert_score_batch: int | None = 64,
-                 trust_remote_code: bool = False, name: str = "bertscore", cache_mb: float = 256.0) -> None:
+                 trust_remote_code: bool = False, name: str = "bertscore", cache_mb: float = 256.0,
+                 disk_cache: Any = True) -> None:
         import torch
 
         if not isinstance(idf, bool):
@@ -307,6 +313,8 @@ class BERTScore:
         self._cache: OrderedDict[str, tuple[list[int], bool, Any]] = OrderedDict()
         self._cache_bytes = 0
         self.cache_hits = self.cache_misses = 0
+        self.disk_cache = disk_cache
+        self.disk_hits = self.disk_misses = 0
         self._pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         self._n_special = len(_tokenize(self.tokenizer, [""], self.max_length)[0][0])
         self._zero_ids = {self.tokenizer.sep_token_id, self.tokenizer.cls_token_id} - {None}
@@ -361,16 +369,57 @@ class BERTScore:
         return [torch.tensor(r, dtype=torch.float32) for r in rows]
 
     def score(self, references: Sequence[str], candidates: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """``(precision, recall, f1, info)`` as float arrays in input order (no input checks; see ``compute``)."""
+        """``(precision, recall, f1, info)`` as float arrays in input order (no input checks; see ``compute``).
+        A call already made on this model comes from the disk cache (``disk_cache``), its warnings given again."""
+        from radaudit.models.text_memo import memo_call
+
+        refs, cands = list(references), list(candidates)
+        n = len(refs)
+        arrays, counts, hit = memo_call(self.disk_cache, self._call_parts(refs, cands),
+                                        lambda: self._score(refs, cands))
+        self.disk_hits += int(hit)
+        self.disk_misses += int(not hit)
+        n_truncated, n_empty_r, n_empty_c = (int(counts[k]) for k in ("n_truncated", "n_empty_reference",
+                                                                      "n_empty_candidate"))
+        _warn_truncated(self.name, n_truncated, 2 * n, self.max_length, stacklevel=4)
+        if n_empty_c or n_empty_r:
+            what = "undefined (NaN)" if self.empty == "nan" else "scored 0, as bert-score does"
+            warnings.warn(f"{self.name}: {n_empty_c} empty candidate(s) and {n_empty_r} empty reference(s) are {what}.",
+                          UserWarning, stacklevel=3)
+        out_np = arrays["prf"].reshape(n, 3)
+        info = {"n_truncated": n_truncated, "n_empty_reference": n_empty_r, "n_empty_candidate": n_empty_c,
+                "num_layers": self.num_layers, "idf": self.idf, "rescaled": self.baseline is not None,
+                "bert_score_batch": self.bert_score_batch,
+                "model": self.resolved.spec}
+        return out_np[:, 0], out_np[:, 1], out_np[:, 2], info
+
+    def _call_parts(self, refs: list[str], cands: list[str]) -> dict[str, Any] | None:
+        """The disk-cache key parts of one call (:func:`radaudit.models.text_memo.call_key_parts`); ``None`` when
+        the cache is off or the weights have no identity on disk."""
+        from radaudit.models.text_memo import call_key_parts, weights_identity
+
+        if self.disk_cache in (None, False):
+            return None
+        weights = weights_identity(self)
+        if weights is None:
+            return None
+        identity = {"spec": self.resolved.spec, "weights": weights, "device": self.device,
+                    "dtype": str(next(self.model.parameters()).dtype)}
+        options = {"num_layers": self.num_layers, "idf": self.idf, "empty": self.empty, "max_length": self.max_length,
+                   "bert_score_batch": self.bert_score_batch, "batch_size": self.batch_size,
+                   "baseline": None if self.baseline is None else np.asarray(self.baseline, dtype=float).tolist()}
+        return call_key_parts("bertscore", identity, options, {"references": refs, "candidates": cands},
+                              code=("radaudit.metrics.embedding", "radaudit.models.encoders"))
+
+    def _score(self, refs: list[str], cands: list[str]) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+        """``({"prf": [n, 3] float64}, counts)``: the computation behind :meth:`score` (no warnings)."""
         import torch
         from torch.nn.utils.rnn import pad_sequence
 
-        refs, cands = list(references), list(candidates)
         n = len(refs)
         texts, where = _unique(refs + cands)
         ids, cut, states = self._encode(texts)
         n_truncated = sum(cut[u] for u in where)
-        _warn_truncated(self.name, n_truncated, 2 * n, self.max_length, stacklevel=4)
         weights = self._weights(ids, [ids[u] for u in where[:n]])
         ref_u, cand_u = where[:n], where[n:]
 
@@ -417,10 +466,6 @@ class BERTScore:
         empty_c = torch.tensor([len(ids[u]) == self._n_special for u in cand_u], dtype=torch.bool)
         empty_r = torch.tensor([len(ids[u]) == self._n_special for u in ref_u], dtype=torch.bool)
         n_empty_c, n_empty_r = int(empty_c.sum()), int(empty_r.sum())
-        if n_empty_c or n_empty_r:
-            what = "undefined (NaN)" if self.empty == "nan" else "scored 0, as bert-score does"
-            warnings.warn(f"{self.name}: {n_empty_c} empty candidate(s) and {n_empty_r} empty reference(s) are {what}.",
-                          UserWarning, stacklevel=3)
         empty = empty_c | empty_r
         if self.empty == "nan":
             P, R = P.masked_fill(empty, math.nan), R.masked_fill(empty, math.nan)
@@ -432,12 +477,8 @@ class BERTScore:
         if self.baseline is not None:
             b = torch.from_numpy(self.baseline)
             out = (out - b) / (1 - b)
-        out_np = out.numpy().astype(np.float64)
-        info = {"n_truncated": n_truncated, "n_empty_reference": n_empty_r, "n_empty_candidate": n_empty_c,
-                "num_layers": self.num_layers, "idf": self.idf, "rescaled": self.baseline is not None,
-                "bert_score_batch": self.bert_score_batch,
-                "model": self.resolved.spec}
-        return out_np[:, 0], out_np[:, 1], out_np[:, 2], info
+        return ({"prf": out.numpy().astype(np.float64)},
+                {"n_truncated": int(n_truncated), "n_empty_reference": n_empty_r, "n_empty_candidate": n_empty_c})
 
     def compute(self, references: Sequence[str], candidates: Sequence[str]) -> MetricResult:
         """BERTScore of each (reference, candidate) pair; score = mean F1 over defined pairs."""

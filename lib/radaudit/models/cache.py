@@ -37,6 +37,7 @@ run manifest (``run.record("generation_cache", cache.stats())``).
 from __future__ import annotations
 
 import hashlib
+import base64
 import json
 import os
 import sqlite3
@@ -226,6 +227,27 @@ class ContentCache:
 
     def __repr__(self) -> str:
         return f"ContentCache({str(self.root)!r}, name={self.name!r})"
+
+
+def array_value(a: Any, dtype: str = "float32") -> dict[str, Any]:
+    """A numpy array as a JSON cache value: its dtype, shape and raw bytes in base64, so that reading it back
+    (:func:`array_from_value`) is bit-exact (JSON floats would round)."""
+    import numpy as np
+
+    arr = np.ascontiguousarray(a, dtype=np.dtype(dtype))
+    return {"dtype": arr.dtype.str, "shape": list(arr.shape), "data": base64.b64encode(arr.tobytes()).decode("ascii")}
+
+
+def array_from_value(value: Any) -> Any | None:
+    """The numpy array stored by :func:`array_value` (a writable copy), or ``None`` for a malformed value
+    (callers recompute it). Values written before the dtype was recorded in full read as float32."""
+    import numpy as np
+
+    try:
+        dtype = np.dtype({"float32": "<f4"}.get(value["dtype"], value["dtype"]))
+        return np.frombuffer(base64.b64decode(value["data"]), dtype=dtype).reshape(value["shape"]).copy()
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 #: The generation cache is a :class:`ContentCache` named ``"generations"``.

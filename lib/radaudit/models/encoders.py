@@ -288,12 +288,17 @@ class TextEncoder:
         normalize: L2-normalise pooled embeddings (default True, the sentence-transformers recipe).
         layer: ``None`` = the last layer's output; an int = ``hidden_states[layer]`` (0 = embeddings).
         batch_size: texts per forward pass (default for :meth:`embed` / :meth:`token_states`).
+        disk_cache: ``True`` (the default cache folder), a folder, or ``False``/``None``: :meth:`embed` keeps
+            each call's embeddings on disk and gives the same call the same bytes back without encoding
+            (:mod:`radaudit.models.text_memo`; ``disk_hits``/``disk_misses`` count calls).
     """
 
     def __init__(self, spec: str | os.PathLike[str] | ResolvedModel = DEFAULT_TEXT_ENCODER, device: str | None = None,
                  dtype: Any = None, max_length: int | None = None, pooling: Literal["mean", "cls"] = "mean", *,
                  normalize: bool = True, layer: int | None = None, batch_size: int = 64,
-                 trust_remote_code: bool = False) -> None:
+                 trust_remote_code: bool = False, disk_cache: Any = True) -> None:
+        self.disk_cache = disk_cache
+        self.disk_hits = self.disk_misses = 0
         self.pooling = _check_choice("pooling", pooling, ("mean", "cls"))
         self.normalize = bool(normalize)
         self.batch_size = _check_batch_size(batch_size)
@@ -346,10 +351,38 @@ class TextEncoder:
         return pool_states(states, self.pooling, norm, self.dim).cpu().numpy()
 
     def embed(self, texts: Sequence[str], batch_size: int | None = None, normalize: bool | None = None) -> np.ndarray:
-        """``[n, d]`` float32 pooled embeddings in input order (``normalize=None``: the encoder's setting)."""
-        ids, cut = self.tokenize(texts)
-        warn_truncated(self.name, sum(cut), len(ids), self.max_length)
-        return self.embed_ids(ids, batch_size, normalize)
+        """``[n, d]`` float32 pooled embeddings in input order (``normalize=None``: the encoder's setting); a call
+        already made on this encoder comes from the disk cache (``disk_cache``)."""
+        from radaudit.models.text_memo import memo_call
+
+        texts = _check_texts(texts)
+        b = _check_batch_size(batch_size or self.batch_size)
+        norm = self.normalize if normalize is None else bool(normalize)
+
+        def compute() -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+            ids, cut = self.tokenize(texts)
+            return {"embeddings": self.embed_ids(ids, b, norm)}, {"n_truncated": int(sum(cut))}
+
+        arrays, info, hit = memo_call(self.disk_cache, self._call_parts(texts, b, norm), compute)
+        self.disk_hits += int(hit)
+        self.disk_misses += int(not hit)
+        warn_truncated(self.name, int(info["n_truncated"]), len(texts), self.max_length)
+        return arrays["embeddings"].reshape(len(texts), self.dim)
+
+    def _call_parts(self, texts: list[str], batch_size: int, normalize: bool) -> dict[str, Any] | None:
+        """The disk-cache key parts of one :meth:`embed` call; ``None`` when the cache is off or the weights
+        have no identity on disk."""
+        from radaudit.models.text_memo import call_key_parts, weights_identity
+
+        if self.disk_cache in (None, False):
+            return None
+        weights = weights_identity(self)
+        if weights is None:
+            return None
+        identity = {**self.describe(), "weights": weights, "device": self.device,
+                    "dtype": str(next(self.model.parameters()).dtype)}
+        return call_key_parts("text_embeddings", identity, {"batch_size": batch_size, "normalize": normalize},
+                              {"texts": texts}, code=("radaudit.models.encoders",))
 
 
 def _check_texts(texts: Sequence[str]) -> list[str]:

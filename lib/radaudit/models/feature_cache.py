@@ -25,7 +25,6 @@ safely by several processes. Not in the key: the device and library versions (as
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import logging
 import os
@@ -36,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from radaudit.errors import DataFormatError, ParamsError
-from radaudit.models.cache import ContentCache, content_key, open_cache
+from radaudit.models.cache import ContentCache, array_from_value, array_value, content_key, open_cache
 
 __all__ = ["FEATURE_CACHE", "batch_bounds", "batch_key_parts", "cached_features", "encoder_identity", "fill_features",
            "image_digest"]
@@ -105,17 +104,9 @@ def batch_key_parts(identity: dict[str, Any], digests: Sequence[str]) -> dict[st
     return {"kind": "image_features", "encoder": identity, "images": list(digests)}
 
 
-def _encode(feats: np.ndarray) -> dict[str, Any]:
-    a = np.ascontiguousarray(feats, dtype=np.float32)
-    return {"dtype": "float32", "shape": list(a.shape), "data": base64.b64encode(a.tobytes()).decode("ascii")}
-
-
 def _decode(value: Any, n: int) -> np.ndarray | None:
-    try:
-        a = np.frombuffer(base64.b64decode(value["data"]), dtype=np.float32).reshape(value["shape"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    return a.copy() if a.ndim == 2 and len(a) == n else None
+    a = array_from_value(value)
+    return a if a is not None and a.ndim == 2 and len(a) == n else None
 
 
 def _embed(encoder: Any, chunk: list[Any], batch_size: int) -> np.ndarray:
@@ -151,7 +142,7 @@ def fill_features(encoder: Any, images: Sequence[Any], store: ContentCache, *, b
         feats = _decode(found[keys[k]], e - s) if keys[k] in found else None
         if feats is None:
             feats = _embed(encoder, images[s:e], int(batch_size))
-            store.put(keys[k], _encode(feats), parts[k])  # committed now: an interrupted run keeps it
+            store.put(keys[k], array_value(feats), parts[k])  # committed now: an interrupted run keeps it
             counts["computed"] += 1
         else:
             counts["found"] += 1

@@ -1,0 +1,130 @@
+"""Text-encoder outputs kept on disk per call: a rerun with its caches present skips the encoder.
+
+Encoding is nearly all the time of BERTScore and of the semantic-diversity embeddings, and a lab reruns
+the same notebook on the same texts all day (``make demo`` with its caches present; a figure
+regenerated with new plotting parameters). :func:`memo_call` stores the arrays one *call* produced
+(BERTScore's precision/recall/F1 of a batch of pairs; the pooled embeddings of a list of texts) and
+gives the same bytes back when the same call comes again.
+
+**Why the unit is the call, not the text.** Within a call, texts are batched by length
+(:func:`radaudit.models.encoders.length_batches`), and a text's token states depend on the padded
+width of its batch beyond float32 rounding (~1e-7: the padding changes the order of a few sums).
+Caching per text would make a score depend on which texts an earlier run happened to encode; caching
+per call keeps *same call → same bytes* whatever ran before, as the image-feature cache does per fixed
+batch (:mod:`radaudit.models.feature_cache`). A call that differs in any text misses and is computed
+whole (there is no partial reuse: the in-memory cache of :class:`radaudit.metrics.embedding.BERTScore`
+covers repeats within a process).
+
+**Key** (:func:`call_key_parts`): what the call computes (``kind``), the encoder's identity (its
+``describe()``, the fingerprint of its weights: :func:`radaudit.models.backends.model_revision`), the
+options that change the numbers, the device and dtype it runs in, the texts by sha256 in order, the
+torch and transformers versions, and the sha256 of the source files that compute the numbers
+(:func:`source_digest`): editing that code invalidates the entries, so a changed metric never serves
+numbers of its previous version. An encoder whose weights have no identity (an unsaved model) is not
+cached.
+
+**Value**: the named arrays, raw bytes in base64 (:func:`radaudit.models.cache.array_value`, bit-exact),
+and a small JSON dict of counts (truncated texts, empty texts) so the warnings a computed call gives
+are given again on a hit. **Store**: the :class:`~radaudit.models.cache.ContentCache` named
+``text_outputs`` (``<cache>/text_outputs.sqlite``), committed per call: an interrupted run keeps
+every finished call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
+from importlib import import_module, metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from radaudit.models.cache import ContentCache, array_from_value, array_value, content_key, open_cache
+
+__all__ = ["TEXT_CACHE", "call_key_parts", "memo_call", "source_digest", "texts_digest", "weights_identity"]
+
+log = logging.getLogger(__name__)
+
+#: The :class:`ContentCache` name of text-encoder outputs (``<cache>/text_outputs.sqlite``).
+TEXT_CACHE = "text_outputs"
+
+
+def texts_digest(texts: Sequence[str]) -> str:
+    """sha256 of ``texts`` in order, each length-prefixed (``["ab", "c"]`` and ``["a", "bc"]`` differ)."""
+    h = hashlib.sha256()
+    for t in texts:
+        b = t.encode("utf-8")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=None)
+def source_digest(*modules: str) -> str:
+    """sha256 of the source files of ``modules`` (dotted names), in the order given: it changes whenever
+    the code that computes a cached value is edited."""
+    h = hashlib.sha256()
+    for name in modules:
+        path = getattr(import_module(name), "__file__", None)
+        h.update(name.encode())
+        h.update(Path(path).read_bytes() if path else b"")
+    return h.hexdigest()
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def weights_identity(encoder: Any) -> str | None:
+    """The fingerprint of ``encoder.resolved``'s weights (:func:`radaudit.models.backends.model_revision`),
+    computed once per encoder object (a local folder is hashed, which is not free); ``None`` = no identity."""
+    from radaudit.models.backends import model_revision
+
+    if "_weights_identity" not in vars(encoder):
+        encoder._weights_identity = model_revision(encoder.resolved)
+    return encoder._weights_identity
+
+
+def call_key_parts(kind: str, identity: Mapping[str, Any], options: Mapping[str, Any],
+                   texts: Mapping[str, Sequence[str]], code: Sequence[str]) -> dict[str, Any]:
+    """The key parts of one call (module docstring): ``texts`` maps a role (``"references"``, ``"texts"``)
+    to its texts, stored by digest and count; ``code`` names the modules whose source computes the value."""
+    return {"kind": kind, "encoder": dict(identity), "options": dict(options),
+            "texts": {role: {"sha256": texts_digest(list(t)), "n": len(t)} for role, t in texts.items()},
+            "libraries": {d: _version(d) for d in ("torch", "transformers")},
+            "code": source_digest(*code)}
+
+
+def memo_call(cache: ContentCache | str | os.PathLike | bool | None, parts: Mapping[str, Any] | None,
+              compute: Callable[[], tuple[dict[str, np.ndarray], dict[str, Any]]]
+              ) -> tuple[dict[str, np.ndarray], dict[str, Any], bool]:
+    """``(arrays, info, hit)``: the stored result of the call ``parts`` when the cache holds it, else
+    ``compute()``'s, stored before it is returned. ``parts=None`` (nothing identifies the encoder) or a
+    ``cache`` of ``None``/``False`` computes without the cache. ``info`` must be JSON-serialisable."""
+    store = open_cache(cache, name=TEXT_CACHE) if parts is not None else None
+    if store is None:
+        arrays, info = compute()
+        return arrays, info, False
+    owns = not isinstance(cache, ContentCache)
+    key = content_key(parts)
+    try:
+        found = store.get(key)
+        if isinstance(found, dict) and isinstance(found.get("arrays"), dict):
+            arrays = {k: array_from_value(v) for k, v in found["arrays"].items()}
+            if all(a is not None for a in arrays.values()):
+                log.info("%s: %s from the text-output cache", parts.get("kind"), ", ".join(sorted(arrays)))
+                return arrays, dict(found.get("info") or {}), True
+        arrays, info = compute()
+        store.put(key, {"arrays": {k: array_value(v, np.asarray(v).dtype.str) for k, v in arrays.items()},
+                        "info": info}, parts)
+        return arrays, info, False
+    finally:
+        if owns:
+            store.close()
