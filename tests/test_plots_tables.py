@@ -156,12 +156,32 @@ def test_markdown_writer_equals_tabulate_and_latex_writer_equals_styler():
             assert latex_tabular(shown, numeric, cap) == styler, df
 
 
+def test_markdown_writer_equals_tabulate_on_cells_with_spaces_and_line_breaks():
+    """Decoded tokens (" the", "\\n") and free text put whitespace around cells and line breaks in them: stripped as
+    tabulate strips them, line breaks written as the two characters \\n (raw, they would end the Markdown table)."""
+    from radaudit.tables import _display_frame, _tabulate_markdown, markdown_table
+
+    global _ALPHABET
+    saved, _ALPHABET = _ALPHABET, _ALPHABET + [" ", "  ", "\t", "\n", "\r\n"]
+    try:
+        for df in _random_frames(1, 400):
+            shown, numeric = _display_frame(df, False, 4)
+            assert markdown_table(shown, numeric) == _tabulate_markdown(shown, numeric), df
+    finally:
+        _ALPHABET = saved
+    shown, numeric = _display_frame(pd.DataFrame({"token": [" the", "\n", "a\nb"], "share": [0.5, 0.25, 0.25]}),
+                                    False, 4)
+    assert markdown_table(shown, numeric).splitlines()[2:] == ["| the     |  0.5000 |", "| \\n      |  0.2500 |",
+                                                                "| a\\nb    |  0.2500 |"]
+
+
 def test_markdown_writer_takes_its_own_path_on_plain_cells(monkeypatch):
-    """The comparison above means something only if the hand-written path runs: on cells without surrounding
-    spaces or line breaks tabulate is never called."""
+    """The comparison above means something only if the hand-written path runs: on plain cells, cells with
+    surrounding spaces and line breaks, tabulate is never called."""
     import radaudit.tables as tables
 
-    df = pd.DataFrame({"finding | side": ["effusion", "中文 é", "a|b"], "share": [0.5, np.nan, 1e-6], "n": [1, 22, 333]})
+    df = pd.DataFrame({"finding | side": ["effusion", "中文 é", "a|b", " the", "\n"], "share": [0.5, np.nan, 1e-6, 1, 2],
+                       "n": [1, 22, 333, 4, 5]})
     shown, numeric = tables._display_frame(df, False, 4)
     expected = tables._tabulate_markdown(shown, numeric)
     monkeypatch.setattr(tables, "_tabulate_markdown", lambda *a: pytest.fail("tabulate was called"))

@@ -73,6 +73,7 @@ __all__ = [
     "PermutationResult",
     "benjamini_hochberg",
     "bootstrap_ci",
+    "cover_rounding",
     "difference_label",
     "paired_bootstrap",
     "permutation_test",
@@ -387,7 +388,7 @@ def _safe_eval(rows: _Rows, statistic: Statistic, idx: np.ndarray, errors: list[
         return math.nan
 
 
-def _cover_rounding(estimate: float, low: float, high: float) -> tuple[float, float]:
+def cover_rounding(estimate: float, low: float, high: float) -> tuple[float, float]:
     """Widen ``[low, high]`` to the estimate where it misses it only by floating-point rounding.
 
     The estimate and the replicates are often computed by different code (e.g. scikit-learn's trapezoid
@@ -457,7 +458,7 @@ def interval_from_replicates(
     elif method == "shifted":  # percentile interval of the bias-removed replicates θ* − (mean θ* − θ̂)
         bias = float(theta.mean()) - float(estimate)
         low, high = low - bias, high - bias
-    low, high = _cover_rounding(float(estimate), float(low), float(high))
+    low, high = cover_rounding(float(estimate), float(low), float(high))
     return BootstrapResult(
         estimate=float(estimate),
         low=float(low),

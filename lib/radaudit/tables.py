@@ -126,9 +126,15 @@ def _display_frame(df: pd.DataFrame, index: bool, float_digits: int) -> tuple[pd
     return out, [_is_numeric(frame[c]) for c in frame.columns]
 
 
+def _md_cell(cell: str) -> str:
+    """A cell as Markdown can hold it: "|" (which would end the cell) escaped, and a line break (which would end the
+    table) written as the two characters ``\\n`` (a tokenizer's newline token reads ``\\n``)."""
+    return cell.replace("|", "\\|").replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\r")
+
+
 def _tabulate_markdown(shown: pd.DataFrame, numeric: list[bool]) -> str:
-    """``DataFrame.to_markdown`` (tabulate, ``github`` style, no number parsing) with "|" escaped in cells."""
-    return shown.map(lambda c: c.replace("|", "\\|")).rename(columns=lambda c: c.replace("|", "\\|")).to_markdown(
+    """``DataFrame.to_markdown`` (tabulate, ``github`` style, no number parsing) of the cells :func:`_md_cell` makes."""
+    return shown.map(_md_cell).rename(columns=lambda c: c.replace("|", "\\|")).to_markdown(
         index=False,
         tablefmt="github",
         disable_numparse=True,
@@ -140,16 +146,21 @@ def markdown_table(shown: pd.DataFrame, numeric: list[bool]) -> str:
     """A GitHub-style Markdown table of string cells, numeric columns right-aligned, a literal "|" escaped (it would
     end a cell): byte for byte what tabulate's ``github`` format writes (tests/test_plots_tables.py compares the
     two), with the same display widths (``wcwidth`` where tabulate uses it). Written directly because tabulate took
-    2 s for a 20,000-row table; tabulate itself is used for what it treats specially (no rows or columns, cells
-    with surrounding spaces, line breaks, ANSI codes or unprintable characters)."""
+    2 s for a 20,000-row table. Cells are stripped of surrounding whitespace, as tabulate does, and line breaks in
+    them are written ``\\n`` (:func:`_md_cell`; raw, they would end the table). tabulate itself is used for what it
+    treats specially: no rows or columns, headers with surrounding spaces or line breaks, ANSI codes or unprintable
+    characters."""
     try:
         from wcwidth import wcswidth as width
     except ImportError:  # tabulate then measures with len() too
         width = len
+    # tabulate strips the whitespace around every cell (its PRESERVE_WHITESPACE is off): a token's leading space
+    # (" the") or a line-break cell ("\n") is written here as tabulate writes it; headers keep theirs
     headers = [str(c).replace("|", "\\|") for c in shown.columns]
-    rows = [[c.replace("|", "\\|") for c in row] for row in shown.itertuples(index=False, name=None)]
+    rows = [[_md_cell(c).strip() for c in row] for row in shown.itertuples(index=False, name=None)]
     texts = headers + [c for row in rows for c in row]
-    if not rows or not headers or any(t != t.strip() or "\n" in t or "\x1b" in t or width(t) < 0 for t in texts):
+    if not rows or not headers or any(h != h.strip() or "\n" in h for h in headers) or any(
+            "\x1b" in t or width(t) < 0 for t in texts):
         return _tabulate_markdown(shown, numeric)
     widths = [max([width(h) + 2] + [width(row[j]) for row in rows]) for j, h in enumerate(headers)]
 

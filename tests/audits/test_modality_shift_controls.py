@@ -58,6 +58,27 @@ def test_auroc_table_per_condition_with_ci():
     assert t.at["only_image", "n"] == 40 and t.at["only_image", "n_positive"] == 20
 
 
+def test_auroc_and_ece_ci_equal_the_one_replicate_at_a_time_bootstrap():
+    """auroc_table / ece_table take every resample at once; their intervals are those of the plain loop over
+    the same resamples with the one-row statistics (scikit-learn's AUROC, the binned ECE), to float rounding."""
+    from radaudit.audits.modality_shift.metrics import ece_table, expected_calibration_error
+    from radaudit.stats import bootstrap_ci
+
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 60)
+    p = np.clip(0.3 + 0.4 * y + rng.normal(0, 0.25, 60), 0, 1).round(2)  # rounded: ties across classes
+    res = pd.DataFrame({"model": "m", "condition": "no_shift", "label": y, "p_yes": p})
+    a = auroc_table(res, n_resamples=300, seed=5).iloc[0]
+    e = ece_table(res, n_bins=10, n_resamples=300, seed=5).iloc[0]
+    loop_a = bootstrap_ci((y.astype(float), p), auroc, n_resamples=300, seed=5, method="percentile")
+    loop_e = bootstrap_ci((p, y.astype(float)), lambda q, t: expected_calibration_error(q, t, 10), n_resamples=300,
+                          seed=5, method="percentile")
+    for row, loop in ((a, loop_a), (e, loop_e)):
+        assert row["estimate"] == pytest.approx(loop.estimate, abs=1e-12)
+        assert (row["low"], row["high"]) == (pytest.approx(loop.low, abs=1e-12), pytest.approx(loop.high, abs=1e-12))
+        assert row["low"] < row["estimate"] < row["high"]
+
+
 # --- changed answers --------------------------------------------------------------------------------
 
 def test_answer_change_rate_hand_computed():

@@ -10,7 +10,14 @@ from sklearn.calibration import calibration_curve
 from sklearn.metrics import f1_score, roc_auc_score
 
 from radaudit.errors import ParamsError
-from radaudit.metrics.classification import auroc, expected_calibration_error, f1_from_counts, reliability_bins
+from radaudit.metrics.classification import (
+    auroc,
+    auroc_resamples,
+    ece_resamples,
+    expected_calibration_error,
+    f1_from_counts,
+    reliability_bins,
+)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -52,3 +59,39 @@ def test_reliability_bins_match_sklearn_calibration_curve_and_ece_hand_computed(
     np.testing.assert_allclose(full["conf"], conf)
     # two bins: {0.1, 0.2} labels {0, 1} -> |0.5 - 0.15| ; {0.9} label 1 -> |1 - 0.9|; weights 2/3, 1/3
     assert expected_calibration_error([0.1, 0.2, 0.9], [0, 1, 1], 2) == pytest.approx(2 / 3 * 0.35 + 1 / 3 * 0.1)
+
+
+# --- every bootstrap resample at once (bootstrap_ci(vectorized=True)) ---------------------------------------
+
+@pytest.mark.parametrize("seed", range(3))
+def test_auroc_resamples_equals_auroc_per_row_with_ties_and_undefined_rows(seed):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, (60, 30))
+    y[0] = 1  # one class: undefined
+    s = np.where(rng.random((60, 30)) < 0.5, rng.integers(0, 3, (60, 30)), rng.normal(size=(60, 30)) + y)
+    s[1, 4] = np.nan  # a missing score: undefined
+    got = auroc_resamples(y, s)
+    want = np.array([auroc(y[i], s[i]) for i in range(60)])
+    assert np.isnan(got[:2]).all() and np.isnan(want[:2]).all()
+    np.testing.assert_allclose(got[2:], want[2:], rtol=0, atol=1e-12)
+    assert auroc_resamples([1, 1, 0, 0], [0.8, 0.4, 0.4, 0.1]).tolist() == [0.875]  # the hand-computed case
+    with pytest.raises(ParamsError, match="shape"):
+        auroc_resamples([[1, 0]], [[0.5, 0.2, 0.1]])
+
+
+@pytest.mark.parametrize("kind", ["positive", "confidence"])
+def test_ece_resamples_equals_ece_per_row(kind):
+    rng = np.random.default_rng(0)
+    p = rng.random((50, 40))
+    p[:, :5] = np.array([0.0, 0.1, 0.2, 0.5, 1.0])  # bin edges: right-closed bins, 0 in the first
+    y = (rng.random((50, 40)) < p).astype(float)
+    got = ece_resamples(p, y, 10, kind=kind)
+    want = [expected_calibration_error(p[i], y[i], 10, kind=kind) for i in range(50)]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    # hand-computed: bins (0, .5], (.5, 1] of P(yes) .2, .4 | .9 with labels 0, 1 | 1:
+    # |acc - conf| = |.5 - .3| in the first (2 of 3 rows), |1 - .9| in the second: 2/3 * .2 + 1/3 * .1 = 1/6
+    assert ece_resamples([[0.2, 0.4, 0.9]], [[0, 1, 1]], 2)[0] == pytest.approx(1 / 6, abs=1e-15)
+    p[3, 7] = np.nan
+    assert np.isnan(ece_resamples(p, y, 10, kind=kind)[3])
+    with pytest.raises(ParamsError, match="kind"):
+        ece_resamples(p, y, 10, kind="top")

@@ -16,7 +16,8 @@ import pandas as pd
 
 from radaudit.errors import ParamsError
 
-__all__ = ["CALIBRATION_KINDS", "auroc", "expected_calibration_error", "f1_from_counts", "reliability_bins"]
+__all__ = ["CALIBRATION_KINDS", "auroc", "auroc_resamples", "ece_resamples", "expected_calibration_error",
+           "f1_from_counts", "reliability_bins"]
 
 CALIBRATION_KINDS = ("positive", "confidence")
 
@@ -35,6 +36,55 @@ def auroc(y_true: Any, score: Any) -> float:
     if len(set(y.tolist())) < 2 or not np.isfinite(s).all():
         return math.nan
     return float(roc_auc_score(y.astype(int), s))
+
+
+def auroc_resamples(y_true: Any, score: Any) -> np.ndarray:
+    """:func:`auroc` of every row at once (a bootstrap's resamples: ``bootstrap_ci(vectorized=True)``): ``y_true``
+    and ``score`` are (resamples × items) matrices, one AUROC per row. The same Mann–Whitney form,
+    ``(Σ midranks of the positives − n+(n+ + 1)/2) / (n+ n-)`` (ranks per row, ties averaged), equal to
+    scikit-learn's trapezoid AUROC up to float rounding (~1e-16); NaN for a row with one class or a missing score.
+    A label counts as positive when it is non-zero."""
+    from scipy.stats import rankdata
+
+    y = np.atleast_2d(np.asarray(y_true, dtype=float)) != 0
+    s = np.atleast_2d(np.asarray(score, dtype=float))
+    if y.shape != s.shape:
+        raise ParamsError(f"auroc_resamples: y_true has shape {y.shape} but score has {s.shape}.")
+    n_pos = y.sum(axis=1)
+    n_neg = y.shape[1] - n_pos
+    u = np.where(y, rankdata(s, axis=1), 0.0).sum(axis=1) - n_pos * (n_pos + 1) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((n_pos > 0) & (n_neg > 0) & np.isfinite(s).all(axis=1), u / (n_pos * n_neg), np.nan)
+
+
+def ece_resamples(prob_yes: Any, y_true: Any, n_bins: int = 10, *, kind: str = "positive") -> np.ndarray:
+    """:func:`expected_calibration_error` of every row at once ((resamples × items) matrices, one ECE per row):
+    the same uniform right-closed bins and ``Σ_m |B_m|/n · |acc(B_m) − conf(B_m)|``, equal up to float rounding;
+    NaN for a row with a missing probability (where the one-row function raises)."""
+    if kind not in CALIBRATION_KINDS:
+        raise ParamsError(f"kind={kind!r} is not allowed; use one of {', '.join(CALIBRATION_KINDS)}.")
+    if int(n_bins) < 1:
+        raise ParamsError(f"n_bins must be >= 1, got {n_bins}.")
+    p = np.atleast_2d(np.asarray(prob_yes, dtype=float))
+    y = np.atleast_2d(np.asarray(y_true, dtype=float))
+    if p.shape != y.shape:
+        raise ParamsError("ece_resamples: probabilities and labels differ in shape.")
+    if kind == "positive":
+        value, hit = p, y
+    else:
+        value = np.maximum(p, 1 - p)
+        hit = ((p >= 0.5).astype(float) == y).astype(float)
+    m_bins = int(n_bins)
+    ids = np.searchsorted(np.linspace(0.0, 1.0, m_bins + 1)[1:-1], np.nan_to_num(value))
+    flat = (np.arange(p.shape[0])[:, None] * m_bins + ids).ravel()
+    size = p.shape[0] * m_bins
+    count = np.bincount(flat, minlength=size).reshape(-1, m_bins)
+    conf_sum = np.bincount(flat, weights=value.ravel(), minlength=size).reshape(-1, m_bins)
+    acc_sum = np.bincount(flat, weights=hit.ravel(), minlength=size).reshape(-1, m_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gaps = np.where(count > 0, np.abs(acc_sum / count - conf_sum / count), 0.0)
+        ece = (count / p.shape[1] * gaps).sum(axis=1)
+    return np.where(np.isnan(p).any(axis=1) | (p.shape[1] == 0), np.nan, ece)
 
 
 def f1_from_counts(tp: Any, fp: Any, fn: Any, zero_division: float = 0.0) -> Any:

@@ -14,6 +14,7 @@ from scipy import stats as sps
 
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.metrics.base import metric_label as registry_label
+from radaudit.metrics.classification import auroc_resamples
 from radaudit.stats import benjamini_hochberg, bootstrap_ci, stable_seed
 
 log = logging.getLogger(__name__)
@@ -393,13 +394,9 @@ def _auroc_labels(s: np.ndarray, is_insig: np.ndarray) -> float:
 
 def _auroc_resamples(s: np.ndarray, is_insig: np.ndarray) -> np.ndarray:
     """:func:`auroc` of every resample at once (``bootstrap_ci(vectorized=True)``; resamples × pairs matrices):
-    the same midrank U statistic, NaN for a resample without both kinds of pair."""
-    is_insig = np.asarray(is_insig, dtype=bool)
-    n_x = is_insig.sum(axis=1)
-    n_y = is_insig.shape[1] - n_x
-    u = np.where(is_insig, sps.rankdata(s, axis=1), 0.0).sum(axis=1) - n_x * (n_x + 1) / 2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where((n_x > 0) & (n_y > 0), u / (n_x * n_y), np.nan)
+    the same midrank U statistic with the insignificant pairs as positives
+    (:func:`radaudit.metrics.classification.auroc_resamples`), NaN for a resample without both kinds of pair."""
+    return auroc_resamples(is_insig, s)
 
 
 def auroc_table(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0,

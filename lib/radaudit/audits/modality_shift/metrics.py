@@ -41,10 +41,12 @@ from radaudit.errors import ParamsError
 from radaudit.metrics.classification import (  # noqa: F401  (re-exported: the notebook and tests use them here)
     CALIBRATION_KINDS,
     auroc,
+    auroc_resamples,
+    ece_resamples,
     expected_calibration_error,
     reliability_bins,
 )
-from radaudit.stats import BootstrapError, bootstrap_ci, paired_bootstrap, wilson_ci
+from radaudit.stats import BootstrapError, bootstrap_ci, cover_rounding, paired_bootstrap, wilson_ci
 
 __all__ = [
     "CLASSIFICATION_METRICS", "UNKNOWN_POLICIES", "answer_change_rate", "answer_rates", "auroc", "auroc_table",
@@ -154,16 +156,29 @@ def _metric_fn(name: str, unknown: str) -> Callable[[np.ndarray, np.ndarray], fl
 
 
 def _ci_rows(data: tuple[np.ndarray, ...], stats: Mapping[str, Callable[..., float]], *, units: Any, n_resamples: int,
-             seed: int, confidence: float, method: str) -> dict[str, dict[str, float]]:
+             seed: int, confidence: float, method: str,
+             vectorized: Mapping[str, Callable[..., np.ndarray]] | None = None) -> dict[str, dict[str, float]]:
     """Point estimate and bootstrap CI per statistic, all on the same resamples where possible.
 
     A statistic that is undefined on the full data (e.g. precision when the model never says yes)
     gets NaN everywhere; one whose replicates fail too often gets its estimate and a NaN interval.
+    ``vectorized``: for a single statistic without ``units``, its every-resample-at-once form
+    (``bootstrap_ci(vectorized=True)``: the same resamples, one call instead of ``n_resamples``); the estimate
+    stays the one-row statistic's, the interval widened to it where they differ only by float rounding.
     """
     est = {k: float(f(*data)) for k, f in stats.items()}
     ok = {k: f for k, f in stats.items() if np.isfinite(est[k])}
     out = {k: {"estimate": est[k], "low": math.nan, "high": math.nan} for k in stats}
     if len(data[0]) < 2 or not ok:
+        return out
+    if vectorized and units is None and len(ok) == 1 and set(ok) <= set(vectorized):
+        (k,) = ok
+        try:
+            r = bootstrap_ci(data, vectorized[k], n_resamples=n_resamples, seed=seed, confidence=confidence,
+                             method=method, vectorized=True)
+            out[k]["low"], out[k]["high"] = cover_rounding(est[k], r.low, r.high)
+        except BootstrapError as err:
+            log.info("No bootstrap CI for %s: %s", k, err)
         return out
     try:
         table = paired_bootstrap(data, ok, units=units, n_resamples=n_resamples, seed=seed, confidence=confidence,
@@ -325,7 +340,8 @@ def auroc_table(results: pd.DataFrame, *, score: str = "p_yes", by: Sequence[str
         key = key if isinstance(key, tuple) else (key,)
         data = (g["label"].to_numpy(dtype=float), g[score].to_numpy(dtype=float))
         cis = _ci_rows(data, {"auroc": auroc}, units=None if units is None else g[units].to_numpy(),
-                       n_resamples=n_resamples, seed=seed, confidence=confidence, method=method)
+                       n_resamples=n_resamples, seed=seed, confidence=confidence, method=method,
+                       vectorized={"auroc": auroc_resamples})
         rows.append({**dict(zip(by, key)), **cis["auroc"], "n": len(g), "n_positive": int(g["label"].sum())})
     return pd.DataFrame(rows)
 
@@ -407,7 +423,8 @@ def ece_table(results: pd.DataFrame, *, by: Sequence[str] = ("model", "condition
         data = (g[prob_column].to_numpy(float), g["label"].to_numpy(float))
         stats = {"ece": lambda p, y: expected_calibration_error(p, y, n_bins, kind=kind)}
         cis = _ci_rows(data, stats, units=None if units is None else g[units].to_numpy(), n_resamples=n_resamples,
-                       seed=seed, confidence=confidence, method=method)
+                       seed=seed, confidence=confidence, method=method,
+                       vectorized={"ece": lambda p, y: ece_resamples(p, y, n_bins, kind=kind)})
         rows.append({**dict(zip(by, key)), "metric": "ece", **cis["ece"], "n": len(g), "n_bins": int(n_bins),
                      "kind": kind, "prob_column": prob_column})
     return pd.DataFrame(rows)
