@@ -36,8 +36,8 @@ run manifest (``run.record("generation_cache", cache.stats())``).
 
 from __future__ import annotations
 
-import hashlib
 import base64
+import hashlib
 import json
 import os
 import sqlite3
