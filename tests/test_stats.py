@@ -556,3 +556,36 @@ def test_vectorized_statistic_in_several_batches_keeps_the_loops_draws(monkeypat
     vec = bootstrap_ci(x, lambda a: a.mean(axis=-1), method="bca", n_resamples=100, seed=2, vectorized=True)
     np.testing.assert_array_equal(vec.replicates, loop.replicates)
     assert (vec.low, vec.high) == (loop.low, loop.high)
+
+
+# --- column means in closed form ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+@pytest.mark.parametrize("clustered", [False, True])
+def test_column_means_in_closed_form_equal_the_resampling_loop(method, clustered):
+    """column_mean statistics skip building resampled frames (per-unit sums, weighted by how often each unit was
+    drawn; the jackknife by subtraction): the same draws as the loop, so the same interval to float rounding."""
+    from radaudit.stats import column_mean
+
+    rng = np.random.default_rng(7)
+    n = 300
+    frame = pd.DataFrame({"F": rng.random(n) < 0.4, "M": rng.random(n) < 0.5, "age": rng.normal(60, 15, n)})
+    units = rng.integers(0, 90, n).astype(str) if clustered else None  # clusters of 1 to ~8 rows
+    fast = paired_bootstrap(frame, {c: column_mean(c) for c in frame.columns}, units=units, n_resamples=400, seed=3,
+                            method=method, differences=[("F", "M")])
+    loop = paired_bootstrap(frame, {c: (lambda d, c=c: float(d[c].to_numpy(dtype=float).mean())) for c in frame.columns},
+                            units=units, n_resamples=400, seed=3, method=method, differences=[("F", "M")])
+    for col in ("estimate", "low", "high", "se", "pvalue"):
+        np.testing.assert_allclose(fast[col].to_numpy(float), loop[col].to_numpy(float), rtol=0, atol=1e-12,
+                                   equal_nan=True)
+    one = bootstrap_ci(frame, column_mean("age"), units=units, n_resamples=400, seed=3, method=method)
+    assert one.low == pytest.approx(fast.set_index("metric").at["age", "low"], abs=1e-12)
+
+
+def test_column_mean_with_missing_values_takes_the_loop_and_counts_failures():
+    from radaudit.stats import column_mean
+
+    frame = pd.DataFrame({"x": [1.0, 2.0, np.nan, 4.0, 5.0, 6.0]})
+    with pytest.raises(BootstrapError, match="nan on the full data"):
+        bootstrap_ci(frame, column_mean("x"), n_resamples=50)
+    assert column_mean("x")(frame.dropna()) == pytest.approx(3.6)

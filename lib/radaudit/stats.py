@@ -72,7 +72,9 @@ __all__ = [
     "PAIRED_COLUMNS",
     "PermutationResult",
     "benjamini_hochberg",
+    "ColumnMean",
     "bootstrap_ci",
+    "column_mean",
     "cover_rounding",
     "difference_label",
     "paired_bootstrap",
@@ -139,6 +141,32 @@ class PermutationResult:
     n_resamples: int
     exact: bool = False
     null_distribution: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
+
+
+class ColumnMean:
+    """A statistic: the mean of one numeric column of a DataFrame (:func:`column_mean`).
+
+    :func:`bootstrap_ci` and :func:`paired_bootstrap` evaluate a set of them in closed form: a cluster
+    resample's mean is ``Σ_u w_u S_u / Σ_u w_u N_u`` (``w_u``: how often unit ``u`` was drawn; ``S_u``, ``N_u``:
+    its column sum and row count) and the jackknife's is ``(S − S_u) / (N − N_u)``, so no resampled frame is
+    built. Same draws, in the same order, as the one-at-a-time loop; only the summation order (float
+    rounding) differs. A column with missing values takes the loop.
+    """
+
+    def __init__(self, column: Any) -> None:
+        self.column = column
+        self.__name__ = f"mean({column})"
+
+    def __call__(self, frame: pd.DataFrame) -> float:
+        return float(frame[self.column].to_numpy(dtype=float).mean())
+
+    def __repr__(self) -> str:
+        return f"column_mean({self.column!r})"
+
+
+def column_mean(column: Any) -> ColumnMean:
+    """The statistic "mean of ``column``" for a DataFrame (a share when the column is boolean); see :class:`ColumnMean`."""
+    return ColumnMean(column)
 
 
 # --------------------------------------------------------------------------------------------
@@ -282,6 +310,9 @@ def _run(
     """Estimates, replicates (B × k) and jackknife values (n_units × k) for k statistics, shared resamples."""
     if vectorized:
         return _run_vectorized(data, statistics, units, n_resamples, seed, jackknife)
+    if (isinstance(data, pd.DataFrame) and statistics and all(isinstance(f, ColumnMean) for f in statistics.values())
+            and not data[[f.column for f in statistics.values()]].isna().to_numpy().any()):
+        return _run_means(data, statistics, units, n_resamples, seed, jackknife)
     rows = _Rows(data)
     layout = _Units(units, rows.n, rows.frame if rows.kind == "frame" else None)
     if layout.n < 2:
@@ -372,6 +403,39 @@ def _run_vectorized(data, statistics, units, n_resamples, seed, jackknife):
                 for j, name in enumerate(names):
                     jack[left, j] = _batched(rows, statistics[name], keep + (keep >= left[:, None]))
     return n, estimates, reps, jack, [None] * len(names)
+
+
+def _run_means(data: pd.DataFrame, statistics: Mapping[str, ColumnMean], units: Any, n_resamples: int, seed: int | None,
+               jackknife: bool):
+    """:func:`_run` for column means (:class:`ColumnMean`) in closed form: per-unit sums and row counts, each
+    replicate weighted by how often it drew each unit. The loop's draws, in its order."""
+    layout = _Units(units, len(data), data)
+    if layout.n < 2:
+        raise ValueError(f"the bootstrap needs at least 2 units, got {layout.n}"
+                         + (" (check the units column)" if units is not None else ""))
+    names = list(statistics)
+    values = np.column_stack([data[statistics[n].column].to_numpy(dtype=float) for n in names])
+    estimates = {n: float(statistics[n](data)) for n in names}
+    for name, est in estimates.items():
+        if not math.isfinite(est):
+            raise BootstrapError(f"statistic {name!r} is {est} on the full data; a bootstrap CI needs a finite estimate "
+                                 "(check for an empty group or a single class)")
+    if layout.order is None:
+        sums, counts = values, np.ones(layout.n)
+    else:
+        sums, counts = np.add.reduceat(values[layout.order], layout.starts, axis=0), layout.counts.astype(float)
+    rng = np.random.default_rng(seed)
+    step = max(1, _BATCH_ELEMENTS // layout.n)
+    reps = np.empty((n_resamples, len(names)))
+    with np.errstate(all="ignore"):
+        for start in range(0, n_resamples, step):
+            m = min(step, n_resamples - start)
+            draws = np.stack([rng.integers(0, layout.n, size=layout.n) for _ in range(m)])
+            w = np.bincount((np.arange(m)[:, None] * layout.n + draws).ravel(), minlength=m * layout.n)
+            w = w.reshape(m, layout.n).astype(float)
+            reps[start:start + m] = (w @ sums) / (w @ counts)[:, None]
+        jack = ((sums.sum(0) - sums) / (counts.sum() - counts)[:, None]) if jackknife else None
+    return layout.n, estimates, reps, jack, [None] * len(names)
 
 
 def _safe_eval(rows: _Rows, statistic: Statistic, idx: np.ndarray, errors: list[BaseException | None] | None, j: int) -> float:

@@ -17,7 +17,7 @@ from radaudit.data import (
     report_text,
     require,
 )
-from radaudit.stats import bootstrap_ci, paired_bootstrap
+from radaudit.stats import bootstrap_ci, column_mean, paired_bootstrap
 from radaudit.tables import format_ci
 
 log = logging.getLogger(__name__)
@@ -100,8 +100,8 @@ def sex_table(data: dict[str, pd.DataFrame], *, n_resamples: int, confidence: fl
         sex = df["sex"].fillna("not stated").astype(str).to_numpy()
         cats = [c for c in SEX_ORDER if (sex == c).any()]
         units, unit_name = resampling_units(df)
-        frame = pd.DataFrame({"sex": sex})
-        stats = {c: (lambda d, c=c: float((d["sex"].to_numpy() == c).mean())) for c in cats}
+        frame = pd.DataFrame({c: sex == c for c in cats})
+        stats = {c: column_mean(c) for c in cats}  # shares: means of indicators, bootstrapped in closed form
         res = paired_bootstrap(frame, stats, units=units, n_resamples=n_resamples, confidence=confidence, seed=seed)
         for r in res.itertuples():
             out.append({"dataset": name, "sex": r.metric, "n": int((sex == r.metric).sum()),
@@ -114,7 +114,8 @@ def sex_table(data: dict[str, pd.DataFrame], *, n_resamples: int, confidence: fl
 
 def _summary_with_ci(values: pd.Series, units: np.ndarray, *, n_resamples: int, confidence: float, seed: int) -> dict:
     v = values.to_numpy(dtype=float)
-    ci = bootstrap_ci(v, np.mean, units=units, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    ci = bootstrap_ci(pd.DataFrame({"value": v}), column_mean("value"), units=units, n_resamples=n_resamples,
+                      confidence=confidence, seed=seed)
     return {
         "n": len(v), "mean": ci.estimate, "low": ci.low, "high": ci.high,
         "mean [95% CI]": format_ci(ci.estimate, ci.low, ci.high, digits=1),
@@ -195,7 +196,7 @@ def label_prevalence(data: dict[str, pd.DataFrame], *, top_k: int, n_resamples: 
         top = list(counts.index[:top_k])
         frame = pd.DataFrame({lab: labels.apply(lambda labs, lab=lab: lab in labs) for lab in top})
         units, unit_name = resampling_units(df)
-        stats = {lab: (lambda d, lab=lab: float(d[lab].to_numpy().mean())) for lab in top}
+        stats = {lab: column_mean(lab) for lab in top}
         res = paired_bootstrap(frame, stats, units=units, n_resamples=n_resamples, confidence=confidence, seed=seed)
         for r in res.itertuples():
             out.append({"dataset": name, "label": r.metric, "n": int(counts[r.metric]), "prevalence": r.estimate,
