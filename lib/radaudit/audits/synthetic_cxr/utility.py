@@ -76,7 +76,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _sps
 
 from radaudit.data.covid_cxr import DEMO_LABELS
 from radaudit.errors import DataFormatError, ParamsError
@@ -349,15 +348,11 @@ def _resample_chunks(y: np.ndarray, n_bootstrap: int, seed: int, stratify: bool)
 
 
 def _auroc_rows(yb: np.ndarray, sb: np.ndarray) -> np.ndarray:
-    """:func:`auroc` of each row of ``[b, N]`` labels/scores (vectorised mid-rank formula); NaN if single-class."""
-    pos = yb == 1
-    n_pos = pos.sum(axis=1).astype(np.float64)
-    n_neg = yb.shape[1] - n_pos
-    ranks = _sps.rankdata(sb, axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = ((ranks * pos).sum(axis=1) - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
-    out[(n_pos == 0) | (n_neg == 0)] = np.nan
-    return out
+    """:func:`auroc` of each row of ``[b, N]`` labels/scores (label 1 = positive; the mid-rank formula of
+    :func:`radaudit.metrics.classification.auroc_resamples`); NaN if single-class."""
+    from radaudit.metrics.classification import auroc_resamples
+
+    return auroc_resamples(yb == 1, sb)
 
 
 def _bootstrap_aurocs(y: np.ndarray, scores: Mapping[str, np.ndarray], n_bootstrap: int, seed: int,
