@@ -539,8 +539,8 @@ def test_vectorized_statistic_counts_nan_resamples_as_failed_and_refuses_what_it
     assert vec.n_failed == loop.n_failed > 0 and (vec.low, vec.high) == (loop.low, loop.high)
     with pytest.raises(ValueError, match="not a DataFrame"):
         bootstrap_ci(pd.DataFrame({"a": x}), lambda f: f["a"].mean(), vectorized=True)
-    with pytest.raises(ValueError, match="units"):
-        bootstrap_ci(x, lambda a: a.mean(axis=-1), units=[0, 0, 1, 1], vectorized=True)
+    with pytest.raises(ValueError, match="same number of rows"):
+        bootstrap_ci(x, lambda a: a.mean(axis=-1), units=[0, 0, 0, 1], vectorized=True)
     with pytest.raises(TypeError, match="one number per resample"):
         bootstrap_ci(x, lambda a: a.mean(), vectorized=True, method="percentile", n_resamples=10)
 
@@ -589,3 +589,23 @@ def test_column_mean_with_missing_values_takes_the_loop_and_counts_failures():
     with pytest.raises(BootstrapError, match="nan on the full data"):
         bootstrap_ci(frame, column_mean("x"), n_resamples=50)
     assert column_mean("x")(frame.dropna()) == pytest.approx(3.6)
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_vectorized_cluster_bootstrap_with_equal_clusters_equals_the_loop(method):
+    """Clusters of equal size give rectangular resamples: the vectorized statistic gets the loop's rows, unit by unit
+    in the order drawn (a statistic that depends on row order would notice), and the same leave-one-cluster-out
+    jackknife."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=60)
+    units = np.repeat(rng.permutation(20), 3)  # 20 clusters of 3 rows, shuffled ids
+
+    def weighted(a):  # order-dependent on purpose: weights 1..n along the rows
+        w = np.arange(1, a.shape[-1] + 1)
+        return (a * w).sum(axis=-1) / w.sum()
+
+    loop = bootstrap_ci(x, weighted, units=units, n_resamples=300, seed=4, method=method)
+    vec = bootstrap_ci(x, weighted, units=units, n_resamples=300, seed=4, method=method, vectorized=True)
+    assert vec.estimate == pytest.approx(loop.estimate, abs=1e-12)
+    assert (vec.low, vec.high) == (pytest.approx(loop.low, abs=1e-12), pytest.approx(loop.high, abs=1e-12))
+    assert vec.n_units == loop.n_units == 20

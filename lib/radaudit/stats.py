@@ -372,28 +372,43 @@ def _run_vectorized(data, statistics, units, n_resamples, seed, jackknife):
     rows = _Rows(data)
     if rows.kind == "frame":
         raise ValueError("a vectorized statistic takes arrays: pass data as an array or a tuple of arrays, not a DataFrame")
-    if units is not None:
-        raise ValueError("a vectorized statistic resamples rows: units (a cluster bootstrap) is not supported with it")
-    n = rows.n
+    layout = _Units(units, rows.n, None)
+    size = 1
+    if layout.order is not None:
+        sizes = np.unique(layout.counts)
+        if sizes.size > 1:
+            raise ValueError("a vectorized statistic resamples whole clusters only when every cluster has the same number "
+                             f"of rows (got sizes {sizes[:5].tolist()}); leave vectorized off for uneven clusters")
+        size = int(sizes[0])
+    n = layout.n
     if n < 2:
-        raise ValueError(f"the bootstrap needs at least 2 units, got {n}")
+        raise ValueError(f"the bootstrap needs at least 2 units, got {n}"
+                         + (" (check the units column)" if units is not None else ""))
+
+    def unit_rows(u: np.ndarray) -> np.ndarray:
+        """(m, k) unit indices -> (m, k * size) row indices, unit by unit, as the loop's ``_Units.rows``."""
+        if layout.order is None:
+            return u
+        return layout.order[(layout.starts[u][..., None] + np.arange(size)).reshape(len(u), -1)]
+
     names = list(statistics)
     estimates = {}
     for name in names:
-        est = float(_batched(rows, statistics[name], np.arange(n)[None, :])[0])
+        est = float(_batched(rows, statistics[name], np.arange(rows.n)[None, :])[0])
         if not math.isfinite(est):
             raise BootstrapError(f"statistic {name!r} is {est} on the full data; a bootstrap CI needs a finite estimate "
                                  "(check for an empty group or a single class)")
         estimates[name] = est
     rng = np.random.default_rng(seed)
-    step = max(1, _BATCH_ELEMENTS // n)  # resamples per batch: memory stays bounded however large B x n is
+    step = max(1, _BATCH_ELEMENTS // rows.n)  # resamples per batch: memory stays bounded however large B x n is
     reps = np.full((n_resamples, len(names)), np.nan)
     jack = np.full((n, len(names)), np.nan) if jackknife else None
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for start in range(0, n_resamples, step):
-            # the loop's draws, in its order, one batch at a time
-            draws = np.stack([rng.integers(0, n, size=n) for _ in range(min(step, n_resamples - start))])
+            # the loop's draws, in its order, one batch at a time: numpy's integers() fills a (m, n) array with the
+            # values m successive calls of size n return (tests compare the two paths' intervals)
+            draws = unit_rows(rng.integers(0, n, size=(min(step, n_resamples - start), n)))
             for j, name in enumerate(names):
                 reps[start:start + len(draws), j] = _batched(rows, statistics[name], draws)
         if jack is not None:
@@ -401,7 +416,7 @@ def _run_vectorized(data, statistics, units, n_resamples, seed, jackknife):
             for start in range(0, n, step):
                 left = np.arange(start, min(start + step, n))
                 for j, name in enumerate(names):
-                    jack[left, j] = _batched(rows, statistics[name], keep + (keep >= left[:, None]))
+                    jack[left, j] = _batched(rows, statistics[name], unit_rows(keep + (keep >= left[:, None])))
     return n, estimates, reps, jack, [None] * len(names)
 
 
@@ -430,7 +445,7 @@ def _run_means(data: pd.DataFrame, statistics: Mapping[str, ColumnMean], units: 
     with np.errstate(all="ignore"):
         for start in range(0, n_resamples, step):
             m = min(step, n_resamples - start)
-            draws = np.stack([rng.integers(0, layout.n, size=layout.n) for _ in range(m)])
+            draws = rng.integers(0, layout.n, size=(m, layout.n))  # = m successive draws of the loop (see above)
             w = np.bincount((np.arange(m)[:, None] * layout.n + draws).ravel(), minlength=m * layout.n)
             w = w.reshape(m, layout.n).astype(float)
             reps[start:start + m] = (w @ sums) / (w @ counts)[:, None]
@@ -612,7 +627,8 @@ def bootstrap_ci(
         vectorized: ``statistic`` takes every resample at once, as scipy's ``vectorized=True`` does: each
             array arrives as a (resamples × rows) matrix and it returns one value per resample (NaN for a
             failed one). Same resamples as the default loop, one call per batch instead of one per
-            replicate; arrays only, without ``units``.
+            replicate; arrays only; with ``units`` only when every unit has the same number of rows (the
+            resampled matrices are then rectangular).
 
     Returns:
         A :class:`BootstrapResult`. ``se`` is the standard deviation of the replicates (ddof=1).

@@ -77,3 +77,27 @@ def test_auroc_ci_equals_the_per_replicate_statistic_including_failed_resamples(
     assert failed > 0  # the failed-resample path was exercised
     # by hand: insignificant {3, 1}, significant {2}: P(X > Y) = 1/2
     assert S._auroc_resamples(np.array([[3.0, 1.0, 2.0]]), np.array([[True, True, False]]))[0] == 0.5
+
+
+@pytest.mark.parametrize("method", ["pearson", "spearman"])
+def test_rater_agreement_of_every_resample_at_once_equals_one_at_a_time(method):
+    """The agreement table's bootstrap takes every resample at once when the rater matrix has no gaps: per resample
+    the same mean pairwise correlation (constant raters in a resample left out, as one at a time), and over a
+    cluster bootstrap with clusters of two rows the same interval."""
+    from radaudit.audits.metric_metaeval.agreement import _mean_pairwise, _mean_pairwise_rows
+    from radaudit.stats import bootstrap_ci
+
+    rng = np.random.default_rng(2)
+    mat = rng.integers(0, 4, (40, 3)).astype(float)  # error counts: many ties, resamples with a constant rater
+    idx = rng.integers(0, 40, (200, 40))
+    idx[0] = 5  # one item repeated: every rater constant -> undefined
+    got = _mean_pairwise_rows(mat, idx, method)
+    want = np.array([_mean_pairwise(mat[i], method) for i in idx])
+    assert np.isnan(got[0]) and np.isnan(want[0])
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, equal_nan=True)
+    units = np.repeat(np.arange(20), 2)  # a case and its two candidate reports
+    loop = bootstrap_ci(np.arange(40), lambda i: _mean_pairwise(mat[i], method), units=units, n_resamples=300, seed=1,
+                        method="percentile", max_failed=0.5)
+    vec = bootstrap_ci(np.arange(40), lambda i: _mean_pairwise_rows(mat, i, method), units=units, n_resamples=300,
+                       seed=1, method="percentile", max_failed=0.5, vectorized=True)
+    assert (vec.low, vec.high) == (pytest.approx(loop.low, abs=1e-12), pytest.approx(loop.high, abs=1e-12))

@@ -494,13 +494,14 @@ class EmbeddingSimilarity:
 
     Options: ``model`` (spec), ``pooling`` (``"mean"`` or ``"cls"``), ``max_length`` (default the
     folder's sentence-transformers ``max_seq_length``, else the tokenizer's limit), ``batch_size``,
-    ``device``, ``dtype``, ``empty`` (``"encode"`` as sentence-transformers, or ``"nan"``).
+    ``device``, ``dtype``, ``empty`` (``"encode"`` as sentence-transformers, or ``"nan"``), ``disk_cache`` (as
+    :class:`~radaudit.models.encoders.TextEncoder`'s: a repeated call's embeddings come from disk).
     """
 
     def __init__(self, model: str | os.PathLike[str] = DEFAULT_TEXT_ENCODER,
                  pooling: Literal["mean", "cls"] = "mean", max_length: int | None = None, batch_size: int = 64,
                  device: str | None = None, dtype: Any = None, empty: Literal["encode", "nan"] = "encode",
-                 trust_remote_code: bool = False, name: str = "embedding_similarity") -> None:
+                 trust_remote_code: bool = False, name: str = "embedding_similarity", disk_cache: Any = True) -> None:
         if int(batch_size) < 1:
             raise ParamsError(f"batch_size must be a positive integer, got {batch_size!r}.")
         self.name = name
@@ -509,7 +510,8 @@ class EmbeddingSimilarity:
         self.batch_size = int(batch_size)
         # TextEncoder does the tokenising, batching and pooling (one implementation for the lab)
         self.encoder = TextEncoder(model, device=device, dtype=dtype, max_length=max_length, pooling=self.pooling,
-                                   normalize=True, batch_size=self.batch_size, trust_remote_code=trust_remote_code)
+                                   normalize=True, batch_size=self.batch_size, trust_remote_code=trust_remote_code,
+                                   disk_cache=disk_cache)
         self.resolved = self.encoder.resolved
         self.tokenizer, self.model = self.encoder.tokenizer, self.encoder.model
         self.device = self.encoder.device
@@ -518,7 +520,10 @@ class EmbeddingSimilarity:
 
     def _encode(self, texts: list[str]) -> tuple[np.ndarray, list[bool], list[int]]:
         ids, cut = self.encoder.tokenize(texts)
-        return self.encoder.embed_ids(ids), cut, [len(x) for x in ids]
+        with warnings.catch_warnings():  # the truncation warning is given by the callers, in this metric's name
+            warnings.simplefilter("ignore", UserWarning)
+            emb = self.encoder.embed(texts)  # a repeated call comes from the text-output cache
+        return emb, cut, [len(x) for x in ids]
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """``(n, d)`` L2-normalised sentence embeddings (texts stripped, as sentence-transformers)."""
