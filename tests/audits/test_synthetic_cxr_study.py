@@ -131,3 +131,11 @@ def test_report_utility_scores_sources_and_leaves_out_studies_without_reference(
         sc.report_utility(_params(reference_column="impression"), study, reports)
     with pytest.raises(DataFormatError, match="'real' has 2 reports for 3 test studies"):
         sc.report_utility(_params(), study, {**reports, "real": reports["real"][:2]})
+
+
+def test_utility_classifiers_are_cached_under_the_cache_root_unless_cache_is_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("RADAUDIT_CACHE", str(tmp_path))
+    assert sc.utility_cache_dir(sc.Params(labels=["X", "Y"])) == tmp_path.resolve() / "utility_classifiers"
+    assert sc.utility_cache_dir(sc.Params(labels=["X", "Y"]), tmp_path / "elsewhere") == \
+        tmp_path / "elsewhere" / "utility_classifiers"
+    assert sc.utility_cache_dir(sc.Params(labels=["X", "Y"], cache=False)) is None

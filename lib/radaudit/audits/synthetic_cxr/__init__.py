@@ -144,6 +144,7 @@ from radaudit.audits.synthetic_cxr.study import (
     summary_lines,
     table1,
     table3,
+    utility_cache_dir,
     utility_train_sets,
 )
 from radaudit.audits.synthetic_cxr.utility import (
@@ -172,7 +173,7 @@ from radaudit.audits.synthetic_cxr.utility import (
 
 __all__ = [
     "assign_sources", "DATASET_SPLITS", "DEFAULT_DOSE_LEVELS", "DEFAULT_HELDOUT", "real_utility_set",
-    "utility_train_sets", "dose_response", "dose_spearman", "encoder_agreement", "fid_gap",
+    "utility_cache_dir", "utility_train_sets", "dose_response", "dose_spearman", "encoder_agreement", "fid_gap",
     "flagged_share", "headline_findings", "per_label_intervals", "per_label_wide", "plot_dose_response",
     "plot_reid_calibration", "privacy_reference_overlap", "reid_null_threshold", "SOURCE_COLUMN",
     "alignment_table", "ARCHITECTURES", "augment", "auroc", "bars_frame", "BASE_METRICS", "BASELINE_COLOR",

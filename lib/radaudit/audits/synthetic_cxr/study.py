@@ -40,7 +40,7 @@ __all__ = [
     "DATASET_SPLITS", "DEFAULT_HELDOUT", "generators_to_inspect", "load_models", "Params", "per_label_table",
     "plot_closest_pairs", "prepare", "privacy_for", "privacy_long", "rank_summary", "real_utility_set",
     "report_candidates", "report_utility", "ReportUtility", "sample_grid_inputs", "Study", "summary_lines", "table1",
-    "table3", "utility_train_sets",
+    "table3", "utility_cache_dir", "utility_train_sets",
 ]
 
 log = logging.getLogger(__name__)
@@ -414,6 +414,17 @@ def card_table(cards: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     rows = [{"model": name, "metric": k, "value": v} for name, card in cards.items()
             for k, v in (card.get("metrics") or {}).items() if isinstance(v, (int, float))]
     return pd.DataFrame(rows, columns=["model", "metric", "value"])
+
+
+def utility_cache_dir(params: Params, cache_dir: str | os.PathLike | None = None) -> Path | None:
+    """Where Table 4's classifiers are kept (``<cache>/utility_classifiers``; content-addressed by their training
+    images, labels, seed and settings: :func:`~radaudit.audits.synthetic_cxr.utility.load_or_train_classifier`), or
+    ``None`` with ``cache: false`` (every run trains them)."""
+    from radaudit.models.cache import default_cache_dir
+
+    if not params.cache:
+        return None
+    return (Path(cache_dir) if cache_dir is not None else default_cache_dir()) / "utility_classifiers"
 
 
 def generate_sets(params: Params, study: Study, cache_dir: str | os.PathLike | None = None) -> dict[str, dict[str, Any]]:
