@@ -114,6 +114,22 @@ def test_build_messages_kinds():
         build_messages("  ", None)
 
 
+def test_load_images_decodes_each_file_once(images, monkeypatch):
+    import radaudit.models.vlm as vlm
+
+    decoded = []
+    real = vlm.load_image
+    monkeypatch.setattr(vlm, "load_image", lambda im: decoded.append(im) or real(im))
+    batch = [images[0], None, images[1], images[0], Image.open(images[1]), images[0]]
+    pil, hashes = vlm.load_images(batch)
+    files = [str(d) for d in decoded if d is not None and not isinstance(d, Image.Image)]
+    assert sorted(files) == sorted([str(images[0]), str(images[1])])  # two distinct files, each decoded once
+    assert pil[0] is pil[3] is pil[5] and pil[1] is None and hashes[1] is None
+    assert hashes == [image_hash(images[0]), None, image_hash(images[1]), image_hash(images[0]),
+                      image_hash(images[1]), image_hash(images[0])]
+    assert pil[2].mode == "RGB" and pil[2].tobytes() == real(images[1]).tobytes()
+
+
 def test_image_hash_pixels(images):
     h = image_hash(images[0])
     assert h == image_hash(Image.open(images[0])) == image_hash(Image.open(images[0]).convert("RGBA").convert("RGB"))

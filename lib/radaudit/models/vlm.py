@@ -283,6 +283,29 @@ def load_image(image: ImageLike) -> PILImage.Image | None:
     raise ParamsError(f"An image must be a PIL image, a path or None, got {type(image).__name__}.")
 
 
+def load_images(images: Sequence[ImageLike]) -> tuple[list[PILImage.Image | None], list[str | None]]:
+    """``(pil_images, hashes)`` of a batch's images (:func:`load_image`, :func:`image_hash`), each distinct file
+    decoded and hashed once: the conditions of an audit feed the same X-ray to many prompts (its own, swapped,
+    image-only...), and decoding was most of a cached run's time. Items naming one file share one PIL image."""
+    by_path: dict[str, PILImage.Image | None] = {}
+    pil: list[PILImage.Image | None] = []
+    for im in images:
+        if isinstance(im, (str, os.PathLike)):
+            key = os.fspath(im)
+            if key not in by_path:
+                by_path[key] = load_image(im)
+            pil.append(by_path[key])
+        else:
+            pil.append(load_image(im))
+    hashed: dict[int, str | None] = {}
+    hashes = []
+    for img in pil:
+        if id(img) not in hashed:
+            hashed[id(img)] = image_hash(img)
+        hashes.append(hashed[id(img)])
+    return pil, hashes
+
+
 def image_hash(image: ImageLike) -> str | None:
     """Hex sha256 of the image *as fed to the model*: its size and decoded RGB pixels (``None`` → ``None``).
 
@@ -656,8 +679,7 @@ def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str
     if int(batch_size) < 1:
         raise ParamsError(f"batch_size must be >= 1, got {batch_size}.")
     seed_list = _seed_list(seeds, len(prompts))
-    pil = [load_image(im) for im in images]
-    hashes = [image_hash(im) for im in pil]
+    pil, hashes = load_images(images)
     texts = [render_prompt(processor, p, im, system=system) for p, im in zip(prompts, pil)]
     engine = _engine(model)
 
@@ -893,8 +915,7 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
         first_of.setdefault(r.token_id, r.candidate)
     greedy = _strategy("greedy", max_new_tokens)
     tok = _tokenizer(processor)
-    pil = [load_image(im) for im in images]
-    hashes = [image_hash(im) for im in pil]
+    pil, hashes = load_images(images)
     texts = [render_prompt(processor, p, im, system=system) for p, im in zip(prompts, pil)]
     engine = _engine(model)
     owns_cache = cache is not None and cache is not False and not hasattr(cache, "get_many")
