@@ -61,19 +61,12 @@ def ece_resamples(prob_yes: Any, y_true: Any, n_bins: int = 10, *, kind: str = "
     """:func:`expected_calibration_error` of every row at once ((resamples × items) matrices, one ECE per row):
     the same uniform right-closed bins and ``Σ_m |B_m|/n · |acc(B_m) − conf(B_m)|``, equal up to float rounding;
     NaN for a row with a missing probability (where the one-row function raises)."""
-    if kind not in CALIBRATION_KINDS:
-        raise ParamsError(f"kind={kind!r} is not allowed; use one of {', '.join(CALIBRATION_KINDS)}.")
-    if int(n_bins) < 1:
-        raise ParamsError(f"n_bins must be >= 1, got {n_bins}.")
+    _check_calibration(kind, n_bins)
     p = np.atleast_2d(np.asarray(prob_yes, dtype=float))
     y = np.atleast_2d(np.asarray(y_true, dtype=float))
     if p.shape != y.shape:
         raise ParamsError("ece_resamples: probabilities and labels differ in shape.")
-    if kind == "positive":
-        value, hit = p, y
-    else:
-        value = np.maximum(p, 1 - p)
-        hit = ((p >= 0.5).astype(float) == y).astype(float)
+    value, hit = _binned_value_and_hit(p, y, kind)
     m_bins = int(n_bins)
     ids = np.searchsorted(np.linspace(0.0, 1.0, m_bins + 1)[1:-1], np.nan_to_num(value))
     flat = (np.arange(p.shape[0])[:, None] * m_bins + ids).ravel()
@@ -96,6 +89,21 @@ def f1_from_counts(tp: Any, fp: Any, fn: Any, zero_division: float = 0.0) -> Any
     return float(out) if out.ndim == 0 else out
 
 
+def _check_calibration(kind: str, n_bins: int) -> None:
+    if kind not in CALIBRATION_KINDS:
+        raise ParamsError(f"kind={kind!r} is not allowed; use one of {', '.join(CALIBRATION_KINDS)}.")
+    if int(n_bins) < 1:
+        raise ParamsError(f"n_bins must be >= 1, got {n_bins}.")
+
+
+def _binned_value_and_hit(p: np.ndarray, y: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """What a reliability bin holds (see :func:`reliability_bins`): P(yes) and the label (``"positive"``), or the
+    top-label confidence and whether the argmax answer is right (``"confidence"``)."""
+    if kind == "positive":
+        return p, y
+    return np.maximum(p, 1 - p), ((p >= 0.5).astype(float) == y).astype(float)
+
+
 def reliability_bins(prob_yes: Any, y_true: Any, n_bins: int = 10, *, kind: str = "positive") -> pd.DataFrame:
     """Reliability-diagram data: one row per uniform bin of ``[0, 1]`` (empty bins kept, ``n = 0``).
 
@@ -107,10 +115,7 @@ def reliability_bins(prob_yes: Any, y_true: Any, n_bins: int = 10, *, kind: str 
     Bins are right-closed, ``((m-1)/M, m/M]``, with 0 in the first bin (as sklearn's
     ``calibration_curve``). Columns: ``bin, bin_low, bin_high, n, conf, acc, gap`` (``acc - conf``).
     """
-    if kind not in CALIBRATION_KINDS:
-        raise ParamsError(f"kind={kind!r} is not allowed; use one of {', '.join(CALIBRATION_KINDS)}.")
-    if int(n_bins) < 1:
-        raise ParamsError(f"n_bins must be >= 1, got {n_bins}.")
+    _check_calibration(kind, n_bins)
     p = np.asarray(prob_yes, dtype=float)
     y = np.asarray(y_true, dtype=float)
     if p.shape != y.shape:
@@ -120,11 +125,7 @@ def reliability_bins(prob_yes: Any, y_true: Any, n_bins: int = 10, *, kind: str 
                           "first-token logits).")
     if ((p < 0) | (p > 1)).any():
         raise ParamsError("reliability_bins: probabilities must lie in [0, 1].")
-    if kind == "positive":
-        value, hit = p, y
-    else:
-        value = np.maximum(p, 1 - p)
-        hit = ((p >= 0.5).astype(float) == y).astype(float)
+    value, hit = _binned_value_and_hit(p, y, kind)
     edges = np.linspace(0.0, 1.0, int(n_bins) + 1)
     ids = np.searchsorted(edges[1:-1], value)  # right-closed bins, as sklearn
     rows = []
