@@ -145,3 +145,38 @@ def test_attention_maps_and_figures(tiny, items, tmp_path):
     assert plot_layer_shares(layers).axes
     with pytest.raises(ParamsError):
         attention_maps(processor, model, items, sample_ids=["nope"])
+
+
+def test_patch_heatmap_titles_stay_clear_of_the_panels_above():
+    """Every panel title (four lines; the swap columns name the partner's image) sits below the images of the row
+    above once drawn: the layout reserves the space instead of letting long titles run into them."""
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    rows = []
+    for s, sid in enumerate(["a", "b"]):
+        for cond in ("no_shift", "image_shift", "only_image"):
+            for r in range(2):
+                for c in range(2):
+                    rows.append({"model": "m", "sample_id": sid, "condition": cond, "label": s, "row": r, "col": c,
+                                 "grid_rows": 2, "grid_cols": 2, "weight": 0.25 + 0.1 * (r - c) * (s + 1),
+                                 "image_path": None, "image_source": f"partner_of_{sid}_with_a_long_file_name.png"})
+    maps = pd.DataFrame(rows)
+    img = Image.fromarray((np.arange(64 * 64).reshape(64, 64) % 251).astype(np.uint8))
+    import radaudit.audits.modality_shift.plots as plots
+
+    original = plots.model_view
+    plots.model_view = lambda path, grid, processor=None: img
+    try:
+        fig = plot_patch_heatmaps(maps)
+    finally:
+        plots.model_view = original
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    axes = np.array(fig.axes).reshape(2, 3)
+    for j in range(3):
+        title = axes[1, j].title.get_window_extent(renderer)
+        above = axes[0, j].get_window_extent(renderer)
+        assert title.y1 <= above.y0 + 1, (j, title, above)  # pixels: y grows upwards
+    assert all(ax.get_title().count("\n") == 3 for ax in fig.axes)
+    plt.close(fig)

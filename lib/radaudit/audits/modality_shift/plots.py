@@ -318,7 +318,10 @@ def plot_patch_heatmaps(maps: pd.DataFrame, results: pd.DataFrame | None = None,
     samples = list(dict.fromkeys(sel["sample_id"]))
     conds = _conditions_present(sel)
     answers = _answer_lookup(results)
-    fig, axes = plt.subplots(len(samples), len(conds), figsize=(2.9 * len(conds), 3.2 * len(samples)), squeeze=False)
+    # constrained layout reserves each row's title block (tight_layout let the swap columns' titles run into the
+    # images above them)
+    fig, axes = plt.subplots(len(samples), len(conds), figsize=(2.9 * len(conds), 3.4 * len(samples)), squeeze=False,
+                             layout="constrained")
     for i, sid in enumerate(samples):
         for j, cond in enumerate(conds):
             ax = axes[i, j]
@@ -343,11 +346,11 @@ def plot_patch_heatmaps(maps: pd.DataFrame, results: pd.DataFrame | None = None,
             ax.imshow(heat, cmap=cmap, alpha=alpha, vmin=0.0, vmax=max(top, 2 * uniform), interpolation="bilinear",
                       extent=(0, w, h, 0))
             answer = answers.get((model, sid, cond), "?")
-            shown = "" if cond not in ("image_shift", "marked_image_shift") else f"\nimage of {_short(str(first['image_source']))}"
+            swapped = cond in ("image_shift", "marked_image_shift")
+            shown = f"image of {_short(str(first['image_source']))}" if swapped else "its own image"
             ax.set_title(f"{_label(cond)} · {_short(str(sid))}\nlabel: {label_names[int(first['label'])]} · answer: {answer}"
-                         f"{shown}\nmax patch share {top:.3f} (uniform {uniform:.3f})", fontsize=8)
+                         f"\n{shown}\nmax patch share {top:.3f} (uniform {uniform:.3f})", fontsize=8)
     fig.suptitle(f"{model}: {what} (bright = more)", fontsize=10)
-    fig.tight_layout()
     return fig
 
 
