@@ -147,11 +147,13 @@ def test_attention_maps_and_figures(tiny, items, tmp_path):
         attention_maps(processor, model, items, sample_ids=["nope"])
 
 
-def test_patch_heatmap_titles_stay_clear_of_the_panels_above():
+def test_patch_heatmap_titles_stay_clear_of_the_panels_above(monkeypatch):
     """Every panel title (four lines; the swap columns name the partner's image) sits below the images of the row
     above once drawn: the layout reserves the space instead of letting long titles run into them."""
     import matplotlib.pyplot as plt
     from PIL import Image
+
+    import radaudit.audits.modality_shift.plots as plots
 
     rows = []
     for s, sid in enumerate(["a", "b"]):
@@ -163,14 +165,8 @@ def test_patch_heatmap_titles_stay_clear_of_the_panels_above():
                                  "image_path": None, "image_source": f"partner_of_{sid}_with_a_long_file_name.png"})
     maps = pd.DataFrame(rows)
     img = Image.fromarray((np.arange(64 * 64).reshape(64, 64) % 251).astype(np.uint8))
-    import radaudit.audits.modality_shift.plots as plots
-
-    original = plots.model_view
-    plots.model_view = lambda path, grid, processor=None: img
-    try:
-        fig = plot_patch_heatmaps(maps)
-    finally:
-        plots.model_view = original
+    monkeypatch.setattr(plots, "model_view", lambda path, grid, processor=None: img)  # no image files needed
+    fig = plot_patch_heatmaps(maps)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     axes = np.array(fig.axes).reshape(2, 3)
