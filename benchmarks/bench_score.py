@@ -9,7 +9,8 @@ Budget (issue 22): under 30 s on 2 CPU cores. Printed, never asserted; the resul
 The pairs are real IU X-ray reports (``iu-xray-openi/indiana_reports.csv`` under the data root): each
 reference is a report's findings and its prediction another report's (a shuffled copy for a third of them,
 the report itself for a third, an empty prediction for a few), with sex and an age band drawn at random.
-The BERTScore encoder is the MiniLM shipped on PyPI (the demo's), so nothing is downloaded.
+The BERTScore encoder is the MiniLM shipped on PyPI (the demo's), so nothing is downloaded. The run uses an empty
+cache folder, so the text-output cache cannot serve an earlier run's BERTScore.
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ def main() -> None:
     ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--data-root", default=None)
     args = ap.parse_args()
+
+    import os
+    import tempfile
+
+    # an empty cache folder: the time is of scoring, never of reading an earlier run's BERTScore calls back from
+    # the text-output cache (radaudit.models.text_memo)
+    os.environ["RADAUDIT_CACHE"] = tempfile.mkdtemp(prefix="bench_score_cache_")
 
     import radaudit
 
