@@ -298,6 +298,21 @@ def _validate(method: str, n_resamples: int, confidence: float, max_failed: floa
     return m
 
 
+def _check_units(n_units: int, units: Any) -> None:
+    if n_units < 2:
+        raise ValueError(f"the bootstrap needs at least 2 units, got {n_units}"
+                         + (" (check the units column)" if units is not None else ""))
+
+
+def _checked_estimates(values: Mapping[str, float]) -> dict[str, float]:
+    """The full-data estimates, each finite (else :class:`BootstrapError`: no CI can be formed around it)."""
+    for name, est in values.items():
+        if not math.isfinite(est):
+            raise BootstrapError(f"statistic {name!r} is {est} on the full data; a bootstrap CI needs a finite estimate "
+                                 "(check for an empty group or a single class)")
+    return dict(values)
+
+
 def _run(
     data: BootstrapData,
     statistics: Mapping[str, Statistic],
@@ -315,21 +330,9 @@ def _run(
         return _run_means(data, statistics, units, n_resamples, seed, jackknife)
     rows = _Rows(data)
     layout = _Units(units, rows.n, rows.frame if rows.kind == "frame" else None)
-    if layout.n < 2:
-        raise ValueError(
-            f"the bootstrap needs at least 2 units, got {layout.n}"
-            + (" (check the units column)" if units is not None else "")
-        )
+    _check_units(layout.n, units)
     names = list(statistics)
-    estimates = {}
-    for name in names:
-        est = rows.evaluate(statistics[name], None)
-        if not math.isfinite(est):
-            raise BootstrapError(
-                f"statistic {name!r} is {est} on the full data; a bootstrap CI needs a finite estimate "
-                "(check for an empty group or a single class)"
-            )
-        estimates[name] = est
+    estimates = _checked_estimates({name: rows.evaluate(statistics[name], None) for name in names})
 
     rng = np.random.default_rng(seed)
     reps = np.full((n_resamples, len(names)), np.nan)
@@ -381,9 +384,7 @@ def _run_vectorized(data, statistics, units, n_resamples, seed, jackknife):
                              f"of rows (got sizes {sizes[:5].tolist()}); leave vectorized off for uneven clusters")
         size = int(sizes[0])
     n = layout.n
-    if n < 2:
-        raise ValueError(f"the bootstrap needs at least 2 units, got {n}"
-                         + (" (check the units column)" if units is not None else ""))
+    _check_units(n, units)
 
     def unit_rows(u: np.ndarray) -> np.ndarray:
         """(m, k) unit indices -> (m, k * size) row indices, unit by unit, as the loop's ``_Units.rows``."""
@@ -392,13 +393,8 @@ def _run_vectorized(data, statistics, units, n_resamples, seed, jackknife):
         return layout.order[(layout.starts[u][..., None] + np.arange(size)).reshape(len(u), -1)]
 
     names = list(statistics)
-    estimates = {}
-    for name in names:
-        est = float(_batched(rows, statistics[name], np.arange(rows.n)[None, :])[0])
-        if not math.isfinite(est):
-            raise BootstrapError(f"statistic {name!r} is {est} on the full data; a bootstrap CI needs a finite estimate "
-                                 "(check for an empty group or a single class)")
-        estimates[name] = est
+    estimates = _checked_estimates({name: float(_batched(rows, statistics[name], np.arange(rows.n)[None, :])[0])
+                                    for name in names})
     rng = np.random.default_rng(seed)
     step = max(1, _BATCH_ELEMENTS // rows.n)  # resamples per batch: memory stays bounded however large B x n is
     reps = np.full((n_resamples, len(names)), np.nan)
@@ -425,16 +421,10 @@ def _run_means(data: pd.DataFrame, statistics: Mapping[str, ColumnMean], units: 
     """:func:`_run` for column means (:class:`ColumnMean`) in closed form: per-unit sums and row counts, each
     replicate weighted by how often it drew each unit. The loop's draws, in its order."""
     layout = _Units(units, len(data), data)
-    if layout.n < 2:
-        raise ValueError(f"the bootstrap needs at least 2 units, got {layout.n}"
-                         + (" (check the units column)" if units is not None else ""))
+    _check_units(layout.n, units)
     names = list(statistics)
     values = np.column_stack([data[statistics[n].column].to_numpy(dtype=float) for n in names])
-    estimates = {n: float(statistics[n](data)) for n in names}
-    for name, est in estimates.items():
-        if not math.isfinite(est):
-            raise BootstrapError(f"statistic {name!r} is {est} on the full data; a bootstrap CI needs a finite estimate "
-                                 "(check for an empty group or a single class)")
+    estimates = _checked_estimates({n: float(statistics[n](data)) for n in names})
     if layout.order is None:
         sums, counts = values, np.ones(layout.n)
     else:

@@ -396,20 +396,14 @@ class BERTScore:
     def _call_parts(self, refs: list[str], cands: list[str]) -> dict[str, Any] | None:
         """The disk-cache key parts of one call (:func:`radaudit.models.text_memo.call_key_parts`); ``None`` when
         the cache is off or the weights have no identity on disk."""
-        from radaudit.models.text_memo import call_key_parts, weights_identity
+        from radaudit.models.text_memo import encoder_call_parts
 
-        if self.disk_cache in (None, False):
-            return None
-        weights = weights_identity(self)
-        if weights is None:
-            return None
-        identity = {"spec": self.resolved.spec, "weights": weights, "device": self.device,
-                    "dtype": str(next(self.model.parameters()).dtype)}
         options = {"num_layers": self.num_layers, "idf": self.idf, "empty": self.empty, "max_length": self.max_length,
                    "bert_score_batch": self.bert_score_batch, "batch_size": self.batch_size,
                    "baseline": None if self.baseline is None else np.asarray(self.baseline, dtype=float).tolist()}
-        return call_key_parts("bertscore", identity, options, {"references": refs, "candidates": cands},
-                              code=("radaudit.metrics.embedding", "radaudit.models.encoders"))
+        return encoder_call_parts(self, "bertscore", {"spec": self.resolved.spec}, options,
+                                  {"references": refs, "candidates": cands},
+                                  code=("radaudit.metrics.embedding", "radaudit.models.encoders"))
 
     def _score(self, refs: list[str], cands: list[str]) -> tuple[dict[str, np.ndarray], dict[str, int]]:
         """``({"prf": [n, 3] float64}, counts)``: the computation behind :meth:`score` (no warnings)."""

@@ -372,17 +372,11 @@ class TextEncoder:
     def _call_parts(self, texts: list[str], batch_size: int, normalize: bool) -> dict[str, Any] | None:
         """The disk-cache key parts of one :meth:`embed` call; ``None`` when the cache is off or the weights
         have no identity on disk."""
-        from radaudit.models.text_memo import call_key_parts, weights_identity
+        from radaudit.models.text_memo import encoder_call_parts
 
-        if self.disk_cache in (None, False):
-            return None
-        weights = weights_identity(self)
-        if weights is None:
-            return None
-        identity = {**self.describe(), "weights": weights, "device": self.device,
-                    "dtype": str(next(self.model.parameters()).dtype)}
-        return call_key_parts("text_embeddings", identity, {"batch_size": batch_size, "normalize": normalize},
-                              {"texts": texts}, code=("radaudit.models.encoders",))
+        return encoder_call_parts(self, "text_embeddings", self.describe(),
+                                  {"batch_size": batch_size, "normalize": normalize}, {"texts": texts},
+                                  code=("radaudit.models.encoders",))
 
 
 def _check_texts(texts: Sequence[str]) -> list[str]:

@@ -45,7 +45,8 @@ import numpy as np
 
 from radaudit.models.cache import ContentCache, array_from_value, array_value, content_key, open_cache
 
-__all__ = ["TEXT_CACHE", "call_key_parts", "memo_call", "source_digest", "texts_digest", "weights_identity"]
+__all__ = ["TEXT_CACHE", "call_key_parts", "encoder_call_parts", "memo_call", "source_digest", "texts_digest",
+           "weights_identity"]
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,21 @@ def call_key_parts(kind: str, identity: Mapping[str, Any], options: Mapping[str,
             "texts": {role: {"sha256": texts_digest(list(t)), "n": len(t)} for role, t in texts.items()},
             "libraries": {d: _version(d) for d in ("torch", "transformers")},
             "code": source_digest(*code)}
+
+
+def encoder_call_parts(encoder: Any, kind: str, describe: Mapping[str, Any], options: Mapping[str, Any],
+                       texts: Mapping[str, Sequence[str]], code: Sequence[str]) -> dict[str, Any] | None:
+    """:func:`call_key_parts` for a call on ``encoder`` (an object with ``disk_cache``, ``resolved``, ``device`` and a
+    torch ``model``): its identity is ``describe`` plus its weights' fingerprint, device and dtype. ``None`` (compute,
+    do not cache) when its ``disk_cache`` is off or its weights have no identity on disk."""
+    if encoder.disk_cache in (None, False):
+        return None
+    weights = weights_identity(encoder)
+    if weights is None:
+        return None
+    identity = {**describe, "weights": weights, "device": encoder.device,
+                "dtype": str(next(encoder.model.parameters()).dtype)}
+    return call_key_parts(kind, identity, options, texts, code)
 
 
 def memo_call(cache: ContentCache | str | os.PathLike | bool | None, parts: Mapping[str, Any] | None,
