@@ -317,3 +317,29 @@ def test_precision_rules_flag(labeler, labeler_before):
     # the CheXpert labeler's own examples hold either way
     for text, expected in CHEXPERT_SAMPLES:
         assert nonblank(labeler_before.label([text]).iloc[0]) == expected
+
+
+def test_memoised_sentence_mentions_shift_to_each_offset(labeler, shared_data):
+    """The same sentence, memoised once, gives spans in each report it appears in, and the same mentions as a
+    labeler that has seen nothing (a fresh instance) and as the same labeler with its memo cleared."""
+    sentence = "Cannot exclude small left pleural effusion."
+    first = labeler.mentions(sentence)
+    second = labeler.mentions("Heart size is normal. " + sentence)
+    shifted = second[second["sentence"] == sentence]
+    assert shifted["start"].tolist() == [s + 22 for s in first["start"]]
+    assert shifted["sentence_start"].unique().tolist() == [22]
+    text = "Heart size is normal. " + sentence
+    assert all(text[s:e] == t for s, e, t in zip(second.start, second.end, second.text))
+    fresh = ChexpertLabeler(chexpert_phrases_dir(shared_data))
+    pd.testing.assert_frame_equal(fresh.mentions(text), second)
+    labeler._mention_memo.clear()
+    pd.testing.assert_frame_equal(labeler.mentions(text), second)
+
+
+def test_memo_keys_on_the_settings(shared_data):
+    """Changing ``no_new`` on an instance does not serve mentions computed under the other setting."""
+    lab = ChexpertLabeler(chexpert_phrases_dir(shared_data))
+    text = "No new consolidation."
+    before = lab.label_one(text)["Consolidation"]
+    lab.no_new = "negative"
+    assert (before, lab.label_one(text)["Consolidation"]) == (-1.0, 0.0)

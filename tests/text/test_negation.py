@@ -163,3 +163,13 @@ def test_bad_span():
     with pytest.raises(ValueError, match="span"):
         classify_mention("No effusion.", (5, 50))
     assert find_cues("") == []
+
+
+def test_find_cues_memo_hands_out_new_lists():
+    """find_cues is memoised; a caller that changes its list does not change what the next caller gets."""
+    s = "No pneumothorax or pleural effusion."
+    cues = find_cues(s)
+    expected = list(cues)
+    cues.clear()
+    assert find_cues(s) == expected and expected
+    assert find_cues(s, no_new="negative") == expected  # no "new" in the sentence: both settings agree

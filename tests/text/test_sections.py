@@ -134,3 +134,11 @@ def test_sentence_rules(text, expected):
 @pytest.mark.parametrize("text", [None, "", "   \n ", float("nan"), "1. ", "- ", " . "])
 def test_sentences_empty(text):
     assert sentences(text) == []
+
+
+def test_sentences_memo_hands_out_new_lists():
+    """sentences() is memoised; a caller that changes its list does not change what the next caller gets."""
+    text = "Heart normal. Lungs clear."
+    got = sentences(text)
+    got.append(Sentence("x", 0, 1))
+    assert [s.text for s in sentences(text)] == ["Heart normal.", "Lungs clear."]

@@ -258,6 +258,7 @@ def _fill(units: list[_Unit], reports: pd.DataFrame, eng: Any, labeler: Any, con
           rejected: list[Pair]) -> None:
     """Fill every unit from its report order, in engine batches; a report is used at most once per cell."""
     hint = int(getattr(eng, "batch_hint", 0) or 0)
+    study_ids, sources, texts = (reports[c].to_dict() for c in ("study_id", "source", "text"))  # not .at per task
     while True:
         batch: list[tuple[_Unit, int, RewriteTask]] = []
         for u in units:
@@ -268,8 +269,8 @@ def _fill(units: list[_Unit], reports: pd.DataFrame, eng: Any, labeler: Any, con
                 u.pos += 1
                 if i not in used[u.cell]:
                     take.append(i)
-            batch += [(u, i, RewriteTask(reports.at[i, "study_id"], reports.at[i, "source"], reports.at[i, "text"],
-                                         u.aspect, u.significance, u.error_type, seed, u.rule)) for i in take]
+            batch += [(u, i, RewriteTask(study_ids[i], sources[i], texts[i], u.aspect, u.significance, u.error_type,
+                                         seed, u.rule)) for i in take]
         if not batch:
             return
         outcomes: list[Outcome] = eng.rewrite([t for _, _, t in batch], labeler)

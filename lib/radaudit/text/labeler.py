@@ -120,7 +120,7 @@ import os
 import re
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -506,9 +506,27 @@ class ChexpertLabeler:
         _check_text(text, 0)
         out: list[Mention] = []
         for sent in sentences(text):
-            out.extend(self._sentence_mentions(sent.text, sent.start))
+            out.extend(self._memo_sentence_mentions(sent.text, sent.start))
         out.sort(key=lambda m: (m.start, m.observation))
         return out
+
+    _MEMO_SIZE = 65536
+
+    def _memo_sentence_mentions(self, sent: str, offset: int) -> list[Mention]:
+        """:meth:`_sentence_mentions`, memoised per sentence text (and the settings that change it): a sentence's
+        mentions depend on the sentence alone, and report rewriting labels the same sentences again for every
+        rule and check. Kept at offset 0 and shifted to ``offset``; cleared when it holds :attr:`_MEMO_SIZE`."""
+        memo = self.__dict__.setdefault("_mention_memo", {})
+        key = (sent, self.precision_rules, self.no_new)
+        found = memo.get(key)
+        if found is None:
+            if len(memo) >= self._MEMO_SIZE:
+                memo.clear()
+            found = memo[key] = tuple(self._sentence_mentions(sent, 0))
+        if not offset:
+            return list(found)
+        return [replace(m, start=m.start + offset, end=m.end + offset, sentence_start=m.sentence_start + offset)
+                for m in found]
 
     # ----------------------------------------------------------------------------- labels
     @staticmethod

@@ -341,6 +341,13 @@ def find_cues(sentence: str, *, no_new: Literal["uncertain", "negative"] = "unce
     """
     if not sentence:
         return []
+    return list(_find_cues(sentence, no_new))
+
+
+@lru_cache(maxsize=16384)
+def _find_cues(sentence: str, no_new: Literal["uncertain", "negative"]) -> tuple[Cue, ...]:
+    """:func:`find_cues` of a non-empty sentence, memoised: report rewriting classifies mentions of the same
+    sentences again for every rule and check. :class:`Cue` is frozen and the caller gets a new list."""
     cue_re, term_re, rules = _compiled(no_new)
     low = _lower(sentence)
     hits = _match_cues(low, cue_re, rules)
@@ -415,7 +422,7 @@ def find_cues(sentence: str, *, no_new: Literal["uncertain", "negative"] = "unce
             scopes.append((lo, start))
             dirs.append("backward")
         cues.append(Cue(rule.name, rule.kind, rule.phase, sentence[start:end], start, end, tuple(scopes), tuple(dirs)))
-    return cues
+    return tuple(cues)
 
 
 _PHASE_ORDER = {"pre": 0, "main": 1, "post": 2}
