@@ -4,6 +4,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.radaudit-installed
 PRESET ?= demo
+## experiments `make demo` runs at a time (each its own process; the numbers do not change): 2 fills 2 cores
+DEMO_JOBS ?= 2
 DATA   ?= $(HOME)/radaudit-data
 
 .PHONY: install browser data demo lint test test-ci test-all bench clean-venv
@@ -30,7 +32,7 @@ data: $(STAMP)
 
 ## Run every experiment that exists on the demo preset; prints where the outputs are and the ten slowest cells.
 demo: $(STAMP)
-	$(BIN)/radaudit run all --preset $(PRESET)
+	$(BIN)/radaudit run all --preset $(PRESET) --jobs $(DEMO_JOBS)
 	@$(BIN)/radaudit timings --preset $(PRESET)
 
 ## The import contracts of pyproject.toml: one-way layers, independent experiments, no cycles.

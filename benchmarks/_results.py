@@ -280,8 +280,10 @@ def render_demo_block(folder: Path = RESULTS) -> str:
             continue
         install = f"install {d['install_seconds'] / 60:.1f} min, " if d.get("install_seconds") else ""
         parts = ", ".join(f"{e} {s / 60:.1f}" for e, s in d["per_experiment"].items())
+        overlap = (f"; they ran side by side, {d['notebook_seconds'] / 60:.1f} min of wall clock for "
+                   f"{d['notebook_seconds_sum'] / 60:.1f} min of notebooks" if d.get("parallel") else "")
         lines.append(f"- `make demo` {what}: **{d['seconds'] / 60:.1f} min**, {d['budget_ratio']:.2f}x the "
-                     f"{d['budget_s'] / 60:.0f} min target ({install}notebooks in minutes: {parts}; runs of commit "
+                     f"{d['budget_s'] / 60:.0f} min target ({install}notebooks in minutes: {parts}{overlap}; runs of commit "
                      f"{d.get('run_commit', '?')} on {d.get('machine', '?')}, {d.get('date', '?')}).")
     cached = _load(folder, "demo_cached")
     if cached is not None:

@@ -111,6 +111,17 @@ def test_demo_lines_come_from_the_runs_manifests(results, tmp_path):
     block = results.render_demo_block(tmp_path)
     assert f"**{(want + 90) / 60:.1f} min**" in block and "install 1.5 min" in block
     assert "`make demo` again right after" in block and "not measured yet" in block  # no cached record here
+    # runs side by side (make demo's DEMO_JOBS): the wall clock from the first start to the last end, not the sum
+    for i, exp in enumerate(names):
+        m = json.loads((outputs / exp / "20261127-120000_demo" / "manifest.json").read_text())
+        m.update(started=f"2026-11-27T12:0{i // 2}:00+00:00", finished=f"2026-11-27T12:0{i // 2}:50+00:00")
+        (outputs / exp / "20261127-120000_demo" / "manifest.json").write_text(json.dumps(m))
+    par = demo.demo_record(outputs, "cached")
+    last = (len(names) - 1) // 2
+    assert par["seconds"] == 60.0 * last + 50.0 and par["parallel"] and par["notebook_seconds_sum"] == want
+    results.record("demo_cached", folder=tmp_path, **par)
+    assert f"{par['seconds'] / 60:.1f} min of wall clock for {want / 60:.1f} min of notebooks" in \
+        results.render_demo_block(tmp_path)
     make(names[0], 10.0, sha="fff0000aaa", name="20261127-130000_demo")  # a newer run of another commit
     with pytest.raises(SystemExit, match="several commits"):
         demo.demo_record(outputs, "cached")

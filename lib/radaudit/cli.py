@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -130,7 +131,9 @@ def preflight_cmd(experiment: str, preset: str, overrides: tuple[str, ...], para
 @click.option("--shard", "shard", default=None, metavar="I/N", help="Do only the I-th of N equal parts of the expensive "
               "step (generation, feature extraction) into the shared cache, without the notebook; once all N have run, "
               "the same command without --shard makes the tables from the cache.")
-def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, params_files, rehearse, shard) -> None:
+@click.option("--jobs", "jobs", default=1, show_default=True, type=click.IntRange(min=1), help="With 'all': run this "
+              "many experiments at a time, each in its own process (same numbers as one at a time; `make demo` uses 2).")
+def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, params_files, rehearse, shard, jobs) -> None:
     """Execute an experiment's notebook into outputs/<experiment>/<run>/ (EXPERIMENT may be 'all')."""
     from radaudit.config import list_presets
     from radaudit.experiments import EXPERIMENTS
@@ -149,6 +152,9 @@ def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, pa
     else:
         names = [experiment]
     prepared = {n: prepare(n, preset, overrides, data_root, params_files) for n in names}  # all checks first
+    if jobs > 1 and len(names) > 1:
+        _run_parallel(names, jobs, preset, overrides, data_root, out, name, params_files, rehearse)
+        return
     done, failed = [], []
     for n in names:
         click.echo(click.style(f"== {n} ({preset})", bold=True))
@@ -169,6 +175,33 @@ def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, pa
         for n, _ in failed:
             click.echo(f"  FAILED  {n}")
     if failed:
+        sys.exit(1)
+
+
+def _run_parallel(names, jobs, preset, overrides, data_root, out, name, params_files, rehearse) -> None:
+    """``radaudit run all --jobs N`` (:mod:`radaudit.run_many`): a line as each run starts and ends, then the summary."""
+    from radaudit.run_many import run_many
+
+    t0 = time.monotonic()
+    click.echo(f"Running {len(names)} experiments, {jobs} at a time (each notebook's log: its run folder's run.log).")
+
+    def started(n: str) -> None:
+        click.echo(click.style(f"== {n} ({preset}) started", bold=True))
+
+    def finished(o) -> None:
+        if o.ok:
+            click.echo(f"   {o.experiment} done in {o.seconds:.0f} s: {o.run_dir}")
+        else:
+            click.echo(click.style(f"   FAILED: {o.error}", fg="red"), err=True)
+
+    outcomes = run_many(names, jobs, preset, overrides, data_root=data_root, out=out, name=name,
+                        params_files=params_files, rehearse=rehearse, on_start=started, on_done=finished)
+    click.echo(click.style(f"\nSummary ({time.monotonic() - t0:.0f} s)", bold=True))
+    by_name = {o.experiment: o for o in outcomes}
+    for n in names:
+        o = by_name[n]
+        click.echo(f"  {'ok' if o.ok else 'FAILED':<7} {n:<20} {o.run_dir if o.ok else ''}")
+    if not all(o.ok for o in outcomes):
         sys.exit(1)
 
 

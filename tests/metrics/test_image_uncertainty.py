@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import linalg
 
@@ -69,3 +70,28 @@ def test_bad_input_is_named():
         fidelity_intervals(x, x, metrics=("is",))
     with pytest.raises(ParamsError, match="n_resamples"):
         fidelity_intervals(x, x, n_resamples=1)
+
+
+def test_intervals_do_not_depend_on_the_callers_blas_threads():
+    """fidelity_intervals runs its replicates on one BLAS thread (so that two notebooks sharing the cores do not wait
+    on each other's threads): its table is the same, bit for bit, whatever BLAS thread count the caller set, and that
+    count is restored afterwards. Two threads round differently (the replicates alone show it: ~1e-8 relative)."""
+    import threadpoolctl
+
+    from radaudit.metrics.image import uncertainty as u
+
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((150, 32)), rng.standard_normal((160, 32)) + 0.2
+    tables = {}
+    for threads in (1, 2):
+        with threadpoolctl.threadpool_limits(threads, user_api="blas"):
+            tables[threads] = fidelity_intervals(x, y, metrics=("fid", "kid", "precision"), n_resamples=40)
+            assert {i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"} == {threads}
+    pd.testing.assert_frame_equal(tables[1], tables[2], check_exact=True)
+    kxx, kyy, kxy = x @ x.T, y @ y.T, x @ y.T
+    reps = {}
+    for threads in (1, 2):
+        reps[threads] = {"fid": np.empty(40)}
+        with threadpoolctl.threadpool_limits(threads, user_api="blas"):
+            u._replicates(reps[threads], np.random.default_rng(0), 40, 150, 160, 32, kxx, kyy, kxy, None, [], 5, ["fid"])
+    np.testing.assert_allclose(reps[1]["fid"], reps[2]["fid"], rtol=1e-6)

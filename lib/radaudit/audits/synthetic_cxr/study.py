@@ -1076,19 +1076,20 @@ def fid_gap(real: np.ndarray, synth_a: np.ndarray, synth_b: np.ndarray, *, n_res
     """FID(a) − FID(b) against the same real set, with a paired bootstrap CI: each replicate resamples the real
     images once (shared by both) and each synthetic set independently; the interval is the percentile interval
     of the replicate gaps re-centred on the estimate (both FIDs carry a similar resampling bias, which the
-    re-centring removes)."""
-    from radaudit.metrics.image.uncertainty import _fid_from_grams
+    re-centring removes). On one BLAS thread, as :func:`~radaudit.metrics.image.uncertainty.fidelity_intervals`."""
+    from radaudit.metrics.image.uncertainty import _fid_from_grams, one_blas_thread
 
     x, a, b = (np.asarray(v, dtype=np.float64) for v in (real, synth_a, synth_b))
-    kxx, kaa, kbb, kxa, kxb = x @ x.T, a @ a.T, b @ b.T, x @ a.T, x @ b.T
-    est = _fid_from_grams(kxx, kaa, kxa) - _fid_from_grams(kxx, kbb, kxb)
     rng = np.random.default_rng(seed)
     reps = np.empty(int(n_resamples))
-    for i in range(int(n_resamples)):
-        ix, ia, ib = rng.integers(0, len(x), len(x)), rng.integers(0, len(a), len(a)), rng.integers(0, len(b), len(b))
-        gx = kxx[np.ix_(ix, ix)]
-        reps[i] = (_fid_from_grams(gx, kaa[np.ix_(ia, ia)], kxa[np.ix_(ix, ia)])
-                   - _fid_from_grams(gx, kbb[np.ix_(ib, ib)], kxb[np.ix_(ix, ib)]))
+    with one_blas_thread():
+        kxx, kaa, kbb, kxa, kxb = x @ x.T, a @ a.T, b @ b.T, x @ a.T, x @ b.T
+        est = _fid_from_grams(kxx, kaa, kxa) - _fid_from_grams(kxx, kbb, kxb)
+        for i in range(int(n_resamples)):
+            ix, ia, ib = rng.integers(0, len(x), len(x)), rng.integers(0, len(a), len(a)), rng.integers(0, len(b), len(b))
+            gx = kxx[np.ix_(ix, ix)]
+            reps[i] = (_fid_from_grams(gx, kaa[np.ix_(ia, ia)], kxa[np.ix_(ix, ia)])
+                       - _fid_from_grams(gx, kbb[np.ix_(ib, ib)], kxb[np.ix_(ix, ib)]))
     centred = reps - reps.mean() + est
     alpha = (1 - confidence) / 2
     return {"gap": float(est), "low": float(np.quantile(centred, alpha)), "high": float(np.quantile(centred, 1 - alpha))}

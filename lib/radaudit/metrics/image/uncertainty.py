@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from radaudit.errors import ParamsError
 from radaudit.metrics.image.fidelity import _as_features, _kth_nn_radii, _pairwise_dist, _same_dim
@@ -117,44 +118,19 @@ def _mmd2_from_grams(kxx: np.ndarray, kyy: np.ndarray, kxy: np.ndarray, d: int) 
                  - 2.0 * pxy.sum() / (m * n))
 
 
-def fidelity_intervals(real: Any, synth: Any, *, metrics: Sequence[str] = _METRICS, n_resamples: int = 1000,
-                       seed: int = 0, confidence: float = 0.95, nearest_k: int = 5,
-                       method: str = "shifted") -> pd.DataFrame:
-    """Each fidelity metric with a bootstrap CI over images (see the module docstring).
+def one_blas_thread() -> Any:
+    """A context in which numpy's BLAS runs on one thread (``threadpoolctl``; the caller's setting comes back after):
+    for loops of small matrix products and eigenproblems, where threads only add a synchronisation per call (see
+    :func:`fidelity_intervals`), and whose values should not depend on the machine's core count."""
+    return threadpool_limits(1, user_api="blas")
 
-    Long table: ``metric, estimate, low, high, bias, se, n_real, n_synth, n_resamples, method``. KID
-    here is the unbiased MMD² of the full sets (CheXGenBench's subset size is ``min(n_real,
-    n_synth)``, so with equal sizes its single-subset value is this one); the subset-mean ± std
-    form is :func:`~radaudit.metrics.image.fidelity.kid`. ``method``: ``"shifted"`` (default),
-    ``"percentile"`` or ``"basic"``. Cost: three Gram matrices once, then ``O(n³)`` per replicate
-    (an ``n × n`` SVD), whatever the feature dimension.
-    """
-    from radaudit.stats import interval_from_replicates
 
-    bad = [m for m in metrics if m not in _METRICS]
-    if bad:
-        raise ParamsError(f"Unknown metric(s) {bad}; use any of {', '.join(_METRICS)}.")
-    if int(n_resamples) < 2:
-        raise ParamsError(f"n_resamples must be >= 2, got {n_resamples}.")
-    x, y = _as_features(real, "real features"), _as_features(synth, "synthetic features")
-    _same_dim(x, y)
-    rng = np.random.default_rng(seed)
-    n_r, n_s, d = len(x), len(y), x.shape[1]
-    kxx, kyy, kxy = x @ x.T, y @ y.T, x @ y.T
-
-    estimates: dict[str, float] = {}
-    reps: dict[str, np.ndarray] = {m: np.empty(int(n_resamples)) for m in metrics}
-    want_prdc = [m for m in metrics if m in _PRDC]
-    ind = prdc_indicators(x, y, nearest_k) if want_prdc else None
-    if "fid" in metrics:
-        estimates["fid"] = _fid_from_grams(kxx, kyy, kxy)
-    if "kid" in metrics:
-        estimates["kid"] = _mmd2_from_grams(kxx, kyy, kxy, d)
-    if ind is not None:
-        k = int(nearest_k)
-        estimates.update(precision=float((ind["inside_count"] > 0).mean()), density=float(ind["inside_count"].mean() / k),
-                         recall=float(ind["recalled"].mean()), coverage=float(ind["covered"].mean()))
-    for b in range(int(n_resamples)):
+def _replicates(reps: dict[str, np.ndarray], rng: np.random.Generator, n_resamples: int, n_r: int, n_s: int, d: int,
+                kxx: np.ndarray, kyy: np.ndarray, kxy: np.ndarray, ind: dict[str, np.ndarray] | None,
+                want_prdc: list[str], nearest_k: int, metrics: Sequence[str]) -> None:
+    """Fill ``reps[metric][b]`` for each bootstrap replicate ``b`` of :func:`fidelity_intervals` (images of both
+    sets resampled with replacement; FID and KID from the indexed Gram matrices, PRDC from the indicators)."""
+    for b in range(n_resamples):
         ir, is_ = rng.integers(0, n_r, n_r), rng.integers(0, n_s, n_s)
         if "fid" in metrics or "kid" in metrics:
             gxx, gyy, gxy = kxx[np.ix_(ir, ir)], kyy[np.ix_(is_, is_)], kxy[np.ix_(ir, is_)]
@@ -168,6 +144,62 @@ def fidelity_intervals(real: Any, synth: Any, *, metrics: Sequence[str] = _METRI
                     "recall": float(ind["recalled"][ir].mean()), "coverage": float(ind["covered"][ir].mean())}
             for m in want_prdc:
                 reps[m][b] = vals[m]
+
+
+def _estimates_and_replicates(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, n_resamples: int,
+                              metrics: Sequence[str], nearest_k: int) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """The full-data value and the ``n_resamples`` bootstrap replicates of each metric of :func:`fidelity_intervals`."""
+    n_r, n_s, d = len(x), len(y), x.shape[1]
+    kxx, kyy, kxy = x @ x.T, y @ y.T, x @ y.T
+
+    estimates: dict[str, float] = {}
+    reps: dict[str, np.ndarray] = {m: np.empty(n_resamples) for m in metrics}
+    want_prdc = [m for m in metrics if m in _PRDC]
+    ind = prdc_indicators(x, y, nearest_k) if want_prdc else None
+    if "fid" in metrics:
+        estimates["fid"] = _fid_from_grams(kxx, kyy, kxy)
+    if "kid" in metrics:
+        estimates["kid"] = _mmd2_from_grams(kxx, kyy, kxy, d)
+    if ind is not None:
+        k = int(nearest_k)
+        estimates.update(precision=float((ind["inside_count"] > 0).mean()), density=float(ind["inside_count"].mean() / k),
+                         recall=float(ind["recalled"].mean()), coverage=float(ind["covered"].mean()))
+    _replicates(reps, rng, n_resamples, n_r, n_s, d, kxx, kyy, kxy, ind, want_prdc, int(nearest_k), metrics)
+    return estimates, reps
+
+
+def fidelity_intervals(real: Any, synth: Any, *, metrics: Sequence[str] = _METRICS, n_resamples: int = 1000,
+                       seed: int = 0, confidence: float = 0.95, nearest_k: int = 5,
+                       method: str = "shifted") -> pd.DataFrame:
+    """Each fidelity metric with a bootstrap CI over images (see the module docstring).
+
+    Long table: ``metric, estimate, low, high, bias, se, n_real, n_synth, n_resamples, method``. KID
+    here is the unbiased MMD² of the full sets (CheXGenBench's subset size is ``min(n_real,
+    n_synth)``, so with equal sizes its single-subset value is this one); the subset-mean ± std
+    form is :func:`~radaudit.metrics.image.fidelity.kid`. ``method``: ``"shifted"`` (default),
+    ``"percentile"`` or ``"basic"``. Cost: three Gram matrices once, then ``O(n³)`` per replicate
+    (an ``n × n`` SVD), whatever the feature dimension.
+
+    The Gram matrices and replicates run on one BLAS thread: thousands of small ``n × n`` products and
+    eigenproblems gain nothing from threads but a synchronisation per call, which turns into a wait for a
+    descheduled thread whenever another process shares the cores (two notebooks at once took 10x as long:
+    ``radaudit.run_many``). With one thread the values no longer depend on the machine's core count or the
+    caller's thread settings (tested); they differ from a two-thread run's in the eighth significant digit
+    (BLAS sums in another order).
+    """
+    from radaudit.stats import interval_from_replicates
+
+    bad = [m for m in metrics if m not in _METRICS]
+    if bad:
+        raise ParamsError(f"Unknown metric(s) {bad}; use any of {', '.join(_METRICS)}.")
+    if int(n_resamples) < 2:
+        raise ParamsError(f"n_resamples must be >= 2, got {n_resamples}.")
+    x, y = _as_features(real, "real features"), _as_features(synth, "synthetic features")
+    _same_dim(x, y)
+    rng = np.random.default_rng(seed)
+    n_r, n_s = len(x), len(y)
+    with one_blas_thread():  # for the Gram matrices and the replicates (docstring)
+        estimates, reps = _estimates_and_replicates(x, y, rng, int(n_resamples), metrics, nearest_k)
     rows = []
     for m in metrics:
         # PRDC values are means of indicators: their bootstrap is unbiased, so the plain percentile interval

@@ -1,0 +1,125 @@
+"""Several experiments at once: ``radaudit run all --jobs N`` (``make demo`` uses ``DEMO_JOBS``, 2 by default).
+
+Each experiment runs in its own process (:func:`radaudit.run.run_experiment`, exactly as ``radaudit run
+<experiment>`` runs it), at most ``jobs`` at a time. Why processes and not more torch threads: measured on 2 cores,
+a cached ``make demo`` keeps 1.1 cores busy (user + system time / wall time): most of its cells are single-threaded
+Python (rule engines, bootstraps, figure saving), so a second notebook fills the idle core. Model training uses both
+cores, so a fresh clone gains less.
+
+**Numbers do not change.** Each notebook's kernel is its own process with the same torch thread count as when it
+runs alone, the models train for a fixed number of steps (never "as many as fit in the time"), and the caches the
+notebooks share are SQLite databases in WAL mode or content-addressed folders written atomically. Running with
+``--jobs 2`` gives the same tables as ``--jobs 1`` (``tests/test_run_many.py`` checks it on the ``smoke`` preset).
+
+**Order.** Longest first (the longest-processing-time rule, which keeps the last job from starting late): each
+experiment is placed by the wall time of its newest succeeded run of the same preset under the outputs folder;
+experiments never run there (a fresh clone) come first, in registry order, since their models are not trained
+yet. With ``jobs=1`` the order is the registry order, as it always was.
+
+Ray is the lab's engine for distribution (``radaudit sweep``); this is a local pool of a handful of processes and
+does not need the ``ray`` extra.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+from radaudit.errors import ParamsError, RunFailedError
+
+__all__ = ["RunOutcome", "run_many", "run_order"]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """One experiment of :func:`run_many`: its run folder and report, or the error that stopped it."""
+
+    experiment: str
+    run_dir: Path | None
+    html: Path | None
+    error: str | None
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def run_order(names: Sequence[str], outputs: str | Path, preset: str) -> list[str]:
+    """``names`` longest first by their newest succeeded ``preset`` run under ``outputs`` (its ``duration_s``);
+    names with no such run first, in the given order (module docstring)."""
+    from radaudit.timings import latest_runs
+
+    seconds: dict[str, float] = {}
+    for run in latest_runs(outputs, preset=preset, experiments=names):
+        try:
+            seconds[run.parent.name] = float(json.loads((run / "manifest.json").read_text(encoding="utf-8"))["duration_s"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    unknown = [n for n in names if n not in seconds]
+    known = sorted((n for n in names if n in seconds), key=lambda n: -seconds[n])
+    return unknown + known
+
+
+def _run_one(experiment: str, preset: str, overrides: tuple[str, ...], data_root: str | None, out: str | None,
+             name: str | None, params_files: tuple[str, ...], rehearse: bool) -> RunOutcome:
+    """One experiment in a worker process; a failed run is returned, not raised (the others go on).
+
+    The notebook's kernel inherits ``OMP_WAIT_POLICY=PASSIVE`` (unless the caller set it): torch's OpenMP threads
+    then sleep at the end of a parallel region instead of spinning, which is what spinning threads of two processes
+    on shared cores need (an attention cell took 123 s instead of 27 s with the default). It changes no number."""
+    from radaudit.run import run_experiment
+
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+    t0 = time.perf_counter()
+    try:
+        res = run_experiment(experiment, preset, overrides, data_root=data_root, out=out, name=name, progress=False,
+                             params_files=params_files, rehearse=rehearse)
+    except RunFailedError as err:
+        return RunOutcome(experiment, None, None, str(err), time.perf_counter() - t0)
+    return RunOutcome(experiment, res.run_dir, res.html, None, time.perf_counter() - t0)
+
+
+def run_many(names: Sequence[str], jobs: int, preset: str, overrides: Sequence[str] = (), *,
+             data_root: str | None = None, out: str | None = None, name: str | None = None,
+             params_files: Sequence[str] = (), rehearse: bool = False,
+             on_start: Callable[[str], None] | None = None,
+             on_done: Callable[[RunOutcome], None] | None = None) -> list[RunOutcome]:
+    """Run ``names`` (validated beforehand by the caller), at most ``jobs`` at a time, each in a fresh process
+    (``spawn``: no state of this process leaks into a run); returns one :class:`RunOutcome` per name, in the order
+    they finished. ``on_start(name)`` / ``on_done(outcome)`` are called in this process as runs start and end."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ParamsError(f"--jobs must be a positive integer (experiments run at a time), got {jobs!r}.")
+    from radaudit.paths import outputs_dir
+
+    order = run_order(list(names), Path(out) if out else outputs_dir(), preset) if jobs > 1 else list(names)
+    args = (preset, tuple(overrides), data_root, out, name, tuple(params_files), rehearse)
+    done: list[RunOutcome] = []
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, max(1, len(order))), mp_context=ctx, max_tasks_per_child=1) as pool:
+        queue = list(order)
+        running: dict[Future, str] = {}
+        while queue or running:
+            while queue and len(running) < jobs:
+                n = queue.pop(0)
+                if on_start is not None:
+                    on_start(n)
+                running[pool.submit(_run_one, n, *args)] = n
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                n = running.pop(fut)
+                try:
+                    outcome = fut.result()
+                except Exception as err:  # the worker itself died (out of memory, killed): say which run
+                    outcome = RunOutcome(n, None, None, f"{n}: the worker process failed: {type(err).__name__}: {err}", 0.0)
+                done.append(outcome)
+                if on_done is not None:
+                    on_done(outcome)
+    return done

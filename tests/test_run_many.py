@@ -1,0 +1,68 @@
+"""``radaudit run all --jobs N`` (radaudit.run_many): the order runs start in, bad input, and the numbers being those of
+one run at a time."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from radaudit.cli import main
+from radaudit.errors import ParamsError
+from radaudit.run_many import run_many, run_order
+
+
+def _manifest(root, experiment: str, name: str, seconds: float, *, preset: str = "demo", status: str = "succeeded",
+              started: str = "2026-11-27T10:00:00+00:00") -> None:
+    d = root / experiment / name
+    d.mkdir(parents=True)
+    (d / "manifest.json").write_text(json.dumps({"experiment": experiment, "preset": preset, "status": status,
+                                                 "started": started, "duration_s": seconds}))
+
+
+def test_order_is_longest_first_with_never_run_experiments_first(tmp_path):
+    _manifest(tmp_path, "data_overview", "a", 9.0)
+    _manifest(tmp_path, "synthetic_cxr", "a", 40.0)
+    _manifest(tmp_path, "modality_shift", "a", 50.0)
+    # the newest succeeded run of the preset counts: an older long run, a failed one and a smoke run do not
+    _manifest(tmp_path, "modality_shift", "old", 500.0, started="2026-11-26T10:00:00+00:00")
+    _manifest(tmp_path, "data_overview", "failed", 900.0, status="failed", started="2026-11-28T10:00:00+00:00")
+    _manifest(tmp_path, "atomic_facts", "s", 800.0, preset="smoke")
+    names = ["data_overview", "decoding_erasure", "atomic_facts", "modality_shift", "synthetic_cxr"]
+    assert run_order(names, tmp_path, "demo") == ["decoding_erasure", "atomic_facts", "modality_shift",
+                                                   "synthetic_cxr", "data_overview"]
+    assert run_order(names, tmp_path / "nothing-here", "demo") == names  # a fresh clone: registry order
+
+
+@pytest.mark.parametrize("jobs", [0, -1, 1.5, True])
+def test_jobs_must_be_a_positive_integer(jobs):
+    with pytest.raises(ParamsError, match="--jobs must be a positive integer"):
+        run_many(["data_overview"], jobs, "smoke")
+
+
+def test_cli_refuses_zero_jobs():
+    res = CliRunner().invoke(main, ["run", "all", "--preset", "smoke", "--jobs", "0"])
+    assert res.exit_code == 2 and "--jobs" in res.output
+
+
+@pytest.mark.long
+def test_two_at_a_time_gives_the_tables_of_one_at_a_time(smoke_runs, shared_data, tmp_path, monkeypatch):
+    """Two smoke runs in parallel worker processes (one cache of their own) give, byte for byte, the tables and
+    findings of the session's one-at-a-time smoke runs."""
+    monkeypatch.setenv("RADAUDIT_CACHE", str(tmp_path / "cache"))  # the spawned workers inherit it
+    names = ["data_overview", "atomic_facts"]
+    started: list[str] = []
+    outcomes = run_many(names, 2, "smoke", data_root=str(shared_data), out=str(tmp_path / "out"),
+                        on_start=started.append)
+    assert sorted(started) == sorted(names) and all(o.ok for o in outcomes), [o.error for o in outcomes]
+    for o in outcomes:
+        (alone,) = smoke_runs(o.experiment)
+        for sub in ("tables",):
+            ours = sorted(p.relative_to(o.run_dir) for p in (o.run_dir / sub).rglob("*") if p.is_file())
+            theirs = sorted(p.relative_to(alone.run_dir) for p in (alone.run_dir / sub).rglob("*") if p.is_file())
+            assert ours == theirs and ours
+            for rel in ours:
+                assert (o.run_dir / rel).read_bytes() == (alone.run_dir / rel).read_bytes(), rel
+        assert (json.loads((o.run_dir / "findings.json").read_text())["findings"]
+                == json.loads((alone.run_dir / "findings.json").read_text())["findings"])
