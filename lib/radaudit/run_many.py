@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -92,9 +93,10 @@ def run_many(names: Sequence[str], jobs: int, preset: str, overrides: Sequence[s
              params_files: Sequence[str] = (), rehearse: bool = False,
              on_start: Callable[[str], None] | None = None,
              on_done: Callable[[RunOutcome], None] | None = None) -> list[RunOutcome]:
-    """Run ``names`` (validated beforehand by the caller), at most ``jobs`` at a time, each in a fresh process
-    (``spawn``: no state of this process leaks into a run); returns one :class:`RunOutcome` per name, in the order
-    they finished. ``on_start(name)`` / ``on_done(outcome)`` are called in this process as runs start and end."""
+    """Run ``names`` (validated beforehand by the caller), at most ``jobs`` at a time, each in a new ``spawn``ed
+    process (no state of this process leaks into a run; the notebook itself always runs in a kernel of its own).
+    Returns one :class:`RunOutcome` per name, in the order they finished. ``on_start(name)`` / ``on_done(outcome)``
+    are called in this process as runs start and end."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ParamsError(f"--jobs must be a positive integer (experiments run at a time), got {jobs!r}.")
     from radaudit.paths import outputs_dir
@@ -103,7 +105,9 @@ def run_many(names: Sequence[str], jobs: int, preset: str, overrides: Sequence[s
     args = (preset, tuple(overrides), data_root, out, name, tuple(params_files), rehearse)
     done: list[RunOutcome] = []
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, max(1, len(order))), mp_context=ctx, max_tasks_per_child=1) as pool:
+    # a new worker per run where Python allows it (3.11+); on 3.10 a worker may run a second experiment's driver
+    fresh = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
+    with ProcessPoolExecutor(max_workers=min(jobs, max(1, len(order))), mp_context=ctx, **fresh) as pool:
         queue = list(order)
         running: dict[Future, str] = {}
         while queue or running:
