@@ -149,16 +149,24 @@ class _KernelLogLevels(logging.Filter):
 
 class _TerminalStage(logging.Handler):
     """While a notebook runs, echo the kernel's progress lines (:mod:`radaudit.progress`, training steps) and its
-    warnings to the terminal, above papermill's cell bar (``tqdm.write``), so a long cell shows its stage."""
+    warnings to the terminal, above papermill's cell bar (``tqdm.write``), so a long cell shows its stage. With a
+    ``prefix`` (several notebooks at once, :mod:`radaudit.run_many`: no cell bar) each line is printed after it."""
+
+    def __init__(self, prefix: str | None = None) -> None:
+        super().__init__()
+        self.prefix = prefix
 
     def emit(self, record: logging.LogRecord) -> None:
         if not record.name.startswith("radaudit") or not (
                 record.levelno >= logging.WARNING or record.name in ("radaudit.progress", "radaudit.models.train")):
             return
+        line = f"{record.levelname.lower() + ': ' if record.levelno >= logging.WARNING else ''}{record.getMessage()}"
+        if self.prefix is not None:
+            print(f"  {self.prefix}{line}", flush=True)
+            return
         from tqdm import tqdm
 
-        tqdm.write(f"  {record.levelname.lower() + ': ' if record.levelno >= logging.WARNING else ''}"
-                   f"{record.getMessage()}")
+        tqdm.write(f"  {line}")
 
 
 def _file_logger(path: Path) -> logging.Handler:
@@ -181,9 +189,12 @@ def run_experiment(
     run_parent: Path | None = None,
     params_files: list[str] | tuple[str, ...] = (),
     rehearse: bool = False,
+    stage_prefix: str | None = None,
 ) -> RunResult:
     """Run one experiment; see the module docstring. Raises ``ParamsError`` / ``DatasetNotFoundError``
-    before anything is written, ``RunFailedError`` after a failed cell (outputs kept)."""
+    before anything is written, ``RunFailedError`` after a failed cell (outputs kept). ``progress=False`` hides the
+    cell bar and the stage lines; ``stage_prefix`` then still prints the stage lines (training steps, generation
+    batches, warnings), each after that prefix (several notebooks at once)."""
     import papermill as pm
 
     if name is not None and run_parent is None:  # a user's name (a sweep builds its own labels)
@@ -227,7 +238,7 @@ def run_experiment(
     pm_propagate, pm_logger.propagate = pm_logger.propagate, False  # cell output goes to run.log, not the console
     levels = _KernelLogLevels()
     pm_logger.addFilter(levels)
-    terminal = _TerminalStage() if progress else None
+    terminal = _TerminalStage() if progress else _TerminalStage(stage_prefix) if stage_prefix is not None else None
     if terminal is not None:
         pm_logger.addHandler(terminal)
     os.environ.setdefault("PYTHONHASHSEED", "0")

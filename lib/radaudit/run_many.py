@@ -82,7 +82,7 @@ def _run_one(experiment: str, preset: str, overrides: tuple[str, ...], data_root
     t0 = time.perf_counter()
     try:
         res = run_experiment(experiment, preset, overrides, data_root=data_root, out=out, name=name, progress=False,
-                             params_files=params_files, rehearse=rehearse)
+                             params_files=params_files, rehearse=rehearse, stage_prefix=f"[{experiment}] ")
     except RunFailedError as err:
         return RunOutcome(experiment, None, None, str(err), time.perf_counter() - t0)
     return RunOutcome(experiment, res.run_dir, res.html, None, time.perf_counter() - t0)
