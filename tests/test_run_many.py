@@ -82,3 +82,36 @@ def test_stage_lines_carry_the_experiment_name(capsys):
     h.emit(logging.LogRecord("papermill", logging.WARNING, __file__, 1, "kernel stderr", (), None))
     assert capsys.readouterr().out.splitlines() == ["  [modality_shift] train 200/800 steps",
                                                     "  [modality_shift] warning: 74 of 108 answers are unknown"]
+
+
+@pytest.mark.long
+def test_interrupt_marks_the_running_notebooks_and_starts_no_more(shared_data, tmp_path):
+    """SIGINT to `radaudit run all --jobs 2` alone (a scheduler would send it so): it is passed on to the running
+    notebooks, which mark their manifests `interrupted` as a lone run does; the runs not started are never started."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    out = tmp_path / "out"
+    env = {**os.environ, "RADAUDIT_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "radaudit"), "run", "all", "--preset", "smoke", "--jobs",
+                             "2", "--out", str(out), "--data-root", str(shared_data)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    running = []
+    while time.monotonic() < deadline and not running:
+        time.sleep(0.5)
+        for m in out.glob("decoding_erasure/2*/manifest.json"):
+            try:
+                running = [m] if json.loads(m.read_text())["status"] == "running" else []
+            except ValueError:
+                pass
+    assert running, "decoding_erasure never started"
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=180)
+    assert proc.returncode != 0, output
+    assert json.loads(running[0].read_text())["status"] == "interrupted", output
+    assert not (out / "synthetic_cxr").exists(), output  # the last in the order: never started

@@ -25,16 +25,20 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import sys
+import signal
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
+from queue import Empty
+from typing import Any
 
 from radaudit.errors import ParamsError, RunFailedError
 
-__all__ = ["RunOutcome", "run_many", "run_order"]
+__all__ = ["STOP_WAIT_S", "RunOutcome", "run_many", "run_order"]
+
+#: After Ctrl-C, how long (seconds) a running notebook gets to mark its run interrupted before it is terminated.
+STOP_WAIT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,7 @@ def run_order(names: Sequence[str], outputs: str | Path, preset: str) -> list[st
 
 def _run_one(experiment: str, preset: str, overrides: tuple[str, ...], data_root: str | None, out: str | None,
              name: str | None, params_files: tuple[str, ...], rehearse: bool) -> RunOutcome:
-    """One experiment in a worker process; a failed run is returned, not raised (the others go on).
+    """One experiment in a worker process; a failed or interrupted run is returned, not raised (the others go on).
 
     The notebook's kernel inherits ``OMP_WAIT_POLICY=PASSIVE`` (unless the caller set it): torch's OpenMP threads
     then sleep at the end of a parallel region instead of spinning, which is what spinning threads of two processes
@@ -78,14 +82,20 @@ def _run_one(experiment: str, preset: str, overrides: tuple[str, ...], data_root
     from radaudit.run import run_experiment
 
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
     t0 = time.perf_counter()
     try:
         res = run_experiment(experiment, preset, overrides, data_root=data_root, out=out, name=name, progress=False,
                              params_files=params_files, rehearse=rehearse, stage_prefix=f"[{experiment}] ")
     except RunFailedError as err:
         return RunOutcome(experiment, None, None, str(err), time.perf_counter() - t0)
+    except KeyboardInterrupt:  # the runner has marked the run's manifest "interrupted"
+        return RunOutcome(experiment, None, None, f"{experiment}: interrupted", time.perf_counter() - t0)
     return RunOutcome(experiment, res.run_dir, res.html, None, time.perf_counter() - t0)
+
+
+def _worker(results: Any, experiment: str, *args: Any) -> None:
+    """A worker process: run one experiment and put its :class:`RunOutcome` on ``results``."""
+    results.put(_run_one(experiment, *args))
 
 
 def run_many(names: Sequence[str], jobs: int, preset: str, overrides: Sequence[str] = (), *,
@@ -96,34 +106,57 @@ def run_many(names: Sequence[str], jobs: int, preset: str, overrides: Sequence[s
     """Run ``names`` (validated beforehand by the caller), at most ``jobs`` at a time, each in a new ``spawn``ed
     process (no state of this process leaks into a run; the notebook itself always runs in a kernel of its own).
     Returns one :class:`RunOutcome` per name, in the order they finished. ``on_start(name)`` / ``on_done(outcome)``
-    are called in this process as runs start and end."""
+    are called in this process as runs start and end.
+
+    Ctrl-C (or SIGINT to this process alone) is passed on to the running workers: each marks its run
+    ``interrupted`` in its manifest, as a run alone does, and the ``KeyboardInterrupt`` is raised here once they
+    have stopped (at most :data:`STOP_WAIT_S` seconds each); runs not started yet are not started. A worker that
+    dies without an answer (killed, out of memory) is an outcome with the error, and the others go on."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ParamsError(f"--jobs must be a positive integer (experiments run at a time), got {jobs!r}.")
     from radaudit.paths import outputs_dir
 
     order = run_order(list(names), Path(out) if out else outputs_dir(), preset) if jobs > 1 else list(names)
     args = (preset, tuple(overrides), data_root, out, name, tuple(params_files), rehearse)
-    done: list[RunOutcome] = []
     ctx = multiprocessing.get_context("spawn")
-    # a new worker per run where Python allows it (3.11+); on 3.10 a worker may run a second experiment's driver
-    fresh = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
-    with ProcessPoolExecutor(max_workers=min(jobs, max(1, len(order))), mp_context=ctx, **fresh) as pool:
-        queue = list(order)
-        running: dict[Future, str] = {}
+    results = ctx.Queue()
+    queue, running, done = list(order), {}, []
+
+    def finish(outcome: RunOutcome) -> None:
+        proc = running.pop(outcome.experiment, None)
+        if proc is not None:
+            proc.join(timeout=STOP_WAIT_S)
+        done.append(outcome)
+        if on_done is not None:
+            on_done(outcome)
+
+    try:
         while queue or running:
             while queue and len(running) < jobs:
                 n = queue.pop(0)
                 if on_start is not None:
                     on_start(n)
-                running[pool.submit(_run_one, n, *args)] = n
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                n = running.pop(fut)
-                try:
-                    outcome = fut.result()
-                except Exception as err:  # the worker itself died (out of memory, killed): say which run
-                    outcome = RunOutcome(n, None, None, f"{n}: the worker process failed: {type(err).__name__}: {err}", 0.0)
-                done.append(outcome)
-                if on_done is not None:
-                    on_done(outcome)
+                running[n] = ctx.Process(target=_worker, args=(results, n, *args), name=f"radaudit-{n}")
+                running[n].start()
+            try:
+                finish(results.get(timeout=1.0))
+            except Empty:
+                for n, proc in list(running.items()):
+                    if not proc.is_alive() and results.empty():
+                        finish(RunOutcome(n, None, None, f"{n}: the worker process ended without a result (exit code "
+                                          f"{proc.exitcode}: killed, or out of memory?)", 0.0))
+    except KeyboardInterrupt:
+        # Ctrl-C in a terminal reached the workers too: give them a moment, so that a second SIGINT does not cut
+        # into their manifest update; a SIGINT sent to this process alone is passed on
+        for proc in running.values():
+            proc.join(timeout=3.0)
+        for proc in running.values():
+            if proc.is_alive():
+                os.kill(proc.pid, signal.SIGINT)
+        deadline = time.monotonic() + STOP_WAIT_S
+        for proc in running.values():
+            proc.join(timeout=max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.terminate()
+        raise
     return done
