@@ -190,7 +190,8 @@ def _run_parallel(names, jobs, preset, overrides, data_root, out, name, params_f
 
     def finished(o) -> None:
         if o.ok:
-            click.echo(f"   {o.experiment} done in {o.seconds:.0f} s: {o.run_dir}")
+            report = f" (report: {o.html.name})" if o.html else ""
+            click.echo(f"   {o.experiment} done in {o.seconds:.0f} s: {o.run_dir}{report}")
         else:
             click.echo(click.style(f"   FAILED: {o.error}", fg="red"), err=True)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
 import re
 import shlex
 from pathlib import Path
@@ -293,5 +294,7 @@ def render_index(root: str | Path, top: int = 3) -> Path:
              + "</tbody></table>") if rows else "<p class='meta'>No runs yet: <code>make demo</code>.</p>"
     body = f"<h1>radaudit runs</h1><p class='meta'>{len(rows)} runs under {_e(root)}</p>{table}"
     out = root / "index.html"
-    out.write_text(_page("radaudit runs", body), encoding="utf-8")
+    tmp = root / f".index.html.{os.getpid()}"  # written whole, then moved: runs side by side (run all --jobs) each
+    tmp.write_text(_page("radaudit runs", body), encoding="utf-8")  # rewrite it, and a reader never sees half a file
+    os.replace(tmp, out)
     return out
