@@ -132,7 +132,8 @@ def preflight_cmd(experiment: str, preset: str, overrides: tuple[str, ...], para
               "step (generation, feature extraction) into the shared cache, without the notebook; once all N have run, "
               "the same command without --shard makes the tables from the cache.")
 @click.option("--jobs", "jobs", default=1, show_default=True, type=click.IntRange(min=1), help="With 'all': run this "
-              "many experiments at a time, each in its own process (same numbers as one at a time; `make demo` uses 2).")
+              "many experiments at a time, each in its own process (same numbers as one at a time; `make demo` uses 2). "
+              "On a GPU they share its memory: keep 1 for the paper presets.")
 def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, params_files, rehearse, shard, jobs) -> None:
     """Execute an experiment's notebook into outputs/<experiment>/<run>/ (EXPERIMENT may be 'all')."""
     from radaudit.config import list_presets
