@@ -343,3 +343,15 @@ def test_memo_keys_on_the_settings(shared_data):
     before = lab.label_one(text)["Consolidation"]
     lab.no_new = "negative"
     assert (before, lab.label_one(text)["Consolidation"]) == (-1.0, 0.0)
+
+
+def test_pickled_labeler_leaves_its_memo_behind_and_labels_the_same(shared_data):
+    import pickle
+
+    lab = ChexpertLabeler(chexpert_phrases_dir(shared_data))
+    text = "Small left pleural effusion. No pneumothorax."
+    before = lab.label_one(text)
+    assert lab._mention_memo
+    copy = pickle.loads(pickle.dumps(lab))
+    assert "_mention_memo" not in vars(copy)
+    assert copy.label_one(text) == before

@@ -512,6 +512,13 @@ class ChexpertLabeler:
 
     _MEMO_SIZE = 65536
 
+    def __getstate__(self) -> dict:
+        """Pickled (e.g. sent to a worker process) without the mention memo, which can hold tens of thousands of
+        sentences; the copy fills its own."""
+        state = dict(self.__dict__)
+        state.pop("_mention_memo", None)
+        return state
+
     def _memo_sentence_mentions(self, sent: str, offset: int) -> list[Mention]:
         """:meth:`_sentence_mentions`, memoised per sentence text (and the settings that change it): a sentence's
         mentions depend on the sentence alone, and report rewriting labels the same sentences again for every
