@@ -70,7 +70,7 @@ def test_two_at_a_time_gives_the_tables_of_one_at_a_time(smoke_runs, shared_data
 
 def test_stage_lines_carry_the_experiment_name(capsys):
     """With several notebooks at once there is no cell bar: each stage line (training steps, warnings) is printed
-    after its experiment's name; other loggers' lines stay out of the terminal."""
+    after its experiment's name, a repeated warning once; other loggers' lines stay out of the terminal."""
     import logging
 
     from radaudit.run import _TerminalStage
@@ -78,10 +78,13 @@ def test_stage_lines_carry_the_experiment_name(capsys):
     h = _TerminalStage("[modality_shift] ")
     h.emit(logging.LogRecord("radaudit.models.train", logging.INFO, __file__, 1, "train 200/800 steps", (), None))
     h.emit(logging.LogRecord("radaudit.audits", logging.WARNING, __file__, 1, "74 of 108 answers are unknown", (), None))
+    h.emit(logging.LogRecord("radaudit.audits", logging.WARNING, __file__, 1, "74 of 108 answers are unknown", (), None))
+    h.emit(logging.LogRecord("radaudit.models.train", logging.INFO, __file__, 1, "train 200/800 steps", (), None))
     h.emit(logging.LogRecord("radaudit.audits", logging.INFO, __file__, 1, "an ordinary info line", (), None))
     h.emit(logging.LogRecord("papermill", logging.WARNING, __file__, 1, "kernel stderr", (), None))
     assert capsys.readouterr().out.splitlines() == ["  [modality_shift] train 200/800 steps",
-                                                    "  [modality_shift] warning: 74 of 108 answers are unknown"]
+                                                    "  [modality_shift] warning: 74 of 108 answers are unknown",
+                                                    "  [modality_shift] train 200/800 steps"]  # a warning shows once
 
 
 @pytest.mark.long

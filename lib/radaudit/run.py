@@ -150,17 +150,23 @@ class _KernelLogLevels(logging.Filter):
 class _TerminalStage(logging.Handler):
     """While a notebook runs, echo the kernel's progress lines (:mod:`radaudit.progress`, training steps) and its
     warnings to the terminal, above papermill's cell bar (``tqdm.write``), so a long cell shows its stage. With a
-    ``prefix`` (several notebooks at once, :mod:`radaudit.run_many`: no cell bar) each line is printed after it."""
+    ``prefix`` (several notebooks at once, :mod:`radaudit.run_many`: no cell bar) each line is printed after it.
+    A warning already shown is not shown again (data loaders warn once per call; ``run.log`` keeps every line)."""
 
     def __init__(self, prefix: str | None = None) -> None:
         super().__init__()
         self.prefix = prefix
+        self._warned: set[str] = set()
 
     def emit(self, record: logging.LogRecord) -> None:
         if not record.name.startswith("radaudit") or not (
                 record.levelno >= logging.WARNING or record.name in ("radaudit.progress", "radaudit.models.train")):
             return
         line = f"{record.levelname.lower() + ': ' if record.levelno >= logging.WARNING else ''}{record.getMessage()}"
+        if record.levelno >= logging.WARNING:
+            if line in self._warned:
+                return
+            self._warned.add(line)
         if self.prefix is not None:
             print(f"  {self.prefix}{line}", flush=True)
             return
