@@ -78,6 +78,10 @@ def test_add_marked_images_writes_each_copy_once_and_names_it_by_content(tmp_pat
     marked = out[MARKED_IMAGE_COLUMN].tolist()
     assert len(set(marked)) == 4 and all(p.endswith(".png") for p in marked)
     first = Image.open(marked[0]).convert("L")
+    from radaudit.models.vlm import load_image
+
+    for src, label, copy in zip(samples["image_path"], samples["label"], marked):  # fast zlib level, lossless
+        assert np.array_equal(np.asarray(Image.open(copy)), np.asarray(mark_image(load_image(src), int(label))))
     left, top, _, _ = marker_box(48, 40)
     assert np.asarray(first)[top, left] == 255 and first.size == (48, 40)  # sample a: COVID-19, white frame
     stamp = [Path_mtime(p) for p in marked]
