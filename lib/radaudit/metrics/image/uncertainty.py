@@ -125,49 +125,6 @@ def one_blas_thread() -> Any:
     return threadpool_limits(1, user_api="blas")
 
 
-def _replicates(reps: dict[str, np.ndarray], rng: np.random.Generator, n_resamples: int, n_r: int, n_s: int, d: int,
-                kxx: np.ndarray, kyy: np.ndarray, kxy: np.ndarray, ind: dict[str, np.ndarray] | None,
-                want_prdc: list[str], nearest_k: int, metrics: Sequence[str]) -> None:
-    """Fill ``reps[metric][b]`` for each bootstrap replicate ``b`` of :func:`fidelity_intervals` (images of both
-    sets resampled with replacement; FID and KID from the indexed Gram matrices, PRDC from the indicators)."""
-    for b in range(n_resamples):
-        ir, is_ = rng.integers(0, n_r, n_r), rng.integers(0, n_s, n_s)
-        if "fid" in metrics or "kid" in metrics:
-            gxx, gyy, gxy = kxx[np.ix_(ir, ir)], kyy[np.ix_(is_, is_)], kxy[np.ix_(ir, is_)]
-            if "fid" in metrics:
-                reps["fid"][b] = _fid_from_grams(gxx, gyy, gxy)
-            if "kid" in metrics:
-                reps["kid"][b] = _mmd2_from_grams(gxx, gyy, gxy, d)
-        if ind is not None:
-            ic = ind["inside_count"][is_]
-            vals = {"precision": float((ic > 0).mean()), "density": float(ic.mean() / nearest_k),
-                    "recall": float(ind["recalled"][ir].mean()), "coverage": float(ind["covered"][ir].mean())}
-            for m in want_prdc:
-                reps[m][b] = vals[m]
-
-
-def _estimates_and_replicates(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, n_resamples: int,
-                              metrics: Sequence[str], nearest_k: int) -> tuple[dict[str, float], dict[str, np.ndarray]]:
-    """The full-data value and the ``n_resamples`` bootstrap replicates of each metric of :func:`fidelity_intervals`."""
-    n_r, n_s, d = len(x), len(y), x.shape[1]
-    kxx, kyy, kxy = x @ x.T, y @ y.T, x @ y.T
-
-    estimates: dict[str, float] = {}
-    reps: dict[str, np.ndarray] = {m: np.empty(n_resamples) for m in metrics}
-    want_prdc = [m for m in metrics if m in _PRDC]
-    ind = prdc_indicators(x, y, nearest_k) if want_prdc else None
-    if "fid" in metrics:
-        estimates["fid"] = _fid_from_grams(kxx, kyy, kxy)
-    if "kid" in metrics:
-        estimates["kid"] = _mmd2_from_grams(kxx, kyy, kxy, d)
-    if ind is not None:
-        k = int(nearest_k)
-        estimates.update(precision=float((ind["inside_count"] > 0).mean()), density=float(ind["inside_count"].mean() / k),
-                         recall=float(ind["recalled"].mean()), coverage=float(ind["covered"].mean()))
-    _replicates(reps, rng, n_resamples, n_r, n_s, d, kxx, kyy, kxy, ind, want_prdc, int(nearest_k), metrics)
-    return estimates, reps
-
-
 def fidelity_intervals(real: Any, synth: Any, *, metrics: Sequence[str] = _METRICS, n_resamples: int = 1000,
                        seed: int = 0, confidence: float = 0.95, nearest_k: int = 5,
                        method: str = "shifted") -> pd.DataFrame:
@@ -197,9 +154,36 @@ def fidelity_intervals(real: Any, synth: Any, *, metrics: Sequence[str] = _METRI
     x, y = _as_features(real, "real features"), _as_features(synth, "synthetic features")
     _same_dim(x, y)
     rng = np.random.default_rng(seed)
-    n_r, n_s = len(x), len(y)
+    n_r, n_s, d = len(x), len(y), x.shape[1]
+    estimates: dict[str, float] = {}
+    reps: dict[str, np.ndarray] = {m: np.empty(int(n_resamples)) for m in metrics}
+    want_prdc = [m for m in metrics if m in _PRDC]
     with one_blas_thread():  # for the Gram matrices and the replicates (docstring)
-        estimates, reps = _estimates_and_replicates(x, y, rng, int(n_resamples), metrics, nearest_k)
+        kxx, kyy, kxy = x @ x.T, y @ y.T, x @ y.T
+        ind = prdc_indicators(x, y, nearest_k) if want_prdc else None
+        if "fid" in metrics:
+            estimates["fid"] = _fid_from_grams(kxx, kyy, kxy)
+        if "kid" in metrics:
+            estimates["kid"] = _mmd2_from_grams(kxx, kyy, kxy, d)
+        if ind is not None:
+            k = int(nearest_k)
+            estimates.update(precision=float((ind["inside_count"] > 0).mean()),
+                             density=float(ind["inside_count"].mean() / k),
+                             recall=float(ind["recalled"].mean()), coverage=float(ind["covered"].mean()))
+        for b in range(int(n_resamples)):
+            ir, is_ = rng.integers(0, n_r, n_r), rng.integers(0, n_s, n_s)
+            if "fid" in metrics or "kid" in metrics:
+                gxx, gyy, gxy = kxx[np.ix_(ir, ir)], kyy[np.ix_(is_, is_)], kxy[np.ix_(ir, is_)]
+                if "fid" in metrics:
+                    reps["fid"][b] = _fid_from_grams(gxx, gyy, gxy)
+                if "kid" in metrics:
+                    reps["kid"][b] = _mmd2_from_grams(gxx, gyy, gxy, d)
+            if ind is not None:
+                ic = ind["inside_count"][is_]
+                vals = {"precision": float((ic > 0).mean()), "density": float(ic.mean() / nearest_k),
+                        "recall": float(ind["recalled"][ir].mean()), "coverage": float(ind["covered"][ir].mean())}
+                for m in want_prdc:
+                    reps[m][b] = vals[m]
     rows = []
     for m in metrics:
         # PRDC values are means of indicators: their bootstrap is unbiased, so the plain percentile interval
