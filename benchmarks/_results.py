@@ -258,6 +258,9 @@ def render_speed_block(folder: Path = RESULTS) -> str:
             parts.append(f"{d['seconds'] / d['budget_s']:.2f}x the {d['budget_s']:g} s target")
         if d.get("max_abs_diff") is not None:
             parts.append(f"max |diff| {d['max_abs_diff']:.1e}")
+        if d.get("floor_ratio") is not None:
+            parts.append(f"float32 floor {d['floor_ratio']:.2f} (the linear layers alone at the GEMM rate measured "
+                         "alongside)")
         if d.get("slopes"):
             many = len(d["slopes"]) > 1
             parts.append("log-log slope " + ", ".join((f"{k} " if many else "") + f"{v:.2f}" for k, v in d["slopes"].items()))

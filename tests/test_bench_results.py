@@ -132,9 +132,35 @@ def test_speed_lines_say_what_each_file_holds(results, tmp_path):
     results.record("association", seconds=9.8, n=100_000, unit="reports", budget_s=10.0, folder=tmp_path,
                    slopes={"CAD + WAE": 0.93})
     results.record("bertscore", seconds=2.0, n=200, unit="pairs", ratio=0.7, folder=tmp_path,
-                   slopes={"radaudit": 1.1, "bert-score": 0.9})
+                   slopes={"radaudit": 1.1, "bert-score": 0.9}, floor_ratio=0.534)
     block = results.render_speed_block(tmp_path)
     line = next(ln for ln in block.splitlines() if ln.startswith("- CAD + WAE"))
     assert "9.80 s for 100,000 reports" in line and "0.98x the 10 s target" in line and "log-log slope 0.93" in line
     assert "log-log slope radaudit 1.10, bert-score 0.90" in block  # several series: each named
+    assert "float32 floor 0.53 (the linear layers alone" in block
+    assert "floor" not in line  # only where the benchmark measured one
     assert "- AtomiMed rule backend: not measured yet" in block
+
+
+def test_bertscore_floor_counts_the_linear_layers_of_the_real_tokens(monkeypatch, pypi_minilm):
+    """3 layers x (4 attention projections 32x32 + 32x48 + 48x32) = 21,504 multiply-adds per token; the pooler
+    (one row per text) is left out; 'no heart' is [CLS] no heart [SEP] and 'heart' 3 tokens, a repeat counts once."""
+    import types
+
+    import torch
+    import transformers
+
+    from radaudit.models.resolver import DEFAULT_TEXT_ENCODER, resolve_model
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    bench = importlib.import_module("bench_bertscore")
+    tok = transformers.AutoTokenizer.from_pretrained(resolve_model(DEFAULT_TEXT_ENCODER).path_or_id)
+    cfg = transformers.BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
+                                  intermediate_size=48, max_position_embeddings=64)
+    torch.manual_seed(0)
+    metric = types.SimpleNamespace(tokenizer=tok, model=transformers.BertModel(cfg), max_length=64)
+    floor = bench._linear_floor(metric, ["no heart", "heart", "no heart"], repeats=1)
+    assert floor["tokens"] == 7
+    assert floor["linear_gflop"] == pytest.approx(2 * 7 * 21_504 / 1e9)
+    assert floor["floor_seconds"] == pytest.approx(floor["linear_gflop"] / floor["gemm_gflop_s"])
+    sys.modules.pop("bench_bertscore", None)
