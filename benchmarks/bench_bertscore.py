@@ -146,7 +146,8 @@ def main() -> None:
           f"set): ratio {o / r:5.2f} (bert-score {r * 1e3:.0f} ms, radaudit {o * 1e3:.0f} ms); max |diff| {diff:.1e}")
     floor = _linear_floor(ours, refs + cands, a.repeats)
     floor_ratio = floor["floor_seconds"] / ref_seconds_no_idf
-    print(f"floor: the linear layers alone need {floor['linear_gflop']:.0f} GFLOP for {floor['tokens']:,} real tokens; at the "
+    print(f"floor: the linear layers alone need {floor['linear_gflop']:.0f} GFLOP for {floor['tokens']:,} real tokens; "
+          "at the "
           f"{floor['gemm_gflop_s']:.0f} GFLOP/s float32 GEMM rate measured here that is {floor['floor_seconds']:.2f} s, "
           f"ratio {floor_ratio:.2f} to bert-score with nothing else costing anything")
     worst = max(ratios, key=ratios.get)
