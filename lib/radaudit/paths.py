@@ -84,6 +84,19 @@ def _file_listing(folder: Path) -> dict[str, dict[str, object]]:
             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != FILES_MANIFEST}
 
 
+def listing_matches(folder: str | os.PathLike[str]) -> bool:
+    """Whether every file of ``folder`` has the size and SHA-256 its ``.radaudit_files.json`` records (written by
+    :func:`atomic_dir`), with no file missing or added; False when the list is absent or unreadable."""
+    import json
+
+    folder = Path(folder)
+    try:
+        recorded = json.loads((folder / FILES_MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return _file_listing(folder) == recorded
+
+
 @contextlib.contextmanager
 def atomic_dir(out: str | os.PathLike[str]) -> Iterator[Path]:
     """Write a folder all at once: yields a fresh temporary folder beside ``out``; when the block ends
