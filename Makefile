@@ -6,6 +6,8 @@ STAMP  := $(VENV)/.radaudit-installed
 PRESET ?= demo
 ## experiments `make demo` runs at a time (each its own process; the numbers do not change): 2 fills 2 cores
 DEMO_JOBS ?= 2
+## a cache bundle (`radaudit cache export`) whose trained stand-ins `make demo` imports first: no training here
+DEMO_BUNDLE ?=
 DATA   ?= $(HOME)/radaudit-data
 
 .PHONY: install browser data demo lint test test-ci test-all bench clean-venv
@@ -32,6 +34,7 @@ data: $(STAMP)
 
 ## Run every experiment that exists on the demo preset; prints where the outputs are and the ten slowest cells.
 demo: $(STAMP)
+	$(if $(DEMO_BUNDLE),$(BIN)/radaudit cache import $(DEMO_BUNDLE))
 	$(BIN)/radaudit run all --preset $(PRESET) --jobs $(DEMO_JOBS)
 	@$(BIN)/radaudit timings --preset $(PRESET)
 

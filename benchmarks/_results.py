@@ -269,7 +269,9 @@ def render_speed_block(folder: Path = RESULTS) -> str:
 
 
 DEMO_KINDS = (("fresh", "from a fresh clone (`make install`, then every stand-in model trained and every generation made)"),
-              ("cached", "again right after, with every cache present"))
+              ("cached", "again right after, with every cache present"),
+              ("bundle", "from a fresh clone given a cache bundle of another clone's trained stand-ins (`make install`, "
+                         "then `make demo DEMO_BUNDLE=FILE`: nothing trained; see Cache bundles)"))
 
 
 def render_demo_block(folder: Path = RESULTS) -> str:
@@ -282,6 +284,8 @@ def render_demo_block(folder: Path = RESULTS) -> str:
             lines.append(f"- `make demo` {what}: not measured yet (`python benchmarks/demo_timings.py --kind {kind}`).")
             continue
         install = f"install {d['install_seconds'] / 60:.1f} min, " if d.get("install_seconds") else ""
+        if d.get("import_seconds"):
+            install += f"bundle import {d['import_seconds']:.0f} s, "
         parts = ", ".join(f"{e} {s / 60:.1f}" for e, s in d["per_experiment"].items())
         overlap = (f"; they ran side by side, {d['notebook_seconds'] / 60:.1f} min of wall clock for "
                    f"{d['notebook_seconds_sum'] / 60:.1f} min of notebooks" if d.get("parallel") else "")

@@ -22,8 +22,9 @@ scaling curve of both against the number of pairs (``bertscore_scaling.png``). T
 distinct texts' real (unpadded) tokens at the float32 GEMM rate measured here, in the same process, on a
 matrix product of the model's own shapes (``gemm_gflop_s``), over the reference's time. No float32
 implementation of the same model can score faster than its linear layers; attention, GELU, layer norm and the
-token matching come on top. A ``floor_ratio`` near 0.5 means the target needs lower precision (bf16 on this
-CPU's AMX), which breaks the 1e-6 bound.
+token matching come on top. Where ``floor_ratio`` is near 0.5, a ratio of 0.5 leaves those almost no time; lower
+precision (bf16 on this CPU's AMX) would lower the floor but breaks the 1e-6 bound. The floor moves between runs
+with the reference's own time and the GEMM rate, both measured in the run.
 """
 
 from __future__ import annotations

@@ -3,15 +3,19 @@
 
     make demo && .venv/bin/python benchmarks/demo_timings.py --kind fresh --install-seconds 84   # a new clone
     make demo && .venv/bin/python benchmarks/demo_timings.py --kind cached                       # right after
+    make demo DEMO_BUNDLE=b.tar.gz && .venv/bin/python benchmarks/demo_timings.py --kind bundle \
+        --install-seconds 84 --import-seconds 3                                                   # a new clone + bundle
 
 Reads the newest succeeded ``demo`` run of each experiment under ``--outputs`` (``radaudit.timings.latest_runs``),
 takes the wall clock from the first run's start to the last run's end (``make demo`` runs ``DEMO_JOBS`` notebooks at
 a time, so their ``duration_s`` overlap; the sum is kept as ``notebook_seconds_sum``) and writes
 ``benchmarks/results/demo_<kind>.json``: ``seconds`` (the notebooks, plus ``--install-seconds`` for a fresh clone:
 ``make install``'s wall time, which the runs cannot see), ``per_experiment`` seconds, ``runs``, ``slowest_cells``
-(the ten slowest cells of those runs, ``radaudit timings``), ``budget_s`` (480 fresh, 240 cached), then the
-README's speed lines. Which kind a run was is the caller's word: *fresh* = a new clone with empty caches (the
-stand-in models are trained, the generations made); *cached* = ``make demo`` again with every cache present.
+(the ten slowest cells of those runs, ``radaudit timings``), ``budget_s`` (480 fresh and bundle, 240 cached), then
+the README's speed lines. Which kind a run was is the caller's word: *fresh* = a new clone with empty caches (the
+stand-in models are trained, the generations made); *cached* = ``make demo`` again with every cache present;
+*bundle* = a new clone whose ``make demo`` first imports a cache bundle (``radaudit cache export`` on another
+clone; ``--import-seconds``: the import's wall time, which ``radaudit cache import`` prints).
 The script refuses runs that are not all on the same commit, or fewer than every experiment.
 """
 
@@ -25,7 +29,7 @@ from pathlib import Path
 from _readme import write_block  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 from _results import record, render_demo_block  # noqa: E402
 
-BUDGETS_S = {"fresh": 480.0, "cached": 240.0}
+BUDGETS_S = {"fresh": 480.0, "cached": 240.0, "bundle": 480.0}
 
 
 def wall_span(manifests) -> float | None:
@@ -42,7 +46,8 @@ def wall_span(manifests) -> float | None:
     return (max(ends) - min(starts)).total_seconds() if starts else None
 
 
-def demo_record(outputs: Path, kind: str, install_seconds: float | None = None) -> dict:
+def demo_record(outputs: Path, kind: str, install_seconds: float | None = None,
+                import_seconds: float | None = None) -> dict:
     """The fields :func:`_results.record` gets for ``demo_<kind>`` (see the module docstring)."""
     from radaudit.experiments import EXPERIMENTS
     from radaudit.timings import latest_runs, slowest_cells
@@ -63,12 +68,12 @@ def demo_record(outputs: Path, kind: str, install_seconds: float | None = None) 
     total = sum(per.values())
     span = wall_span(manifests.values())
     notebooks = span if span is not None else total
-    seconds = notebooks + (install_seconds or 0.0)
+    seconds = notebooks + (install_seconds or 0.0) + (import_seconds or 0.0)
     cells = slowest_cells(runs, top=10)
     return {"seconds": seconds, "n": len(per), "unit": "notebooks", "budget_s": BUDGETS_S[kind],
             "notebook_seconds": round(notebooks, 1), "notebook_seconds_sum": round(total, 1),
             "parallel": span is not None and span < 0.95 * total,
-            "kind": kind, "install_seconds": install_seconds, "per_experiment": per,
+            "kind": kind, "install_seconds": install_seconds, "import_seconds": import_seconds, "per_experiment": per,
             "runs": {r.parent.name: r.name for r in sorted(runs)},
             "run_commit": commits.pop(),
             "slowest_cells": [{"experiment": c.experiment, "section": c.section, "cell": int(c.cell),
@@ -81,8 +86,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--outputs", type=Path, default=Path(__file__).resolve().parents[1] / "outputs")
     ap.add_argument("--install-seconds", type=float, default=None,
                     help="make install's wall time, for a fresh clone (the runs cannot see it)")
+    ap.add_argument("--import-seconds", type=float, default=None,
+                    help="the bundle import's wall time, for --kind bundle (radaudit cache import prints it)")
     args = ap.parse_args(argv)
-    fields = demo_record(args.outputs, args.kind, args.install_seconds)
+    fields = demo_record(args.outputs, args.kind, args.install_seconds, args.import_seconds)
     out = record(f"demo_{args.kind}", **fields)
     write_block("demo", render_demo_block())
     print(f"make demo ({args.kind}): {out['seconds'] / 60:.1f} min for {out['n']} notebooks "

@@ -122,6 +122,12 @@ def test_demo_lines_come_from_the_runs_manifests(results, tmp_path):
     results.record("demo_cached", folder=tmp_path, **par)
     assert f"{par['seconds'] / 60:.1f} min of wall clock for {want / 60:.1f} min of notebooks" in \
         results.render_demo_block(tmp_path)
+    # a fresh clone given a bundle: install and import are added to the notebooks' wall clock
+    bun = demo.demo_record(outputs, "bundle", install_seconds=90.0, import_seconds=4.0)
+    assert bun["seconds"] == pytest.approx(par["seconds"] + 94.0) and bun["budget_s"] == 480.0
+    results.record("demo_bundle", folder=tmp_path, **bun)
+    line = next(ln for ln in results.render_demo_block(tmp_path).splitlines() if "DEMO_BUNDLE" in ln)
+    assert f"**{(par['seconds'] + 94.0) / 60:.1f} min**" in line and "install 1.5 min, bundle import 4 s, " in line
     make(names[0], 10.0, sha="fff0000aaa", name="20261127-130000_demo")  # a newer run of another commit
     with pytest.raises(SystemExit, match="several commits"):
         demo.demo_record(outputs, "cached")

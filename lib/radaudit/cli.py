@@ -429,5 +429,74 @@ def data_fetch(names, data_root, mirror, force) -> None:
         click.echo(f"{n}: {len(paths)} files in {root / DATASETS[n].folder}")
 
 
+@main.group("cache")
+def cache_group() -> None:
+    """The cache of trained stand-ins, generated images and model outputs: what it holds, and bundles of it
+    that another clone imports to skip the training (a lab trains once and hands the bundle out)."""
+
+
+def _cache_root(cache: str | None) -> Path:
+    from radaudit.models.cache import default_cache_dir
+
+    return Path(cache).expanduser().resolve() if cache else default_cache_dir()
+
+
+_CACHE_OPTION = click.option("--cache", "cache", type=click.Path(file_okay=False), default=None,
+                             help="The cache folder (default: $RADAUDIT_CACHE, else <project>/.cache/radaudit).")
+
+
+@cache_group.command("info")
+@_CACHE_OPTION
+def cache_info(cache) -> None:
+    """What the cache holds, its size, and what a bundle carries."""
+    from radaudit.models.bundle import cache_summary
+
+    root = _cache_root(cache)
+    rows = cache_summary(root)
+    click.echo(f"cache: {root}{'' if rows else '  (empty)'}")
+    for r in rows:
+        bundled = "bundled" if r["bundled"] == "yes" else f"not bundled: {r['bundled']}"
+        click.echo(f"  {r['name']:<22} {r['what']:>14} {r['bytes'] / 2**20:9.1f} MiB  {bundled}")
+
+
+@cache_group.command("export")
+@click.argument("bundle", type=click.Path(dir_okay=False))
+@_CACHE_OPTION
+@click.option("--kind", "kinds", multiple=True, help="Carry only these folders (repeatable; the SQLite caches always go).")
+def cache_export(bundle, cache, kinds) -> None:
+    """Pack the cache into BUNDLE (*.tar, *.tar.gz or *.tgz)."""
+    from radaudit.models.bundle import export_bundle
+
+    start = time.monotonic()
+    manifest = export_bundle(_cache_root(cache), bundle, kinds=list(kinds) or None)
+    n = {k: len(v) for k, v in manifest["entries"].items()}
+    size = Path(bundle).stat().st_size / 2**20
+    click.echo(f"{bundle}: {size:.1f} MiB in {time.monotonic() - start:.0f} s; "
+               + ", ".join(f"{k} {v}" for k, v in n.items())
+               + "".join(f", {db} {rows:,} rows" for db, rows in manifest["sqlite"].items()))
+    click.echo("Another clone: radaudit cache import " + str(bundle))
+
+
+@cache_group.command("import")
+@click.argument("bundle", type=click.Path(dir_okay=False))
+@_CACHE_OPTION
+def cache_import(bundle, cache) -> None:
+    """Add what BUNDLE holds to the cache, never overwriting; runs then reuse every entry their data and params
+    match (entries made from other data or another recipe are carried, never used)."""
+    from radaudit.models.bundle import import_bundle
+
+    start = time.monotonic()
+    report = import_bundle(bundle, _cache_root(cache))
+    m = report.manifest
+    click.echo(f"{bundle}: exported {m.get('created', '?')} on {m.get('machine', '?')} at commit "
+               f"{(m.get('commit') or '?')[:7]}; imported in {time.monotonic() - start:.0f} s")
+    for line in report.lines():
+        click.echo("  " + line)
+    if report.refused:
+        raise RadauditError(f"{len(report.refused)} model folder(s) of the bundle failed their file check and were "
+                            "not imported (see above); the rest was. Copy the bundle again, or let the runs train "
+                            "those models.")
+
+
 if __name__ == "__main__":
     main()

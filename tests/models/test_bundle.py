@@ -1,0 +1,156 @@
+"""radaudit.models.bundle and `radaudit cache`: a cache packed on one clone and imported by another (issue 25)."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from radaudit.cli import main
+from radaudit.errors import DataFormatError, ParamsError
+from radaudit.models.bundle import BUNDLE_MANIFEST, cache_summary, export_bundle, import_bundle
+from radaudit.models.cache import ContentCache
+from radaudit.paths import atomic_dir, reusable_model_dir
+
+
+def _model(root: Path, name: str, digest: str, weights: bytes = b"\x00\x01weights") -> Path:
+    with atomic_dir(root / "demo_models" / name) as tmp:
+        (tmp / "model.safetensors").write_bytes(weights)
+        (tmp / "radaudit_vlm_model.json").write_text(json.dumps({"config_hash": digest}))
+    return root / "demo_models" / name
+
+
+def _cache(root: Path) -> Path:
+    """A small cache: one model folder, one image set of two parts, a generations database of two rows, a
+    marked image (left out), and a model folder still being written (a temporary name: left out)."""
+    _model(root, "vlm-aaaa", "aaaa")
+    parts = root / "synthetic" / "diffusion-123"
+    parts.mkdir(parents=True)
+    np.save(parts / "part-00000-2.npy", np.full((2, 4, 4), 0.25, dtype=np.float32))
+    np.save(parts / "part-00001-1.npy", np.full((1, 4, 4), 0.75, dtype=np.float32))
+    (parts / "info.json").write_text("{}")
+    with ContentCache(root) as c:
+        c.put("k1", {"text": "No effusion."}, parts={"prompt": "p1"})
+        c.put("k2", {"text": "Small left effusion."})
+    (root / "marked_images").mkdir()
+    (root / "marked_images" / "x.png").write_bytes(b"png")
+    (root / "demo_models" / ".vlm-bbbb.tmp123").mkdir()
+    return root
+
+
+def test_round_trip_carries_models_images_and_rows_and_the_model_is_reused(tmp_path):
+    src = _cache(tmp_path / "a")
+    manifest = export_bundle(src, tmp_path / "b.tar.gz")
+    assert manifest["entries"] == {"demo_models": ["vlm-aaaa"], "utility_classifiers": [], "synthetic": ["diffusion-123"]}
+    assert manifest["sqlite"] == {"generations.sqlite": 2}
+
+    dst = tmp_path / "clone"
+    report = import_bundle(tmp_path / "b.tar.gz", dst)
+    assert report.added == {"demo_models": 1, "synthetic": 1} and report.rows_added == {"generations.sqlite": 2}
+    assert report.refused == [] and report.manifest["format"] == 1
+    model = dst / "demo_models" / "vlm-aaaa"
+    assert (model / "model.safetensors").read_bytes() == b"\x00\x01weights"
+    assert reusable_model_dir(model, "radaudit_vlm_model.json", "aaaa")  # the file list made the trip
+    assert not reusable_model_dir(model, "radaudit_vlm_model.json", "other")
+    part = np.load(dst / "synthetic" / "diffusion-123" / "part-00001-1.npy")
+    assert part.shape == (1, 4, 4) and float(part[0, 0, 0]) == 0.75
+    with ContentCache(dst) as c:
+        assert c.get("k1") == {"text": "No effusion."} and c.parts("k1") == {"prompt": "p1"} and len(c) == 2
+    assert not (dst / "marked_images").exists()  # left out: redrawn from the data
+    assert not (dst / "demo_models" / ".vlm-bbbb.tmp123").exists()  # a write in progress is not an entry
+    assert [p.name for p in dst.iterdir() if p.name.startswith(".")] == []  # no staging folder left behind
+
+    again = import_bundle(tmp_path / "b.tar.gz", dst)  # a second import adds nothing
+    assert again.added == {} and again.present == {"demo_models": 1, "synthetic": 1}
+    assert again.rows_added == {"generations.sqlite": 0}
+
+
+def test_import_never_overwrites_what_the_clone_has(tmp_path):
+    src = _cache(tmp_path / "a")
+    export_bundle(src, tmp_path / "b.tar")
+    dst = tmp_path / "clone"
+    _model(dst, "vlm-aaaa", "aaaa", weights=b"trained here")
+    mine = dst / "synthetic" / "diffusion-123"
+    mine.mkdir(parents=True)
+    np.save(mine / "part-00000-2.npy", np.zeros((2, 4, 4), dtype=np.float32))  # the first part made here
+    with ContentCache(dst) as c:
+        c.put("k1", {"text": "made here"})
+    report = import_bundle(tmp_path / "b.tar", dst)
+    assert report.present == {"demo_models": 1} and report.added == {"synthetic": 1}
+    assert (dst / "demo_models" / "vlm-aaaa" / "model.safetensors").read_bytes() == b"trained here"
+    assert float(np.load(mine / "part-00000-2.npy").max()) == 0.0  # kept
+    assert float(np.load(mine / "part-00001-1.npy").max()) == 0.75  # the missing part added
+    assert report.rows_added == {"generations.sqlite": 1}
+    with ContentCache(dst) as c:
+        assert c.get("k1") == {"text": "made here"} and c.get("k2") == {"text": "Small left effusion."}
+
+
+def test_a_model_that_fails_its_file_list_is_refused_and_the_rest_imported(tmp_path):
+    src = _cache(tmp_path / "a")
+    bad = _model(src, "vlm-cccc", "cccc")
+    (bad / "model.safetensors").write_bytes(b"\x00\x01weightz")  # same size, other bytes: the SHA-256 differs
+    export_bundle(src, tmp_path / "b.tgz")
+    dst = tmp_path / "clone"
+    report = import_bundle(tmp_path / "b.tgz", dst)
+    assert report.refused == [("demo_models/vlm-cccc", "its files do not match its file list")]
+    assert report.added == {"demo_models": 1, "synthetic": 1}
+    assert not (dst / "demo_models" / "vlm-cccc").exists()
+
+    out = CliRunner().invoke(main, ["cache", "import", str(tmp_path / "b.tgz"), "--cache", str(tmp_path / "c2")])
+    assert out.exit_code == 2
+    assert "refused demo_models/vlm-cccc: its files do not match its file list" in out.output
+    assert "1 model folder(s) of the bundle failed their file check" in out.output
+
+
+def _tar(path: Path, members: dict[str, bytes]) -> Path:
+    with tarfile.open(path, "w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_what_is_not_a_bundle_gets_a_clear_error(tmp_path):
+    with pytest.raises(ParamsError, match="No bundle at"):
+        import_bundle(tmp_path / "missing.tar", tmp_path / "c")
+    (tmp_path / "junk.tar").write_bytes(b"not a tar at all" * 100)
+    with pytest.raises(DataFormatError, match="is not a readable bundle"):
+        import_bundle(tmp_path / "junk.tar", tmp_path / "c")
+    with pytest.raises(DataFormatError, match="not a radaudit cache bundle"):
+        import_bundle(_tar(tmp_path / "plain.tar", {"demo_models/x/a.txt": b"x"}), tmp_path / "c")
+    with pytest.raises(DataFormatError, match="bundle format 99"):
+        import_bundle(_tar(tmp_path / "new.tar", {BUNDLE_MANIFEST: b'{"format": 99}'}), tmp_path / "c")
+    evil = _tar(tmp_path / "evil.tar", {BUNDLE_MANIFEST: b'{"format": 1}', "../outside.txt": b"x"})
+    with pytest.raises(DataFormatError, match="is not a readable bundle"):
+        import_bundle(evil, tmp_path / "c")
+    assert not (tmp_path / "outside.txt").exists()
+    with pytest.raises(ParamsError, match=r"\*.tar, \*.tar.gz or \*.tgz"):
+        export_bundle(_cache(tmp_path / "a"), tmp_path / "b.zip")
+    with pytest.raises(ParamsError, match="Unknown cache kind"):
+        export_bundle(tmp_path / "a", tmp_path / "b.tar", kinds=["marked_images"])
+    with pytest.raises(ParamsError, match="does not exist"):
+        export_bundle(tmp_path / "nothing", tmp_path / "b.tar")
+    assert not (tmp_path / "b.tar").exists() and not (tmp_path / "b.zip").exists()
+
+
+def test_summary_and_cli_say_what_is_carried(tmp_path):
+    src = _cache(tmp_path / "a")
+    rows = {r["name"]: r for r in cache_summary(src)}
+    assert rows["demo_models"]["what"] == "1 entries" and rows["demo_models"]["bundled"] == "yes"
+    assert rows["generations.sqlite"]["what"] == "2 rows"
+    assert rows["marked_images"]["bundled"].startswith("redrawn from the data")
+    runner = CliRunner()
+    out = runner.invoke(main, ["cache", "info", "--cache", str(src)])
+    assert out.exit_code == 0 and "not bundled: redrawn from the data" in out.output
+    out = runner.invoke(main, ["cache", "export", str(tmp_path / "b.tar"), "--cache", str(src), "--kind", "synthetic"])
+    assert out.exit_code == 0, out.output
+    assert "synthetic 1, generations.sqlite 2 rows" in out.output and "demo_models" not in out.output
+    out = runner.invoke(main, ["cache", "import", str(tmp_path / "b.tar"), "--cache", str(tmp_path / "c")])
+    assert out.exit_code == 0, out.output
+    assert "synthetic: 1 added, 0 already present" in out.output and "generations.sqlite: 2 rows added" in out.output
