@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
-import platform
 import resource
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -48,24 +46,13 @@ def commit() -> str:
     return sha + ("+dirty" if dirty else "")
 
 
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``; ``platform.processor()`` elsewhere), or ``""``."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor().strip()
-
-
 def machine() -> str:
-    """``<arch>, <n> cores, <CPU model>`` (the same string for every benchmark on a machine). The CPU model is
-    there because one figure is not comparable with another taken on another CPU: ``bench_score`` took 39.2 s
-    on one 2-core machine (AMD, F.linear at 56 GFLOP/s per core) and 15.2 s, same code, on an Intel Xeon."""
-    cpu = cpu_model()
-    return f"{platform.machine()}, {os.cpu_count()} cores" + (f", {cpu}" if cpu else "")
+    """``<arch>, <n> cores, <CPU model>`` (:func:`radaudit.manifest.machine_description`). The CPU model is there
+    because one figure is not comparable with another taken on another CPU: ``bench_score`` took 39.2 s on one
+    2-core machine (AMD, F.linear at 56 GFLOP/s per core) and 15.2 s, same code, on an Intel Xeon."""
+    from radaudit.manifest import machine_description
+
+    return machine_description()
 
 
 def peak_rss_mb() -> float:
@@ -271,7 +258,7 @@ def render_speed_block(folder: Path = RESULTS) -> str:
 DEMO_KINDS = (("fresh", "from a fresh clone (`make install`, then every stand-in model trained and every generation made)"),
               ("cached", "again right after, with every cache present"),
               ("bundle", "from a fresh clone given a cache bundle of another clone's trained stand-ins (`make install`, "
-                         "then `make demo DEMO_BUNDLE=FILE`: nothing trained; see Cache bundles)"))
+                         "then `make demo DEMO_BUNDLE=FILE`: nothing trained; see [Cache bundles](#cache-bundles-train-once-hand-out))"))
 
 
 def render_demo_block(folder: Path = RESULTS) -> str:

@@ -45,7 +45,9 @@ def test_record_writes_the_fields_and_regenerates_the_readme(results, tmp_path):
     assert saved["repeats"] == 3 and saved["peak_rss_mb"] > 0
     # the CPU model is part of the machine: figures from two CPUs are not comparable
     assert saved["machine"].startswith(f"{platform.machine()}, {os.cpu_count()} cores")
-    assert saved["machine"].endswith(results.cpu_model()) and results.cpu_model() in open("/proc/cpuinfo").read()
+    from radaudit.manifest import cpu_model
+
+    assert saved["machine"].endswith(cpu_model()) and cpu_model() in open("/proc/cpuinfo").read()
     assert saved["commit"]  # a sha (maybe +dirty) or "unknown" outside git
     (tmp_path / "quality.json").write_text(json.dumps({"bars": {}}))  # not a speed benchmark
     text = results.write_readme(tmp_path).read_text()
@@ -159,6 +161,7 @@ def test_bertscore_floor_counts_the_linear_layers_of_the_real_tokens(monkeypatch
     from radaudit.models.resolver import DEFAULT_TEXT_ENCODER, resolve_model
 
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the script sets it on import: undone after this test, not leaked
     bench = importlib.import_module("bench_bertscore")
     tok = transformers.AutoTokenizer.from_pretrained(resolve_model(DEFAULT_TEXT_ENCODER).path_or_id)
     cfg = transformers.BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=3, num_attention_heads=2,

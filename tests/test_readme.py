@@ -38,6 +38,10 @@ def test_benchmark_blocks_match_their_results(bench, results, monkeypatch):
 
     root = Path(__file__).resolve().parents[1]
     monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    # the benchmarks switch the hub off on import; set here, they are undone after the test (they leaked into
+    # test_provenance, which turns hub access on and off itself)
+    for var, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false")):
+        monkeypatch.setenv(var, value)
     module = importlib.import_module(bench)
     readme = importlib.import_module("_readme")
     data = json.loads((root / "benchmarks" / "results" / results).read_text(encoding="utf-8"))

@@ -56,9 +56,28 @@ def git_info(cwd: Path) -> dict[str, Any]:
     }
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; ``platform.processor()`` elsewhere), or ``""``. Timings and
+    CPU-trained weights are only comparable on the same CPU model, so runs, benchmarks and bundles record it."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor().strip()
+
+
+def machine_description() -> str:
+    """``<arch>, <n> cores, <CPU model>`` (the same string for every benchmark, run and bundle on a machine)."""
+    cpu = cpu_model()
+    return f"{platform.machine()}, {os.cpu_count()} cores" + (f", {cpu}" if cpu else "")
+
+
 def device_info() -> dict[str, Any]:
     """CPU/GPU description. torch is consulted only if it is already installed (never required)."""
-    info: dict[str, Any] = {"cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count()}
+    info: dict[str, Any] = {"cpu": cpu_model() or platform.machine(), "cpu_count": os.cpu_count()}
     try:
         md.version("torch")
     except md.PackageNotFoundError:

@@ -32,7 +32,6 @@ import datetime as _dt
 import io
 import json
 import os
-import platform
 import sqlite3
 import tarfile
 import tempfile
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from radaudit.errors import DataFormatError, ParamsError
+from radaudit.manifest import machine_description
 from radaudit.paths import FILES_MANIFEST, listing_matches
 
 __all__ = ["BUNDLE_FORMAT", "BUNDLE_MANIFEST", "KINDS", "LEFT_OUT", "ImportReport", "cache_summary",
@@ -138,7 +138,7 @@ def export_bundle(root: str | os.PathLike[str], out: str | os.PathLike[str], *,
     out.parent.mkdir(parents=True, exist_ok=True)
     manifest: dict[str, Any] = {
         "format": BUNDLE_FORMAT, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "commit": _commit(), "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.processor() or '?'}",
+        "commit": _commit(), "machine": machine_description(),
         "entries": {}, "sqlite": {}}
     fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", dir=out.parent)
     os.close(fd)
