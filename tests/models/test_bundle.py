@@ -154,3 +154,24 @@ def test_summary_and_cli_say_what_is_carried(tmp_path):
     out = runner.invoke(main, ["cache", "import", str(tmp_path / "b.tar"), "--cache", str(tmp_path / "c")])
     assert out.exit_code == 0, out.output
     assert "synthetic: 1 added, 0 already present" in out.output and "generations.sqlite: 2 rows added" in out.output
+
+
+def test_a_folder_finished_by_a_run_during_the_import_is_kept(tmp_path, monkeypatch):
+    """The model appears between the import's check and its rename (a run trained it meanwhile): theirs stays."""
+    import radaudit.models.bundle as bundle
+
+    export_bundle(_cache(tmp_path / "a"), tmp_path / "b.tar")
+    dst = tmp_path / "clone"
+    real_replace = bundle.os.replace
+    raced = []
+
+    def racing_replace(src, target):
+        if Path(target).name == "vlm-aaaa" and not raced:
+            raced.append(target)
+            _model(dst, "vlm-aaaa", "aaaa", weights=b"trained by the run")  # atomic_dir renames through here too
+        return real_replace(src, target)
+
+    monkeypatch.setattr(bundle.os, "replace", racing_replace)
+    report = import_bundle(tmp_path / "b.tar", dst)
+    assert raced and report.present == {"demo_models": 1} and report.added == {"synthetic": 1}
+    assert (dst / "demo_models" / "vlm-aaaa" / "model.safetensors").read_bytes() == b"trained by the run"

@@ -261,7 +261,13 @@ def import_bundle(bundle: str | os.PathLike[str], root: str | os.PathLike[str]) 
                         report.refused.append((f"{kind}/{entry.name}", "its files do not match its file list"))
                         continue
                     dest.parent.mkdir(parents=True, exist_ok=True)
-                    os.replace(entry, dest)
+                    try:
+                        os.replace(entry, dest)
+                    except OSError:  # a run (or another import) finished the same folder meanwhile: keep it
+                        if not (dest.is_dir() and any(dest.iterdir())):
+                            raise
+                        report.present[kind] = report.present.get(kind, 0) + 1
+                        continue
                     report.added[kind] = report.added.get(kind, 0) + 1
                     continue
                 new = 0
