@@ -32,7 +32,11 @@ def test_order_is_longest_first_with_never_run_experiments_first(tmp_path):
     names = ["data_overview", "decoding_erasure", "atomic_facts", "modality_shift", "synthetic_cxr"]
     assert run_order(names, tmp_path, "demo") == ["decoding_erasure", "atomic_facts", "modality_shift",
                                                    "synthetic_cxr", "data_overview"]
-    assert run_order(names, tmp_path / "nothing-here", "demo") == names  # a fresh clone: registry order
+    # a fresh clone: the experiments that train stand-ins first, the heaviest first; the rest in registry order
+    assert run_order(names, tmp_path / "nothing-here", "demo") == ["synthetic_cxr", "modality_shift", "decoding_erasure",
+                                                                   "data_overview", "atomic_facts"]
+    _manifest(tmp_path, "synthetic_cxr", "b", 5.0, started="2026-11-28T10:00:00+00:00")  # once run, its time counts
+    assert run_order(names, tmp_path, "demo")[:2] == ["decoding_erasure", "atomic_facts"]
 
 
 @pytest.mark.parametrize("jobs", [0, -1, 1.5, True])

@@ -27,6 +27,11 @@ class Experiment:
     #: :mod:`radaudit.shards`): ``step(params, shard=(i, n)) -> dict`` of counts, writing into the shared cache
     #: exactly the entries the notebook's full run looks up. None: the experiment cannot be sharded.
     shard_step: str | None = None
+    #: How heavy a run is when nothing is cached yet (the stand-in models are trained then): a larger value runs
+    #: first among the experiments never run before (``radaudit run all --jobs``, :func:`radaudit.run_many.run_order`),
+    #: so the longest start first on a fresh clone. An ordinal hint, not a timing: on the fresh-clone demo of
+    #: ``benchmarks/results/demo_fresh.json`` synthetic_cxr took longest, then modality_shift, then decoding_erasure.
+    first_run_rank: int = 0
 
     def params_model(self) -> type[BaseParams]:
         if not isinstance(self.params, str):
@@ -59,6 +64,7 @@ register(Experiment(
     notebook="01_decoding_erasure.ipynb",
     params="radaudit.audits.decoding_erasure:Params",
     shard_step="radaudit.audits.decoding_erasure.shards:generation_step",
+    first_run_rank=1,  # three report writers
     description="Does the decoding strategy erase sex-associated clinical terms? CAD, WAE, diversity, WEAT, ΔDIR "
                 "(Parikh et al., 'Measuring What VLMs Don't Say').",
     paper="000_c11b3b836ef0a58a.txt",
@@ -124,6 +130,7 @@ register(Experiment(
            "text. Swapping the report for an opposite-label patient's (Selective Modality Shifting) changes "
            'their answers far more than swapping the image, they stay confident when misled, and their attention'
            ' falls mostly on text tokens.'),
+    first_run_rank=2,  # the tiny LLaVA
 ))
 
 
@@ -132,6 +139,7 @@ register(Experiment(
     notebook="05_synthetic_cxr.ipynb",
     params="radaudit.audits.synthetic_cxr:Params",
     shard_step="radaudit.audits.synthetic_cxr.shards:feature_step",
+    first_run_rank=3,  # a diffusion model, three image networks, utility classifiers
     description="Fidelity, privacy and utility of synthetic chest X-rays (CheXGenBench): FID/KID/PRDC on two encoders "
                 "with CIs, per-label FID, re-identification and distances to training images, a classifier trained on "
                 "synthetic images only, and rankings (Dutt et al., 'CheXGenBench').",

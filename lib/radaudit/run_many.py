@@ -13,8 +13,9 @@ notebooks share are SQLite databases in WAL mode or content-addressed folders wr
 
 **Order.** Longest first (the longest-processing-time rule, which keeps the last job from starting late): each
 experiment is placed by the wall time of its newest succeeded run of the same preset under the outputs folder;
-experiments never run there (a fresh clone) come first, in registry order, since their models are not trained
-yet. With ``jobs=1`` the order is the registry order, as it always was.
+experiments never run there (a fresh clone) come first, since their models are not trained yet, the heaviest first
+by :attr:`radaudit.experiments.Experiment.first_run_rank` (those of equal rank in registry order). With ``jobs=1``
+the order is the registry order, as it always was.
 
 Ray is the lab's engine for distribution (``radaudit sweep``); this is a local pool of a handful of processes and
 does not need the ``ray`` extra.
@@ -58,7 +59,9 @@ class RunOutcome:
 
 def run_order(names: Sequence[str], outputs: str | Path, preset: str) -> list[str]:
     """``names`` longest first by their newest succeeded ``preset`` run under ``outputs`` (its ``duration_s``);
-    names with no such run first, in the given order (module docstring)."""
+    names with no such run first, by their ``first_run_rank`` (highest first, then in the given order; module
+    docstring)."""
+    from radaudit.experiments import EXPERIMENTS
     from radaudit.timings import latest_runs
 
     seconds: dict[str, float] = {}
@@ -67,7 +70,8 @@ def run_order(names: Sequence[str], outputs: str | Path, preset: str) -> list[st
             seconds[run.parent.name] = float(json.loads((run / "manifest.json").read_text(encoding="utf-8"))["duration_s"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-    unknown = [n for n in names if n not in seconds]
+    unknown = sorted((n for n in names if n not in seconds),
+                     key=lambda n: -(EXPERIMENTS[n].first_run_rank if n in EXPERIMENTS else 0))
     known = sorted((n for n in names if n in seconds), key=lambda n: -seconds[n])
     return unknown + known
 
