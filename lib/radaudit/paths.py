@@ -160,16 +160,11 @@ def reusable_model_dir(folder: str | os.PathLike[str], meta_file: str, digest: s
             info.get("stop_reason") or "time guard")
         shutil.rmtree(folder, ignore_errors=True)
         return False
-    listing = folder / FILES_MANIFEST
-    if listing.is_file():  # written by atomic_dir: a truncated or corrupted file is found here
-        try:
-            recorded = json.loads(listing.read_text())
-        except (OSError, ValueError):
-            recorded = None
-        if recorded is None or _file_listing(folder) != recorded:
-            logging.getLogger(__name__).warning(
-                "The model in %s does not match its file list (a file is missing, truncated or changed); it is "
-                "removed and trained again.", folder)
-            shutil.rmtree(folder, ignore_errors=True)
-            return False
+    # the file list is written by atomic_dir (older folders have none): a truncated or corrupted file is found here
+    if (folder / FILES_MANIFEST).is_file() and not listing_matches(folder):
+        logging.getLogger(__name__).warning(
+            "The model in %s does not match its file list (a file is missing, truncated or changed); it is "
+            "removed and trained again.", folder)
+        shutil.rmtree(folder, ignore_errors=True)
+        return False
     return True
