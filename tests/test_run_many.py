@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from radaudit.cli import main
 from radaudit.errors import ParamsError
+from radaudit.experiments import EXPERIMENTS
 from radaudit.run_many import run_many, run_order
 
 
@@ -111,14 +112,15 @@ def test_interrupt_marks_the_running_notebooks_and_starts_no_more(shared_data, t
     running = []
     while time.monotonic() < deadline and not running:
         time.sleep(0.5)
-        for m in out.glob("decoding_erasure/2*/manifest.json"):
+        for m in out.glob("synthetic_cxr/2*/manifest.json"):  # first in a fresh folder's order (heaviest first)
             try:
                 running = [m] if json.loads(m.read_text())["status"] == "running" else []
             except ValueError:
                 pass
-    assert running, "decoding_erasure never started"
+    assert running, "synthetic_cxr never started"
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=180)
     assert proc.returncode != 0, output
     assert json.loads(running[0].read_text())["status"] == "interrupted", output
-    assert not (out / "synthetic_cxr").exists(), output  # the last in the order: never started
+    assert run_order(list(EXPERIMENTS), tmp_path / "empty", "smoke")[-1] == "atomic_facts"
+    assert not (out / "atomic_facts").exists(), output  # the last in the order: never started
