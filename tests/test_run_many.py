@@ -107,7 +107,10 @@ def test_interrupt_marks_the_running_notebooks_and_starts_no_more(shared_data, t
     env = {**os.environ, "RADAUDIT_CACHE": str(tmp_path / "cache")}
     proc = subprocess.Popen([str(Path(sys.executable).parent / "radaudit"), "run", "all", "--preset", "smoke", "--jobs",
                              "2", "--out", str(out), "--data-root", str(shared_data)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            # a shell without job control starts background commands (`make test &`) with SIGINT
+                            # ignored, and Python then leaves it ignored: the runner would never see this SIGINT
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     running = []
     while time.monotonic() < deadline and not running:
