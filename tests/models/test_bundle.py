@@ -34,6 +34,7 @@ def _cache(root: Path) -> Path:
     np.save(parts / "part-00000-2.npy", np.full((2, 4, 4), 0.25, dtype=np.float32))
     np.save(parts / "part-00001-1.npy", np.full((1, 4, 4), 0.75, dtype=np.float32))
     (parts / "info.json").write_text("{}")
+    np.save(parts / ".part-00002.4242.tmp.npy", np.zeros((1, 4, 4), dtype=np.float32))  # being written: left out
     with ContentCache(root) as c:
         c.put("k1", {"text": "No effusion."}, parts={"prompt": "p1"})
         c.put("k2", {"text": "Small left effusion."})
@@ -61,6 +62,8 @@ def test_round_trip_carries_models_images_and_rows_and_the_model_is_reused(tmp_p
     assert part.shape == (1, 4, 4) and float(part[0, 0, 0]) == 0.75
     with ContentCache(dst) as c:
         assert c.get("k1") == {"text": "No effusion."} and c.parts("k1") == {"prompt": "p1"} and len(c) == 2
+    assert sorted(p.name for p in (dst / "synthetic" / "diffusion-123").iterdir()) == ["part-00000-2.npy",
+                                                                                      "part-00001-1.npy"]
     assert not (dst / "marked_images").exists()  # left out: redrawn from the data
     assert not (dst / "demo_models" / ".vlm-bbbb.tmp123").exists()  # a write in progress is not an entry
     assert [p.name for p in dst.iterdir() if p.name.startswith(".")] == []  # no staging folder left behind

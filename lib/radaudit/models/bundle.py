@@ -271,8 +271,8 @@ def import_bundle(bundle: str | os.PathLike[str], root: str | os.PathLike[str]) 
                     report.added[kind] = report.added.get(kind, 0) + 1
                     continue
                 new = 0
-                for part in sorted(entry.iterdir()):
-                    if part.suffix != ".npy" or not part.is_file():
+                for part in sorted(entry.iterdir()):  # finished parts only (a part being written is .part-*.tmp.npy)
+                    if not (part.name.startswith("part-") and part.suffix == ".npy" and part.is_file()):
                         continue
                     target = dest / part.name
                     if not target.exists():
