@@ -261,6 +261,18 @@ DEMO_KINDS = (("fresh", "from a fresh clone (`make install`, then every stand-in
                          "then `make demo DEMO_BUNDLE=FILE`: nothing trained; see [Cache bundles](#cache-bundles-train-once-hand-out))"))
 
 
+def _training_note(d: dict) -> str:
+    """The fresh run's training share (``demo_timings.py``'s ``training_seconds``), or nothing when none was trained."""
+    training, total = d.get("training_seconds"), d.get("notebook_seconds_sum")
+    if not training or not total:
+        return ""
+    rest = total - training
+    jobs = 2 if d.get("parallel") else 1
+    return (f" Training the {d.get('training_models', '?')} stand-in models took {training / 60:.1f} of those "
+            f"{total / 60:.1f} notebook minutes (the models' own records); the rest, {rest / 60:.1f} min, run "
+            f"{jobs} at a time, would take at least {rest / jobs / 60:.1f} min even if training were free.")
+
+
 def render_demo_block(folder: Path = RESULTS) -> str:
     """The README's ``<!-- bench:demo -->`` block: ``make demo``'s wall time, from ``demo_<kind>.json``
     (``benchmarks/demo_timings.py``), per experiment and with the slowest cells of the cached run."""
@@ -278,7 +290,7 @@ def render_demo_block(folder: Path = RESULTS) -> str:
                    f"{d['notebook_seconds_sum'] / 60:.1f} min of notebooks" if d.get("parallel") else "")
         lines.append(f"- `make demo` {what}: **{d['seconds'] / 60:.1f} min**, {d['budget_ratio']:.2f}x the "
                      f"{d['budget_s'] / 60:.0f} min target ({install}notebooks in minutes: {parts}{overlap}; runs of commit "
-                     f"{d.get('run_commit', '?')} on {d.get('machine', '?')}, {d.get('date', '?')}).")
+                     f"{d.get('run_commit', '?')} on {d.get('machine', '?')}, {d.get('date', '?')}).{_training_note(d)}")
     cached = _load(folder, "demo_cached")
     if cached is not None:
         cells = cached.get("slowest_cells") or []

@@ -17,6 +17,13 @@ stand-in models are trained, the generations made); *cached* = ``make demo`` aga
 *bundle* = a new clone whose ``make demo`` first imports a cache bundle (``radaudit cache export`` on another
 clone; ``--import-seconds``: the import's wall time, which ``radaudit cache import`` prints).
 The script refuses runs that are not all on the same commit, or fewer than every experiment.
+
+``training_seconds`` (``--cache``, default the project's cache folder): the seconds the runs spent training stand-in
+models, summed from the records of every model folder in the cache whose record was written between the first run's
+start and the last run's end (:func:`radaudit.models.bundle.training_seconds`; ``training_models`` counts them). On a
+fresh clone that is every model; with caches present, or with a bundle, none. It is notebook time (inflated, like the
+per-experiment times, by the notebooks beside it), so ``notebook_seconds_sum - training_seconds`` is what the
+notebooks would cost if the stand-ins were free: the fresh clone's floor without a bundle, whatever else is made faster.
 """
 
 from __future__ import annotations
@@ -46,10 +53,34 @@ def wall_span(manifests) -> float | None:
     return (max(ends) - min(starts)).total_seconds() if starts else None
 
 
+def trained_during(cache: Path, manifests) -> tuple[float, int]:
+    """``(seconds, n)``: the training time recorded by the model folders of ``cache`` whose record was written while
+    the runs of ``manifests`` ran (module docstring), and how many folders that is."""
+    from datetime import datetime
+
+    from radaudit.models.bundle import KINDS, training_seconds
+
+    try:
+        start = min(datetime.fromisoformat(m["started"]).timestamp() for m in manifests)
+        end = max(datetime.fromisoformat(m["finished"]).timestamp() for m in manifests)
+    except (KeyError, TypeError, ValueError):
+        return 0.0, 0
+    total, n = 0.0, 0
+    for kind in (k for k, layout in KINDS.items() if layout == "folders"):
+        for folder in sorted((cache / kind).glob("*")) if (cache / kind).is_dir() else []:
+            records = [*folder.glob("radaudit_*.json"), folder / "training_log.json"]
+            written = [r.stat().st_mtime for r in records if r.is_file()]
+            seconds = training_seconds(folder)
+            if seconds is not None and written and start <= min(written) <= end + 1:
+                total, n = total + seconds, n + 1
+    return round(total, 1), n
+
+
 def demo_record(outputs: Path, kind: str, install_seconds: float | None = None,
-                import_seconds: float | None = None) -> dict:
+                import_seconds: float | None = None, cache: Path | None = None) -> dict:
     """The fields :func:`_results.record` gets for ``demo_<kind>`` (see the module docstring)."""
     from radaudit.experiments import EXPERIMENTS
+    from radaudit.models.cache import default_cache_dir
     from radaudit.timings import latest_runs, slowest_cells
 
     if kind not in BUDGETS_S:
@@ -70,9 +101,11 @@ def demo_record(outputs: Path, kind: str, install_seconds: float | None = None,
     notebooks = span if span is not None else total
     seconds = notebooks + (install_seconds or 0.0) + (import_seconds or 0.0)
     cells = slowest_cells(runs, top=10)
+    training, n_models = trained_during(cache if cache is not None else default_cache_dir(), manifests.values())
     return {"seconds": seconds, "n": len(per), "unit": "notebooks", "budget_s": BUDGETS_S[kind],
             "notebook_seconds": round(notebooks, 1), "notebook_seconds_sum": round(total, 1),
             "parallel": span is not None and span < 0.95 * total,
+            "training_seconds": training, "training_models": n_models,
             "kind": kind, "install_seconds": install_seconds, "import_seconds": import_seconds, "per_experiment": per,
             "runs": {r.parent.name: r.name for r in sorted(runs)},
             "run_commit": commits.pop(),
@@ -88,8 +121,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="make install's wall time, for a fresh clone (the runs cannot see it)")
     ap.add_argument("--import-seconds", type=float, default=None,
                     help="the bundle import's wall time, for --kind bundle (radaudit cache import prints it)")
+    ap.add_argument("--cache", type=Path, default=None, help="the cache folder the runs used (default: the project's)")
     args = ap.parse_args(argv)
-    fields = demo_record(args.outputs, args.kind, args.install_seconds, args.import_seconds)
+    fields = demo_record(args.outputs, args.kind, args.install_seconds, args.import_seconds, args.cache)
     out = record(f"demo_{args.kind}", **fields)
     write_block("demo", render_demo_block())
     print(f"make demo ({args.kind}): {out['seconds'] / 60:.1f} min for {out['n']} notebooks "

@@ -101,10 +101,12 @@ def test_demo_lines_come_from_the_runs_manifests(results, tmp_path):
     names = sorted(EXPERIMENTS)
     for i, exp in enumerate(names[:-1]):
         make(exp, 60.0 * (i + 1))
+    cache = tmp_path / "cache"  # no model trained: never the project's own cache
     with pytest.raises(SystemExit, match=names[-1]):
-        demo.demo_record(outputs, "cached")
+        demo.demo_record(outputs, "cached", cache=cache)
     make(names[-1], 30.0)
-    rec = demo.demo_record(outputs, "fresh", install_seconds=90.0)
+    rec = demo.demo_record(outputs, "fresh", install_seconds=90.0, cache=cache)
+    assert rec["training_seconds"] == 0.0 and rec["training_models"] == 0
     want = sum(60.0 * (i + 1) for i in range(len(names) - 1)) + 30.0
     assert rec["seconds"] == pytest.approx(want + 90.0) and rec["budget_s"] == 480.0 and rec["n"] == len(names)
     assert rec["per_experiment"][names[0]] == 60.0 and rec["run_commit"] == "abc1234"
@@ -118,22 +120,58 @@ def test_demo_lines_come_from_the_runs_manifests(results, tmp_path):
         m = json.loads((outputs / exp / "20261127-120000_demo" / "manifest.json").read_text())
         m.update(started=f"2026-11-27T12:0{i // 2}:00+00:00", finished=f"2026-11-27T12:0{i // 2}:50+00:00")
         (outputs / exp / "20261127-120000_demo" / "manifest.json").write_text(json.dumps(m))
-    par = demo.demo_record(outputs, "cached")
+    par = demo.demo_record(outputs, "cached", cache=cache)
     last = (len(names) - 1) // 2
     assert par["seconds"] == 60.0 * last + 50.0 and par["parallel"] and par["notebook_seconds_sum"] == want
     results.record("demo_cached", folder=tmp_path, **par)
     assert f"{par['seconds'] / 60:.1f} min of wall clock for {want / 60:.1f} min of notebooks" in \
         results.render_demo_block(tmp_path)
     # a fresh clone given a bundle: install and import are added to the notebooks' wall clock
-    bun = demo.demo_record(outputs, "bundle", install_seconds=90.0, import_seconds=4.0)
+    bun = demo.demo_record(outputs, "bundle", install_seconds=90.0, import_seconds=4.0, cache=cache)
     assert bun["seconds"] == pytest.approx(par["seconds"] + 94.0) and bun["budget_s"] == 480.0
     results.record("demo_bundle", folder=tmp_path, **bun)
     line = next(ln for ln in results.render_demo_block(tmp_path).splitlines() if "DEMO_BUNDLE" in ln)
     assert f"**{(par['seconds'] + 94.0) / 60:.1f} min**" in line and "install 1.5 min, bundle import 4 s, " in line
     make(names[0], 10.0, sha="fff0000aaa", name="20261127-130000_demo")  # a newer run of another commit
     with pytest.raises(SystemExit, match="several commits"):
-        demo.demo_record(outputs, "cached")
+        demo.demo_record(outputs, "cached", cache=cache)
     sys.modules.pop("demo_timings", None)
+
+
+def test_the_fresh_line_says_how_much_of_the_notebooks_was_training(results, tmp_path):
+    """demo_timings.trained_during: the training time recorded by the model folders written while the runs ran
+    (not one trained before them), and the README line's 'even if training were free' floor from it."""
+    from datetime import datetime
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    demo = importlib.import_module("demo_timings")
+    start, end = "2026-11-27T12:00:00+00:00", "2026-11-27T12:10:00+00:00"
+    t_in = datetime.fromisoformat("2026-11-27T12:05:00+00:00").timestamp()
+    t_before = datetime.fromisoformat("2026-11-27T11:00:00+00:00").timestamp()
+    cache = tmp_path / "cache"
+
+    def model(kind, name, record, when):
+        folder = cache / kind / name
+        folder.mkdir(parents=True)
+        for file, fields in record.items():
+            (folder / file).write_text(json.dumps(fields))
+            os.utime(folder / file, (when, when))
+
+    model("demo_models", "vlm-1", {"radaudit_vlm_model.json": {"total_seconds": 400.0, "train_seconds": 350.0},
+                                   "training_log.json": {"elapsed_seconds": 350.0}}, t_in)  # the inclusive time
+    model("demo_models", "diffusion-1", {"radaudit_diffusion.json": {"train_seconds": 200.0}}, t_in)
+    model("utility_classifiers", "real-1", {"radaudit_utility_classifier.json": {"elapsed_seconds": 10.5}}, t_in)
+    model("demo_models", "old-1", {"radaudit_cxr_model.json": {"total_seconds": 999.0}}, t_before)  # before the runs
+    model("demo_models", "untimed", {"config.json": {}}, t_in)  # records no time
+    manifests = [{"started": start, "finished": end}]
+    assert demo.trained_during(cache, manifests) == (610.5, 3)
+    assert demo.trained_during(cache, [{"started": "20261127-120000_demo"}]) == (0.0, 0)
+    sys.modules.pop("demo_timings", None)
+    line = results._training_note({"training_seconds": 610.5, "training_models": 3, "notebook_seconds_sum": 1210.5,
+                                   "parallel": True})
+    assert "Training the 3 stand-in models took 10.2 of those 20.2 notebook minutes" in line
+    assert "the rest, 10.0 min, run 2 at a time, would take at least 5.0 min even if training were free" in line
+    assert results._training_note({"training_seconds": 0.0, "notebook_seconds_sum": 100.0}) == ""
 
 
 def test_speed_lines_say_what_each_file_holds(results, tmp_path):

@@ -456,7 +456,8 @@ def cache_info(cache) -> None:
     click.echo(f"cache: {root}{'' if rows else '  (empty)'}")
     for r in rows:
         bundled = "bundled" if r["bundled"] == "yes" else f"not bundled: {r['bundled']}"
-        click.echo(f"  {r['name']:<22} {r['what']:>14} {r['bytes'] / 2**20:9.1f} MiB  {bundled}")
+        trained = f"  (trained in {r['training_seconds'] / 60:.1f} min)" if r["training_seconds"] else ""
+        click.echo(f"  {r['name']:<22} {r['what']:>14} {r['bytes'] / 2**20:9.1f} MiB  {bundled}{trained}")
 
 
 @cache_group.command("export")
@@ -474,6 +475,9 @@ def cache_export(bundle, cache, kinds) -> None:
     click.echo(f"{bundle}: {size:.1f} MiB in {time.monotonic() - start:.0f} s; "
                + ", ".join(f"{k} {v}" for k, v in n.items())
                + "".join(f", {db} {rows:,} rows" for db, rows in manifest["sqlite"].items()))
+    if manifest["training_seconds"]:
+        click.echo(f"Its models took {manifest['training_seconds'] / 60:.1f} min to train here (their own records); "
+                   "a clone that imports it skips that.")
     click.echo("Another clone: radaudit cache import " + str(bundle))
 
 

@@ -13,15 +13,15 @@ from click.testing import CliRunner
 
 from radaudit.cli import main
 from radaudit.errors import DataFormatError, ParamsError
-from radaudit.models.bundle import BUNDLE_MANIFEST, cache_summary, export_bundle, import_bundle
+from radaudit.models.bundle import BUNDLE_MANIFEST, cache_summary, export_bundle, import_bundle, training_seconds
 from radaudit.models.cache import ContentCache
 from radaudit.paths import atomic_dir, reusable_model_dir
 
 
-def _model(root: Path, name: str, digest: str, weights: bytes = b"\x00\x01weights") -> Path:
+def _model(root: Path, name: str, digest: str, weights: bytes = b"\x00\x01weights", seconds: float = 90.0) -> Path:
     with atomic_dir(root / "demo_models" / name) as tmp:
         (tmp / "model.safetensors").write_bytes(weights)
-        (tmp / "radaudit_vlm_model.json").write_text(json.dumps({"config_hash": digest}))
+        (tmp / "radaudit_vlm_model.json").write_text(json.dumps({"config_hash": digest, "total_seconds": seconds}))
     return root / "demo_models" / name
 
 
@@ -144,19 +144,46 @@ def test_what_is_not_a_bundle_gets_a_clear_error(tmp_path):
 
 def test_summary_and_cli_say_what_is_carried(tmp_path):
     src = _cache(tmp_path / "a")
+    _model(src, "vlm-cccc", "cccc", seconds=60.0)
     rows = {r["name"]: r for r in cache_summary(src)}
-    assert rows["demo_models"]["what"] == "1 entries" and rows["demo_models"]["bundled"] == "yes"
+    assert rows["demo_models"]["what"] == "2 entries" and rows["demo_models"]["bundled"] == "yes"
+    assert rows["demo_models"]["training_seconds"] == 150.0 and rows["synthetic"]["training_seconds"] is None
     assert rows["generations.sqlite"]["what"] == "2 rows"
     assert rows["marked_images"]["bundled"].startswith("redrawn from the data")
     runner = CliRunner()
     out = runner.invoke(main, ["cache", "info", "--cache", str(src)])
     assert out.exit_code == 0 and "not bundled: redrawn from the data" in out.output
+    assert "bundled  (trained in 2.5 min)" in out.output
+    out = runner.invoke(main, ["cache", "export", str(tmp_path / "all.tar"), "--cache", str(src)])
+    assert out.exit_code == 0 and "Its models took 2.5 min to train here" in out.output, out.output
     out = runner.invoke(main, ["cache", "export", str(tmp_path / "b.tar"), "--cache", str(src), "--kind", "synthetic"])
     assert out.exit_code == 0, out.output
     assert "synthetic 1, generations.sqlite 2 rows" in out.output and "demo_models" not in out.output
     out = runner.invoke(main, ["cache", "import", str(tmp_path / "b.tar"), "--cache", str(tmp_path / "c")])
     assert out.exit_code == 0, out.output
     assert "synthetic: 1 added, 0 already present" in out.output and "generations.sqlite: 2 rows added" in out.output
+
+
+def test_training_seconds_reads_each_trainers_own_record(tmp_path):
+    """The most inclusive time a folder records (radaudit_*.json before training_log.json); None when none does or
+    the record is not a JSON object with a non-negative number."""
+    def folder(name, **files):
+        f = tmp_path / name
+        f.mkdir()
+        for file, text in files.items():
+            (f / file).write_text(text)
+        return f
+
+    assert training_seconds(folder("vlm", **{"radaudit_vlm_model.json": '{"total_seconds": 476.0, "train_seconds": 420.4}',
+                                             "training_log.json": '{"elapsed_seconds": 420.4}'})) == 476.0
+    assert training_seconds(folder("unet", **{"radaudit_diffusion.json": '{"train_seconds": 321.3}'})) == 321.3
+    assert training_seconds(folder("log", **{"training_log.json": '{"elapsed_seconds": 12}'})) == 12.0
+    assert training_seconds(folder("bad", **{"radaudit_x.json": '{"total_seconds": -1, "train_seconds": true}',
+                                             "training_log.json": "[1, 2]"})) is None
+    assert training_seconds(folder("garbled", **{"radaudit_x.json": "{not json"})) is None
+    assert training_seconds(tmp_path / "missing") is None
+    manifest = export_bundle(_cache(tmp_path / "c"), tmp_path / "b.tar")
+    assert manifest["training_seconds"] == 90.0
 
 
 def test_a_folder_finished_by_a_run_during_the_import_is_kept(tmp_path, monkeypatch):

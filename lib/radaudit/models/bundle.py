@@ -40,12 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from radaudit.errors import DataFormatError, ParamsError
-from radaudit.manifest import machine_description
-from radaudit.paths import FILES_MANIFEST, listing_matches
+from radaudit.errors import DataFormatError, ParamsError, RadauditError
+from radaudit.manifest import git_info, machine_description
+from radaudit.paths import FILES_MANIFEST, listing_matches, project_root
 
 __all__ = ["BUNDLE_FORMAT", "BUNDLE_MANIFEST", "KINDS", "LEFT_OUT", "ImportReport", "cache_summary",
-           "export_bundle", "import_bundle"]
+           "export_bundle", "import_bundle", "training_seconds"]
 
 BUNDLE_MANIFEST = "radaudit_bundle.json"
 BUNDLE_FORMAT = 1
@@ -57,6 +57,33 @@ LEFT_OUT: dict[str, str] = {
     "marked_images": "redrawn from the data on first use (~15 s for the demo)",
     "rehearsal": "the test suite's twins, rebuilt by the tests",
 }
+
+
+#: where a trained folder's own metadata records how long it took to make, most inclusive first: the trainers'
+#: ``radaudit_*.json`` (``total_seconds`` = data preparation + warm start + training, as the VLM and report writers
+#: write it; ``train_seconds`` the diffusion UNet's; ``elapsed_seconds`` the utility classifiers'), then
+#: ``training_log.json`` (:func:`radaudit.models.train.train_model`: the optimisation steps only)
+_TIME_KEYS = ("total_seconds", "train_seconds", "elapsed_seconds")
+
+
+def training_seconds(folder: str | os.PathLike[str]) -> float | None:
+    """Seconds the model in ``folder`` took to train, as recorded in its own metadata when it was trained (on the
+    machine that trained it: a bundle's models keep the exporter's times); ``None`` when nothing records one.
+    The time a bundle saves an importing clone is, roughly, the sum over its folders (plus the image generation,
+    which nothing records per set)."""
+    folder = Path(folder)
+    for meta in [*sorted(folder.glob("radaudit_*.json")), folder / "training_log.json"]:
+        try:
+            data = json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        for key in _TIME_KEYS:
+            value = data.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+                return float(value)
+    return None
 
 
 def _size(path: Path) -> int:
@@ -88,8 +115,9 @@ def _count_rows(path: Path) -> int:
 
 
 def cache_summary(root: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """One row per top-level item of the cache ``root``: ``name``, ``what`` (entries / rows), ``bytes`` and
-    ``bundled`` (whether :func:`export_bundle` carries it, or why not)."""
+    """One row per top-level item of the cache ``root``: ``name``, ``what`` (entries / rows), ``bytes``,
+    ``bundled`` (whether :func:`export_bundle` carries it, or why not) and, for the model folders,
+    ``training_seconds`` (:func:`training_seconds` summed over the entries that record one; else ``None``)."""
     root = Path(root)
     rows: list[dict[str, Any]] = []
     if not root.is_dir():
@@ -98,20 +126,19 @@ def cache_summary(root: str | os.PathLike[str]) -> list[dict[str, Any]]:
         if p.name.startswith("."):
             continue
         if p.suffix == ".sqlite" and p.is_file():
-            rows.append({"name": p.name, "what": f"{_count_rows(p):,} rows", "bytes": _size(p), "bundled": "yes"})
+            rows.append({"name": p.name, "what": f"{_count_rows(p):,} rows", "bytes": _size(p), "bundled": "yes",
+                         "training_seconds": None})
         elif p.is_dir():
             bundled = "yes" if p.name in KINDS else LEFT_OUT.get(p.name, "no: not a cache kind radaudit knows")
-            n = len(_entries(root, p.name)) if p.name in KINDS else sum(1 for _ in p.iterdir())
-            rows.append({"name": p.name, "what": f"{n:,} entries", "bytes": _size(p), "bundled": bundled})
+            entries = _entries(root, p.name) if p.name in KINDS else list(p.iterdir())
+            times = [t for t in map(training_seconds, entries) if t is not None] if KINDS.get(p.name) == "folders" else []
+            rows.append({"name": p.name, "what": f"{len(entries):,} entries", "bytes": _size(p), "bundled": bundled,
+                         "training_seconds": round(sum(times), 1) if times else None})
     return rows
 
 
 def _commit() -> str | None:
     """The project's commit (provenance only; ``None`` outside a checkout)."""
-    from radaudit.errors import RadauditError
-    from radaudit.manifest import git_info
-    from radaudit.paths import project_root
-
     try:
         return git_info(project_root()).get("commit")
     except RadauditError:
@@ -139,7 +166,7 @@ def export_bundle(root: str | os.PathLike[str], out: str | os.PathLike[str], *,
     manifest: dict[str, Any] = {
         "format": BUNDLE_FORMAT, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "commit": _commit(), "machine": machine_description(),
-        "entries": {}, "sqlite": {}}
+        "entries": {}, "sqlite": {}, "training_seconds": 0.0}
     fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", dir=out.parent)
     os.close(fd)
     tmp = Path(tmp_name)
@@ -149,6 +176,8 @@ def export_bundle(root: str | os.PathLike[str], out: str | os.PathLike[str], *,
             for kind in kinds:
                 entries = _entries(root, kind)
                 manifest["entries"][kind] = [e.name for e in entries]
+                if KINDS[kind] == "folders":
+                    manifest["training_seconds"] += sum(t for t in map(training_seconds, entries) if t is not None)
                 for e in entries:
                     tar.add(e, arcname=f"{kind}/{e.name}")
             for db in _sqlite_files(root):
@@ -161,6 +190,7 @@ def export_bundle(root: str | os.PathLike[str], out: str | os.PathLike[str], *,
                     dst.close()
                 manifest["sqlite"][db.name] = _count_rows(snap)
                 tar.add(snap, arcname=db.name)
+            manifest["training_seconds"] = round(manifest["training_seconds"], 1)
             data = json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8")
             info = tarfile.TarInfo(BUNDLE_MANIFEST)
             info.size = len(data)
