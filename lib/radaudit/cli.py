@@ -153,6 +153,9 @@ def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, pa
     else:
         names = [experiment]
     prepared = {n: prepare(n, preset, overrides, data_root, params_files) for n in names}  # all checks first
+    hint = _first_run_hint(names, preset)
+    if hint:
+        click.echo(hint)
     if jobs > 1 and len(names) > 1:
         _run_parallel(names, jobs, preset, overrides, data_root, out, name, params_files, rehearse)
         return
@@ -177,6 +180,24 @@ def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, pa
             click.echo(f"  FAILED  {n}")
     if failed:
         sys.exit(1)
+
+
+def _first_run_hint(names, preset) -> str | None:
+    """A line for a demo run whose cache holds no trained stand-in yet: those experiments train theirs first (most of
+    a fresh clone's time), and a cache bundle from another clone skips that."""
+    from radaudit.experiments import EXPERIMENTS
+    from radaudit.models.cache import default_cache_dir
+
+    training = [n for n in names if EXPERIMENTS[n].first_run_rank > 0]
+    if preset != "demo" or not training:
+        return None
+    root = default_cache_dir()
+    models = root / "demo_models"
+    if models.is_dir() and any(p.is_dir() and not p.name.startswith(".") for p in models.iterdir()):
+        return None
+    return (f"The cache ({root}) holds no trained stand-in yet: {', '.join(training)} train theirs first, which is "
+            "most of a first run's time. To skip it, import another clone's cache bundle first: "
+            "`make demo DEMO_BUNDLE=FILE` (README: Cache bundles).")
 
 
 def _run_parallel(names, jobs, preset, overrides, data_root, out, name, params_files, rehearse) -> None:

@@ -241,3 +241,20 @@ def test_generations_made_in_one_clone_are_found_in_another(tmp_path, tiny_causa
                      max_new_tokens=4, cache=tmp_path / "b")
     assert not any(g.cached for g in first) and all(g.cached for g in again)
     assert [g.text for g in again] == [g.text for g in first]
+
+
+def test_a_demo_run_on_an_empty_cache_points_to_bundles(tmp_path, monkeypatch):
+    """`radaudit run all --preset demo` on a cache with no trained stand-in says which experiments train theirs and
+    how a bundle skips that; not once a model is there, not for other presets or experiments that train nothing."""
+    from radaudit.cli import _first_run_hint
+
+    monkeypatch.setenv("RADAUDIT_CACHE", str(tmp_path / "c"))
+    names = ["data_overview", "decoding_erasure", "synthetic_cxr"]
+    hint = _first_run_hint(names, "demo")
+    assert hint is not None and "decoding_erasure, synthetic_cxr train theirs first" in hint
+    assert "make demo DEMO_BUNDLE=FILE" in hint and str(tmp_path / "c") in hint
+    assert _first_run_hint(names, "smoke") is None and _first_run_hint(["data_overview"], "demo") is None
+    (tmp_path / "c" / "demo_models" / ".vlm-x.tmp1").mkdir(parents=True)  # a model being written: still none
+    assert _first_run_hint(names, "demo") is not None
+    _model(tmp_path / "c", "vlm-aaaa", "aaaa")
+    assert _first_run_hint(names, "demo") is None
