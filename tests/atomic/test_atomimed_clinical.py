@@ -133,6 +133,18 @@ def test_hedge_mismatch_on_the_reference_side():
     ("temporal", "unchanged", "stable", 1.0),
     ("location", "right lower lobe", "right upper lobe", 0.25),
     ("location", "bilateral", "right", 0.5),
+    # a lobe and a zone it projects over: a side without its lobe (0.75), not a wrong place (0.25)
+    ("location", "right middle lobe", "right lung base", 0.75),
+    ("location", "lingula", "left base", 0.75),
+    ("location", "right upper lobe", "right base", 0.25),
+    # region families by Jaccard: right lower lobe vs right lower lobe and lingula = sides 1/2 x families 1/2
+    ("location", "right lower lobe", "right lower lobe, lingula", 0.25),
+    ("location", "right lower lobe", "right lower lobe and left lower lobe", 0.5),
+    # morphology per term: found 1, exclusive 0, another compatible descriptor 1/2
+    ("morphology", "hazy", "interstitial", 0.5),
+    ("morphology", "calcified", "noncalcified", 0.0),
+    ("morphology", "calcified spiculated", "spiculated", 0.75),
+    ("morphology", "focal", "diffuse", 0.0),
     ("quantity", "2", "4", 0.5),
 ])
 def test_facet_credit_hand_values(facet, expected, found, credit):
@@ -201,3 +213,55 @@ def test_finding_with_a_wrong_detail_beats_leaving_it_out():
     silent, _ = clinical_scores(ref, [F("pneumothorax", present="no")])
     vague, _ = clinical_scores(ref, [F("pleural effusion", location="left"), F("pneumothorax", present="no")])
     assert vague["f1"] > wrong_degree["f1"] > silent["f1"]
+
+
+def test_a_lobe_stated_by_the_candidate_against_a_zone_is_consistent_extra_detail():
+    assert facet_credit("location", "right middle lobe", "right base", extra_neutral=True) == 1.0
+    assert facet_credit("location", "right lower lobe", "left base", extra_neutral=True) == 0.0
+
+
+def test_resolved_is_nearer_persistent_than_worse():
+    """Reference: edema resolved (absent). A candidate's present edema earns ½·(1 − |Δ|/4) on the temporal axis
+    (resolved −2): decreased ⅜, unchanged ¼, increased ⅛, new 0, so the order follows the clinical distance."""
+    ref = [F("pulmonary edema", present="no", temporal="resolved"), F("cardiomegaly", temporal="stable")]
+    credits = {}
+    for change in ("decreased", "persistent", "worsening", "new"):
+        _, trace = clinical_scores(ref, [F("pulmonary edema", temporal=change), F("cardiomegaly", temporal="stable")])
+        credits[change] = next(t["credit"] for t in trace if t["finding"] == "pulmonary edema" and
+                               t["direction"] == "gt->inf")
+    assert credits == pytest.approx({"decreased": 0.375, "persistent": 0.25, "worsening": 0.125, "new": 0.0})
+
+
+@pytest.mark.parametrize("truth, better, worse", [
+    # "X obscuring the Y" states X: the opacity is not hedged by the silhouette sign
+    ("Retrocardiac opacity with loss of the medial left hemidiaphragm, consistent with left lower lobe collapse.",
+     "Retrocardiac opacity obscuring the medial left hemidiaphragm, consistent with LLL atelectasis.",
+     "No retrocardiac opacity. Lungs are clear."),
+    # PTX is pneumothorax
+    ("Small left apical pneumothorax. Left chest tube in place.", "Small left apical PTX. Left chest tube in place.",
+     "No pneumothorax. Left chest tube in place."),
+    # the side of an enlarged hilum is the hilum's
+    ("The right hilum is enlarged. Right upper lobe mass.", "Enlarged right hilum. Right upper lobe mass.",
+     "Enlarged left hilum. Right upper lobe mass."),
+    # the middle lobe is at the right base: a vaguer but consistent place beats none
+    ("Right middle lobe pneumonia.", "Right basilar pneumonia.", "Pneumonia."),
+    # one more lobe named is worse than none more
+    ("Right lower lobe pneumonia.", "Bilateral lower lobe pneumonia.",
+     "Pneumonia in the right lower lobe, lingula and left lower lobe."),
+    # "tubes in satisfactory position" is the collective of the tubes the reference names
+    ("Endotracheal tube 5 cm above the carina. Nasogastric tube in the stomach. Tubes in satisfactory position.",
+     "ETT 5 cm above the carina. NGT in the stomach. Tubes in satisfactory position.",
+     "ETT 5 cm above the carina. NGT in the stomach. Left pleural effusion."),
+])
+def test_orders_from_text_the_new_rules_decide(truth, better, worse):
+    f1 = score_pairs_clinical([truth, truth], [better, worse])["f1"].tolist()
+    assert f1[0] > f1[1]
+
+
+def test_sternotomy_wires_and_clips_are_what_status_post_cabg_looks_like():
+    truth = "Status post CABG. Heart size is normal. No pleural effusion."
+    f1 = score_pairs_clinical([truth] * 3, ["Median sternotomy wires and mediastinal clips. Normal heart size. No effusion.",
+                                            "Postoperative changes of prior CABG. Normal heart size. No effusion.",
+                                            "Postoperative changes of prior CABG. Normal heart size. Left pleural effusion."]
+                              )["f1"].tolist()
+    assert f1[0] == pytest.approx(f1[1]) == pytest.approx(1.0) and f1[2] < 1.0

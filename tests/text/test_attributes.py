@@ -546,6 +546,11 @@ def test_devices_tricky():
     assert _vals(extract_devices("ET tube, NG tube and right chest tube. Lines and tubes unchanged.")) == [
         "endotracheal_tube", "enteric_tube", "chest_tube", "support_devices"]
     assert _vals(extract_devices("The report is portable.")) == []          # "port" only as a word
+    # a bare plural said to be in position is the collective; a bare "tube" or "lines" alone is not
+    assert _vals(extract_devices("Tubes in satisfactory position.")) == ["support_devices"]
+    assert _vals(extract_devices("Lines are in standard position.")) == ["support_devices"]
+    assert _vals(extract_devices("Devices unchanged in position.")) == []
+    assert _vals(extract_devices("Septal lines are seen.")) == []
     assert _vals(extract_devices("EKG leads overlie the chest.")) == ["ecg_leads"]
     assert _vals(extract_devices("Pacer pads overlie the left hemithorax.")) == ["external_pads"]
     # "IJ/brachiocephalic junction" and "internal jugular vein" are places

@@ -173,3 +173,15 @@ def test_find_cues_memo_hands_out_new_lists():
     cues.clear()
     assert find_cues(s) == expected and expected
     assert find_cues(s, no_new="negative") == expected  # no "new" in the sentence: both settings agree
+
+
+@pytest.mark.parametrize("sentence, mention, status", [
+    # CheXpert's '# obscuring the XXX': the obscured thing is uncertain, the thing that obscures it is seen
+    ("Retrocardiac opacity obscuring the medial left hemidiaphragm.", "opacity", "positive"),
+    ("Opacity obscuring the left costophrenic angle.", "costophrenic angle", "uncertain"),
+    ("The left heart border is obscured.", "left heart border", "uncertain"),
+    ("Obscured right hemidiaphragm.", "right hemidiaphragm", "uncertain"),
+])
+def test_obscuring_hedges_what_is_obscured_not_what_obscures_it(sentence, mention, status):
+    start = sentence.index(mention)
+    assert classify_mention(sentence, (start, start + len(mention))) == status

@@ -24,20 +24,26 @@ reads as absent in the other report (the paper's ``unmentioned="no"``).
   raised by a modifier ("tension" → immediate). A finding stated absent (a pertinent negative)
   weighs ``negative_weight · w`` (default ¼): saying "no pneumothorax" is worth less than finding one.
 - **Credit** of a fact from the other report: absent–absent ``1``; present–present
-  ``α + (1 − α)·a·h``; otherwise ``0``. ``α`` = ½ (the paper's equal weight of the disease and
-  attribute levels, Eq. 4), ``a`` the attribute agreement below, ``h`` = ``hedge_factor`` (¾) when one
-  report hedges the finding ("possible pneumonia") and the other does not, else 1.
-- **Attribute agreement** ``a`` of a paired finding, seen from the asking report: the mean over the
-  facets the asking report states of a graded credit in [0, 1] (:func:`facet_credit`):
-  location — side sets by Jaccard (left vs right 0), lobe/zone family met 1, a different family on
-  the right side 0.4, not stated 0.75; severity/size word — ordinal distance on trace/minimal (1) <
-  small/mild (2) < moderate (3) < large/severe (4), ``1 − |Δ|/3``; size — ``1 − |ln(a/b)| / ln 3``
-  (10 % tolerance); quantity — single/multiple equal 1, counts ``min/max``; temporal change — on
-  resolved (−2) < decreased (−1) < unchanged (0) < increased (1) < new (2), ``1 − |Δ|/2``;
-  morphology — share of the asking report's terms found. A facet the other report does not state
-  counts ½ when the reference asks (an omitted detail is half an error) and is **not assessed** when
-  the candidate asks (a detail the reference did not state cannot be checked, so a correct extra
-  detail is not penalised). No assessed facet → ``a`` = 1.
+  ``α + (1 − α)·a·h``; otherwise ``0``, except that a finding stated resolved against the same finding
+  still present earns ``½ · (1 − |Δ|/4)`` on the whole temporal axis below (decreased ⅜, unchanged ¼,
+  increased ⅛, new 0: "persistent edema" is nearer "edema has resolved" than "worsening edema").
+  ``α`` = ½ (the paper's equal weight of the disease and attribute levels, Eq. 4), ``a`` the attribute
+  agreement below, ``h`` = ``hedge_factor`` (¾) when one report hedges the finding ("possible pneumonia")
+  and the other does not, else 1.
+- **Attribute agreement** ``a`` of a paired finding, seen from the asking report: the mean over the facets the
+  asking report states of a graded credit in [0, 1] (:func:`facet_credit`): location — side sets by Jaccard
+  (left vs right 0), lobe/zone family met 1, a different family on the right side 0.25, not stated 0.75;
+  severity/size word — ordinal distance on trace/minimal (1) < small/mild (2) < moderate (3) < large/severe
+  (4), ``1 − |Δ|/3``; size — ``1 − |ln(a/b)| / ln 3`` (10 % tolerance); quantity — single/multiple equal 1,
+  counts ``min/max``; temporal change — on resolved (−2) < decreased (−1) < unchanged (0) < increased (1) <
+  new (2), ``1 − |Δ|/2``; morphology — per term of the asking report 1 when the other states it, 0 when the
+  other states an exclusive term (calcified vs non-calcified, focal vs diffuse, ...), else ½ (another
+  descriptor that does not contradict it, as if unstated), averaged. A lobe in one report and a zone it
+  projects over in the other ("right middle lobe" vs "right base") count as a side without its lobe (0.75),
+  not a wrong place; region families are compared by Jaccard, so naming one more family costs as naming one
+  more side. A facet the other report does not state counts ½ when the reference asks (an omitted detail is
+  half an error) and is **not assessed** when the candidate asks (a detail the reference did not state cannot
+  be checked, so a correct extra detail is not penalised). No assessed facet → ``a`` = 1.
 - **Precision / recall / F1**::
 
       R = (Σ_ref w·credit + κ) / (Σ_ref w + κ)      P = (Σ_cand w·credit + κ) / (Σ_cand w + κ)
@@ -188,6 +194,29 @@ def _severity_levels(value: str) -> list[float]:
     return out + [4.0] if _COMPLETE.search(value) else out
 
 
+#: lobes and the frontal-film zones they project over (a lobe named in one report, a zone in the other: a
+#: consistent description at another granularity, not a wrong place). The middle lobe and the lingula fill the
+#: mid and lower zones beside the heart ("right base" is said of middle-lobe pneumonia); the lower lobes' superior
+#: segments reach the mid zone; the left upper lobe holds the lingula. Pairs of one family already agree.
+_LOBE_ZONES: dict[str, frozenset[str]] = {
+    "RML": frozenset({"mid_zone", "lower_zone", "base", "cardiophrenic_angle", "infrahilar", "perihilar"}),
+    "lingula": frozenset({"mid_zone", "lower_zone", "base", "cardiophrenic_angle", "infrahilar", "perihilar"}),
+    "RLL": frozenset({"mid_zone", "infrahilar"}),
+    "LLL": frozenset({"mid_zone", "infrahilar"}),
+    "LUL": frozenset({"mid_zone", "perihilar", "suprahilar"}),
+    "RUL": frozenset({"suprahilar"}),
+}
+
+
+def _zone_consistent(expected: str, found: str) -> bool:
+    """Whether a lobe named in one value and a zone named in the other are the same place seen at two
+    granularities (:data:`_LOBE_ZONES`; the sides are compared separately)."""
+    from radaudit.text.attributes import extract_location
+
+    e, f = ({loc.value for loc in extract_location(v)} for v in (expected, found))
+    return any(b in _LOBE_ZONES.get(a, ()) or a in _LOBE_ZONES.get(b, ()) for a in e for b in f)
+
+
 def _location_credit(expected: str, found: str, extra_neutral: bool) -> float | None:
     from radaudit.atomic.compare import location_key
 
@@ -203,7 +232,12 @@ def _location_credit(expected: str, found: str, extra_neutral: bool) -> float | 
     else:
         side = 1.0
     if e_regions and f_regions:
-        region = 1.0 if e_regions & f_regions else _REGION_MISS
+        if e_regions & f_regions:  # shared regions by Jaccard: one more lobe family named costs as one more side
+            region = len(e_regions & f_regions) / len(e_regions | f_regions)
+        elif _zone_consistent(expected, found):  # "right middle lobe" vs "right base": a lobe and its zone
+            region = 1.0 if extra_neutral else _PART_OMITTED
+        else:
+            region = _REGION_MISS
     elif e_regions:
         region = 1.0 if extra_neutral else _PART_OMITTED
     else:
@@ -255,29 +289,54 @@ def _quantity_credit(expected: str, found: str) -> float | None:
     return 1.0
 
 
-def _temporal_credit(expected: str, found: str) -> float | None:
+def _temporal_axis(value: str) -> list[int]:
+    """Positions of ``value``'s temporal words on :data:`_TEMPORAL_AXIS` (a bare "increased"/"decreased", an
+    LLM's short value, is read as a change: "has increased")."""
     from radaudit.text.attributes import extract_temporal
 
-    def axis(v: str) -> list[int]:
-        # a bare "increased"/"decreased" (an LLM's short value) is read as a change ("has increased")
-        return [_TEMPORAL_AXIS[t.value] for t in (extract_temporal(v) or extract_temporal(f"has {v}"))]
+    return [_TEMPORAL_AXIS[t.value] for t in (extract_temporal(value) or extract_temporal(f"has {value}"))]
 
-    e = axis(expected)
+
+def _temporal_credit(expected: str, found: str, span: float = 2.0) -> float | None:
+    """``1 − |Δ|/span`` on the temporal axis (the nearest pair of stated changes), 0 at and beyond ``span``."""
+    e = _temporal_axis(expected)
     if not e:
         return None
-    f = axis(found)
+    f = _temporal_axis(found)
     if not f:
         return 0.0
-    return max(max(0.0, 1.0 - abs(x - y) / 2.0) for x in e for y in f)
+    return max(max(0.0, 1.0 - abs(x - y) / span) for x in e for y in f)
+
+
+#: morphology terms that cannot describe the same thing (a calcified nodule is not a non-calcified one; a focal
+#: opacity is not a diffuse one); any other two descriptors can both be true ("hazy" and "interstitial" edema)
+_MORPHOLOGY_EXCLUSIVE: tuple[frozenset[str], ...] = tuple(frozenset(p) for p in (
+    ("calcified", "noncalcified"), ("spiculated", "well-defined"), ("ill-defined", "well-defined"),
+    ("focal", "diffuse"), ("focal", "multifocal"), ("loculated", "layering"), ("interstitial", "airspace"),
+    ("linear", "nodular"), ("linear", "round"), ("plate-like", "nodular"), ("plate-like", "round"),
+    ("cystic", "dense"), ("lobar", "segmental"),
+))
 
 
 def _morphology_credit(expected: str, found: str) -> float | None:
+    """Per term of ``expected``: 1 when ``found`` has it, 0 when ``found`` has a term exclusive with it
+    (:data:`_MORPHOLOGY_EXCLUSIVE`), else ½ (another descriptor that does not contradict it counts as
+    one not stated: "hazy" against "interstitial" edema); the mean over the terms."""
     from radaudit.atomic.lexicon import morphology_terms
 
     e = {t for t, _, _ in morphology_terms(expected)}
     if not e:
         return None
-    return len(e & {t for t, _, _ in morphology_terms(found)}) / len(e)
+    f = {t for t, _, _ in morphology_terms(found)}
+
+    def one(term: str) -> float:
+        if term in f:
+            return 1.0
+        if any(frozenset((term, o)) in _MORPHOLOGY_EXCLUSIVE for o in f):
+            return 0.0
+        return _OMITTED
+
+    return sum(one(t) for t in sorted(e)) / len(e)
 
 
 _GRADED = {"location": _location_credit, "severity": _severity_credit, "size": _size_credit,
@@ -376,7 +435,7 @@ class ClinicalOptions:
 
 
 
-_RESOLVED_NEAR = 0.5  # "decreased" against "resolved" earns half its temporal credit (module docstring)
+_RESOLVED_NEAR = 0.5  # a change against "resolved" earns half its whole-axis temporal credit (module docstring)
 
 
 def other_resolved(f: Finding) -> bool:
@@ -422,7 +481,9 @@ def _credit(asking: Finding, other: Finding | None, relation: str | None, *, ref
         if changed is None or changed.present != "yes" or not changed.attributes.temporal or \
                 not other_resolved(resolved):
             return 0.0, None, {}
-        c = facet_credit("temporal", resolved.attributes.temporal or "", changed.attributes.temporal)
+        # graded over the whole axis (resolved -2 .. new +2), so that a finding called persistent is nearer
+        # the resolved one than a finding called worse: decreased 3/4, unchanged 1/2, increased 1/4, new 0
+        c = _temporal_credit(resolved.attributes.temporal or "", changed.attributes.temporal, span=4.0)
         return _RESOLVED_NEAR * (c or 0.0), None, {"temporal": c or 0.0}
     if not other_present or _sides_disjoint(asking, other):
         return 0.0, None, {}  # not reported, or reported on the other side (a different finding)

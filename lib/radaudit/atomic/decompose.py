@@ -391,7 +391,9 @@ def _owner(mentions: list[_Mention], sent: str, facet: str, a: int, b: int) -> i
                 return k
             return None  # part of the finding's own words
         if a < m.end and m.start < b:
-            return None  # straddles a finding: ambiguous
+            # a place that shares words with the finding is the finding's own ("right hilar enlargement",
+            # "enlarged left hilum": the side is the hilum's); any other attribute straddling it is ambiguous
+            return k if facet == "location" else None
     lo, hi = _clause_bounds(sent, a, b)
     after = [k for k, m in enumerate(mentions) if m.start >= b and m.start < hi]
     before = [k for k, m in enumerate(mentions) if m.end <= a and m.end > lo]

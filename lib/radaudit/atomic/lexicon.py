@@ -44,7 +44,7 @@ FINDINGS: dict[str, str] = {
                         r"blunting\s+of\s+the\s+(?:\w+\s+){0,2}(?:costophrenic|cp)\s+(?:angles?|sulc(?:us|i))|"
                         r"blunted\s+(?:(?:left|right|bilateral)\s+)?(?:costophrenic|cp)\s+(?:angles?|sulc(?:us|i))|"
                         r"(?:costophrenic|cp)\s+(?:angles?|sulc(?:us|i))\s+(?:blunting|(?:is|are)\s+(?:\w+\s+)?blunted)",
-    "pneumothorax": r"pneumothora(?:x|ces)|(?-i:ptx)|(?:free\s+)?air\s+(?:with)?in\s+the\s+(?:(?:left|right)\s+)?pleural\s+space|"
+    "pneumothorax": r"pneumothora(?:x|ces)|(?-i:ptx|PTX|Ptx)|(?:free\s+)?air\s+(?:with)?in\s+the\s+(?:(?:left|right)\s+)?pleural\s+space|"
                     r"pleural\s+air",
     "pneumomediastinum": r"pneumomediastinum",
     "pneumoperitoneum": r"pneumoperitoneum|free\s+(?:intraperitoneal\s+|intra-abdominal\s+|subdiaphragmatic\s+)?(?:air|gas)|"
@@ -55,7 +55,7 @@ FINDINGS: dict[str, str] = {
     "atelectasis": r"atelecta\w*|(?:lobar|segmental)\s+collapse|(?<=lobe\s)collapse|(?<=lung\s)collapse|"
                    r"(?<=lingula\s)collapse|collapsed?\s+(?:lung|lobe)|"
                    r"collapse\s+of\s+the\s+(?:\w+\s+){0,3}(?:lobes?|lungs?|lingula|segments?)",
-    "pneumonia": r"pneumonias?|pneumonitis|bronchopneumonia|infectious\s+process|infection",
+    "pneumonia": r"pneumonias?|pneumonitis|bronchopneumonia|infectious\s+process|infection|(?-i:PNA)",
     "aspiration": r"aspiration",
     "pulmonary edema": r"(?:pulmonary|interstitial|alveolar|perihilar)\s+edema|edema|fluid\s+overload|"
                        r"kerley\s+b?\s*lines|septal\s+lines",
@@ -120,7 +120,9 @@ FINDINGS: dict[str, str] = {
                            r"(?:osteo)?arthriti\w+|(?:osteo)?arthros\w+|(?-i:DJD)",
     "osteopenia": r"osteopeni\w+|osteoporo\w+|demineraliz\w+",
     "hiatal hernia": r"hiatal?\s+hernias?|hiatus\s+hernias?|hernias?",
-    "postsurgical change": r"post-?(?:surgical|operative)\s+changes?|(?:status\s+post|s/p)\s+\w+ectomy|\w+ectomy",
+    "postsurgical change": r"post-?(?:surgical|operative)\s+changes?|(?:status\s+post|s/p)\s+\w+ectomy|\w+ectomy|"
+                           r"(?:status\s+post|s/p)\s+(?:(?-i:CABG)|coronary\s+(?:artery\s+)?bypass(?:\s+graft(?:ing)?)?|"
+                           r"(?:median\s+)?sternotomy|thoracotomy|(?:\w+\s+)?valve\s+replacement)",
     "foreign body": r"foreign\s+bod(?:y|ies)",
 }
 
@@ -217,12 +219,18 @@ SPECIFIC_OF: dict[str, tuple[str, ...]] = {
     "pacemaker lead": ("pacemaker",),  # a pacemaker has leads; naming them is extra detail
     "pacemaker": ("pacemaker lead",),
     "widened mediastinum": ("lymphadenopathy",),
+    # sternotomy wires and surgical clips are what "postoperative changes" / "status post CABG" look like
+    "postsurgical change": ("sternotomy wires", "clips"),
+    # "lines and tubes in satisfactory position" is said of the tubes and lines a report names one by one
+    "support devices": ("endotracheal tube", "tracheostomy tube", "enteric tube", "central venous catheter",
+                        "catheter", "chest tube", "pacemaker", "pacemaker lead", "iabp"),
 }
 
 #: What a generic finding is worth when the other report names the specific one it stands for
 #: ("right lower lobe consolidation" for "right lower lobe pneumonia": the finding was seen, the
 #: diagnosis not made). Generic findings not listed here: 0.5.
-GENERIC_CREDIT: dict[str, float] = {"consolidation": 0.75, "heart failure": 0.75, "interstitial abnormality": 0.75,
+GENERIC_CREDIT: dict[str, float] = {"postsurgical change": 1.0, "support devices": 0.75,
+                                    "consolidation": 0.75, "heart failure": 0.75, "interstitial abnormality": 0.75,
                                     "increased lung markings": 1.0, "copd": 0.75, "opacity": 0.5, "lung lesion": 0.5,
                                     "widened mediastinum": 0.5}
 

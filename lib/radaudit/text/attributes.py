@@ -999,7 +999,10 @@ _DEVICE_PATTERNS: list[tuple[str, str | None, str]] = [
     ("ecg_leads", None, r"(?:EKG|ECG|electrocardiogram|telemetry|(?:external\s+)?(?:cardiac\s+)?monitor(?:ing)?)\s+(?:leads?|electrodes?|wires?|pads?)"),
     ("external_pads", None, r"(?:pacer|pacing|defibrillator|defib)\s+pads?"),
     ("swan_ganz", None, r"swan[- ]?ganz(?:\s+catheters?)?|pulmonary\s+arter(?:y|ial)\s+catheters?|(?-i:PA)\s+catheters?"),
-    ("support_devices", None, r"(?:lines?\s*(?:and|/|,)\s*tubes?|tubes?\s*(?:and|/|,)\s*lines?)|(?:medical\s+)?support(?:ing|ive)?\s+(?:medical\s+)?(?:devices?|equipment|apparatus)"),
+    ("support_devices", None, r"(?:lines?\s*(?:and|/|,)\s*tubes?|tubes?\s*(?:and|/|,)\s*lines?)|(?:medical\s+)?support(?:ing|ive)?\s+(?:medical\s+)?(?:devices?|equipment|apparatus)|"
+     # a bare plural said to be in position is the collective ("Tubes in satisfactory position")
+     r"(?:tubes|lines|devices)(?=\s+(?:(?:are|remain)\s+)?(?:(?:in|at)\s+)?(?:satisfactory|appropriate|standard|good|"
+     r"expected|acceptable|unchanged|stable|adequate)\s+(?:position|placement|location))"),
     ("endotracheal_tube", None, r"endotracheal\s+tubes?|(?-i:ET)\s*tubes?|(?-i:ETT)(?:\s+tube)?"),
     ("tracheostomy_tube", None, r"tracheostomy(?:\s+tubes?)?|trach\s+tubes?|\btrach\b"),
     ("enteric_tube", "gastric", r"(?-i:NG)\s*/\s*(?-i:OG)(?:\s+tubes?)?|(?-i:OG)\s*/\s*(?-i:NG)(?:\s+tubes?)?"),

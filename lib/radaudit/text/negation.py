@@ -246,8 +246,13 @@ CUE_RULES: tuple[CueRule, ...] = (
             "uncertainty", "forward", "post", "NegBio incoming edge {lemma:/suspect|favor|suggest|suggesting|question|consider/}, '<nmod:for concern|suspicion'; CheXpert '<nmod:for worrisome', '# differential diagnosis includes'"),
     CueRule("rule out", r"rule\s+out|r/o|to\s+exclude|(?:to\s+)?(?:evaluate|eval|evaluation|assess|assessment|check)\s+for",
             "uncertainty", "forward", "post", "NegBio '{} <nmod:out {lemma:/rule/}' (in indications: a question); brief: 'rule out'/'r/o' -> uncertain"),
-    CueRule("obscured", r"(?:is|are)\s+obscured|obscur(?:es|ed|ing)",
-            "uncertainty", "both", "post", "CheXpert post-neg '# obscuring the XXX | XXX is obscured | obscured XXX'", forward_tokens=4, backward_tokens=4),
+    # "X obscuring the Y": only Y (the obscured thing) is uncertain, as in CheXpert's pattern; X is what is seen
+    # ("retrocardiac opacity obscuring the left hemidiaphragm" is a definite opacity)
+    CueRule("obscuring", r"obscur(?:es|ing)",
+            "uncertainty", "forward", "post", "CheXpert post-neg '# obscuring the XXX'", forward_tokens=4),
+    CueRule("obscured", r"(?:is|are)\s+obscured|obscured",
+            "uncertainty", "both", "post", "CheXpert post-neg 'XXX is obscured | obscured XXX'", forward_tokens=4,
+            backward_tokens=4),
     CueRule("versus", r"versus|vs\.?",
             "uncertainty", "both", "post", "CheXpert post-neg '# XXX versus YYY' (conj:versus)", forward_tokens=4, backward_tokens=4, weak=True),
     CueRule("or", r"and/or|or|(?<=[a-z])/(?=[a-z])(?<!\bw/)(?<!\br/)(?<!\bs/)(?<!\bc/)(?<!\bn/)",
