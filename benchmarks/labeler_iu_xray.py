@@ -446,7 +446,11 @@ def verdict(res, macs, bars, labels, gold, masks, observations) -> list[str]:
                f"{c('dev', 'Pneumonia', 'negative')['recall']:.3f}. With about 20 MeSH pneumonias per half one report "
                "moves recall by about 0.05; the test half's errors were not read, so they are not explained here.")
     out.append("- The test half was scored for the first time after the rules of this split were final; no labeler or "
-               "mapping rule was changed after that (only the wording of this report).")
+               "mapping rule was written for IU after that. Two rules of the text toolkit under the labeler changed "
+               "later, written from failures of AtomiMed's ranking suite, not from IU reports (2026-11-27: 'X obscuring "
+               "the Y' hedges only Y, as CheXpert's pattern does; a bare 'tubes/lines in satisfactory position' is the "
+               "support-devices collective): rerun then, they moved no test-half number and one dev report of the "
+               "'before' labeler (Support Devices, U-).")
     return out
 
 
