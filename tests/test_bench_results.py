@@ -211,3 +211,34 @@ def test_bertscore_floor_counts_the_linear_layers_of_the_real_tokens(monkeypatch
     assert floor["linear_gflop"] == pytest.approx(2 * 7 * 21_504 / 1e9)
     assert floor["floor_seconds"] == pytest.approx(floor["linear_gflop"] / floor["gemm_gflop_s"])
     sys.modules.pop("bench_bertscore", None)
+
+
+def test_ranking_suite_reports_every_held_out_suite_with_what_it_is(monkeypatch):
+    """benchmarks/ranking_suite.py: a held-out file's split is named from its file ('holdout2'), and the README
+    block has a column per suite and says of each what it is to the rules (read / read later / never read)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    for var, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false")):
+        monkeypatch.setenv(var, value)
+    rs = importlib.import_module("ranking_suite")
+    assert rs.parse_case_arg("nowhere/ranking_cases_holdout2.yaml")[1] == "holdout2"
+    assert rs.parse_case_arg("nowhere/ranking_cases_holdout.yaml")[1] == "holdout"
+    assert rs.parse_case_arg("nowhere/ranking_cases.yaml")[1] == "dev"
+    assert rs.parse_case_arg("nowhere/mine.yaml:extra")[1] == "extra"
+
+    def metric(**acc):
+        return {"status": "ok", "splits": {s: {"accuracy": a} for s, a in acc.items()}}
+
+    result = {"commit": "abc1234", "date": "2026-11-27",
+              "suites": {"dev": {"n_cases": 80}, "holdout": {"n_cases": 54}, "holdout2": {"n_cases": 52}},
+              "metrics": {"atomimed_clinical": metric(dev=0.98, holdout=1.0, holdout2=0.98),
+                          "bleu1": metric(dev=0.60, holdout=0.54, holdout2=0.70),
+                          "rouge1": metric(dev=0.62, holdout=0.52, holdout2=0.69),
+                          "green": {"status": "unavailable"}}}
+    block = rs.render_readme(result)
+    assert "| metric | dev | holdout | holdout2 |" in block
+    assert "| `atomimed_clinical` | 98% | 100% | 98% |" in block
+    assert "| `rouge1` (best other metric on dev) | 62% | 52% | 69% |" in block
+    assert "| `bleu1` (best other metric on holdout2) | 60% | 54% | 70% |" in block
+    assert "**holdout2** (52 cases): " + rs.SPLIT_NOTES["holdout2"] in block and "never read" in rs.SPLIT_NOTES["holdout2"]
+    assert "no longer unseen" in rs.SPLIT_NOTES["holdout"] and "`green`" in block
+    sys.modules.pop("ranking_suite", None)
