@@ -68,7 +68,8 @@ SPLIT_NOTES = {
                 "2026-11-27 and rules written from them (obscuring, PTX, bare 'tubes in position', lobe vs zone, "
                 "hilum side, morphology, resolved vs persistent, status post CABG), so no longer unseen"),
     "holdout2": ("written by a separate author on 2026-11-27 after those rules, from clinical knowledge only; "
-                 "never read, scored once with the rules frozen"),
+                 "never read; first scored at 9f389b0 with the rules frozen (a rule written after that and scored "
+                 "here again is scored on a suite whose results have been seen)"),
 }
 log = logging.getLogger("ranking_suite")
 
