@@ -267,7 +267,7 @@ def _training_note(d: dict) -> str:
     if not training or not total:
         return ""
     rest = total - training
-    jobs = 2 if d.get("parallel") else 1
+    jobs = d.get("jobs") or (2 if d.get("parallel") else 1)  # records before `jobs` was kept: make demo's default
     return (f" Training the {d.get('training_models', '?')} stand-in models took {training / 60:.1f} of those "
             f"{total / 60:.1f} notebook minutes (the models' own records); the rest, {rest / 60:.1f} min, run "
             f"{jobs} at a time, would take at least {rest / jobs / 60:.1f} min even if training were free.")

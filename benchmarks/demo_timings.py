@@ -58,7 +58,7 @@ def trained_during(cache: Path, manifests) -> tuple[float, int]:
     the runs of ``manifests`` ran (module docstring), and how many folders that is."""
     from datetime import datetime
 
-    from radaudit.models.bundle import KINDS, training_seconds
+    from radaudit.models.bundle import KINDS, cache_entries, training_record
 
     try:
         start = min(datetime.fromisoformat(m["started"]).timestamp() for m in manifests)
@@ -67,17 +67,15 @@ def trained_during(cache: Path, manifests) -> tuple[float, int]:
         return 0.0, 0
     total, n = 0.0, 0
     for kind in (k for k, layout in KINDS.items() if layout == "folders"):
-        for folder in sorted((cache / kind).glob("*")) if (cache / kind).is_dir() else []:
-            records = [*folder.glob("radaudit_*.json"), folder / "training_log.json"]
-            written = [r.stat().st_mtime for r in records if r.is_file()]
-            seconds = training_seconds(folder)
-            if seconds is not None and written and start <= min(written) <= end + 1:
-                total, n = total + seconds, n + 1
+        for folder in cache_entries(cache, kind):
+            rec = training_record(folder)
+            if rec is not None and start <= rec[1].stat().st_mtime <= end + 1:
+                total, n = total + rec[0], n + 1
     return round(total, 1), n
 
 
 def demo_record(outputs: Path, kind: str, install_seconds: float | None = None,
-                import_seconds: float | None = None, cache: Path | None = None) -> dict:
+                import_seconds: float | None = None, cache: Path | None = None, jobs: int = 2) -> dict:
     """The fields :func:`_results.record` gets for ``demo_<kind>`` (see the module docstring)."""
     from radaudit.experiments import EXPERIMENTS
     from radaudit.models.cache import default_cache_dir
@@ -105,7 +103,7 @@ def demo_record(outputs: Path, kind: str, install_seconds: float | None = None,
     return {"seconds": seconds, "n": len(per), "unit": "notebooks", "budget_s": BUDGETS_S[kind],
             "notebook_seconds": round(notebooks, 1), "notebook_seconds_sum": round(total, 1),
             "parallel": span is not None and span < 0.95 * total,
-            "training_seconds": training, "training_models": n_models,
+            "training_seconds": training, "training_models": n_models, "jobs": int(jobs),
             "kind": kind, "install_seconds": install_seconds, "import_seconds": import_seconds, "per_experiment": per,
             "runs": {r.parent.name: r.name for r in sorted(runs)},
             "run_commit": commits.pop(),
@@ -122,8 +120,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--import-seconds", type=float, default=None,
                     help="the bundle import's wall time, for --kind bundle (radaudit cache import prints it)")
     ap.add_argument("--cache", type=Path, default=None, help="the cache folder the runs used (default: the project's)")
+    ap.add_argument("--jobs", type=int, default=2, help="the DEMO_JOBS the runs had (make demo's default: 2)")
     args = ap.parse_args(argv)
-    fields = demo_record(args.outputs, args.kind, args.install_seconds, args.import_seconds, args.cache)
+    fields = demo_record(args.outputs, args.kind, args.install_seconds, args.import_seconds, args.cache, args.jobs)
     out = record(f"demo_{args.kind}", **fields)
     write_block("demo", render_demo_block())
     print(f"make demo ({args.kind}): {out['seconds'] / 60:.1f} min for {out['n']} notebooks "

@@ -59,7 +59,8 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
 DEV_FILE = FIXTURES / "ranking_cases.yaml"
 HOLDOUT_FILE = FIXTURES / "ranking_cases_holdout.yaml"
-HOLDOUT2_FILE = FIXTURES / "ranking_cases_holdout2.yaml"
+#: every held-out suite: ranking_cases_holdout.yaml, ranking_cases_holdout2.yaml, ... (split "holdout", "holdout2")
+HOLDOUT_GLOB = "ranking_cases_holdout*.yaml"
 #: What each split is to the rules: whether anyone writing the rule backend has read it (the README and the
 #: markdown say it beside every number).
 SPLIT_NOTES = {
@@ -96,8 +97,7 @@ def commit_label() -> str:
     # what the metrics' scores depend on: the metric code and the text toolkit under it, and the suite
     dirty = _git("status", "--porcelain", "--", "lib/radaudit/metrics", "lib/radaudit/atomic", "lib/radaudit/text",
                  "lib/radaudit/models", "lib/radaudit/resources", "benchmarks/ranking_suite.py",
-                 "tests/fixtures/ranking_cases.yaml", "tests/fixtures/ranking_cases_holdout.yaml",
-                 "tests/fixtures/ranking_cases_holdout2.yaml")
+                 "tests/fixtures/ranking_cases.yaml", f"tests/fixtures/{HOLDOUT_GLOB}")
     return f"{sha} (+ uncommitted changes to the metrics or the suite)" if dirty else sha
 
 
@@ -309,7 +309,7 @@ def main() -> None:
     a = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
-    specs = [(DEV_FILE, "dev")] + [(f, parse_case_arg(str(f))[1]) for f in (HOLDOUT_FILE, HOLDOUT2_FILE) if f.exists()]
+    specs = [(DEV_FILE, "dev")] + [parse_case_arg(str(f)) for f in sorted(FIXTURES.glob(HOLDOUT_GLOB))]
     if a.cases:
         specs = [parse_case_arg(c) for c in a.cases]
     suites: dict[str, list] = {}

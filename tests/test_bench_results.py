@@ -168,7 +168,9 @@ def test_the_fresh_line_says_how_much_of_the_notebooks_was_training(results, tmp
     assert demo.trained_during(cache, [{"started": "20261127-120000_demo"}]) == (0.0, 0)
     sys.modules.pop("demo_timings", None)
     line = results._training_note({"training_seconds": 610.5, "training_models": 3, "notebook_seconds_sum": 1210.5,
-                                   "parallel": True})
+                                   "parallel": True})  # no `jobs`: make demo's default, 2
+    assert "run 3 at a time, would take at least 3.3 min" in results._training_note(
+        {"training_seconds": 610.5, "notebook_seconds_sum": 1210.5, "jobs": 3})
     assert "Training the 3 stand-in models took 10.2 of those 20.2 notebook minutes" in line
     assert "the rest, 10.0 min, run 2 at a time, would take at least 5.0 min even if training were free" in line
     assert results._training_note({"training_seconds": 0.0, "notebook_seconds_sum": 100.0}) == ""

@@ -186,14 +186,14 @@ def _first_run_hint(names, preset) -> str | None:
     """A line for a demo run whose cache holds no trained stand-in yet: those experiments train theirs first (most of
     a fresh clone's time), and a cache bundle from another clone skips that."""
     from radaudit.experiments import EXPERIMENTS
+    from radaudit.models.bundle import cache_entries
     from radaudit.models.cache import default_cache_dir
 
     training = [n for n in names if EXPERIMENTS[n].first_run_rank > 0]
     if preset != "demo" or not training:
         return None
     root = default_cache_dir()
-    models = root / "demo_models"
-    if models.is_dir() and any(p.is_dir() and not p.name.startswith(".") for p in models.iterdir()):
+    if cache_entries(root, "demo_models"):
         return None
     return (f"The cache ({root}) holds no trained stand-in yet: {', '.join(training)} train theirs first, which is "
             "most of a first run's time. To skip it, import another clone's cache bundle first: "

@@ -13,7 +13,14 @@ from click.testing import CliRunner
 
 from radaudit.cli import main
 from radaudit.errors import DataFormatError, ParamsError
-from radaudit.models.bundle import BUNDLE_MANIFEST, cache_summary, export_bundle, import_bundle, training_seconds
+from radaudit.models.bundle import (
+    BUNDLE_MANIFEST,
+    cache_summary,
+    export_bundle,
+    import_bundle,
+    training_record,
+    training_seconds,
+)
 from radaudit.models.cache import ContentCache
 from radaudit.paths import atomic_dir, reusable_model_dir
 
@@ -176,7 +183,8 @@ def test_training_seconds_reads_each_trainers_own_record(tmp_path):
 
     assert training_seconds(folder("vlm", **{"radaudit_vlm_model.json": '{"total_seconds": 476.0, "train_seconds": 420.4}',
                                              "training_log.json": '{"elapsed_seconds": 420.4}'})) == 476.0
-    assert training_seconds(folder("unet", **{"radaudit_diffusion.json": '{"train_seconds": 321.3}'})) == 321.3
+    unet = folder("unet", **{"radaudit_diffusion.json": '{"train_seconds": 321.3}'})
+    assert training_seconds(unet) == 321.3 and training_record(unet) == (321.3, unet / "radaudit_diffusion.json")
     assert training_seconds(folder("log", **{"training_log.json": '{"elapsed_seconds": 12}'})) == 12.0
     assert training_seconds(folder("bad", **{"radaudit_x.json": '{"total_seconds": -1, "train_seconds": true}',
                                              "training_log.json": "[1, 2]"})) is None

@@ -310,7 +310,7 @@ def _temporal_credit(expected: str, found: str, span: float = 2.0) -> float | No
 
 #: morphology terms that cannot describe the same thing (a calcified nodule is not a non-calcified one; a focal
 #: opacity is not a diffuse one); any other two descriptors can both be true ("hazy" and "interstitial" edema)
-_MORPHOLOGY_EXCLUSIVE: tuple[frozenset[str], ...] = tuple(frozenset(p) for p in (
+_MORPHOLOGY_EXCLUSIVE: frozenset[frozenset[str]] = frozenset(frozenset(p) for p in (
     ("calcified", "noncalcified"), ("spiculated", "well-defined"), ("ill-defined", "well-defined"),
     ("focal", "diffuse"), ("focal", "multifocal"), ("loculated", "layering"), ("interstitial", "airspace"),
     ("linear", "nodular"), ("linear", "round"), ("plate-like", "nodular"), ("plate-like", "round"),

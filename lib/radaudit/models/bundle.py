@@ -44,8 +44,8 @@ from radaudit.errors import DataFormatError, ParamsError, RadauditError
 from radaudit.manifest import git_info, machine_description
 from radaudit.paths import FILES_MANIFEST, listing_matches, project_root
 
-__all__ = ["BUNDLE_FORMAT", "BUNDLE_MANIFEST", "KINDS", "LEFT_OUT", "ImportReport", "cache_summary",
-           "export_bundle", "import_bundle", "training_seconds"]
+__all__ = ["BUNDLE_FORMAT", "BUNDLE_MANIFEST", "KINDS", "LEFT_OUT", "ImportReport", "cache_entries", "cache_summary",
+           "export_bundle", "import_bundle", "training_record", "training_seconds"]
 
 BUNDLE_MANIFEST = "radaudit_bundle.json"
 BUNDLE_FORMAT = 1
@@ -66,11 +66,10 @@ LEFT_OUT: dict[str, str] = {
 _TIME_KEYS = ("total_seconds", "train_seconds", "elapsed_seconds")
 
 
-def training_seconds(folder: str | os.PathLike[str]) -> float | None:
-    """Seconds the model in ``folder`` took to train, as recorded in its own metadata when it was trained (on the
-    machine that trained it: a bundle's models keep the exporter's times); ``None`` when nothing records one.
-    The time a bundle saves an importing clone is, roughly, the sum over its folders (plus the image generation,
-    which nothing records per set)."""
+def training_record(folder: str | os.PathLike[str]) -> tuple[float, Path] | None:
+    """``(seconds, record file)``: how long the model in ``folder`` took to train, as its own metadata recorded
+    it when it was trained (on the machine that trained it: a bundle's models keep the exporter's times), and the
+    file that says so (written when training ended); ``None`` when nothing records one."""
     folder = Path(folder)
     for meta in [*sorted(folder.glob("radaudit_*.json")), folder / "training_log.json"]:
         try:
@@ -82,8 +81,21 @@ def training_seconds(folder: str | os.PathLike[str]) -> float | None:
         for key in _TIME_KEYS:
             value = data.get(key)
             if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
-                return float(value)
+                return float(value), meta
     return None
+
+
+def training_seconds(folder: str | os.PathLike[str]) -> float | None:
+    """The seconds of :func:`training_record`. The time a bundle saves an importing clone is, roughly, the sum
+    over its folders (plus the image generation, which nothing records per set)."""
+    rec = training_record(folder)
+    return None if rec is None else rec[0]
+
+
+def _total_training(entries: Sequence[Path]) -> float | None:
+    """:func:`training_seconds` summed over the entries that record one (``None`` when none does)."""
+    times = [t for t in map(training_seconds, entries) if t is not None]
+    return round(sum(times), 1) if times else None
 
 
 def _size(path: Path) -> int:
@@ -92,9 +104,9 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def _entries(root: Path, kind: str) -> list[Path]:
+def cache_entries(root: str | os.PathLike[str], kind: str) -> list[Path]:
     """The finished entries of ``<root>/<kind>`` (temporary ``.name.xxx`` folders of a write in progress skipped)."""
-    folder = root / kind
+    folder = Path(root) / kind
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
@@ -130,10 +142,9 @@ def cache_summary(root: str | os.PathLike[str]) -> list[dict[str, Any]]:
                          "training_seconds": None})
         elif p.is_dir():
             bundled = "yes" if p.name in KINDS else LEFT_OUT.get(p.name, "no: not a cache kind radaudit knows")
-            entries = _entries(root, p.name) if p.name in KINDS else list(p.iterdir())
-            times = [t for t in map(training_seconds, entries) if t is not None] if KINDS.get(p.name) == "folders" else []
+            entries = cache_entries(root, p.name) if p.name in KINDS else list(p.iterdir())
             rows.append({"name": p.name, "what": f"{len(entries):,} entries", "bytes": _size(p), "bundled": bundled,
-                         "training_seconds": round(sum(times), 1) if times else None})
+                         "training_seconds": _total_training(entries) if KINDS.get(p.name) == "folders" else None})
     return rows
 
 
@@ -174,10 +185,10 @@ def export_bundle(root: str | os.PathLike[str], out: str | os.PathLike[str], *,
         with tempfile.TemporaryDirectory(prefix=".radaudit-bundle-", dir=root) as snap_dir, \
                 tarfile.open(tmp, mode) as tar:
             for kind in kinds:
-                entries = _entries(root, kind)
+                entries = cache_entries(root, kind)
                 manifest["entries"][kind] = [e.name for e in entries]
                 if KINDS[kind] == "folders":
-                    manifest["training_seconds"] += sum(t for t in map(training_seconds, entries) if t is not None)
+                    manifest["training_seconds"] += _total_training(entries) or 0.0
                 for e in entries:
                     tar.add(e, arcname=f"{kind}/{e.name}")
             for db in _sqlite_files(root):
@@ -281,7 +292,7 @@ def import_bundle(bundle: str | os.PathLike[str], root: str | os.PathLike[str]) 
     with _staged(bundle, root) as staged:
         report.manifest = _read_manifest(staged, bundle)
         for kind, layout in KINDS.items():
-            for entry in _entries(staged, kind):
+            for entry in cache_entries(staged, kind):
                 dest = root / kind / entry.name
                 if layout == "folders":
                     if dest.exists():
