@@ -319,9 +319,9 @@ labeler, before these changes, scored macro F1 0.753 (U+) / 0.764 (U-) with the 
 ANALYSIS_AFTER_SPLIT = """\
 ### After the split (looking at dev-half errors only)
 
-Labeler rules added (`ChexpertLabeler(precision_rules=True)`, the default; deviations 6-11 in
+Labeler rules added in the first round (`ChexpertLabeler(precision_rules=1)`; deviations 6-11 in
 the docstring of `radaudit.text.labeler`; `precision_rules=False` is the labeler of the
-"before" columns):
+"before" columns; the default, `True`, adds the second round below):
 
 - **Anatomy is not a finding (deviation 7).** CheXpert's Enlarged Cardiomediastinum list is all
   anatomy ("mediastinum", "contour", "mediastinal silhouette", ...), as are most Cardiomegaly
@@ -384,8 +384,35 @@ What was **not** changed, because it is the reference's convention and not a lab
 - **"likely" was de-identified.** The word "likely" never occurs in the dev half's findings or
   impressions; "XXXX atelectasis", "XXXX infectious infiltrate" read as positive. No rule keys on
   IU's "XXXX" token (the labeler serves other datasets).
-- **No Finding** still cannot see findings outside CheXpert's no_finding list (low lung volumes,
-  tortuous aorta, surgical clips); MeSH does not call those reports normal.
+- **No Finding** still could not see findings outside CheXpert's no_finding list (low lung
+  volumes, tortuous aorta, surgical clips); MeSH does not call those reports normal. (The second
+  round below adds them.)
+
+### Second round (2026-11-27; dev-half errors only, after the test half was scored once)
+
+The first round (deviations 6-11 as above) left the test half below the bar with either reading
+(the "round 1" columns). Its *aggregate* numbers were seen; no test report, error or per-report
+label was. A second round was then written from the dev half's errors alone, each rule for a class
+of clinical meaning and kept only if it raised dev F1 (`precision_rules=1` is the first round, the
+"round 1" columns):
+
+- **Abnormalities the no_finding list lacks (deviation 12).** The list already holds
+  "degenera", "osteophytosis", "scoliosis", "kyphosis", "aortic disease", "volume loss",
+  "hyperinflation", "radiopaque", "bullet", "arthropathy"; it lacked spondylosis and spinal spurs,
+  a tortuous / ectatic aorta, low lung volumes (the mirror of "hyperinflation") and the crowding
+  they cause, surgical clips and foreign bodies, spinal curvature in other words, arthritis,
+  spinal fusion, lymphadenopathy, a lobe, lung or breast removed. On dev they were most of the
+  No Finding false positives (the No Finding rows of "Before / after"). "Status post sternotomy" and "postsurgical changes" were tried and
+  left out: they state what was done, not what the image shows, and the indexers called half of
+  those dev reports normal.
+- **Phrases for listed concepts (deviation 11, continued):** "fibrotic" (the list has "fibrosis";
+  Pleural Other, as the mapping reads Pulmonary Fibrosis), apical thickening and
+  "pleural-peripheral scarring" (Pleural Other), a lung cavity (Lung Lesion; the list has only
+  "cavitary lesion"; body cavities are unmentioned), pneumonitis (Pneumonia; an entry term of the
+  MeSH heading), VP shunt tubing, IVC filters and bone anchors (Support Devices).
+- A second scoring of the same test half is weaker evidence than the first: the round exists
+  because the first missed the bar. The rules were chosen on dev F1 only, and the "round 1"
+  columns keep the first scoring beside the second.
 """
 
 
@@ -424,7 +451,7 @@ def verdict(res, macs, bars, labels, gold, masks, observations) -> list[str]:
         b = bars["test"].loc[f"macro F1 ({tag})"]
         gain = macs[("test", "after", "current")][u] - macs[("test", "before", "before split")][u]
         where = ("above" if b["low"] >= BAR_MACRO else "below" if b["high"] < BAR_MACRO else "inside")
-        out.append(f"- **Macro F1 {tag}**: test {b['estimate']:.3f} (95% CI {b['low']:.3f}-{b['high']:.3f}; the bar "
+        out.append(f"- **Macro F1 {tag}**: test {b['estimate']:.4f} (95% CI {b['low']:.3f}-{b['high']:.3f}; the bar "
                    f"{BAR_MACRO} is {where} the CI), {gain:+.3f} over the labeler and mapping before the split on the same "
                    f"half; dev {macs[('dev', 'after', 'current')][u]:.3f}. The halves differed before any rule of the split "
                    f"was written (before: dev {macs[('dev', 'before', 'before split')][u]:.3f}, test "
@@ -445,12 +472,14 @@ def verdict(res, macs, bars, labels, gold, masks, observations) -> list[str]:
                f"{b_r['low']:.3f}-{b_r['high']:.3f}); dev {c('dev', 'Pneumonia', 'negative')['precision']:.3f} / "
                f"{c('dev', 'Pneumonia', 'negative')['recall']:.3f}. With about 20 MeSH pneumonias per half one report "
                "moves recall by about 0.05; the test half's errors were not read, so they are not explained here.")
-    out.append("- The test half was scored for the first time after the rules of this split were final; no labeler or "
-               "mapping rule was written for IU after that. Two rules of the text toolkit under the labeler changed "
-               "later, written from failures of AtomiMed's ranking suite, not from IU reports (2026-11-27: 'X obscuring "
-               "the Y' hedges only Y, as CheXpert's pattern does; a bare 'tubes/lines in satisfactory position' is the "
-               "support-devices collective): rerun then, they moved no test-half number and one dev report of the "
-               "'before' labeler (Support Devices, U-).")
+    r1 = {u: macs[("test", "round 1", "current")][u] for u in ("positive", "negative")}
+    out.append(f"- **Two scorings of the test half.** It was first scored with the first round of rules (deviations "
+               f"6-11): macro F1 {r1['positive']:.3f} (U+) / {r1['negative']:.3f} (U-). A second round (deviation 12 and "
+               "more phrases for deviation 11; 'What limits the score') was then written from dev-half errors only, "
+               "and this is the second scoring. Two rules of the text toolkit under the labeler also changed between "
+               "them, written from failures of AtomiMed's ranking suite, not from IU reports ('X obscuring the Y' "
+               "hedges only Y; a bare 'tubes/lines in satisfactory position' is the support-devices collective): they "
+               "moved no test-half number.")
     return out
 
 
@@ -460,13 +489,19 @@ def render_readme(summary: dict) -> str:
         return f"{d['estimate']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
 
     t, d = summary["bars"]["test"], summary["bars"]["dev"]
+    r1 = summary["bars"].get("test round 1")
+    first = (f" The test half has been scored twice: first with the first round of rules (macro F1 "
+             f"{r1['macro F1 (U+)']['estimate']:.3f} / {r1['macro F1 (U-)']['estimate']:.3f}), then after a second round "
+             "written from dev-half errors only." if r1 else "")
     return (f"Against IU X-ray's manual MeSH labels (`benchmarks/results/labeler_iu_xray.md`), on the half of the "
             f"reports no rule was written on ({summary['n_reports']['test']} reports; the dev half, "
-            f"{summary['n_reports']['dev']}, is where rules are written): macro F1 {ci(t['macro F1 (U+)'])} with "
-            f"uncertain read as positive and {ci(t['macro F1 (U-)'])} as negative (dev: {d['macro F1 (U+)']['estimate']:.3f}"
-            f" / {d['macro F1 (U-)']['estimate']:.3f}); Pneumonia precision {ci(t['Pneumonia precision (U+)'])} (U+), "
-            f"{ci(t['Pneumonia precision (U-)'])} (U-) — IU's indexers rarely index a hedged pneumonia, which caps U+ "
-            "precision.\n")
+            f"{summary['n_reports']['dev']}, is where rules are written): macro F1 {t['macro F1 (U+)']['estimate']:.4f} "
+            f"[{t['macro F1 (U+)']['low']:.3f}, {t['macro F1 (U+)']['high']:.3f}] with uncertain read as positive and "
+            f"{t['macro F1 (U-)']['estimate']:.4f} [{t['macro F1 (U-)']['low']:.3f}, {t['macro F1 (U-)']['high']:.3f}] as "
+            f"negative (dev: {d['macro F1 (U+)']['estimate']:.3f} / {d['macro F1 (U-)']['estimate']:.3f}); Pneumonia "
+            f"precision {ci(t['Pneumonia precision (U-)'])} with recall {ci(t['Pneumonia recall (U-)'])} when hedges are "
+            f"read as negative, and precision {ci(t['Pneumonia precision (U+)'])} when read as positive — IU's indexers "
+            f"rarely index a hedged pneumonia, which caps U+ precision.{first}\n")
 
 
 def main() -> None:
@@ -497,15 +532,18 @@ def main() -> None:
     phrases = chexpert_phrases_dir(a.data_root)
     labeler = ChexpertLabeler(phrases)
     labeler_before = ChexpertLabeler(phrases, precision_rules=False)
+    labeler_round1 = ChexpertLabeler(phrases, precision_rules=1)
     t_load = time.perf_counter() - t0
     t0 = time.perf_counter()
     labels = labeler.label(text)
     t_label = time.perf_counter() - t0
     labels_before = labeler_before.label(text)
+    labels_round1 = labeler_round1.label(text)
 
     # (labeler version, mapping version) -> labels, gold
     combos = {
         ("after", "current"): (labels, golds["current"]),
+        ("round 1", "current"): (labels_round1, golds["current"]),
         ("before", "before split"): (labels_before, golds["before split"]),
         ("after", "before split"): (labels, golds["before split"]),
         ("before", "first"): (labels_before, golds["first"]),
@@ -535,6 +573,8 @@ def main() -> None:
     macs = {(h, lv, mv): macro(res(h, lv, mv), observations) for h in masks for (lv, mv) in combos}
     bars = {h: bar_table(labels[masks[h]], golds["current"][masks[h]], observations, n_resamples=a.resamples)
             for h in ("dev", "test")}
+    bars["test round 1"] = bar_table(labels_round1[masks["test"]], golds["current"][masks["test"]], observations,
+                                     n_resamples=a.resamples)
 
     # the labeler's own examples
     ex_rows = []
@@ -575,16 +615,19 @@ def main() -> None:
         "patterns, the labeler's deviations 1-5 and the negation cues, every mapping rule marked 'all reports' below, "
         "post hoc or not) was written looking at ALL reports, the test half included. So the test-half numbers of "
         "the 'before' columns, and the part of the 'after' numbers those rules carry, are tuned on the union; only "
-        "the rules added after the split (labeler deviations 6-11, mapping rules marked 'dev half') are scored out "
+        "the rules added after the split (labeler deviations 6-12, mapping rules marked 'dev half') are scored out "
         "of sample on the test half.",
+        "- **Scored twice.** The test half was first scored with the first round of those rules (deviations 6-11, "
+        "`precision_rules=1`); after its aggregate numbers missed the bar, a second round was written from dev-half "
+        "errors only, and the test half scored again. Both scorings are reported ('round 1' columns).",
         "",
         "## Issue 18 bars, on the test half",
         "",
-        f"Labeler after (`precision_rules=True`), current mapping; 95% bootstrap CIs (BCa, {a.resamples} resamples "
-        "of reports). Dev half beside it for reference.",
+        f"Labeler after (`precision_rules=True`, both rounds), current mapping; 95% bootstrap CIs (BCa, {a.resamples} "
+        "resamples of reports). Dev half beside it for reference, and the test half's first scoring (round 1).",
         "",
-        "| bar | test | dev | met on test |",
-        "|---|---|---|---|",
+        "| bar | test | dev | met on test | test, round 1 |",
+        "|---|---|---|---|---|",
     ]
     checks = [
         ("macro F1 (U+)", f">= {BAR_MACRO}", lambda v: v >= BAR_MACRO),
@@ -596,10 +639,12 @@ def main() -> None:
     ]
     for name, bar, ok in checks:
         t, d = bars["test"].loc[name], bars["dev"].loc[name]
-        lines.append(f"| {name} {bar} | {_ci(t)} | {_ci(d)} | {'yes' if ok(t['estimate']) else 'no'} |")
+        met = f"{'yes' if ok(t['estimate']) else 'no'} ({t['estimate']:.4f})"  # 4 digits: 0.8499 prints 0.850 above
+        lines.append(f"| {name} {bar} | {_ci(t)} | {_ci(d)} | {met} | "
+                     f"{_ci(bars['test round 1'].loc[name])} |")
     summary = {"n_reports": {h: int(m.sum()) for h, m in masks.items()}, "split_seed": 18,
                "bars": {h: {name: {k: float(bars[h].loc[name][k]) for k in ("estimate", "low", "high")}
-                            for name, _, _ in checks} for h in ("dev", "test")}}
+                            for name, _, _ in checks} for h in ("dev", "test", "test round 1")}}
     (out / "labeler_iu_xray.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     if a.readme:
         from _readme import write_block
@@ -621,21 +666,25 @@ def main() -> None:
         "",
         "## Before / after",
         "",
-        "Before: the labeler with `precision_rules=False` and the mapping as it stood before the split. After: the "
-        "labeler's default and the current mapping. The ablation column keeps the new labeler on the old mapping.",
+        "Before: the labeler with `precision_rules=False` and the mapping as it stood before the split. Round 1: "
+        "`precision_rules=1` (deviations 6-11) and the current mapping, as the test half was first scored. After: the "
+        "labeler's default (both rounds) and the current mapping. The ablation column keeps the new labeler on the old "
+        "mapping.",
         "",
-        "| | dev before | dev after | test before | test after | test: labeler after, mapping before split |",
-        "|---|---|---|---|---|---|",
+        "| | dev before | dev round 1 | dev after | test before | test round 1 | test after | test: labeler after, mapping before split |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for u, tag in (("positive", "U+"), ("negative", "U-")):
-        lines.append(f"| macro F1 {tag} | {macs[('dev', 'before', 'before split')][u]:.3f} | {macs[('dev', 'after', 'current')][u]:.3f} | "
-                     f"{macs[('test', 'before', 'before split')][u]:.3f} | {macs[('test', 'after', 'current')][u]:.3f} | "
-                     f"{macs[('test', 'after', 'before split')][u]:.3f} |")
-    for obs in ("Pneumonia", "Enlarged Cardiomediastinum", "Edema"):
+        lines.append(f"| macro F1 {tag} | {macs[('dev', 'before', 'before split')][u]:.3f} | "
+                     f"{macs[('dev', 'round 1', 'current')][u]:.3f} | {macs[('dev', 'after', 'current')][u]:.3f} | "
+                     f"{macs[('test', 'before', 'before split')][u]:.3f} | {macs[('test', 'round 1', 'current')][u]:.3f} | "
+                     f"{macs[('test', 'after', 'current')][u]:.3f} | {macs[('test', 'after', 'before split')][u]:.3f} |")
+    for obs in ("No Finding", "Pneumonia", "Pleural Other", "Lung Lesion", "Enlarged Cardiomediastinum", "Edema"):
         for u, tag in (("positive", "U+"), ("negative", "U-")):
             for col, short in (("precision", "P"), ("recall", "R")):
-                vals = [cell("dev", obs, u, col, "before", "before split"), cell("dev", obs, u, col),
-                        cell("test", obs, u, col, "before", "before split"), cell("test", obs, u, col),
+                vals = [cell("dev", obs, u, col, "before", "before split"), cell("dev", obs, u, col, "round 1"),
+                        cell("dev", obs, u, col), cell("test", obs, u, col, "before", "before split"),
+                        cell("test", obs, u, col, "round 1"), cell("test", obs, u, col),
                         cell("test", obs, u, col, "after", "before split")]
                 lines.append(f"| {obs} {short} {tag} | " + " | ".join(_fmt(v) for v in vals) + " |")
     lines += [

@@ -306,10 +306,61 @@ def test_congestion_phrases_are_uncertain_edema(labeler, labeler_before, fires, 
     ("Tracheostomy in place.", "The trachea is midline.", "Support Devices"),
     ("Mild thickening of the right minor fissure.", "The minor fissure is not thickened.", "Pleural Other"),
     ("Biapical pleural capping.", "The lung apices are clear.", "Pleural Other"),
+    ("Biapical fibronodular thickening.", "The lung apices are clear.", "Pleural Other"),
+    ("Mild biapical pleural-peripheral scarring.", "Mild right basilar scarring.", "Pleural Other"),
+    ("Stable interstitial fibrotic changes in both lungs.", "No fibrotic change.", "Pleural Other"),
+    ("Stable cavity in the right apex.", "Small right pleural effusion.", "Lung Lesion"),
+    ("Right upper lobe cavitation.", "Air in the pleural cavity.", "Lung Lesion"),
+    ("Aspiration pneumonitis in the right lower lobe.", "Right lower lobe atelectasis.", "Pneumonia"),
+    ("VP shunt tubing courses over the right chest.", "The trachea is midline.", "Support Devices"),
+    ("IVC filter in place.", "The IVC is not dilated.", "Support Devices"),
+    ("Right humeral head bone anchor.", "Right humeral head is intact.", "Support Devices"),
 ])
 def test_added_mentions(labeler, labeler_before, fires, keeps, obs):
     assert one(labeler, fires, obs) == 1 and is_blank(one(labeler_before, fires, obs))
     assert one(labeler, keeps, obs) != 1
+
+
+@pytest.mark.parametrize("text", [
+    # deviation 12: abnormalities of the kinds no_finding.txt holds, which it lacks
+    "Heart size normal. Lungs are clear. Thoracic spondylosis.",
+    "Lungs clear. Heart size normal. Anterior osteophytes of the thoracic spine.",
+    "Tortuous thoracic aorta. Well-expanded and clear lungs.",
+    "Low lung volumes. Normal heart size. Lungs are clear.",
+    "Lung volumes are low. No focal infiltrates.",
+    "Bronchovascular crowding. No focal consolidation.",
+    "Left axillary surgical clips. The lungs are clear.",
+    "Foreign body in the soft tissues of the left chest wall. Clear lungs.",
+    "Mild dextrocurvature of the spine. Clear lungs.",
+    "Acromioclavicular arthritis. The lungs are clear.",
+    "Status post right upper lobectomy. No acute findings.",
+    "Right hilar adenopathy. The lungs are clear.",
+])
+def test_other_abnormalities_block_no_finding(labeler, labeler_before, text):
+    assert is_blank(one(labeler, text, "No Finding"))
+    assert one(labeler_before, text, "No Finding") == 1
+    # the same abnormality negated leaves No Finding standing
+    assert one(labeler, "No adenopathy. No scoliosis. Lungs are clear.", "No Finding") == 1
+
+
+def test_precision_rounds(shared_data, labeler, labeler_before):
+    first = ChexpertLabeler(chexpert_phrases_dir(shared_data), precision_rules=1)
+    assert (first.precision_round, labeler.precision_round, labeler_before.precision_round) == (0 + 1, 2, 0)
+    assert first.precision_rules is True and labeler_before.precision_rules is False
+    # the second round's additions are off in round 1, the first round's are on
+    assert one(first, "Thoracic spondylosis. Clear lungs.", "No Finding") == 1
+    assert is_blank(one(first, "Stable cavity in the right apex.", "Lung Lesion"))
+    assert one(first, "Coronary artery stents.", "Support Devices") == 1
+    assert one(labeler, "Stable cavity in the right apex.", "Lung Lesion") == 1
+    for bad in (3, -1, "yes", 1.5):
+        with pytest.raises(ValueError, match="precision_rules"):
+            ChexpertLabeler(chexpert_phrases_dir(shared_data), precision_rules=bad)
+
+
+def test_postsurgical_wording_without_material_keeps_no_finding(labeler):
+    # deviation 12 adds material and changes the image shows, not what was done
+    assert one(labeler, "Patient status post sternotomy and CABG. The lungs are clear.", "No Finding") == 1
+    assert one(labeler, "Postsurgical changes of the cervical spine. The lungs are clear.", "No Finding") == 1
 
 
 def test_precision_rules_flag(labeler, labeler_before):

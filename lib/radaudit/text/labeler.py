@@ -80,7 +80,7 @@ Deviations from the CheXpert labeler (all deliberate)
    counted (:func:`radaudit.text.language.looks_non_english`) and warned about. :meth:`~ChexpertLabeler.label`
    puts both counts in the result's ``attrs``: ``n_empty`` and ``n_non_english``.
 
-Precision rules (deviations 6-11; ``precision_rules=True``, the default)
+Precision rules (deviations 6-12; ``precision_rules=True``, the default)
 -----------------------------------------------------------------------
 Added for issue 18 from the errors on the *dev* half of the IU X-ray MeSH benchmark only
 (``benchmarks/labeler_iu_xray.py``; its test half was not looked at). ``precision_rules=False``
@@ -109,8 +109,21 @@ gives the labeler as it was before them (closer to CheXpert's own output on devi
     other words ("congestion", "engorged", "pulmonary venous hypertension", "cephalization",
     "prominence of the central vasculature"), always uncertain like CheXpert's "vascular
     congestion"; devices (stent, stimulator, leads, generator, prosthesis, tracheostomy, internal
-    fixation, a tip in the SVC / atrium / above the carina); fissural thickening and apical capping
-    (Pleural Other).
+    fixation, a tip in the SVC / atrium / above the carina; added 2026-11-27: shunt tubing, IVC
+    filter, bone anchor); fissural thickening and apical capping (Pleural Other; added 2026-11-27:
+    apical thickening, "pleural-peripheral scarring", "fibrotic" for the list's "fibrosis"); a lung
+    cavity (Lung Lesion; the list has only "cavitary lesion"; body cavities unmentioned); pneumonitis
+    (Pneumonia; an entry term of MeSH's Pneumonia).
+12. Abnormalities ``no_finding.txt`` lacks, of the kinds it holds (:data:`NO_FINDING_MENTIONS`,
+    added 2026-11-27; with the other second-round additions in :data:`SECOND_ROUND_MENTIONS`): spondylosis and spinal spurs, a tortuous or ectatic aorta, low lung volumes
+    and the crowding they cause, surgical clips and foreign bodies, spinal curvature in other words,
+    arthritis, spinal fusion, lymphadenopathy, a lobe, lung or breast removed. Their positive or
+    uncertain mentions block No Finding. "Status post sternotomy" or "postsurgical changes" without
+    material do not.
+
+The additions dated 2026-11-27 were written in a second round on the dev half's errors, after the
+test half had been scored once with deviations 6-11 (``benchmarks/results/labeler_iu_xray.md``
+says which numbers are from which round).
 """
 
 from __future__ import annotations
@@ -135,7 +148,8 @@ from radaudit.text.sections import sentences
 __all__ = [
     "OBSERVATIONS", "TOP5", "EXTRA_UNMENTIONS", "Mention", "ChexpertLabeler", "load_phrases",
     "POSITIVE", "NEGATIVE", "UNCERTAIN", "PRECISION_UNMENTIONS", "PRECISION_MENTIONS", "SIZE_WORD",
-    "HEDGE_AFTER", "HEDGE_BEFORE", "LIMITATION_RULES",
+    "HEDGE_AFTER", "HEDGE_BEFORE", "LIMITATION_RULES", "NO_FINDING_MENTIONS", "SECOND_ROUND_MENTIONS",
+    "SECOND_ROUND_UNMENTIONS", "PRECISION_ROUNDS",
 ]
 
 POSITIVE, NEGATIVE, UNCERTAIN = 1.0, 0.0, -1.0
@@ -176,7 +190,7 @@ _CLAUSE_BREAK = re.compile(r"[,;:()]|\b(?:but|however|although|though|whereas|wh
 _CHF = ("chf", "heart failure")
 PNEUMONIA = "Pneumonia"
 
-# ------------------------------------------------------------------ precision rules (deviations 6-11)
+# ------------------------------------------------------------------ precision rules (deviations 6-12)
 # Written for issue 18 looking only at the errors on the *dev* half of IU X-ray
 # (benchmarks/labeler_iu_xray.py); ``ChexpertLabeler(precision_rules=False)`` turns them all off.
 FRACTURE = "Fracture"
@@ -286,6 +300,63 @@ PRECISION_MENTIONS: dict[str, tuple[str, ...]] = {
         r"(?:svc|superior\s+vena\s+cava|cavo-?atrial|caval|atri(?:um|al)|ventricle|carina|brachiocephalic|ivc)\b)",
     ),
 }
+#: Deviation 12: abnormalities the ``no_finding.txt`` list lacks, of the kinds it already holds
+#: (it lists "degenera", "osteophytosis", "scoliosis", "kyphosis", "aortic disease", "volume loss",
+#: "hyperinflation", "radiopaque", "bullet", "arthropathy"): a positive or uncertain mention of one
+#: of them blocks No Finding, as a mention from the list does. Spondylosis and spurs of the spine,
+#: a tortuous or ectatic aorta, low lung volumes (the mirror of the list's "hyperinflation") and the
+#: crowding they cause, surgical clips and foreign bodies (radiopaque material, as the list's
+#: "bullet"), spinal curvature in other words, arthritis, spinal fusion, lymphadenopathy and a lung
+#: or breast removed. Post-surgical wording without material ("status post sternotomy",
+#: "postsurgical changes") is not added: it says what was done, not what the image shows.
+NO_FINDING_MENTIONS: tuple[str, ...] = (
+    r"\bspondylo\w*",
+    r"\bosteophyt\w*", r"\bspurring\b", r"\bsyndesmophyt\w*", r"\bskeletal\s+hyperostosis\b",
+    r"\btortu\w*", r"\bectatic\b", r"\bectasia\b", r"\bunfold(?:ed|ing)\b",
+    r"\b(?:low|lower|decreased|reduced|diminished|small)\s+(?:\w+\s+)?lung\s+volumes?\b",
+    r"\blung\s+volumes?\s+(?:are|is|remain|remains)\s+(?:\w+\s+)?(?:low|decreased|reduced|diminished|small)\b",
+    r"\bhypoinflat\w*", r"\bhypoventilat\w*", r"\bcrowding\b",
+    r"\bclips?\b", r"\bforeign\s+bod(?:y|ies)\b", r"\bshrapnel\b",
+    r"\b(?:dextro|levo)?curvature\b", r"\b(?:dextro|levo)convex\w*",
+    r"\barthrit\w*", r"\bfusion\b", r"\b(?:lymph)?adenopath\w*",
+    r"\b(?:lobectomy|pneumonectomy|mastectomy)\b", r"\bwedge\s+resection\b",
+)
+
+#: The second round of deviations 11 and 12 (2026-11-27), written on the dev half's errors after the
+#: test half had been scored once with the first (``precision_rules=1`` leaves them out).
+SECOND_ROUND_MENTIONS: dict[str, tuple[str, ...]] = {
+    NO_FINDING: NO_FINDING_MENTIONS,
+    # apical thickening (an apical cap); pleural scars the list spells one way only
+    # ("pleural-peripheral scarring"); "fibrotic", the adjective of the list's "fibrosis"
+    "Pleural Other": (
+        r"\b(?:bi)?apical\s+(?:[a-z]+\s+){0,2}thickening\b",
+        r"\bpleural[-\s]+(?:parenchymal|peripheral|pulmonary|based)[-\s]+scar\w*",
+        r"\bfibrotic\b",
+    ),
+    # pneumonitis: an entry term of the MeSH heading Pneumonia, lung inflammation as the list's
+    # "infectious process" (radiation / hypersensitivity pneumonitis included)
+    PNEUMONIA: (r"\bpneumonitis\b",),
+    # a cavity in the lung is a lesion (the list has only "cavitary lesion")
+    LUNG_LESION: (r"\bcavit(?:y|ies|ation|ations)\b",),
+    # devices the list lacks: ventricular shunts, their tubing, caval filters, bone / suture anchors
+    SUPPORT_DEVICES: (
+        r"\b(?:vp|ventriculoperitoneal|ventriculoatrial|ventriculopleural)\s+shunt\b",
+        r"\bshunt\s+(?:tubing|catheter)\b",
+        r"\btubing\b",
+        r"\b(?:ivc|vena\s+cava|caval)\s+filter\b",
+        r"\b(?:bone|suture)\s+anchors?\b",
+    ),
+}
+#: Rounds of precision rules: 1 = deviations 6-11, 2 = the second-round additions above.
+PRECISION_ROUNDS = 2
+#: Unmentions of the second round: spaces of the body are not lung cavities ("pleural cavity").
+SECOND_ROUND_UNMENTIONS: dict[str, tuple[str, ...]] = {
+    LUNG_LESION: (
+        r"(?:pleural|thoracic|chest|abdominal|peritoneal|pericardial|oral|nasal|joint|glenoid|body|medullary|"
+        r"marrow|sinus|cardiac|ventricular)\s+cavit(?:y|ies)",
+    ),
+}
+
 #: Which added mentions are always uncertain unless negated (as :data:`ALWAYS_UNCERTAIN`).
 PRECISION_ALWAYS_UNCERTAIN: frozenset[str] = frozenset({EDEMA})
 
@@ -362,7 +433,9 @@ class ChexpertLabeler:
     root and says how to fetch it when it is missing (the text toolkit reads no data root itself: it
     is the layer below :mod:`radaudit.data`). ``no_new``: how "no new X" is read
     (:mod:`radaudit.text.negation`; ``"uncertain"`` as in CheXpert). ``precision_rules``: apply
-    deviations 6-11 (module docstring; default True); False gives the labeler before them.
+    deviations 6-12 (module docstring; default True); False gives the labeler before them; ``1``
+    the first round only (deviations 6-11 as the IU test half was first scored with), ``2`` (= True)
+    both rounds. :attr:`precision_round` holds the number (0, 1 or 2).
 
     >>> lab = ChexpertLabeler(chexpert_phrases_dir())              # doctest: +SKIP
     >>> lab.label(["Heart size normal and lungs are clear. No edema or pneumonia. No effusion"])  # doctest: +SKIP
@@ -373,11 +446,19 @@ class ChexpertLabeler:
         phrases_dir: str | os.PathLike,
         *,
         no_new: Literal["uncertain", "negative"] = "uncertain",
-        precision_rules: bool = True,
+        precision_rules: bool | int = True,
     ) -> None:
         self.phrases_dir = Path(phrases_dir)
         self.no_new = no_new
-        self.precision_rules = bool(precision_rules)
+        if precision_rules is True or precision_rules is False:
+            rounds = PRECISION_ROUNDS if precision_rules else 0
+        elif isinstance(precision_rules, int) and 0 <= precision_rules <= PRECISION_ROUNDS:
+            rounds = int(precision_rules)
+        else:
+            raise ValueError(f"precision_rules={precision_rules!r}: use True (all rounds), False (none) or a round "
+                             f"number 0-{PRECISION_ROUNDS}.")
+        self.precision_round = rounds
+        self.precision_rules = rounds > 0
         self.mention_phrases, self.unmention_phrases = load_phrases(self.phrases_dir)
         self._compile()
 
@@ -394,12 +475,16 @@ class ChexpertLabeler:
             pats = [_phrase_regex(p) for p in phrases]
             if self.precision_rules:
                 pats += list(PRECISION_MENTIONS.get(obs, ()))
+            if self.precision_round >= 2:
+                pats += list(SECOND_ROUND_MENTIONS.get(obs, ()))
             self._mention_re[obs] = _alternation(pats)  # type: ignore[assignment]
             self._phrase_of[obs] = [(re.compile(_phrase_regex(p)), p) for p in sorted(phrases, key=len, reverse=True)]
             unm = [_phrase_regex(p) for p in self.unmention_phrases.get(obs, [])]
             unm += list(EXTRA_UNMENTIONS.get(obs, ()))
             if self.precision_rules:
                 unm += list(PRECISION_UNMENTIONS.get(obs, ()))
+            if self.precision_round >= 2:
+                unm += list(SECOND_ROUND_UNMENTIONS.get(obs, ()))
             if obs in (CARDIOMEGALY, ENLARGED_CM):
                 for p in phrases:
                     if obs == CARDIOMEGALY and p in _ABNORMAL_CARDIAC:
@@ -524,7 +609,7 @@ class ChexpertLabeler:
         mentions depend on the sentence alone, and report rewriting labels the same sentences again for every
         rule and check. Kept at offset 0 and shifted to ``offset``; cleared when it holds :attr:`_MEMO_SIZE`."""
         memo = self.__dict__.setdefault("_mention_memo", {})
-        key = (sent, self.precision_rules, self.no_new)
+        key = (sent, self.precision_round, self.no_new)
         found = memo.get(key)
         if found is None:
             if len(memo) >= self._MEMO_SIZE:
