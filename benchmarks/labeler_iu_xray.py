@@ -402,9 +402,9 @@ of clinical meaning and kept only if it raised dev F1 (`precision_rules=1` is th
   a tortuous / ectatic aorta, low lung volumes (the mirror of "hyperinflation") and the crowding
   they cause, surgical clips and foreign bodies, spinal curvature in other words, arthritis,
   spinal fusion, lymphadenopathy, a lobe, lung or breast removed. On dev they were most of the
-  No Finding false positives (the No Finding rows of "Before / after"). "Status post sternotomy" and "postsurgical changes" were tried and
-  left out: they state what was done, not what the image shows, and the indexers called half of
-  those dev reports normal.
+  No Finding false positives (the No Finding rows of "Before / after"). "Status post sternotomy"
+  and "postsurgical changes" were tried and left out: they state what was done, not what the
+  image shows, and the indexers called half of those dev reports normal.
 - **Phrases for listed concepts (deviation 11, continued):** "fibrotic" (the list has "fibrosis";
   Pleural Other, as the mapping reads Pulmonary Fibrosis), apical thickening and
   "pleural-peripheral scarring" (Pleural Other), a lung cavity (Lung Lesion; the list has only
