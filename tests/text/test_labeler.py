@@ -339,8 +339,9 @@ def test_added_mentions(labeler, labeler_before, fires, keeps, obs):
 def test_other_abnormalities_block_no_finding(labeler, labeler_before, text):
     assert is_blank(one(labeler, text, "No Finding"))
     assert one(labeler_before, text, "No Finding") == 1
-    # the same abnormality negated leaves No Finding standing
+    # the same abnormality negated leaves No Finding standing; "fusion" is not read inside "effusion"
     assert one(labeler, "No adenopathy. No scoliosis. Lungs are clear.", "No Finding") == 1
+    assert one(labeler, "No pleural effusion. Normal lung volumes. Lungs are clear.", "No Finding") == 1
 
 
 def test_precision_rounds(shared_data, labeler, labeler_before):

@@ -115,8 +115,9 @@ gives the labeler as it was before them (closer to CheXpert's own output on devi
     cavity (Lung Lesion; the list has only "cavitary lesion"; body cavities unmentioned); pneumonitis
     (Pneumonia; an entry term of MeSH's Pneumonia).
 12. Abnormalities ``no_finding.txt`` lacks, of the kinds it holds (:data:`NO_FINDING_MENTIONS`,
-    added 2026-11-27; with the other second-round additions in :data:`SECOND_ROUND_MENTIONS`): spondylosis and spinal spurs, a tortuous or ectatic aorta, low lung volumes
-    and the crowding they cause, surgical clips and foreign bodies, spinal curvature in other words,
+    added 2026-11-27; with the other second-round additions in :data:`SECOND_ROUND_MENTIONS`):
+    spondylosis and spinal spurs, a tortuous or ectatic aorta, low lung volumes and the crowding
+    they cause, surgical clips and foreign bodies, spinal curvature in other words,
     arthritis, spinal fusion, lymphadenopathy, a lobe, lung or breast removed. Their positive or
     uncertain mentions block No Finding. "Status post sternotomy" or "postsurgical changes" without
     material do not.
