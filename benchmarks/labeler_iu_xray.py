@@ -413,6 +413,11 @@ of clinical meaning and kept only if it raised dev F1 (`precision_rules=1` is th
 - A second scoring of the same test half is weaker evidence than the first: the round exists
   because the first missed the bar. The rules were chosen on dev F1 only, and the "round 1"
   columns keep the first scoring beside the second.
+- **Seen and not changed:** a report of several exams ("Chest. ... Left knee. ...", "Right
+  shoulder. Healing scapular fracture.") is labelled whole, so a knee's spurs or a scapular
+  fracture block No Finding or count as Fracture (a handful of dev reports). Labelling only the
+  chest part needs a splitter by body part; it was not written, so that the test half is not
+  scored a third time for one more rule.
 """
 
 
