@@ -348,8 +348,6 @@ SECOND_ROUND_MENTIONS: dict[str, tuple[str, ...]] = {
         r"\b(?:bone|suture)\s+anchors?\b",
     ),
 }
-#: Rounds of precision rules: 1 = deviations 6-11, 2 = the second-round additions above.
-PRECISION_ROUNDS = 2
 #: Unmentions of the second round: spaces of the body are not lung cavities ("pleural cavity").
 SECOND_ROUND_UNMENTIONS: dict[str, tuple[str, ...]] = {
     LUNG_LESION: (
@@ -357,6 +355,13 @@ SECOND_ROUND_UNMENTIONS: dict[str, tuple[str, ...]] = {
         r"marrow|sinus|cardiac|ventricular)\s+cavit(?:y|ies)",
     ),
 }
+#: The phrase tables of each round of precision rules, in order: (mentions, unmentions). Round 1 =
+#: deviations 6-11, round 2 = the second-round additions above; ``precision_rules=k`` applies the first k.
+_ROUND_TABLES: tuple[tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]], ...] = (
+    (PRECISION_MENTIONS, PRECISION_UNMENTIONS),
+    (SECOND_ROUND_MENTIONS, SECOND_ROUND_UNMENTIONS),
+)
+PRECISION_ROUNDS = len(_ROUND_TABLES)
 
 #: Which added mentions are always uncertain unless negated (as :data:`ALWAYS_UNCERTAIN`).
 PRECISION_ALWAYS_UNCERTAIN: frozenset[str] = frozenset({EDEMA})
@@ -451,7 +456,7 @@ class ChexpertLabeler:
     ) -> None:
         self.phrases_dir = Path(phrases_dir)
         self.no_new = no_new
-        if precision_rules is True or precision_rules is False:
+        if isinstance(precision_rules, bool):
             rounds = PRECISION_ROUNDS if precision_rules else 0
         elif isinstance(precision_rules, int) and 0 <= precision_rules <= PRECISION_ROUNDS:
             rounds = int(precision_rules)
@@ -474,18 +479,14 @@ class ChexpertLabeler:
             if not phrases:
                 continue
             pats = [_phrase_regex(p) for p in phrases]
-            if self.precision_rules:
-                pats += list(PRECISION_MENTIONS.get(obs, ()))
-            if self.precision_round >= 2:
-                pats += list(SECOND_ROUND_MENTIONS.get(obs, ()))
+            for mentions, _ in _ROUND_TABLES[:self.precision_round]:
+                pats += list(mentions.get(obs, ()))
             self._mention_re[obs] = _alternation(pats)  # type: ignore[assignment]
             self._phrase_of[obs] = [(re.compile(_phrase_regex(p)), p) for p in sorted(phrases, key=len, reverse=True)]
             unm = [_phrase_regex(p) for p in self.unmention_phrases.get(obs, [])]
             unm += list(EXTRA_UNMENTIONS.get(obs, ()))
-            if self.precision_rules:
-                unm += list(PRECISION_UNMENTIONS.get(obs, ()))
-            if self.precision_round >= 2:
-                unm += list(SECOND_ROUND_UNMENTIONS.get(obs, ()))
+            for _, unmentions in _ROUND_TABLES[:self.precision_round]:
+                unm += list(unmentions.get(obs, ()))
             if obs in (CARDIOMEGALY, ENLARGED_CM):
                 for p in phrases:
                     if obs == CARDIOMEGALY and p in _ABNORMAL_CARDIAC:
