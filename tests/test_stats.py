@@ -484,7 +484,7 @@ def test_permutation_test_with_several_statistics_tests_each_on_the_same_permuta
 
 
 def test_exact_permutation_count_is_only_computed_when_it_could_be_reached():
-    from radaudit.stats import _n_distinct
+    from radaudit.stats.significance import _n_distinct
 
     assert _n_distinct(3, 3, False, 1000) == 20 and _n_distinct(5, 5, True, 100) == 32 and _n_distinct(5, 5, True, 10) == math.inf
     assert _n_distinct(50_000, 50_000, False, 1000) == math.inf  # C(100000, 50000) is never enumerated
@@ -547,7 +547,7 @@ def test_vectorized_statistic_counts_nan_resamples_as_failed_and_refuses_what_it
 
 def test_vectorized_statistic_in_several_batches_keeps_the_loops_draws(monkeypatch):
     """With batches of 7 resamples (the batch bound forced down), replicates and jackknife still equal the loop's."""
-    import radaudit.stats as stats_module
+    import radaudit.stats.resampling as stats_module
 
     monkeypatch.setattr(stats_module, "_BATCH_ELEMENTS", 7 * 37)
     rng = np.random.default_rng(5)

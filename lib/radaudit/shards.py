@@ -11,7 +11,7 @@ shared cache (``$RADAUDIT_CACHE``), and records what it did in
 an unsharded run (``tests/test_shards.py``).
 
 Shards count from 1, as ``jest --shard=1/3`` and ``playwright test --shard=1/3``. The parts are contiguous
-and near-equal (:func:`radaudit.stats.shard_slice`: ``numpy.array_split``'s rule), over the items in the order
+and near-equal (:func:`radaudit.partition.shard_slice`: ``numpy.array_split``'s rule), over the items in the order
 the notebook uses them, so they are disjoint, cover everything, and do not depend on the machine or on
 which shards already ran. What a part holds is each experiment's choice (studies; feature batches).
 """
@@ -30,7 +30,7 @@ from radaudit.errors import ParamsError
 from radaudit.experiments import EXPERIMENTS, get_experiment
 from radaudit.paths import outputs_dir, project_root
 from radaudit.run_setup import default_run_name, new_run_dir, prepare
-from radaudit.stats import check_shard, shard_slice, split_parts
+from radaudit.partition import check_shard, shard_slice, split_parts
 
 __all__ = ["parse_shard", "prepare_params", "run_shard", "shard_slice", "shardable_experiments", "split_parts"]
 

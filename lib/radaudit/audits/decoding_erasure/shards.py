@@ -3,7 +3,7 @@
 The work items are the **studies** the report writer writes for, in the order of the notebook's full run
 (the demo's held-out test prompts interleaved F, M, F, ...; the paper path's :func:`~radaudit.audits.
 decoding_erasure.study.image_studies`). Shard ``i`` of ``n`` takes the ``i``-th contiguous part of them
-(:func:`radaudit.stats.shard_slice`) and generates, into the generation cache, every report the notebook will
+(:func:`radaudit.partition.shard_slice`) and generates, into the generation cache, every report the notebook will
 look up for those studies: under each of ``strategies`` with the training-skew model (section 1), and under
 each of ``skew_strategies`` with the model of each skew the skew study runs (section 8,
 :func:`~radaudit.audits.decoding_erasure.study.skew_study_plan`). It calls the notebook's own
@@ -40,7 +40,7 @@ def generation_step(params: Any, shard: tuple[int, int]) -> dict[str, Any]:
     (``items``: studies in the shard, ``computed``/``found``: reports generated here / already cached, per job)."""
     from radaudit.audits.decoding_erasure.study import study_generations
     from radaudit.models.cache import ContentCache
-    from radaudit.stats import check_shard, shard_slice
+    from radaudit.partition import check_shard, shard_slice
 
     i, n = check_shard(shard)
     part = shard_slice(int(params.n_reports), i, n)

@@ -328,10 +328,10 @@ def _vlm_generations(P: Any, model: str, adapter: str | None, strategies: Sequen
 
 
 def _shard_rows(studies: pd.DataFrame, shard: tuple[int, int] | None) -> pd.DataFrame:
-    """The studies of shard ``(i, n)`` (:func:`radaudit.stats.shard_slice`: the i-th contiguous part), or all."""
+    """The studies of shard ``(i, n)`` (:func:`radaudit.partition.shard_slice`: the i-th contiguous part), or all."""
     if shard is None:
         return studies
-    from radaudit.stats import shard_slice
+    from radaudit.partition import shard_slice
 
     return studies.iloc[shard_slice(len(studies), *shard)].reset_index(drop=True)
 

@@ -4,7 +4,7 @@ The work items are the **feature batches** of every (image set, encoder) job of 
 (:func:`~radaudit.audits.synthetic_cxr.features.feature_jobs`: real test images, each generator's fidelity
 set, each degrader level; the chest X-ray encoder and Inception), the batches of 32 at fixed positions that
 the feature cache stores (:mod:`radaudit.models.feature_cache`), listed job by job in the notebook's order.
-Shard ``i`` of ``n`` computes the ``i``-th contiguous part of that list (:func:`radaudit.stats.shard_slice`) into
+Shard ``i`` of ``n`` computes the ``i``-th contiguous part of that list (:func:`radaudit.partition.shard_slice`) into
 the feature cache; ``radaudit run synthetic_cxr`` with the same params then reads every batch and computes
 FID, KID and PRDC on the full sets (not an average of per-shard FIDs, which is not the FID of the whole).
 
@@ -42,7 +42,7 @@ def feature_step(params: Any, shard: tuple[int, int]) -> dict[str, Any]:
     from radaudit.audits.synthetic_cxr.study import dose_sets, generate_sets, load_models, prepare
     from radaudit.models.cache import ContentCache
     from radaudit.models.feature_cache import FEATURE_CACHE, fill_features
-    from radaudit.stats import check_shard, shard_slice
+    from radaudit.partition import check_shard, shard_slice
 
     i, n = check_shard(shard)
     if not params.cache:

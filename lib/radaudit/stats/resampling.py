@@ -1,4 +1,5 @@
-"""The statistics layer every experiment uses: bootstrap CIs, paired bootstrap, permutation tests, BH.
+"""Seeded resampling: the bootstrap engine every experiment calls (iid, by cluster, paired across statistics).
+
 
 Every headline number in a radaudit table carries a 95% bootstrap confidence interval computed
 here, resampling the unit the paper resamples (reports, pairs, studies, patients).
@@ -13,29 +14,6 @@ Why the bootstrap is hand-written rather than :func:`scipy.stats.bootstrap`:
   bootstrap distributions. :func:`paired_bootstrap` evaluates every metric on the same resampled
   units in each replicate.
 
-The interval formulas are the textbook ones and match scipy's on iid data (tested):
-
-* percentile interval: the ``α/2`` and ``1 − α/2`` quantiles of the replicates (linear
-  interpolation, ``numpy.quantile(method="linear")``, as scipy does);
-* basic (reverse percentile) interval: ``[2θ̂ − q_{1−α/2}, 2θ̂ − q_{α/2}]`` (Davison & Hinkley 1997,
-  eq. 5.6; scipy's ``method="basic"``). It corrects a bootstrap distribution shifted away from
-  the estimate, but also mirrors its skew (and can cross 0 for a non-negative statistic);
-* shifted percentile interval: ``[q_{α/2} − b̂, q_{1−α/2} − b̂]`` with the bootstrap bias estimate
-  ``b̂ = mean(θ*) − θ̂`` (Efron & Tibshirani 1993, §10.6): the percentile interval of the bias-removed
-  replicates ``θ* − b̂``. It keeps the shape (skew) of the bootstrap distribution and always sits
-  around the estimate; use it when the replicates are shifted away from θ̂ *and* the basic interval
-  would flip the skew (e.g. WAE, a mean of squared z-scores whose replicates all lie above θ̂);
-* BCa (bias-corrected and accelerated; Efron 1987, JASA 82:171; Efron & Tibshirani 1993, §14.3)::
-
-      z0 = Φ⁻¹( (#{θ*_b < θ̂} + #{θ*_b ≤ θ̂}) / 2B )                (bias correction, mid-rank)
-      a  = Σ_i (θ̄_(·) − θ_(i))³ / ( 6 · [Σ_i (θ̄_(·) − θ_(i))²]^{3/2} )   (acceleration)
-      α1 = Φ( z0 + (z0 + z_{α/2})   / (1 − a (z0 + z_{α/2})) )
-      α2 = Φ( z0 + (z0 + z_{1−α/2}) / (1 − a (z0 + z_{1−α/2})) )
-      CI = [ quantile(θ*, α1), quantile(θ*, α2) ]
-
-  where θ_(i) is the statistic with unit ``i`` left out (jackknife over *units*, leave-one-unit-out)
-  and θ̄_(·) their mean.
-
 Randomness comes only from ``numpy.random.default_rng(seed)``; the same seed gives the same
 replicates, byte for byte. Each replicate draws ``n_units`` unit indices with
 ``rng.integers(0, n_units, n_units)``, so :func:`bootstrap_ci` and :func:`paired_bootstrap` with
@@ -49,98 +27,28 @@ import itertools
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import special
-from scipy import stats as _sps
 
-from radaudit.errors import ParamsError, RadauditError
+from radaudit.stats.intervals import METHODS, BootstrapError, BootstrapResult, bootstrap_pvalue, interval_from_replicates
 
 __all__ = [
-    "stable_seed",
-    "check_shard",
-    "shard_slice",
-    "split_parts",
-    "METHODS",
-    "BootstrapError",
-    "BootstrapResult",
-    "BootstrapWarning",
     "DIFFERENCE_SEP",
     "PAIRED_COLUMNS",
-    "PermutationResult",
-    "benjamini_hochberg",
+    "BootstrapData",
     "ColumnMean",
+    "Statistic",
     "bootstrap_ci",
     "column_mean",
-    "cover_rounding",
     "difference_label",
     "paired_bootstrap",
-    "permutation_test",
-    "wilson_ci",
+    "stable_seed",
 ]
-
-METHODS: tuple[str, ...] = ("percentile", "bca", "basic", "shifted")
-"""The bootstrap interval methods :func:`bootstrap_ci` accepts."""
 
 BootstrapData = np.ndarray | Sequence[Any] | tuple[Any, ...] | pd.DataFrame | pd.Series
 Statistic = Callable[..., Any]
-
-
-class BootstrapError(RadauditError, ValueError):
-    """The statistic cannot be bootstrapped on this data (NaN on the full data, too many failed replicates)."""
-
-
-class BootstrapWarning(RuntimeWarning):
-    """BCa could not be computed (degenerate bootstrap or jackknife distribution); the percentile interval was used."""
-
-
-@dataclass(frozen=True)
-class BootstrapResult:
-    """A bootstrap confidence interval.
-
-    ``method`` is the method actually used: ``"bca"`` falls back to ``"percentile"`` (with a
-    :class:`BootstrapWarning`) when the BCa constants are undefined. ``n_resamples`` is the number
-    requested; ``n_failed`` of them gave a non-finite value or raised and were left out of the
-    interval. ``replicates`` holds all ``n_resamples`` values (NaN where a replicate failed), in
-    draw order. ``z0`` and ``acceleration`` are the BCa constants (NaN for the percentile method).
-    """
-
-    estimate: float
-    low: float
-    high: float
-    se: float
-    method: str
-    confidence: float
-    n_units: int
-    n_resamples: int
-    n_failed: int = 0
-    z0: float = math.nan
-    acceleration: float = math.nan
-    replicates: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The result as a flat dict (without the replicates), e.g. to build a table row."""
-        d = asdict(self)
-        d.pop("replicates")
-        return d
-
-
-@dataclass(frozen=True)
-class PermutationResult:
-    """A permutation test: observed statistic, p-value, and how many permutations were evaluated.
-
-    ``exact`` is True when every distinct permutation was enumerated (scipy does this when
-    ``n_resamples`` is at least their number); then ``n_resamples`` is that number.
-    """
-
-    statistic: float | np.ndarray
-    pvalue: float | np.ndarray
-    n_resamples: int
-    exact: bool = False
-    null_distribution: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
 
 
 class ColumnMean:
@@ -457,129 +365,6 @@ def _safe_eval(rows: _Rows, statistic: Statistic, idx: np.ndarray, errors: list[
         return math.nan
 
 
-def cover_rounding(estimate: float, low: float, high: float) -> tuple[float, float]:
-    """Widen ``[low, high]`` to the estimate where it misses it only by floating-point rounding.
-
-    The estimate and the replicates are often computed by different code (e.g. scikit-learn's trapezoid
-    AUROC for the estimate, a vectorised rank formula for the replicates); on a degenerate bootstrap
-    distribution both equal 0.2 but differ in the last bit, and an interval that "excludes" its own estimate
-    by 1e-17 breaks error bars (negative lengths) and readers' trust. A miss larger than
-    ``1e-9 · max(1, |estimate|)`` is a real one and is left as it is.
-    """
-    if not (math.isfinite(estimate) and math.isfinite(low) and math.isfinite(high)):
-        return low, high
-    tol = 1e-9 * max(1.0, abs(estimate))
-    if estimate < low <= estimate + tol:
-        low = estimate
-    if estimate - tol <= high < estimate:
-        high = estimate
-    return low, high
-
-
-def interval_from_replicates(
-    estimate: float,
-    replicates: np.ndarray,
-    jackknife: np.ndarray | None,
-    method: str,
-    confidence: float,
-    n_units: int,
-    name: str,
-    max_failed: float,
-    first_error: BaseException | None = None,
-) -> BootstrapResult:
-    """CI from replicates (NaN = failed) and, for BCa, leave-one-unit-out jackknife values.
-
-    Public so that code which computes its replicates vectorised (e.g. CAD/WAE over count matrices)
-    gets exactly these intervals without re-implementing them.
-    """
-    n_resamples = len(replicates)
-    ok = np.isfinite(replicates)
-    n_failed = int((~ok).sum())
-    if n_failed > max_failed * n_resamples or n_failed == n_resamples:
-        msg = (
-            f"statistic {name!r} failed (NaN/inf or an exception) on {n_failed} of {n_resamples} bootstrap "
-            f"replicates, more than the allowed {max_failed:.0%}; the CI would be biased. Resample a larger "
-            "unit, pool groups, or use a statistic defined on every resample"
-        )
-        if first_error is not None:
-            msg += f" (first exception: {type(first_error).__name__}: {first_error})"
-        raise BootstrapError(msg)
-    theta = replicates[ok]
-    alpha = (1.0 - confidence) / 2.0
-    se = float(np.std(theta, ddof=1)) if theta.size > 1 else math.nan
-    z0 = a = math.nan
-    levels = (alpha, 1.0 - alpha)
-    used = method
-    if method == "bca":
-        z0, a, levels_bca, why = _bca_levels(estimate, theta, jackknife, alpha)
-        if levels_bca is None:
-            warnings.warn(
-                f"BCa interval for {name!r} is undefined ({why}); using the percentile interval",
-                BootstrapWarning,
-                stacklevel=3,
-            )
-            used = "percentile"
-        else:
-            levels = levels_bca
-    low, high = np.quantile(theta, levels, method="linear")
-    if method == "basic":  # reflect the quantiles around the estimate: corrects a shifted bootstrap distribution
-        low, high = 2.0 * estimate - high, 2.0 * estimate - low
-    elif method == "shifted":  # percentile interval of the bias-removed replicates θ* − (mean θ* − θ̂)
-        bias = float(theta.mean()) - float(estimate)
-        low, high = low - bias, high - bias
-    low, high = cover_rounding(float(estimate), float(low), float(high))
-    return BootstrapResult(
-        estimate=float(estimate),
-        low=float(low),
-        high=float(high),
-        se=se,
-        method=used,
-        confidence=float(confidence),
-        n_units=int(n_units),
-        n_resamples=int(n_resamples),
-        n_failed=n_failed,
-        z0=float(z0),
-        acceleration=float(a),
-        replicates=replicates,
-    )
-
-
-def _acceleration(jackknife: np.ndarray) -> float:
-    """BCa acceleration from jackknife values: a = Σd³ / (6 (Σd²)^{3/2}), d = mean(θ_(·)) − θ_(i).
-
-    Defined as 0 when all jackknife values are equal (Σd² = 0: no skewness to correct).
-    """
-    d = jackknife.mean() - jackknife
-    ss = float(np.sum(d**2))
-    if ss == 0.0 or not math.isfinite(ss):
-        return 0.0 if ss == 0.0 else math.nan
-    return float(np.sum(d**3) / (6.0 * ss**1.5))
-
-
-def _bca_levels(
-    estimate: float, theta: np.ndarray, jackknife: np.ndarray | None, alpha: float
-) -> tuple[float, float, tuple[float, float] | None, str]:
-    """(z0, a, (α1, α2) or None, reason) — see the module docstring for the formulas."""
-    # mid-rank proportion of replicates below the estimate (as scipy), so that a constant
-    # bootstrap distribution gives z0 = 0 rather than ±inf
-    p = (np.count_nonzero(theta < estimate) + np.count_nonzero(theta <= estimate)) / (2.0 * theta.size)
-    z0 = float(special.ndtri(p))
-    if jackknife is None or not np.all(np.isfinite(jackknife)):
-        n_bad = 0 if jackknife is None else int((~np.isfinite(jackknife)).sum())
-        return z0, math.nan, None, f"the statistic failed on {n_bad} leave-one-unit-out jackknife samples"
-    a = _acceleration(jackknife)
-    if not math.isfinite(z0):
-        return z0, a, None, "every bootstrap replicate lies on one side of the estimate"
-    levels = []
-    for z_alpha in (special.ndtri(alpha), special.ndtri(1.0 - alpha)):
-        num = z0 + z_alpha
-        denom = 1.0 - a * num
-        if denom <= 0:
-            return z0, a, None, f"acceleration {a:.3g} is too large for this confidence level"
-        levels.append(float(special.ndtr(z0 + num / denom)))
-    return z0, a, (levels[0], levels[1]), ""
-
-
 # --------------------------------------------------------------------------------------------
 # public bootstrap API
 
@@ -632,7 +417,7 @@ def bootstrap_ci(
     """
     m = _validate(method, n_resamples, confidence, max_failed)
     n_units, est, reps, jack, errs = _run(data, {"statistic": statistic}, units, n_resamples, seed, m == "bca", vectorized)
-    return _interval(
+    return interval_from_replicates(
         est["statistic"],
         reps[:, 0],
         None if jack is None else jack[:, 0],
@@ -728,197 +513,13 @@ def paired_bootstrap(
 
     rows: list[dict[str, Any]] = []
     for j, name in enumerate(names):
-        r = _interval(est[name], reps[:, j], None if jack is None else jack[:, j], m, confidence, n_units, name, max_failed, errs[j])
+        r = interval_from_replicates(est[name], reps[:, j], None if jack is None else jack[:, j], m, confidence, n_units, name, max_failed, errs[j])
         rows.append({"metric": name, **r.to_dict(), "pvalue": math.nan})
     for a, b in pairs:
         ja, jb = names.index(a), names.index(b)
         label = difference_label(a, b)
         diff = reps[:, ja] - reps[:, jb]
         jdiff = None if jack is None else jack[:, ja] - jack[:, jb]
-        r = _interval(est[a] - est[b], diff, jdiff, m, confidence, n_units, label, max_failed, errs[ja] or errs[jb])
-        rows.append({"metric": label, **r.to_dict(), "pvalue": _bootstrap_pvalue(diff)})
+        r = interval_from_replicates(est[a] - est[b], diff, jdiff, m, confidence, n_units, label, max_failed, errs[ja] or errs[jb])
+        rows.append({"metric": label, **r.to_dict(), "pvalue": bootstrap_pvalue(diff)})
     return pd.DataFrame(rows, columns=list(PAIRED_COLUMNS))
-
-
-def _bootstrap_pvalue(diff: np.ndarray) -> float:
-    """Two-sided percentile-inversion p-value of H0: difference = 0 (see :func:`paired_bootstrap`)."""
-    d = diff[np.isfinite(diff)]
-    below = np.count_nonzero(d <= 0)
-    above = np.count_nonzero(d >= 0)
-    return float(min(1.0, 2.0 * (1 + min(below, above)) / (d.size + 1)))
-
-
-# --------------------------------------------------------------------------------------------
-# tests and corrections
-
-
-def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    """mean(x) − mean(y); vectorised along ``axis`` for scipy."""
-    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
-
-
-_PERMUTATION_STATISTICS: dict[str, Callable[..., Any]] = {"mean_diff": _mean_diff}
-
-
-def _n_distinct(nx: int, ny: int, paired: bool, cap: int) -> int | float:
-    """Distinct permutations (2^n paired, C(nx+ny, nx) independent); ``inf`` once it surely exceeds ``cap``
-    (the exact count of C(100000, 50000) takes a third of a second and is only compared with ``cap``)."""
-    log_n = nx * math.log(2) if paired else (math.lgamma(nx + ny + 1) - math.lgamma(nx + 1) - math.lgamma(ny + 1))
-    if log_n > math.log(max(cap, 1)) + 1.0:
-        return math.inf
-    return 2**nx if paired else math.comb(nx + ny, nx)
-
-
-def permutation_test(
-    x: Any,
-    y: Any,
-    *,
-    statistic: str | Callable[..., Any] = "mean_diff",
-    paired: bool = False,
-    n_resamples: int = 10000,
-    alternative: Literal["two-sided", "less", "greater"] = "two-sided",
-    seed: int | None = 0,
-    batch: int | None = None,
-) -> PermutationResult:
-    """Permutation test of ``statistic(x, y)``, a thin wrapper of :func:`scipy.stats.permutation_test`.
-
-    * ``paired=False``: ``permutation_type="independent"`` — observations are reassigned between
-      the two samples (H0: x and y come from the same distribution).
-    * ``paired=True``: ``permutation_type="samples"`` — ``x[i]`` and ``y[i]`` are swapped within
-      each pair (H0: within-pair exchangeability; for ``mean_diff`` this is the sign-flip test of
-      the mean paired difference).
-
-    ``statistic="mean_diff"`` is ``mean(x) − mean(y)``; a callable gets ``(x, y)`` (and ``axis``
-    if its signature has one, in which case scipy calls it vectorised). scipy enumerates every
-    distinct permutation (an exact test) when ``n_resamples`` is at least their number; otherwise
-    the p-value is ``(1 + #{null as or more extreme}) / (1 + n_resamples)`` per tail, doubled
-    for two-sided and capped at 1.
-
-    A vectorised callable may return several statistics at once, stacked on the LAST axis (``[..., K]``):
-    all K are then tested on the same permutations, generated once, and ``statistic``/``pvalue`` are
-    arrays of K and ``null_distribution`` is ``[n_resamples, K]`` (scipy's own multi-output form).
-    ``batch`` bounds how many permutations scipy materialises at once (memory: ``batch × (n_x + n_y)``).
-    """
-    if isinstance(statistic, str):
-        if statistic not in _PERMUTATION_STATISTICS:
-            raise ValueError(f"unknown statistic {statistic!r}; allowed: {', '.join(_PERMUTATION_STATISTICS)} or a callable")
-        stat_fn = _PERMUTATION_STATISTICS[statistic]
-    else:
-        stat_fn = statistic
-    # integer data (e.g. unit indices a statistic looks up) stay integers: scipy gathers every permutation
-    # from them, and int32 moves a quarter of float64's bytes; anything else becomes float64
-    xa, ya = np.asarray(x), np.asarray(y)
-    if not (np.issubdtype(xa.dtype, np.integer) and np.issubdtype(ya.dtype, np.integer)):
-        xa, ya = xa.astype(float), ya.astype(float)
-    if xa.ndim != 1 or ya.ndim != 1 or xa.size < 1 or ya.size < 1:
-        raise ValueError("x and y must be non-empty 1-D arrays")
-    if xa.dtype.kind == "f" and (np.isnan(xa).any() or np.isnan(ya).any()):  # integers cannot be NaN
-        raise ValueError("x and y contain NaN; drop or impute missing values first (and report how many)")
-    if paired and xa.size != ya.size:
-        raise ValueError(f"paired=True needs x and y of the same length, got {xa.size} and {ya.size}")
-    if alternative not in ("two-sided", "less", "greater"):
-        raise ValueError(f"unknown alternative {alternative!r}; allowed: two-sided, less, greater")
-    res = _sps.permutation_test(
-        (xa, ya),
-        stat_fn,
-        permutation_type="samples" if paired else "independent",
-        n_resamples=n_resamples,
-        alternative=alternative,
-        rng=np.random.default_rng(seed),
-        batch=batch,
-    )
-    n_distinct = _n_distinct(xa.size, ya.size, paired, n_resamples)
-    null = np.asarray(res.null_distribution)
-    scalar = np.ndim(res.statistic) == 0
-    return PermutationResult(
-        statistic=float(res.statistic) if scalar else np.asarray(res.statistic, dtype=float),
-        pvalue=float(res.pvalue) if scalar else np.asarray(res.pvalue, dtype=float),
-        n_resamples=int(null.shape[0]) if null.ndim else 0,
-        exact=n_distinct <= n_resamples,
-        null_distribution=null,
-    )
-
-
-def benjamini_hochberg(pvalues: Any, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-    """Benjamini–Hochberg FDR control (Benjamini & Hochberg 1995).
-
-    Adjusted p-values (:func:`scipy.stats.false_discovery_control`, ``method="bh"``)::
-
-        p̃_(k) = min_{j ≥ k} ( m · p_(j) / j )     (capped at 1)
-
-    over the m finite p-values sorted ascending; a hypothesis is rejected when ``p̃ ≤ alpha``
-    (equivalent to the step-up rule: reject the k smallest, k = max{k : p_(k) ≤ k·α/m}). NaN
-    p-values (a test that could not be run) are left out of m, stay NaN, and are never rejected.
-
-    Returns:
-        ``(rejected, adjusted)``, both shaped like ``pvalues``.
-    """
-    p = np.asarray(pvalues, dtype=float)
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    finite = ~np.isnan(p)
-    if np.any((p[finite] < 0) | (p[finite] > 1)):
-        raise ValueError("p-values must lie in [0, 1] (NaN allowed for tests that were not run)")
-    adjusted = np.full(p.shape, np.nan)
-    if finite.any():
-        adjusted[finite] = _sps.false_discovery_control(p[finite], method="bh")
-    with np.errstate(invalid="ignore"):
-        rejected = np.where(finite, adjusted <= alpha, False)
-    return rejected.astype(bool), adjusted
-
-
-def wilson_ci(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a proportion k/n (Wilson 1927; Newcombe 1998).
-
-    ``(p̂ + z²/2n ± z·sqrt(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n)``, via scipy's
-    ``binomtest(k, n).proportion_ci(method="wilson")``. Useful where a bootstrap of a 0/1 mean
-    degenerates (k = 0 or k = n gives a percentile CI of width 0; Wilson's does not).
-    """
-    if n < 1 or not 0 <= k <= n:
-        raise ValueError(f"wilson_ci needs 0 <= k <= n and n >= 1, got k={k}, n={n}")
-    ci = _sps.binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
-    return float(ci.low), float(ci.high)
-
-
-_interval = interval_from_replicates  # backwards-compatible private name
-
-
-# ----------------------------------------------------------------------------- deterministic parts (shard runs)
-#
-# ``radaudit run <experiment> --shard i/n`` (radaudit.shards) splits an experiment's expensive step: the step lists
-# its work items in one deterministic order (the notebook's: studies, image batches) and shard i of n takes the i-th
-# of n **contiguous, near-equal** parts, counting from 1 (as ``jest --shard=1/3``). The parts are
-# ``numpy.array_split``'s: the first ``n_items % n`` parts have one item more (10 items in 3: sizes 4, 3, 3); they are
-# disjoint and cover every item, and a part may be empty when there are fewer items than shards. Contiguous rather
-# than strided so that neighbouring items (one generation batch, one feature batch) stay in one process. The rule
-# lives here, below the audits, so that every experiment's shard step and radaudit.shards use the one rule.
-
-
-def check_shard(shard: Any) -> tuple[int, int]:
-    """``(i, n)`` as ints with ``1 <= i <= n``; anything else is a :class:`ParamsError` naming the form."""
-    try:
-        i, n = shard
-        ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (i, n)) and 1 <= i <= n
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise ParamsError(f"shard {shard!r} must be (i, n) with 1 <= i <= n: the i-th of n parts, counting from 1 "
-                          "(e.g. 1/3, 2/3, 3/3).")
-    return int(i), int(n)
-
-
-def shard_slice(n_items: int, i: int, n: int) -> slice:
-    """The items of shard ``i`` of ``n`` (1-based) among ``n_items`` ordered items, as a slice (see the comment
-    above: ``numpy.array_split`` parts, the larger ones first)."""
-    i, n = check_shard((i, n))
-    if isinstance(n_items, bool) or not isinstance(n_items, int) or n_items < 0:
-        raise ParamsError(f"n_items must be a count (an int >= 0), got {n_items!r}.")
-    size, extra = divmod(n_items, n)
-    start = (i - 1) * size + min(i - 1, extra)
-    return slice(start, start + size + (1 if i <= extra else 0))
-
-
-def split_parts(items: Sequence[Any], n: int) -> list[list[Any]]:
-    """``items`` cut into ``n`` contiguous near-equal parts, in order (part ``k`` is shard ``k + 1``)."""
-    items = list(items)
-    return [items[shard_slice(len(items), k, n)] for k in range(1, check_shard((1, n))[1] + 1)]
