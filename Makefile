@@ -38,9 +38,11 @@ demo: $(STAMP)
 	$(BIN)/radaudit run all --preset $(PRESET) --jobs $(DEMO_JOBS)
 	@$(BIN)/radaudit timings --preset $(PRESET)
 
-## The import contracts of pyproject.toml: one-way layers, independent experiments, no cycles.
+## The import contracts of pyproject.toml: one-way layers, independent experiments, no cycles; then ruff
+## ([tool.ruff] of pyproject.toml: pycodestyle, pyflakes, import order).
 lint: $(STAMP)
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/ruff check lib
 
 ## The everyday suite (the import contracts, then pytest): every unit test and every notebook once on its smoke preset,
 ## on TEST_WORKERS pytest-xdist workers (one per core), each test file on one worker; each notebook's smoke run is

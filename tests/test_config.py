@@ -118,3 +118,26 @@ def test_registry_refuses_duplicates_and_lists_known_names():
     assert reg.lookup("b").name == "b"
     with pytest.raises(ParamsError, match="Unknown thing 'c'. Known things: a, b."):
         reg.lookup("c")
+
+
+# ----------------------------------------------------------------------------- the bootstrap knob's old name
+
+def test_old_bootstrap_knob_name_is_accepted_with_a_warning_naming_the_new_one(tmp_path):
+    from radaudit.config import BaseParams, resolve_params
+
+    (tmp_path / "exp").mkdir()
+    (tmp_path / "exp" / "base.yaml").write_text("n_bootstrap: 1000\n")
+    with pytest.warns(FutureWarning, match=r"'n_resamples' is deprecated.*write 'n_bootstrap'"):
+        p = resolve_params(BaseParams, tmp_path, "exp", "base", overrides=["n_resamples=250"])
+    assert p.n_bootstrap == 250  # the old name in -p overrides the new name in the preset
+    (tmp_path / "old.yaml").write_text("n_resamples: 300\n")
+    with pytest.warns(FutureWarning, match="n_bootstrap"):
+        p = resolve_params(BaseParams, tmp_path, "exp", "base", params_files=[tmp_path / "old.yaml"])
+    assert p.n_bootstrap == 300
+
+
+def test_both_names_of_the_bootstrap_knob_in_one_place_is_an_error():
+    from radaudit.config import BaseParams, validate_params
+
+    with pytest.raises(ParamsError, match="sets both 'n_resamples' and 'n_bootstrap'"):
+        validate_params(BaseParams, {"n_resamples": 10, "n_bootstrap": 20})

@@ -262,7 +262,8 @@ def _run_shard(experiment, preset, overrides, data_root, out, name, params_files
 @main.command("sweep")
 @click.argument("experiment")
 @click.option("--preset", default="demo", show_default=True)
-@click.option("--grid", "grid", multiple=True, required=True, metavar="KEY=V1,V2", help="A parameter and its values (repeatable: the product is run).")
+@click.option("--grid", "grid", multiple=True, required=True, metavar="KEY=V1,V2",
+              help="A parameter and its values (repeatable: the product is run).")
 @click.option("-p", "--param", "overrides", multiple=True, metavar="KEY=VALUE")
 @click.option("--data-root", type=click.Path(file_okay=False), default=None)
 @click.option("--out", type=click.Path(file_okay=False), default=None)

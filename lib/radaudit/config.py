@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,15 +29,19 @@ from radaudit.errors import ParamsError
 
 RESERVED_PRESET_KEYS = ("description", "extends")
 
+#: Old parameter names still accepted, each with a warning that names the new one: ``{old: new}``.
+#: ``n_resamples`` was the bootstrap knob's second name (radaudit.stats took scipy's); the lab has one, ``n_bootstrap``.
+RENAMED_KEYS: dict[str, str] = {"n_resamples": "n_bootstrap"}
+
 
 @dataclass(frozen=True)
 class Requirement:
     """One thing a preset needs from outside the repository, for ``radaudit preflight``.
 
     ``kind``: ``"data"`` (a local file or folder), ``"model"`` (hub id, folder or ``demo``), ``"adapter"``,
-    ``"checkpoint"`` or ``"setting"`` (a switch that must be true, e.g. ``trust_remote_code``); ``key``: the parameter that names it; ``value``: its current value (``None``:
-    not set); ``dtype`` / ``batch_size``: for a model's memory estimate; ``optional``: not needed for the
-    run (reported, never a failure); ``note``: what it is for.
+    ``"checkpoint"`` or ``"setting"`` (a switch that must be true, e.g. ``trust_remote_code``); ``key``: the parameter that
+    names it; ``value``: its current value (``None``: not set); ``dtype`` / ``batch_size``: for a model's memory estimate;
+    ``optional``: not needed for the run (reported, never a failure); ``note``: what it is for.
     """
 
     kind: str
@@ -54,7 +59,8 @@ class BaseParams(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     seed: int = Field(0, description="Seed for every random step (bootstrap, sampling, model generation).")
-    data_root: str | None = Field(None, description="Folder that holds the datasets; default $RADAUDIT_DATA, then ../shared/data.")
+    data_root: str | None = Field(None, description="Folder that holds the datasets; default $RADAUDIT_DATA, "
+                                                    "then ../shared/data.")
     n_bootstrap: int = Field(1000, ge=2, description="Bootstrap resamples for every 95% CI.")
     confidence: float = Field(0.95, gt=0, lt=1, description="Confidence level of every interval.")
     figure_dpi: int = Field(300, ge=50, le=1200, description="Resolution of every saved PNG figure (the PDF beside "
@@ -102,7 +108,24 @@ def format_validation_error(err: ValidationError, model: type[BaseModel], where:
     return f"Invalid parameters in {where}:\n  - " + "\n  - ".join(lines)
 
 
+def renamed_keys(values: dict[str, Any], where: str = "the parameters") -> dict[str, Any]:
+    """``values`` with every old key of :data:`RENAMED_KEYS` under its new name, each with a ``FutureWarning`` (shown
+    to users by default) that says which name to write instead; both names at once is a :class:`ParamsError`."""
+    out = dict(values)
+    for old, new in RENAMED_KEYS.items():
+        if old not in out:
+            continue
+        if new in out:
+            raise ParamsError(f"{where} sets both {old!r} and {new!r}; {old!r} is the old name of {new!r}: "
+                              f"keep {new!r} only.")
+        warnings.warn(f"{where}: parameter {old!r} is deprecated and will be removed; write {new!r} instead "
+                      f"(e.g. -p {new}=500).", FutureWarning, stacklevel=3)
+        out[new] = out.pop(old)
+    return out
+
+
 def validate_params(model: type[BaseParams], values: dict[str, Any], where: str = "the parameters") -> BaseParams:
+    values = renamed_keys(values, where)
     try:
         return model.model_validate(values)
     except ValidationError as err:
@@ -200,7 +223,7 @@ def _is_list_annotation(ann: Any) -> bool:
 def parse_override_value(model: type[BaseModel], key: str, raw: str) -> Any:
     """Type the text of ``-p key=raw`` by the schema's annotation for ``key`` (see module docstring)."""
     top = key.split(".")[0]
-    field = model.model_fields.get(top)
+    field = model.model_fields.get(RENAMED_KEYS.get(top, top))
     if field is None:
         # leave it to validation, which names the key and the allowed ones
         return raw
@@ -260,10 +283,11 @@ def resolve_params(
 ) -> BaseParams:
     """Preset values, then each ``-f`` parameter file in order, then ``-p`` overrides, then ``extra``
     (e.g. ``--data-root``), validated by the same schema."""
-    values = load_preset(params_dir, experiment, preset)
+    # each layer under the current names first, so that an old name in one layer overrides the new name in another
+    values = renamed_keys(load_preset(params_dir, experiment, preset), f"preset {preset!r} of {experiment!r}")
     for f in params_files:
-        values = deep_merge(values, load_params_file(f))
-    values = deep_merge(values, parse_overrides(model, overrides))
+        values = deep_merge(values, renamed_keys(load_params_file(f), str(f)))
+    values = deep_merge(values, renamed_keys(parse_overrides(model, overrides), "the -p overrides"))
     if extra:
         values = deep_merge(values, {k: v for k, v in extra.items() if v is not None})
     where = (f"preset {preset!r} of {experiment!r}" + "".join(f" + {f}" for f in params_files)

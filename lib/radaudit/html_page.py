@@ -34,7 +34,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 #findings { overflow-x: auto; margin: .5rem 0; }
 #findings th { position: static; }
 .nb img { max-width: 100%; height: auto; }
-.nb .output_html, .nb .output_text, .nb .jp-RenderedHTML, .nb .jp-RenderedText { max-height: 32rem; overflow: auto; margin: .5rem 0; }
+.nb .output_html, .nb .output_text, .nb .jp-RenderedHTML, .nb .jp-RenderedText { max-height: 32rem; overflow: auto; \
+margin: .5rem 0; }
 .nb .output_markdown { overflow-x: auto; }
 .nb pre { background: var(--panel); padding: .6rem .8rem; overflow: auto; font-size: .85rem; white-space: pre-wrap; }
 .nb .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"] { display: none; }

@@ -9,9 +9,9 @@ module checks each one **without loading any weights**:
 * a ``setting`` the user must turn on deliberately (RadEdit's ``trust_remote_code``): ``ok`` only when true;
 * a model: ``demo`` models are trained here (``ok``); a local folder is ``ok`` when it exists; a hub id
   (``id`` or ``id@revision``; an unpinned id is said to be so: the run records the commit it loads in the
-  manifest's ``recorded.models``) is ``ok`` when its ``config.json`` is in the local Hugging Face cache (``huggingface_hub``'s
-  ``try_to_load_from_cache``: nothing is downloaded), else ``not cached`` (a run would download it: fine
-  on a machine that reaches the hub, fatal on one that does not); a checkpoint transformers cannot load
+  manifest's ``recorded.models``) is ``ok`` when its ``config.json`` is in the local Hugging Face cache
+  (``huggingface_hub``'s ``try_to_load_from_cache``: nothing is downloaded), else ``not cached`` (a run would download it:
+  fine on a machine that reaches the hub, fatal on one that does not); a checkpoint transformers cannot load
   as it is (:func:`radaudit.models.vlm.conversion_needed`, e.g. LLaVA-Med) is ``needs conversion`` with
   what to do.
 

@@ -28,9 +28,9 @@ from radaudit import manifest
 from radaudit.config import BaseParams
 from radaudit.errors import ParamsError
 from radaudit.experiments import EXPERIMENTS, get_experiment
+from radaudit.partition import check_shard, shard_slice, split_parts
 from radaudit.paths import outputs_dir, project_root
 from radaudit.run_setup import default_run_name, new_run_dir, prepare
-from radaudit.partition import check_shard, shard_slice, split_parts
 
 __all__ = ["parse_shard", "prepare_params", "run_shard", "shard_slice", "shardable_experiments", "split_parts"]
 

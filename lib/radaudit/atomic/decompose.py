@@ -373,7 +373,7 @@ def _attribute_items(sent: str) -> list[tuple[str, int, int]]:
     locs = extract_location(sent)
     items += [("location", a.start, a.end) for a in locs]
     items += [("location", a.start, a.end) for a in extract_laterality(sent)
-              if not any(l.start <= a.start and a.end <= l.end for l in locs)]
+              if not any(loc.start <= a.start and a.end <= loc.end for loc in locs)]
     items += [("size", a.start, a.end) for a in extract_size(sent) if a.measures == "size"]
     items += [("severity", a.start, a.end) for a in extract_severity(sent)]
     items += [("quantity", a.start, a.end) for a in extract_quantity(sent, articles=False)]

@@ -44,7 +44,8 @@ FINDINGS: dict[str, str] = {
                         r"blunting\s+of\s+the\s+(?:\w+\s+){0,2}(?:costophrenic|cp)\s+(?:angles?|sulc(?:us|i))|"
                         r"blunted\s+(?:(?:left|right|bilateral)\s+)?(?:costophrenic|cp)\s+(?:angles?|sulc(?:us|i))|"
                         r"(?:costophrenic|cp)\s+(?:angles?|sulc(?:us|i))\s+(?:blunting|(?:is|are)\s+(?:\w+\s+)?blunted)",
-    "pneumothorax": r"pneumothora(?:x|ces)|(?-i:ptx|PTX|Ptx)|(?:free\s+)?air\s+(?:with)?in\s+the\s+(?:(?:left|right)\s+)?pleural\s+space|"
+    "pneumothorax": r"pneumothora(?:x|ces)|(?-i:ptx|PTX|Ptx)|"
+                    r"(?:free\s+)?air\s+(?:with)?in\s+the\s+(?:(?:left|right)\s+)?pleural\s+space|"
                     r"pleural\s+air",
     "pneumomediastinum": r"pneumomediastinum",
     "pneumoperitoneum": r"pneumoperitoneum|free\s+(?:intraperitoneal\s+|intra-abdominal\s+|subdiaphragmatic\s+)?(?:air|gas)|"
@@ -64,7 +65,8 @@ FINDINGS: dict[str, str] = {
     "heart failure": r"(?:congestive\s+)?heart\s+failure|(?-i:CHF)",
     "cardiomegaly": r"cardiomegaly|cardiac\s+enlargement|enlarge(?:d|ment\s+of\s+the)\s+(?:cardiac\s+silhouette|heart)|"
                     r"enlarged\s+cardiac\s+(?:silhouette|size)",
-    "mediastinal shift": r"(?:(?:leftward|rightward|contralateral|ipsilateral)\s+)?(?:mediastinal|tracheal|cardiomediastinal)\s+shift|"
+    "mediastinal shift": r"(?:(?:leftward|rightward|contralateral|ipsilateral)\s+)?"
+                         r"(?:mediastinal|tracheal|cardiomediastinal)\s+shift|"
                          r"(?:leftward|rightward|contralateral)\s+shift\s+of\s+the\s+(?:\w+\s+)?(?:mediastinum|trachea|heart)|"
                          r"shift\s+of\s+the\s+(?:\w+\s+)?(?:mediastinum|mediastinal\s+structures|trachea)|"
                          r"(?:mediastinum|trachea|mediastinal\s+structures)\s+(?:is\s+|are\s+)?(?:shifted|deviated|displaced)|"
@@ -77,7 +79,8 @@ FINDINGS: dict[str, str] = {
                r"(?:obscuration|silhouetting|effacement)\s+of\s+the\s+(?:left|right)\s+(?:heart\s+border|hemi-?diaphragm)|"
                r"(?:left|right)\s+(?:heart\s+border|hemi-?diaphragm)\s+(?:is\s+)?(?:obscured|silhouetted|effaced)|"
                r"(?:obscured|silhouetted|effaced)\s+(?:left|right)\s+(?:heart\s+border|hemi-?diaphragm)",
-    "nodule": r"nodules?|nodular\s+(?:densit(?:y|ies)|lesions?|opacit(?:y|ies))|micronodul(?:es?|ar)(?:\s+(?:pattern|opacit(?:y|ies)))?",
+    "nodule": r"nodules?|nodular\s+(?:densit(?:y|ies)|lesions?|opacit(?:y|ies))|"
+              r"micronodul(?:es?|ar)(?:\s+(?:pattern|opacit(?:y|ies)))?",
     "mass": r"mass(?:es)?|tumou?rs?|neoplasms?|malignan(?:cy|cies)|carcinoma",
     "metastatic disease": r"metasta(?:sis|ses|tic\s+disease)",
     "granuloma": r"granulomas?|granulomatous\s+(?:disease|changes?|calcifications?)",
@@ -93,7 +96,8 @@ FINDINGS: dict[str, str] = {
                                 r"reticulonodular\s+(?:opacit(?:y|ies)|markings?|pattern)",
     "fibrosis": r"fibros(?:is|es)|fibrotic\s+changes?|honeycombing",
     "scarring": r"scar(?:s|ring)?|cicatri\w+|fibronodular\s+changes?",
-    "pleural thickening": r"pleural\s+(?:thickening|plaques?|calcifications?)|pleural[-\s]parenchymal\s+(?:scarring|thickening)|"
+    "pleural thickening": r"pleural\s+(?:thickening|plaques?|calcifications?)|"
+                          r"pleural[-\s]parenchymal\s+(?:scarring|thickening)|"
                           r"apical\s+(?:pleural\s+)?(?:cap|capping)",
     "peribronchial thickening": r"(?:peri)?bronchial\s+(?:wall\s+)?(?:thickening|cuffing)",
     "bronchiectasis": r"bronchiectasis|bronchiectatic\s+changes?",

@@ -64,7 +64,8 @@ logger = logging.getLogger(__name__)
 
 SOURCE = "chexpert_plus"
 CSV_FILE = "df_chexpert_plus_240401.csv"
-FORMAT_DOC = "https://stanfordaimi.azurewebsites.net/datasets/5158c524-d3ab-4e02-96e9-6ee9efc110a1 (CheXpert Plus, arXiv 2405.19538)"
+FORMAT_DOC = ("https://stanfordaimi.azurewebsites.net/datasets/5158c524-d3ab-4e02-96e9-6ee9efc110a1 "
+              "(CheXpert Plus, arXiv 2405.19538)")
 REQUIRED_COLUMNS = ("path_to_image", "frontal_lateral", "ap_pa", "deid_patient_id", "section_findings",
                     "section_impression", "age", "sex", "split")
 LABEL_FILES = {"report": "report_fixed.json", "findings": "findings_fixed.json", "impression": "impression_fixed.json"}
@@ -99,7 +100,8 @@ def _read_labels(path: Path) -> pd.DataFrame:
     lab = pd.DataFrame(records)
     missing = [c for c in ("path_to_image", *CHEXPERT_LABELS) if c not in lab.columns]
     if missing:
-        raise DataFormatError(f"{path} lacks {missing}: expected one JSON object per line with path_to_image and the 14 CheXpert observations.")
+        raise DataFormatError(f"{path} lacks {missing}: expected one JSON object per line with path_to_image "
+                              f"and the 14 CheXpert observations.")
     return lab.drop_duplicates("path_to_image").set_index("path_to_image")
 
 
@@ -137,7 +139,8 @@ def load(
         raise DatasetNotFoundError(
             f"{folder} has no {CSV_FILE}. Accept the Stanford AIMI research-use agreement and download it from {FORMAT_DOC}."
         )
-    raw = read_csv_checked(csv_path, REQUIRED_COLUMNS, dataset=SOURCE, what="CheXpert Plus", doc=FORMAT_DOC, low_memory=False)
+    raw = read_csv_checked(csv_path, REQUIRED_COLUMNS, dataset=SOURCE, what="CheXpert Plus", doc=FORMAT_DOC,
+                           low_memory=False)
     if splits is not None:
         raw = raw[raw["split"].isin(list(splits))].reset_index(drop=True)
     notes: list[str] = []
@@ -154,7 +157,8 @@ def load(
     lab = None
     if labels is not None:
         name = LABEL_FILES[labels]
-        cands = ([Path(labels_dir) / name] if labels_dir not in (None, "") else []) + [folder / name, folder / "chexbert_labels" / name]
+        cands = (([Path(labels_dir) / name] if labels_dir not in (None, "") else [])
+                 + [folder / name, folder / "chexbert_labels" / name])
         lpath = next((c for c in cands if c.is_file()), None)
         if lpath is None:
             notes.append(f"no {name} (CheXbert labels): CheXpert label columns are <NA>")
@@ -178,7 +182,8 @@ def load(
         df = key.loc[order.to_numpy()].reset_index()
         # the report, demographics and split are the study's: take them from its first row
         first = raw.drop_duplicates("_study_key").set_index("_study_key")
-        for col in [c for c in raw.columns if c.startswith("section_")] + ["report", "age", "sex", "race", "ethnicity", "split", "deid_patient_id"]:
+        for col in ([c for c in raw.columns if c.startswith("section_")]
+                    + ["report", "age", "sex", "race", "ethnicity", "split", "deid_patient_id"]):
             if col in raw.columns:
                 df[col] = df["_study_key"].map(first[col]).values
         df["image_paths"] = df["_study_key"].map(grouped["path_to_image"].agg(lambda s: [str(x) for x in s])).values
@@ -198,7 +203,8 @@ def load(
     out["impression"] = df["section_impression"]
     hist = df["section_clinical_history"] if "section_clinical_history" in df.columns else pd.Series(pd.NA, index=df.index)
     if "section_history" in df.columns:
-        hist = hist.astype("string").where(hist.astype("string").str.strip().fillna("") != "", df["section_history"].astype("string"))
+        hist = hist.astype("string").where(hist.astype("string").str.strip().fillna("") != "",
+                                           df["section_history"].astype("string"))
     out["indication"] = hist
     out["split"] = df["split"]
     for col in ("findings", "impression", "indication"):

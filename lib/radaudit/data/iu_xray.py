@@ -135,11 +135,14 @@ def _local_image(folder: Path, filename: str, image_dirs: list[Path]) -> str:
 
 
 def _load_csv(folder: Path) -> pd.DataFrame:
-    reports = read_csv_checked(folder / REPORTS_CSV, REPORT_COLUMNS, dataset=SOURCE, what=_CSV_FORMAT, dtype=str, keep_default_na=False)
-    proj = read_csv_checked(folder / PROJECTIONS_CSV, PROJECTION_COLUMNS, dataset=SOURCE, what=_CSV_FORMAT, dtype=str, keep_default_na=False)
+    reports = read_csv_checked(folder / REPORTS_CSV, REPORT_COLUMNS, dataset=SOURCE, what=_CSV_FORMAT, dtype=str,
+                               keep_default_na=False)
+    proj = read_csv_checked(folder / PROJECTIONS_CSV, PROJECTION_COLUMNS, dataset=SOURCE, what=_CSV_FORMAT, dtype=str,
+                            keep_default_na=False)
     if reports["uid"].duplicated().any():
         dup = reports.loc[reports["uid"].duplicated(), "uid"].head(5).tolist()
-        raise DataFormatError(f"iu_xray: {folder / REPORTS_CSV} has repeated uid values (e.g. {dup}); expected one row per report.")
+        raise DataFormatError(f"iu_xray: {folder / REPORTS_CSV} has repeated uid values (e.g. {dup}); "
+                              f"expected one row per report.")
     proj = proj.assign(projection=proj["projection"].str.strip().str.upper())
     # each report's image files and projections in file order (one pass: groupby().agg(list) took 0.5 s)
     images: dict[str, list[str]] = {}

@@ -254,8 +254,8 @@ def load(
             notes.append(msg)
             lab = None
         else:
-            lab = read_csv_checked(lpath, ("study_id", *CHEXPERT_LABELS), dataset=SOURCE, what=f"MIMIC-CXR-JPG {labeler} label",
-                                   doc=FORMAT_DOC)
+            lab = read_csv_checked(lpath, ("study_id", *CHEXPERT_LABELS), dataset=SOURCE,
+                                   what=f"MIMIC-CXR-JPG {labeler} label", doc=FORMAT_DOC)
             lab["study_id"] = pd.to_numeric(lab["study_id"]).astype("int64")
             lab = lab.drop_duplicates("study_id").set_index("study_id")
     else:
@@ -310,7 +310,8 @@ def load(
     if reports_dir not in (None, ""):
         rdirs = [Path(reports_dir)]
         if not rdirs[0].is_dir():
-            raise DataFormatError(f"reports_dir={str(reports_dir)!r} is not a folder (the unzipped mimic-cxr-reports files/).")
+            raise DataFormatError(f"reports_dir={str(reports_dir)!r} is not a folder "
+                                  f"(the unzipped mimic-cxr-reports files/).")
     else:
         rdirs = _first_dir([folder / "files", folder / "mimic-cxr-reports" / "files", folder / "reports" / "files"])
     sections: list[dict[str, str]] = []
@@ -338,7 +339,8 @@ def load(
     df["study_id"] = df["study"].astype(str)
     df["patient_id"] = df["subject_id"].astype(str)
     out = df.drop(columns=["study", "key_dicom", "study_date_int"])
-    extra = ["subject_id", "study_date", "procedure", "dicom_ids", "views", "labels", *label_cols, "comparison", "report", "age_over_89"]
+    extra = ["subject_id", "study_date", "procedure", "dicom_ids", "views", "labels", *label_cols, "comparison", "report",
+             "age_over_89"]
     out = finalize(out, SOURCE, extra_first=extra)
     out.attrs["notes"] = notes
     out.attrs["labeler"] = labeler

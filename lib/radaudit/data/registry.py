@@ -70,11 +70,13 @@ def github_file(repo_at: tuple[str, str], path: str, dest: str | None = None, sh
     ``dest`` defaults to the file's name.
     """
     repo, commit = repo_at
-    return Source(url=f"https://raw.githubusercontent.com/{repo}/{commit}/{path}", dest=dest or path.rsplit("/", 1)[-1], sha256=sha256)
+    return Source(url=f"https://raw.githubusercontent.com/{repo}/{commit}/{path}", dest=dest or path.rsplit("/", 1)[-1],
+                  sha256=sha256)
 
 
 # The repositories (at the commits the lab's copies were taken from) that public files are fetched from.
-_IU_CSV_EXPORT = ("SaadSubhaniTheProgrammerVersion/Textual-Report-Generation-from-Chest-X-rays-Indiana-Dataset", "6b316b7cd51c966d9259b334650fca458437507e")
+_IU_CSV_EXPORT = ("SaadSubhaniTheProgrammerVersion/Textual-Report-Generation-from-Chest-X-rays-Indiana-Dataset",
+                  "6b316b7cd51c966d9259b334650fca458437507e")
 _TORCHXRAYVISION = ("mlmed/torchxrayvision", "f4087a0b0d0cdc6a5877fb5456965b6d29adb1e5")
 _REXRANK = ("rajpurkarlab/ReXrank", "8152f99919e4b1b2241bf6d485c51f17e59e8559")
 _RADEVAL = ("jbdel/RadEval", "e0a39097e7788b6d0a229432add96c63ea60d62f")
@@ -107,13 +109,17 @@ register(DatasetSpec(
     required=("indiana_reports.csv", "indiana_projections.csv"),
     how_to_get=_public_how("iu_xray", "Open-i and its widely used CSV export"),
     sources=(
-        github_file(_IU_CSV_EXPORT, "indiana_reports.csv", sha256="fd718e074451e93effedd868ca8995d2495e58e85878e08853f2dd35810f2149"),
-        github_file(_IU_CSV_EXPORT, "indiana_projections.csv", sha256="7af9c8a6b4f8ae695c654ecd4208edd193a37892a5607b7cb9e609dc997e6b7a"),
+        github_file(_IU_CSV_EXPORT, "indiana_reports.csv",
+                    sha256="fd718e074451e93effedd868ca8995d2495e58e85878e08853f2dd35810f2149"),
+        github_file(_IU_CSV_EXPORT, "indiana_projections.csv",
+                    sha256="7af9c8a6b4f8ae695c654ecd4208edd193a37892a5607b7cb9e609dc997e6b7a"),
         # The Open-i collection file as torchxrayvision ships it at a fixed commit: the bytes are pinned by
         # the hash (Open-i itself serves https://openi.nlm.nih.gov/imgs/collections/NLMCXR_reports.tgz).
-        github_file(_TORCHXRAYVISION, "torchxrayvision/data/NLMCXR_reports.tgz", sha256="8fb6de7eec73d8c3665067ad4bb003ccd57f971ae316d2642e1627ac7268667a"),
+        github_file(_TORCHXRAYVISION, "torchxrayvision/data/NLMCXR_reports.tgz",
+                    sha256="8fb6de7eec73d8c3665067ad4bb003ccd57f971ae316d2642e1627ac7268667a"),
     ),
-    description="3,851 de-identified reports (findings, impression, indication, MeSH/Problems) and 7,466 projections; sex parsed from the indication.",
+    description=("3,851 de-identified reports (findings, impression, indication, MeSH/Problems) and 7,466 projections; "
+                 "sex parsed from the indication."),
 ))
 register(DatasetSpec(
     name="iu_xray_rexrank",
@@ -127,8 +133,10 @@ register(DatasetSpec(
     required=("ReXRank_IUXray_test.json", "ReXRank_IUXray_valid.json"),
     how_to_get=_public_how("iu_xray_rexrank", "the ReXrank repository"),
     sources=(
-        github_file(_REXRANK, "data/iu_xray/ReXRank_IUXray_test.json", sha256="4d30a534525e3d92acacaef329ad35a2429b8853b45ef9003e3034b9c9db8464"),
-        github_file(_REXRANK, "data/iu_xray/ReXRank_IUXray_valid.json", sha256="1f1810aefde816cbdfa1d06ce878311dc5b589ebb6ebd3cc2d1d9aed20892b7d"),
+        github_file(_REXRANK, "data/iu_xray/ReXRank_IUXray_test.json",
+                    sha256="4d30a534525e3d92acacaef329ad35a2429b8853b45ef9003e3034b9c9db8464"),
+        github_file(_REXRANK, "data/iu_xray/ReXRank_IUXray_valid.json",
+                    sha256="1f1810aefde816cbdfa1d06ce878311dc5b589ebb6ebd3cc2d1d9aed20892b7d"),
     ),
     description="The IU X-ray test (590) and valid (296) studies of the ReXrank leaderboard.",
 ))
@@ -144,7 +152,8 @@ register(DatasetSpec(
     required=("ReXRank_CheXpertPlus.json",),
     how_to_get=_public_how("chexpert_plus_valid", "the ReXrank repository"),
     sources=(
-        github_file(_REXRANK, "data/chexpert_plus/ReXRank_CheXpertPlus.json", sha256="dbfce88f69a646d1e21c77b46545bd948bce4101cec8b209d1883ee104a3fef3"),
+        github_file(_REXRANK, "data/chexpert_plus/ReXRank_CheXpertPlus.json",
+                    sha256="dbfce88f69a646d1e21c77b46545bd948bce4101cec8b209d1883ee104a3fef3"),
     ),
     description="200 CheXpert Plus validation reports with age, sex, race and ethnicity.",
 ))
@@ -160,9 +169,14 @@ register(DatasetSpec(
     required=("ReXRank_CheXpertPlus.json", "radeval_refs_chexpert_impression.txt", "radeval_preds_chexpert_impression.txt"),
     how_to_get=_public_how("chexpert_plus_pairs", "the RadEval and ReXrank repositories"),
     sources=(
-        github_file(_REXRANK, "data/chexpert_plus/ReXRank_CheXpertPlus.json", sha256="dbfce88f69a646d1e21c77b46545bd948bce4101cec8b209d1883ee104a3fef3"),
-        github_file(_RADEVAL, "tests/utterances/refs_chexpert_impression.txt", dest="radeval_refs_chexpert_impression.txt", sha256="14f00117c20dcb9234e9299ca3c11ed64c028a6b4e1494e29a7125c470d0f194"),
-        github_file(_RADEVAL, "tests/utterances/preds_chexpert_impression.txt", dest="radeval_preds_chexpert_impression.txt", sha256="96debf14b5112f7075af24d144d7b4e18f0e124599ccd10f789a076e187efadb"),
+        github_file(_REXRANK, "data/chexpert_plus/ReXRank_CheXpertPlus.json",
+                    sha256="dbfce88f69a646d1e21c77b46545bd948bce4101cec8b209d1883ee104a3fef3"),
+        github_file(_RADEVAL, "tests/utterances/refs_chexpert_impression.txt",
+                    dest="radeval_refs_chexpert_impression.txt",
+                    sha256="14f00117c20dcb9234e9299ca3c11ed64c028a6b4e1494e29a7125c470d0f194"),
+        github_file(_RADEVAL, "tests/utterances/preds_chexpert_impression.txt",
+                    dest="radeval_preds_chexpert_impression.txt",
+                    sha256="96debf14b5112f7075af24d144d7b4e18f0e124599ccd10f789a076e187efadb"),
     ),
     description="200 (reference, generated) impression pairs, each joined to the study's sex, age and race.",
 ))
@@ -178,8 +192,11 @@ register(DatasetSpec(
     required=("preference_data.json",),
     how_to_get=_public_how("radpref", "the CRIMSON repository"),
     sources=(
-        github_file(_CRIMSON, "RadPref/preference_data.json", sha256="8e7d74ca1c2d5082b39ee0f9ccfcfd7c0ba7b8363378538152504ae6d7790841"),
-        github_file(_CRIMSON, "sample_data.csv", dest="crimson_sample_data.csv", sha256="2b9fa43815821944e45ead8dcd8022c57b45585661679d144ab7f0de7962a21c"),
+        github_file(_CRIMSON, "RadPref/preference_data.json",
+                    sha256="8e7d74ca1c2d5082b39ee0f9ccfcfd7c0ba7b8363378538152504ae6d7790841"),
+        github_file(_CRIMSON, "sample_data.csv",
+                    dest="crimson_sample_data.csv",
+                    sha256="2b9fa43815821944e45ead8dcd8022c57b45585661679d144ab7f0de7962a21c"),
     ),
     description="100 ReXGradient cases: ground-truth report, GPT and MedGemma candidates, patient sex and age.",
 ))
@@ -192,15 +209,24 @@ register(DatasetSpec(
     homepage="https://github.com/rajpurkarlab/CRIMSON (MIT)",
     license="MIT",
     loader="radaudit.data.radpref:load_annotations",
-    required=("preference_data.json", "radiologist_annotations/user_1.json", "radiologist_annotations/user_2.json", "radiologist_annotations/user_3.json"),
+    required=("preference_data.json", "radiologist_annotations/user_1.json", "radiologist_annotations/user_2.json",
+              "radiologist_annotations/user_3.json"),
     how_to_get=_public_how("radpref_annotations", "the CRIMSON repository"),
     sources=(
-        github_file(_CRIMSON, "RadPref/preference_data.json", sha256="8e7d74ca1c2d5082b39ee0f9ccfcfd7c0ba7b8363378538152504ae6d7790841"),
-        github_file(_CRIMSON, "RadPref/radiologist_annotations/user_1.json", dest="radiologist_annotations/user_1.json", sha256="b3f65de868c9124db880d238bb74bf3dd302b3af6be3cb980c402d8cfb5fd481"),
-        github_file(_CRIMSON, "RadPref/radiologist_annotations/user_2.json", dest="radiologist_annotations/user_2.json", sha256="89ca347cccd9fd0b27e7cfc6da2025f49ec0337e44c5b27b46606ed49d3a23b6"),
-        github_file(_CRIMSON, "RadPref/radiologist_annotations/user_3.json", dest="radiologist_annotations/user_3.json", sha256="9fa291d8f1c75606ec0b4bc17c4484468baef3cd48157bda4d0f789e9540ffc5"),
+        github_file(_CRIMSON, "RadPref/preference_data.json",
+                    sha256="8e7d74ca1c2d5082b39ee0f9ccfcfd7c0ba7b8363378538152504ae6d7790841"),
+        github_file(_CRIMSON, "RadPref/radiologist_annotations/user_1.json",
+                    dest="radiologist_annotations/user_1.json",
+                    sha256="b3f65de868c9124db880d238bb74bf3dd302b3af6be3cb980c402d8cfb5fd481"),
+        github_file(_CRIMSON, "RadPref/radiologist_annotations/user_2.json",
+                    dest="radiologist_annotations/user_2.json",
+                    sha256="89ca347cccd9fd0b27e7cfc6da2025f49ec0337e44c5b27b46606ed49d3a23b6"),
+        github_file(_CRIMSON, "RadPref/radiologist_annotations/user_3.json",
+                    dest="radiologist_annotations/user_3.json",
+                    sha256="9fa291d8f1c75606ec0b4bc17c4484468baef3cd48157bda4d0f789e9540ffc5"),
     ),
-    description="3 cardiothoracic radiologists x 100 cases x 2 candidates: false/missing/attribute errors by clinical significance and a 1-5 rating.",
+    description=("3 cardiothoracic radiologists x 100 cases x 2 candidates: false/missing/attribute errors by clinical "
+                 "significance and a 1-5 rating."),
 ))
 register(DatasetSpec(
     name="covid_cxr",
@@ -214,9 +240,11 @@ register(DatasetSpec(
     required=("metadata.csv",),
     how_to_get=_public_how("covid_cxr", "the covid-chestxray-dataset repository"),
     sources=(
-        github_file(COVID_CXR_REPO, "metadata.csv", sha256="e46ffab4cdeb4866491d32afe466baefd7acbcf268a75c260f81d8520b8664a0"),
+        github_file(COVID_CXR_REPO, "metadata.csv",
+                    sha256="e46ffab4cdeb4866491d32afe466baefd7acbcf268a75c260f81d8520b8664a0"),
         github_file(COVID_CXR_REPO, "SCHEMA.md", sha256="9c3cc8d4ef4313e8d8588dd642e17812c1264361374708f2e3cc49fabade1c25"),
-        github_file(COVID_CXR_REPO, "annotations/covid-severity-scores.csv", sha256="a26f308bc405845cebd28cdc72caa21deb734d239c0aff4e487c26949b6d86d7"),
+        github_file(COVID_CXR_REPO, "annotations/covid-severity-scores.csv",
+                    sha256="a26f308bc405845cebd28cdc72caa21deb734d239c0aff4e487c26949b6d86d7"),
     ),
     description="Chest X-ray images with patient id, view, sex, age, clinical notes, finding and per-image licence.",
 ))
@@ -232,31 +260,81 @@ register(DatasetSpec(
     required=("chexpert-labeler/phrases/mention",),
     how_to_get=_public_how("cxr_label_phrases", "the chexpert-labeler and NegBio repositories"),
     sources=(
-        github_file(_NEGBIO, "negbio/chexpert/phrases/mention/airspace_opacity.txt", dest="negbio/chexpert/phrases/mention/airspace_opacity.txt", sha256="b34537c30a35388ef313ca4053459fd675526b65531c153df4fb49013e9843e6"),
-        github_file(_NEGBIO, "negbio/chexpert/phrases/unmention/airspace_opacity.txt", dest="negbio/chexpert/phrases/unmention/airspace_opacity.txt", sha256="2ec2b6f95ae394f3c9fbdceca6bf4ea5d2273d16ee906c35171f44f4790d349f"),
-        github_file(_NEGBIO, "negbio/patterns/neg_patterns.txt", dest="negbio/patterns/neg_patterns.txt", sha256="df439f1072dfcf519d9b074739fc80fd76220707ef82c00c0930da067de1ec1c"),
-        github_file(_NEGBIO, "negbio/patterns/section_titles.txt", dest="negbio/patterns/section_titles.txt", sha256="97ce3ac896ba51c94978c43753e3f5399f758d9253db63e40b1f3a7fd1cd7607"),
-        github_file(_NEGBIO, "negbio/patterns/uncertainty_patterns.txt", dest="negbio/patterns/uncertainty_patterns.txt", sha256="e5d7ab8f877025f5c670b3acbb6026ea17619adf139bceba143d630d4579fabd"),
-        github_file(_CHEXPERT_LABELER, "patterns/negation.txt", dest="chexpert-labeler/patterns/negation.txt", sha256="ae6921e56116580a0c7960799ef468be9d659157748be10b82705c224f67657e"),
-        github_file(_CHEXPERT_LABELER, "patterns/post_negation_uncertainty.txt", dest="chexpert-labeler/patterns/post_negation_uncertainty.txt", sha256="e96a3020ca0678fabadf648c17de30ed79baadccaf6eb3f3c63d7c09446e97d9"),
-        github_file(_CHEXPERT_LABELER, "patterns/pre_negation_uncertainty.txt", dest="chexpert-labeler/patterns/pre_negation_uncertainty.txt", sha256="50ea5fbab90e8f0ba266dec8c67065abd86b02277733f4bac4acae424557c5cd"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/atelectasis.txt", dest="chexpert-labeler/phrases/mention/atelectasis.txt", sha256="8b3f6d2e35a0113211e6a07009c81285fe8e03d0a04ec2e3630d8921c155469a"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/cardiomegaly.txt", dest="chexpert-labeler/phrases/mention/cardiomegaly.txt", sha256="6617db2e2b0453f4954248f695f182023f54d8a7caae874c9d034030c62b41b3"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/consolidation.txt", dest="chexpert-labeler/phrases/mention/consolidation.txt", sha256="ba5b4dfefc4ff02277385cd7766a83e350d7248e7f3e54805132dce889c0832e"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/edema.txt", dest="chexpert-labeler/phrases/mention/edema.txt", sha256="1a48c85d71f3bc68a49be949a4df64aaec41dc709d6179db22656a2397c8b71c"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/enlarged_cardiomediastinum.txt", dest="chexpert-labeler/phrases/mention/enlarged_cardiomediastinum.txt", sha256="7cb10e12326b2cf9592edfe49ac833c747f847bf548d0c89155e03ec14f8bb7b"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/fracture.txt", dest="chexpert-labeler/phrases/mention/fracture.txt", sha256="832b43dccfd46539e926d0a305138bafe5f08b9a21f89e3a8035401bbbbc2a94"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/lung_lesion.txt", dest="chexpert-labeler/phrases/mention/lung_lesion.txt", sha256="be930e05c34da0d9416f003210562c8d601c73f5b187011a5693bb519b8a0e79"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/lung_opacity.txt", dest="chexpert-labeler/phrases/mention/lung_opacity.txt", sha256="b34537c30a35388ef313ca4053459fd675526b65531c153df4fb49013e9843e6"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/no_finding.txt", dest="chexpert-labeler/phrases/mention/no_finding.txt", sha256="be9b32f7a2731dc220597e1a50b5d979e37109ecef77d36e9dc613a19cc1aecb"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/pleural_effusion.txt", dest="chexpert-labeler/phrases/mention/pleural_effusion.txt", sha256="e3b74867eaf431d7e5a4861809adb625bcdb01b7fe548d3cff0d16c1198554b3"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/pleural_other.txt", dest="chexpert-labeler/phrases/mention/pleural_other.txt", sha256="819be879d7ca9e941be377a1996faaefc0b2c33cc9d2392bc18a16ad6caabe4a"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/pneumonia.txt", dest="chexpert-labeler/phrases/mention/pneumonia.txt", sha256="67b3c3b8eeac60490d5f4be01a37d8cf3f10f24e6f4f084ce46960e2952c4338"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/pneumothorax.txt", dest="chexpert-labeler/phrases/mention/pneumothorax.txt", sha256="0102b7b345e57141740f956bf1fcd388d7ea9a68222257d0c4226e9617e8265e"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/support_devices.txt", dest="chexpert-labeler/phrases/mention/support_devices.txt", sha256="c269d798f4ac82227d38ff6839df26e3bce1f5708c1c30e7ab719e92810aad0e"),
-        github_file(_CHEXPERT_LABELER, "phrases/unmention/lung_lesion.txt", dest="chexpert-labeler/phrases/unmention/lung_lesion.txt", sha256="07df1cc93bb8788bc050299238de802a21812938374af3e5c6b06c32cd5c0421"),
-        github_file(_CHEXPERT_LABELER, "phrases/unmention/lung_opacity.txt", dest="chexpert-labeler/phrases/unmention/lung_opacity.txt", sha256="bebcfe763e5ac862e8352b26a42e1c2da541cdf6a3edf9fed246a57210738b26"),
-        github_file(_CHEXPERT_LABELER, "phrases/unmention/pleural_effusion.txt", dest="chexpert-labeler/phrases/unmention/pleural_effusion.txt", sha256="ec73c6d93cd1f8c29f51a28453c218ef5ad90140e5baed15666e6dcbab55ba29"),
+        github_file(_NEGBIO, "negbio/chexpert/phrases/mention/airspace_opacity.txt",
+                    dest="negbio/chexpert/phrases/mention/airspace_opacity.txt",
+                    sha256="b34537c30a35388ef313ca4053459fd675526b65531c153df4fb49013e9843e6"),
+        github_file(_NEGBIO, "negbio/chexpert/phrases/unmention/airspace_opacity.txt",
+                    dest="negbio/chexpert/phrases/unmention/airspace_opacity.txt",
+                    sha256="2ec2b6f95ae394f3c9fbdceca6bf4ea5d2273d16ee906c35171f44f4790d349f"),
+        github_file(_NEGBIO, "negbio/patterns/neg_patterns.txt",
+                    dest="negbio/patterns/neg_patterns.txt",
+                    sha256="df439f1072dfcf519d9b074739fc80fd76220707ef82c00c0930da067de1ec1c"),
+        github_file(_NEGBIO, "negbio/patterns/section_titles.txt",
+                    dest="negbio/patterns/section_titles.txt",
+                    sha256="97ce3ac896ba51c94978c43753e3f5399f758d9253db63e40b1f3a7fd1cd7607"),
+        github_file(_NEGBIO, "negbio/patterns/uncertainty_patterns.txt",
+                    dest="negbio/patterns/uncertainty_patterns.txt",
+                    sha256="e5d7ab8f877025f5c670b3acbb6026ea17619adf139bceba143d630d4579fabd"),
+        github_file(_CHEXPERT_LABELER, "patterns/negation.txt",
+                    dest="chexpert-labeler/patterns/negation.txt",
+                    sha256="ae6921e56116580a0c7960799ef468be9d659157748be10b82705c224f67657e"),
+        github_file(_CHEXPERT_LABELER, "patterns/post_negation_uncertainty.txt",
+                    dest="chexpert-labeler/patterns/post_negation_uncertainty.txt",
+                    sha256="e96a3020ca0678fabadf648c17de30ed79baadccaf6eb3f3c63d7c09446e97d9"),
+        github_file(_CHEXPERT_LABELER, "patterns/pre_negation_uncertainty.txt",
+                    dest="chexpert-labeler/patterns/pre_negation_uncertainty.txt",
+                    sha256="50ea5fbab90e8f0ba266dec8c67065abd86b02277733f4bac4acae424557c5cd"),
+        github_file(_CHEXPERT_LABELER, "phrases/mention/atelectasis.txt",
+                    dest="chexpert-labeler/phrases/mention/atelectasis.txt",
+                    sha256="8b3f6d2e35a0113211e6a07009c81285fe8e03d0a04ec2e3630d8921c155469a"),
+        github_file(_CHEXPERT_LABELER, "phrases/mention/cardiomegaly.txt",
+                    dest="chexpert-labeler/phrases/mention/cardiomegaly.txt",
+                    sha256="6617db2e2b0453f4954248f695f182023f54d8a7caae874c9d034030c62b41b3"),
+        github_file(_CHEXPERT_LABELER, "phrases/mention/consolidation.txt",
+                    dest="chexpert-labeler/phrases/mention/consolidation.txt",
+                    sha256="ba5b4dfefc4ff02277385cd7766a83e350d7248e7f3e54805132dce889c0832e"),
+        github_file(_CHEXPERT_LABELER, "phrases/mention/edema.txt",
+                    dest="chexpert-labeler/phrases/mention/edema.txt",
+                    sha256="1a48c85d71f3bc68a49be949a4df64aaec41dc709d6179db22656a2397c8b71c"),
+        github_file(_CHEXPERT_LABELER, "phrases/mention/enlarged_cardiomediastinum.txt",
+                    dest="chexpert-labeler/phrases/mention/enlarged_cardiomediastinum.txt",
+                    sha256="7cb10e12326b2cf9592edfe49ac833c747f847bf548d0c89155e03ec14f8bb7b"),
+        github_file(_CHEXPERT_LABELER, "phrases/mention/fracture.txt",
+                    dest="chexpert-labeler/phrases/mention/fracture.txt",
+                    sha256="832b43dccfd46539e926d0a305138bafe5f08b9a21f89e3a8035401bbbbc2a94"),
+        github_file(_CHEXPERT_LABELER, "phrases/mention/lung_lesion.txt",
+                    dest="chexpert-labeler/phrases/mention/lung_lesion.txt",
+                    sha256="be930e05c34da0d9416f003210562c8d601c73f5b187011a5693bb519b8a0e79"),
+        github_file(_CHEXPERT_LABELER, "phrases/mention/lung_opacity.txt",
+                    dest="chexpert-labeler/phrases/mention/lung_opacity.txt",
+                    sha256="b34537c30a35388ef313ca4053459fd675526b65531c153df4fb49013e9843e6"),
+        github_file(_CHEXPERT_LABELER, "phrases/mention/no_finding.txt",
+                    dest="chexpert-labeler/phrases/mention/no_finding.txt",
+                    sha256="be9b32f7a2731dc220597e1a50b5d979e37109ecef77d36e9dc613a19cc1aecb"),
+        github_file(_CHEXPERT_LABELER, "phrases/mention/pleural_effusion.txt",
+                    dest="chexpert-labeler/phrases/mention/pleural_effusion.txt",
+                    sha256="e3b74867eaf431d7e5a4861809adb625bcdb01b7fe548d3cff0d16c1198554b3"),
+        github_file(_CHEXPERT_LABELER, "phrases/mention/pleural_other.txt",
+                    dest="chexpert-labeler/phrases/mention/pleural_other.txt",
+                    sha256="819be879d7ca9e941be377a1996faaefc0b2c33cc9d2392bc18a16ad6caabe4a"),
+        github_file(_CHEXPERT_LABELER, "phrases/mention/pneumonia.txt",
+                    dest="chexpert-labeler/phrases/mention/pneumonia.txt",
+                    sha256="67b3c3b8eeac60490d5f4be01a37d8cf3f10f24e6f4f084ce46960e2952c4338"),
+        github_file(_CHEXPERT_LABELER, "phrases/mention/pneumothorax.txt",
+                    dest="chexpert-labeler/phrases/mention/pneumothorax.txt",
+                    sha256="0102b7b345e57141740f956bf1fcd388d7ea9a68222257d0c4226e9617e8265e"),
+        github_file(_CHEXPERT_LABELER, "phrases/mention/support_devices.txt",
+                    dest="chexpert-labeler/phrases/mention/support_devices.txt",
+                    sha256="c269d798f4ac82227d38ff6839df26e3bce1f5708c1c30e7ab719e92810aad0e"),
+        github_file(_CHEXPERT_LABELER, "phrases/unmention/lung_lesion.txt",
+                    dest="chexpert-labeler/phrases/unmention/lung_lesion.txt",
+                    sha256="07df1cc93bb8788bc050299238de802a21812938374af3e5c6b06c32cd5c0421"),
+        github_file(_CHEXPERT_LABELER, "phrases/unmention/lung_opacity.txt",
+                    dest="chexpert-labeler/phrases/unmention/lung_opacity.txt",
+                    sha256="bebcfe763e5ac862e8352b26a42e1c2da541cdf6a3edf9fed246a57210738b26"),
+        github_file(_CHEXPERT_LABELER, "phrases/unmention/pleural_effusion.txt",
+                    dest="chexpert-labeler/phrases/unmention/pleural_effusion.txt",
+                    sha256="ec73c6d93cd1f8c29f51a28453c218ef5ad90140e5baed15666e6dcbab55ba29"),
     ),
     description="Mention/unmention phrases for 14 observations; negation and uncertainty patterns.",
 ))
@@ -272,7 +350,8 @@ register(DatasetSpec(
     title="MIMIC-CXR (reports, metadata, CheXpert labels, JPGs) + MIMIC-IV patients",
     kind="reports",
     access="credentialed",
-    homepage="https://physionet.org/content/mimic-cxr-jpg/2.1.0/ and https://physionet.org/content/mimic-cxr/2.1.0/ (PhysioNet credentialed access)",
+    homepage=("https://physionet.org/content/mimic-cxr-jpg/2.1.0/ and https://physionet.org/content/mimic-cxr/2.1.0/ "
+              "(PhysioNet credentialed access)"),
     license="PhysioNet Credentialed Health Data License 1.5.0",
     loader="radaudit.data.mimic_cxr:load",
     required=("mimic-cxr-2.0.0-metadata.csv.gz",),
@@ -313,7 +392,8 @@ register(DatasetSpec(
     title="CheXpert Plus (full report CSV)",
     kind="reports",
     access="credentialed",
-    homepage="https://stanfordaimi.azurewebsites.net/datasets/5158c524-d3ab-4e02-96e9-6ee9efc110a1 (Stanford AIMI research-use agreement)",
+    homepage=("https://stanfordaimi.azurewebsites.net/datasets/5158c524-d3ab-4e02-96e9-6ee9efc110a1 "
+              "(Stanford AIMI research-use agreement)"),
     license="Stanford University School of Medicine CheXpert Plus Dataset Research Use Agreement",
     loader="radaudit.data.chexpert_plus:load",
     required=("df_chexpert_plus_240401.csv",),
@@ -338,7 +418,8 @@ register(DatasetSpec(
         how="sign the PhysioNet DUA and download the ReXVal dataset's two CSVs, 50_samples_gt_and_candidates.csv "
         "and 6_valid_raters_per_rater_error_categories.csv, from https://physionet.org/content/rexval-dataset/1.0.0/.",
         folder="rexval", name="rexval", access="credentialed"),
-    description="Credentialed: 50 studies x 4 candidate reports x 6 radiologists, error counts by category and significance.",
+    description=("Credentialed: 50 studies x 4 candidate reports x 6 radiologists, error counts by category and "
+                 "significance."),
 ))
 
 
@@ -388,7 +469,8 @@ def chexpert_phrases_dir(data_root: str | os.PathLike | None = None) -> Path:
     saying how to fetch it when it is missing."""
     return require("cxr_label_phrases", data_root) / "chexpert-labeler" / "phrases"
 
-def load_dataset(name: str, data_root: str | os.PathLike | None = None, *, path: str | os.PathLike | None = None, **kwargs) -> pd.DataFrame:
+def load_dataset(name: str, data_root: str | os.PathLike | None = None, *, path: str | os.PathLike | None = None,
+                 **kwargs) -> pd.DataFrame:
     """Load dataset ``name`` in the tidy schema (:mod:`radaudit.data.schema`).
 
     ``data_root`` follows :func:`radaudit.data.root.resolve_data_root`; ``path`` points at the

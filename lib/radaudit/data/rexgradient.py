@@ -217,7 +217,8 @@ def load(
     out["impression"] = df["Impression"]
     out["indication"] = df["Indication"] if "Indication" in df.columns else pd.NA
     out["split"] = df["split"]
-    out["comparison"] = (df["Comparison"] if "Comparison" in df.columns else pd.Series(pd.NA, index=df.index)).astype("string")
+    out["comparison"] = (df["Comparison"] if "Comparison" in df.columns
+                         else pd.Series(pd.NA, index=df.index)).astype("string")
     if "StudyDate" in df.columns:
         out["study_date"] = pd.to_datetime(df["StudyDate"], format="%Y%m%d", errors="coerce")
     for col, src in (("accession_number", "AccessionNumber"), ("study_instance_uid", "StudyInstanceUid")):
@@ -228,6 +229,7 @@ def load(
     for col in ("findings", "impression", "indication", "comparison"):
         # the metadata writes missing sections as blank or the string "None"
         out[col] = out[col].astype("string").mask(out[col].astype("string").str.strip().str.lower().isin(["none", "nan"]))
-    res = finalize(out, SOURCE, extra_first=["comparison", "study_date", "accession_number", "study_instance_uid", "image_paths", "views"])
+    res = finalize(out, SOURCE, extra_first=["comparison", "study_date", "accession_number", "study_instance_uid",
+                                             "image_paths", "views"])
     res.attrs["notes"] = notes
     return res

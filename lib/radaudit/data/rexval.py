@@ -82,7 +82,8 @@ def _read_candidates(folder: Path) -> tuple[pd.DataFrame, list[str]]:
                             dtype=str, keep_default_na=False)
     types = [c for c in cand.columns if c not in CANDIDATE_COLUMNS and not str(c).startswith("Unnamed")]
     if not types:
-        raise DataFormatError(f"{path} has no candidate-report columns after study_id, gt_report (expected radgraph, bertscore, s_emb, bleu); see {FORMAT_DOC}.")
+        raise DataFormatError(f"{path} has no candidate-report columns after study_id, gt_report (expected radgraph, "
+                              f"bertscore, s_emb, bleu); see {FORMAT_DOC}.")
     return cand.reset_index(drop=True), types
 
 

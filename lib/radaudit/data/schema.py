@@ -43,7 +43,8 @@ CORE_COLUMNS: tuple[str, ...] = (
     "source",
 )
 
-STRING_COLUMNS = ("study_id", "patient_id", "sex", "view", "image_path", "findings", "impression", "indication", "split", "source")
+STRING_COLUMNS = ("study_id", "patient_id", "sex", "view", "image_path", "findings", "impression", "indication", "split",
+                  "source")
 
 SEX_VALUES = ("F", "M", "O")
 

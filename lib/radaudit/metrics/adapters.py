@@ -21,13 +21,21 @@ RaTEScore imports medspaCy at import time, AlignScore needs spaCy's ``en_core_we
 Empty reports are passed to the packages as they are; what each returns is documented per adapter
 (RaTEScore, for instance, gives 0.5 when either side has no entities).
 
-| metric        | package (module)          | hub ids                                                      | score |
-|---------------|---------------------------|--------------------------------------------------------------|-------|
-| radgraph_f1   | radgraph (radgraph)       | StanfordAIMI/RRG_scorers (+ the BERT its config names)        | mean RG_ER ("partial") F1 |
-| ratescore     | RaTEScore (RaTEScore)     | Angelakeke/RaTE-NER-Deberta, FremyCompany/BioLORD-2023-C     | mean RaTEScore |
-| green         | green_score (green_score) | StanfordAIMI/GREEN-RadLlama2-7b                              | mean GREEN |
-| chexbert_f1   | f1chexbert (f1chexbert)   | StanfordAIMI/RRG_scorers (chexbert.pth), bert-base-uncased   | corpus micro-F1, top 5 |
-| alignscore    | alignscore                | yzha/AlignScore (AlignScore-base.ckpt), roberta-base         | mean AlignScore |
+| metric        | package (module)          | score                     |
+|---------------|---------------------------|---------------------------|
+| radgraph_f1   | radgraph (radgraph)       | mean RG_ER ("partial") F1 |
+| ratescore     | RaTEScore (RaTEScore)     | mean RaTEScore            |
+| green         | green_score (green_score) | mean GREEN                |
+| chexbert_f1   | f1chexbert (f1chexbert)   | corpus micro-F1, top 5    |
+| alignscore    | alignscore                | mean AlignScore           |
+
+| metric        | hub ids                                                    |
+|---------------|------------------------------------------------------------|
+| radgraph_f1   | StanfordAIMI/RRG_scorers (+ the BERT its config names)     |
+| ratescore     | Angelakeke/RaTE-NER-Deberta, FremyCompany/BioLORD-2023-C   |
+| green         | StanfordAIMI/GREEN-RadLlama2-7b                            |
+| chexbert_f1   | StanfordAIMI/RRG_scorers (chexbert.pth), bert-base-uncased |
+| alignscore    | yzha/AlignScore (AlignScore-base.ckpt), roberta-base       |
 """
 
 from __future__ import annotations
@@ -481,16 +489,19 @@ def make_alignscore(**options: Any) -> AlignScoreAdapter:
 _A = "radaudit.metrics.adapters"
 
 SPECS: list[MetricSpec] = [
-    MetricSpec(name="radgraph_f1", label="RadGraph F1", factory=f"{_A}:make_radgraph_f1", kind="learned", requires=("radgraph",),
-               extra="radgraph",
+    MetricSpec(name="radgraph_f1", label="RadGraph F1", factory=f"{_A}:make_radgraph_f1", kind="learned",
+               requires=("radgraph",), extra="radgraph",
                description="RadGraph-F1 (radgraph 0.1.18, RadGraph-XL; entity+relation 'partial' F1), mean over pairs"),
-    MetricSpec(name="ratescore", label="RaTEScore", factory=f"{_A}:make_ratescore", kind="learned", requires=("RaTEScore", "medspacy"),
-               extra="ratescore", description="RaTEScore (entity-aware NER + BioLORD similarity), mean over pairs"),
-    MetricSpec(name="green", label="GREEN", factory=f"{_A}:make_green", kind="learned", requires=("green_score",), extra="green",
+    MetricSpec(name="ratescore", label="RaTEScore", factory=f"{_A}:make_ratescore", kind="learned",
+               requires=("RaTEScore", "medspacy"), extra="ratescore",
+               description="RaTEScore (entity-aware NER + BioLORD similarity), mean over pairs"),
+    MetricSpec(name="green", label="GREEN", factory=f"{_A}:make_green", kind="learned",
+               requires=("green_score",), extra="green",
                description="GREEN (LLM judge StanfordAIMI/GREEN-RadLlama2-7b: matched/(matched+significant errors))"),
-    MetricSpec(name="chexbert_f1", label="CheXbert F1", factory=f"{_A}:make_chexbert_f1", kind="learned", requires=("f1chexbert",),
-               extra="f1chexbert",
+    MetricSpec(name="chexbert_f1", label="CheXbert F1", factory=f"{_A}:make_chexbert_f1", kind="learned",
+               requires=("f1chexbert",), extra="f1chexbert",
                description="CheXbert-F1 (f1chexbert labels, uncertain=positive): corpus micro-F1 over the top-5 labels"),
-    MetricSpec(name="alignscore", label="AlignScore", factory=f"{_A}:make_alignscore", kind="learned", requires=("alignscore",),
-               extra="alignscore", description="AlignScore (factual consistency of candidate with reference), mean"),
+    MetricSpec(name="alignscore", label="AlignScore", factory=f"{_A}:make_alignscore", kind="learned",
+               requires=("alignscore",), extra="alignscore",
+               description="AlignScore (factual consistency of candidate with reference), mean"),
 ]

@@ -36,8 +36,8 @@ number of reports. 4 reports of which 2 are distinct → 0.5. Greedy decoding in
 
 *Corpus-level, not a mean of per-report TTRs*: [8]'s code pools the tokens of all outputs of a
 model, and the paper's magnitudes need it (references 2.9%, greedy 0.006%: a report's own TTR is
-at least 1/its length, about 3% for a 30-token report, so a per-report mean could not get that low). Tokens as in [8]: nltk's ``WordPunctTokenizer``
-(the regex ``\\w+|[^\\w\\s]+``) on the lower-cased text, punctuation tokens dropped, no stop-word
+at least 1/its length, about 3% for a 30-token report, so a per-report mean could not get that low). Tokens as in [8]: nltk's
+``WordPunctTokenizer`` (the regex ``\\w+|[^\\w\\s]+``) on the lower-cased text, punctuation tokens dropped, no stop-word
 removal ([8] loads nltk's stop words but does not use them). One deviation: [8] drops only
 single-character punctuation tokens (``t in string.punctuation``), so multi-character runs such as
 ``"),"`` or ``"..."`` stay in its counts as words; we drop every token made only of punctuation.

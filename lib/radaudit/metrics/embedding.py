@@ -56,8 +56,8 @@ how we batch.
 
 Speed: unique texts are encoded once (and, through ``cache_mb``, once per metric object across calls:
 references repeat across strategies, conditions and aspects), in batches sorted by token length (:func:`length_batches`:
-at most ``batch_size`` texts, padding under 10% of each batch), with the unused top layers dropped; pairs are matched in padded batches sorted by length, and results
-returned in input order.
+at most ``batch_size`` texts, padding under 10% of each batch), with the unused top layers dropped; pairs are matched in
+padded batches sorted by length, and results returned in input order.
 
 Sentence-embedding similarity
 -----------------------------
@@ -368,7 +368,8 @@ class BERTScore:
             rows = [[0.0 if t in self._zero_ids else 1.0 for t in x] for x in ids]
         return [torch.tensor(r, dtype=torch.float32) for r in rows]
 
-    def score(self, references: Sequence[str], candidates: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def score(self, references: Sequence[str],
+              candidates: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """``(precision, recall, f1, info)`` as float arrays in input order (no input checks; see ``compute``).
         A call already made on this model comes from the disk cache (``disk_cache``), its warnings given again."""
         from radaudit.models.text_memo import memo_call

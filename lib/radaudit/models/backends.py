@@ -663,7 +663,8 @@ class VLLMBackend(Backend):
 def get_backend(model: Any, backend: str | Backend = "transformers", *, device: str | None = None, dtype: Any = None,
                 trust_remote_code: bool = False, **kwargs: Any) -> Backend:
     """A backend for ``model`` (spec, :class:`LoadedCausalLM`, or a :class:`Backend`, returned as is).
-    ``backend``: ``"transformers"`` (alias ``"hf"``) or ``"vllm"`` (:func:`engine_name`). ``kwargs`` go to the backend (``from_pretrained`` kwargs for transformers, ``vllm.LLM`` kwargs for vllm)."""
+    ``backend``: ``"transformers"`` (alias ``"hf"``) or ``"vllm"`` (:func:`engine_name`). ``kwargs`` go to the backend
+    (``from_pretrained`` kwargs for transformers, ``vllm.LLM`` kwargs for vllm)."""
     if isinstance(model, Backend):
         return model
     if isinstance(backend, Backend):

@@ -270,7 +270,8 @@ def array_from_value(value: Any) -> Any | None:
 GenerationCache = ContentCache
 
 
-def open_cache(cache: ContentCache | str | os.PathLike[str] | bool | None, *, name: str = "generations") -> ContentCache | None:
+def open_cache(cache: ContentCache | str | os.PathLike[str] | bool | None, *,
+               name: str = "generations") -> ContentCache | None:
     """Turn a ``cache`` param into a cache: ``None``/``False`` → no cache; ``True``/``"default"`` →
     :func:`default_cache_dir`; a path → that folder; a :class:`ContentCache` → itself."""
     if cache is None or cache is False:

@@ -76,7 +76,8 @@ class DecodingStrategy(BaseModel):
     do_sample: bool = Field(False, description="Sample from the (warped) distribution; False = argmax / beam search.")
     num_beams: int = Field(1, ge=1, description="Beam width; 1 = no beam search.")
     temperature: float = Field(1.0, gt=0, description="Softmax temperature (sampling only).")
-    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus cut: smallest set with cumulative probability >= top_p; 1.0 = off.")
+    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus cut: smallest set with cumulative probability "
+                                                      ">= top_p; 1.0 = off.")
     top_k: int = Field(0, ge=0, description="Keep the k most likely tokens; 0 = off.")
     max_new_tokens: int = Field(PAPER_MAX_NEW_TOKENS, ge=1, description="Most tokens generated per prompt (paper: 512).")
     repetition_penalty: float = Field(1.0, gt=0, description="CTRL repetition penalty; 1.0 = off.")

@@ -27,8 +27,8 @@ images, built only from diffusers classes —
   samples after a short training run); a random shift of ±``augment_shift`` pixels (edge-replicated)
   as the only augmentation — no flips (a chest X-ray is not left–right symmetric);
 * sampling: ``DPMSolverMultistepScheduler`` (DPM-Solver++, "trailing" spacing; the default, 10 steps)
-  or ``DDIMScheduler`` (η ≥ 0, "trailing" timestep spacing, ``clip_sample``), with guidance ``g`` on the network's output (the predicted clean
-  image): ``out = out_uncond + g (out_cond - out_uncond)``.
+  or ``DDIMScheduler`` (η ≥ 0, "trailing" timestep spacing, ``clip_sample``), with guidance ``g`` on the network's output
+  (the predicted clean image): ``out = out_uncond + g (out_cond - out_uncond)``.
 
 Per-image seeds (the authors' per-prompt generator is commented out, so their images depend on the
 batch and on the global seed; ANCHORS "Generation"): every image gets its own ``torch.Generator``
@@ -581,7 +581,9 @@ def diffusion_config_hash(fingerprint: str, seed: int = 0, **hp: Any) -> str:
 def _is_trained(folder: Path, digest: str) -> bool:
     from radaudit.paths import reusable_model_dir
 
-    return reusable_model_dir(folder, CONFIG_FILE, digest, required=('unet/config.json', 'scheduler/scheduler_config.json'), required_globs=('unet/diffusion_pytorch_model.*',), key='config_hash')
+    return reusable_model_dir(folder, CONFIG_FILE, digest,
+                              required=('unet/config.json', 'scheduler/scheduler_config.json'),
+                              required_globs=('unet/diffusion_pytorch_model.*',), key='config_hash')
 
 
 # --- demo model: training ------------------------------------------------------------------------------
@@ -769,9 +771,9 @@ def demo_diffusion_path(frame: pd.DataFrame, seed: int = 0, cache_dir: str | os.
     first use (about 2–3 minutes on 2 CPU cores), then reused.
 
     ``frame``: a frame of image rows (``study_id, patient_id, split, prompt, labels, view, image_path``;
-    synthetic_cxr's ``demo_frame``); the rows of ``split`` are the training set, ``None`` = all rows; ``images``: their pixels if already loaded (else read with
-    ``load_images(image_path, size=image_size)``). The hash covers the rows' ids, split, prompts,
-    labels and views and the bytes of each image file (:func:`frame_fingerprint`), every setting and
+    synthetic_cxr's ``demo_frame``); the rows of ``split`` are the training set, ``None`` = all rows; ``images``: their
+    pixels if already loaded (else read with ``load_images(image_path, size=image_size)``). The hash covers the rows' ids,
+    split, prompts, labels and views and the bytes of each image file (:func:`frame_fingerprint`), every setting and
     :data:`RECIPE_VERSION`: a changed image, split or setting gives a new folder.
     ``cache_dir`` defaults to :func:`radaudit.models.cache.default_cache_dir`.
     """

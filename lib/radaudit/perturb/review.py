@@ -77,7 +77,8 @@ def review_sheet(pairs: pd.DataFrame, n_reviewers: int = 2) -> pd.DataFrame:
         "pair_id": df["pair_id"].astype(str).to_numpy(),
         "aspect": df["aspect"].to_numpy(), "error_type": df["error_type"].to_numpy(),
         "significance": df["significance"].to_numpy(), "rule": df["rule"].to_numpy(),
-        "original_sentence": [_sentences_around(t, int(a), int(b)) for t, a, b in zip(df["gt"], df["gt_start"], df["gt_end"])],
+        "original_sentence": [_sentences_around(t, int(a), int(b))
+                              for t, a, b in zip(df["gt"], df["gt_start"], df["gt_end"])],
         "rewritten_sentence": [_sentences_around(t, int(a), int(b))
                                for t, a, b in zip(df["rewritten"], df["me_start"], df["me_end"])],
         "explanation": df["explanation"].to_numpy() if "explanation" in df.columns else "",
@@ -114,7 +115,8 @@ def load_review_sheet(path: str | os.PathLike) -> pd.DataFrame:
         dup = sheet.loc[sheet["pair_id"].duplicated(), "pair_id"].iloc[0]
         raise DataFormatError(f"{p.name}: pair {dup} appears twice; each pair must have one row.")
     for k in slots:
-        for col, allowed in ((f"reviewer{k}_significance", SIGNIFICANCE_VALUES), (f"reviewer{k}_one_change", ONE_CHANGE_VALUES)):
+        for col, allowed in ((f"reviewer{k}_significance", SIGNIFICANCE_VALUES),
+                             (f"reviewer{k}_one_change", ONE_CHANGE_VALUES)):
             if col not in sheet.columns:
                 sheet[col] = ""
                 continue
@@ -189,7 +191,8 @@ def _rows_for(sheet: pd.DataFrame, rule: str, *, n_bootstrap: int, confidence: f
     return rows
 
 
-def review_agreement(sheet: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+def review_agreement(sheet: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: float = 0.95,
+                     seed: int = 0) -> pd.DataFrame:
     """Agreement of each reviewer with the rules and with each other, over all reviewed pairs.
 
     Columns: ``comparison``, ``rule`` (``"all"``), ``n`` (pairs with a usable answer), ``agreement``

@@ -15,8 +15,9 @@ from radaudit.text.negation import classify_mention
 from radaudit.text.sections import Sentence, sentences
 
 __all__ = [
-    "FINDING_NOUN", "CRITICAL_NOUN", "fix_article", "sentence_at", "status_at", "is_positive", "is_upper_context", "match_case",
-    "styled", "pick", "find_all", "np_start", "delete_word", "insert_at_np", "sentence_end_insert", "is_plural_before",
+    "FINDING_NOUN", "CRITICAL_NOUN", "fix_article", "sentence_at", "status_at", "is_positive", "is_upper_context",
+    "match_case", "styled", "pick", "find_all", "np_start", "delete_word", "insert_at_np", "sentence_end_insert",
+    "is_plural_before",
 ]
 
 T = TypeVar("T")

@@ -11,8 +11,8 @@ Extraction is *mention-level*: an attribute is reported where its words occur; w
 belongs to is not resolved here, and neither is negation ("no large pneumothorax" still yields
 severity ``severe`` and "no new consolidation" temporal ``new``). Negation and uncertainty
 *scope* belong to :mod:`radaudit.text.negation`: ``classify_mention(sentence, (a.start, a.end))``
-classifies the attribute ``a`` of that sentence; this module does not import it. Input must be a ``str``: ``None`` and other types raise
-``TypeError`` with a message saying what to pass; ``""`` gives ``[]``. Matching is
+classifies the attribute ``a`` of that sentence; this module does not import it. Input must be a ``str``: ``None`` and
+other types raise ``TypeError`` with a message saying what to pass; ``""`` gives ``[]``. Matching is
 case-insensitive unless a rule says otherwise (CheXpert Plus impressions are upper case).
 
 Laterality (:func:`extract_laterality`) -- ``left | right | bilateral``
@@ -302,9 +302,15 @@ _SVC = r"(?:SVC|superior\s+vena\s+(?:cava|(?-i:XXXX)))"
 
 #: Tip-position vocabulary: value -> pattern (applied case-insensitively, first match wins per span).
 TIP_LOCATIONS: dict[str, str] = {
-    "cavoatrial_junction": r"(?:superior\s+|upper\s+)?(?:cavo[- ]?atrial|caval[- ]atrial|atrio[- ]?caval|atrial[- ]caval)\s+junction|SVC\s*/\s*RA\s+junction|SVC[- ]RA\s+junction|junction\s+of\s+the\s+SVC\s+and\s+(?:the\s+)?right\s+atrium",
+    "cavoatrial_junction": (
+        r"(?:superior\s+|upper\s+)?(?:cavo[- ]?atrial|caval[- ]atrial|atrio[- ]?caval|atrial[- ]caval)\s+junction|"
+        r"SVC\s*/\s*RA\s+junction|SVC[- ]RA\s+junction|junction\s+of\s+the\s+SVC\s+and\s+(?:the\s+)?right\s+atrium"
+    ),
     "upper_svc": rf"(?:upper|proximal|high|superior)\s+(?:portion\s+of\s+the\s+)?{_SVC}",
-    "mid_svc": rf"mid(?:dle)?(?:[- ]?(?:to[- ])?(?:distal|lower))?[- ]?(?:portion\s+of\s+the\s+)?{_SVC}|mid\s+to\s+(?:distal|lower)\s+(?:portion\s+of\s+the\s+)?{_SVC}",
+    "mid_svc": (
+        rf"mid(?:dle)?(?:[- ]?(?:to[- ])?(?:distal|lower))?[- ]?(?:portion\s+of\s+the\s+)?{_SVC}|"
+        rf"mid\s+to\s+(?:distal|lower)\s+(?:portion\s+of\s+the\s+)?{_SVC}"
+    ),
     "lower_svc": rf"(?:lower|distal|low|inferior)\s+(?:portion\s+of\s+the\s+)?{_SVC}",
     "svc": _SVC,
     "right_atrium": r"right\s+atri(?:um|al)|(?-i:RA)(?!\s+junction)",
@@ -315,7 +321,10 @@ TIP_LOCATIONS: dict[str, str] = {
     "left_pulmonary_artery": r"left\s+(?:main\s+)?pulmonary\s+artery|left\s+interlobar\s+(?:pulmonary\s+)?artery",
     "pulmonary_artery": r"(?:main\s+|interlobar\s+)?pulmonary\s+(?:artery|outflow\s+tract)",
     "ivc": r"(?:intrahepatic\s+)?(?:IVC|inferior\s+vena\s+cava)",
-    "brachiocephalic_vein": r"(?:left\s+|right\s+)?(?:brachiocephalic|innominate)(?:\s+(?:vein|venous\s+confluence|junction))?|IJ\s*/\s*brachiocephalic\s+junction",
+    "brachiocephalic_vein": (
+        r"(?:left\s+|right\s+)?(?:brachiocephalic|innominate)(?:\s+(?:vein|venous\s+confluence|junction))?|"
+        r"IJ\s*/\s*brachiocephalic\s+junction"
+    ),
     "subclavian_vein": r"(?:left\s+|right\s+)?subclavian\s+vein",
     "internal_jugular_vein": r"(?:left\s+|right\s+)?(?:internal\s+)?jugular\s+vein|IJ\s+vein",
     "axillary_vein": r"axillary\s+vein",
@@ -529,7 +538,8 @@ _RE_LAT = re.compile(
     rf"(?P<bi>\b(?:bilateral(?:ly)?|bilat|bi(?:basilar|basal|apical|hilar))\b|(?<![\w/])b/l\b"
     rf"|\bboth(?=\s+(?:of\s+the\s+)?(?:{_PAIRED})\b))"
     r"|(?P<side>\b(?:left|right)(?:[- ]sided\b)?)\b"
-    rf"|(?P<abbr>\b(?-i:[LR])(?=[ -](?:{_ABBR_NEXT})\b|\s*[<>]\s*(?-i:[LR])\b)|(?<=[<>])(?-i:[LR])\b|(?<=[<>]\s)(?-i:[LR])\b)",
+    rf"|(?P<abbr>\b(?-i:[LR])(?=[ -](?:{_ABBR_NEXT})\b|\s*[<>]\s*(?-i:[LR])\b)"
+    rf"|(?<=[<>])(?-i:[LR])\b|(?<=[<>]\s)(?-i:[LR])\b)",
     re.IGNORECASE,
 )
 _RE_LEFT_VERB_BEFORE = re.compile(r"\b(?:was|were|be|been|being|had|get|got)\s+$", re.IGNORECASE)
@@ -551,7 +561,8 @@ def extract_laterality(text: str) -> list[Laterality]:
             word = m.group("side")[:4].lower()
             value = "left" if word == "left" else "right"
             if value == "left" and not m.group("side")[4:]:
-                if _RE_LEFT_VERB_BEFORE.search(s[max(0, m.start() - 12): m.start()]) or _RE_LEFT_VERB_AFTER.match(s[m.end():]):
+                if (_RE_LEFT_VERB_BEFORE.search(s[max(0, m.start() - 12): m.start()])
+                        or _RE_LEFT_VERB_AFTER.match(s[m.end():])):
                     continue
         else:
             value = "left" if m.group("abbr") == "L" else "right"
@@ -577,14 +588,16 @@ _RE_LOBE = re.compile(
     re.IGNORECASE,
 )
 _SIDE_BEFORE = re.compile(
-    r"(?P<side>\bleft|\bright|\bbilateral|\bboth|\b(?-i:[LR]))(?:[- ]sided)?[\s-]+(?:(?:lung|medial|lateral|posterior|anterior|peripheral)\s+){0,2}$",
+    r"(?P<side>\bleft|\bright|\bbilateral|\bboth|\b(?-i:[LR]))(?:[- ]sided)?[\s-]+"
+    r"(?:(?:lung|medial|lateral|posterior|anterior|peripheral)\s+){0,2}$",
     re.IGNORECASE,
 )
 _ZONE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "pair",
         re.compile(
-            r"\b(?P<a>upper|mid|middle|lower)-?\s+(?:and|to|&|/)\s+(?P<b>upper|mid|middle|lower)[- ]?lungs?(?:[- ](?:zones?|fields?))?\b(?!\s+volumes?)",
+            r"\b(?P<a>upper|mid|middle|lower)-?\s+(?:and|to|&|/)\s+(?P<b>upper|mid|middle|lower)[- ]?lungs?"
+            r"(?:[- ](?:zones?|fields?))?\b(?!\s+volumes?)",
             re.IGNORECASE,
         ),
     ),
@@ -674,7 +687,9 @@ def extract_location(text: str) -> list[Location]:
             if _overlaps(m.span(), taken):
                 continue
             start = m.start()
-            if name == "apex" and re.search(r"\b(?:cardiac|heart|left\s+ventricular)\s+$", s[max(0, start - 20): start], re.I):
+            if name == "apex" and re.search(
+                r"\b(?:cardiac|heart|left\s+ventricular)\s+$", s[max(0, start - 20): start], re.I
+            ):
                 continue
             if name == "pair":
                 values = [_ZONE_LEVEL[m.group("a").lower()], _ZONE_LEVEL[m.group("b").lower()]]
@@ -706,7 +721,10 @@ def extract_location(text: str) -> list[Location]:
 
 _NUM = r"(?:\d+(?:\.\d+)?|\.\d+)"
 _APPROX = r"(?:\b(?:approximately|approx\.?|about|around|roughly|nearly|near|estimated)|~)"
-_BOUND = r"(?:\b(?:up\s+to|at\s+most|no\s+more\s+than|less\s+than|under|smaller\s+than|greater\s+than|more\s+than|larger\s+than|over|at\s+least)\b|<|>|≤|≥)"
+_BOUND = (
+    r"(?:\b(?:up\s+to|at\s+most|no\s+more\s+than|less\s+than|under|smaller\s+than|greater\s+than|more\s+than|"
+    r"larger\s+than|over|at\s+least)\b|<|>|≤|≥)"
+)
 _SEP = r"\s*(?:x|×|by|\*)\s*"
 _RE_SIZE = re.compile(
     rf"(?:(?P<approx>{_APPROX})\s*)?(?:(?P<bound>{_BOUND})\s*)?(?:(?P<approx2>{_APPROX})\s*)?"
@@ -730,7 +748,8 @@ _DIST_AFTER = re.compile(
     re.IGNORECASE,
 )
 _DIST_BEFORE = re.compile(
-    r"\b(?:withdraw\w*|retract\w*|advance\w*|pull(?:ed)?\s+back|displace\w*|migrat\w*|by)(?:\s+(?:of|by))?\s+$", re.IGNORECASE
+    r"\b(?:withdraw\w*|retract\w*|advance\w*|pull(?:ed)?\s+back|displace\w*|migrat\w*|by)(?:\s+(?:of|by))?\s+$",
+    re.IGNORECASE,
 )
 
 
@@ -909,26 +928,35 @@ def extract_quantity(text: str, *, articles: bool = True) -> list[Quantity]:
 # temporal change
 # --------------------------------------------------------------------------------------------
 
-_DEG = r"(?:(?:slight|slightly|mild|mildly|minimal|minimally|marked|markedly|significant|significantly|substantial|small|moderate|further|continued|overall)\s+)?"
+_DEG = (
+    r"(?:(?:slight|slightly|mild|mildly|minimal|minimally|marked|markedly|significant|significantly|substantial|small|"
+    r"moderate|further|continued|overall)\s+)?"
+)
 _CMP = r"(?:prominent|conspicuous|confluent|extensive|pronounced|dense|opaque|opacified)"
 _TEMPORAL_PATTERNS: list[tuple[str, str]] = [
-    ("unchanged", r"\bno\s+(?:(?:significant|appreciable|substantial|definite|notable|major|marked|real|other|additional|further|gross|visible|radiographic)\s+)*(?:(?:interval|radiographic(?:al)?)\s+)?changes?\b"),
-    ("unchanged", r"\b(?:not|without|little|minimal)\s+(?:(?:significantly|significant|appreciably|substantially|much|any|definite|interval|been)\s+)*change[sd]?\b"),
+    ("unchanged", r"\bno\s+(?:(?:significant|appreciable|substantial|definite|notable|major|marked|real|other|additional|"
+     r"further|gross|visible|radiographic)\s+)*(?:(?:interval|radiographic(?:al)?)\s+)?changes?\b"),
+    ("unchanged", r"\b(?:not|without|little|minimal)\s+"
+     r"(?:(?:significantly|significant|appreciably|substantially|much|any|definite|interval|been)\s+)*change[sd]?\b"),
     ("unchanged", r"\bunchanged\b|\bunaltered\b|\bsimilar\b"),
     ("unchanged", r"(?<!hemodynamically\s)(?<!clinically\s)\b(?:stable|stably|stabilized)\b"),
-    ("resolved", r"\bno\s+longer\s+(?:(?:well\s+)?seen|visible|visualized|present|identified|evident|apparent|demonstrated|appreciated)\b"),
+    ("resolved", r"\bno\s+longer\s+"
+     r"(?:(?:well\s+)?seen|visible|visualized|present|identified|evident|apparent|demonstrated|appreciated)\b"),
     ("resolved", r"\b(?:resolved|resolution|cleared)\b"),
     ("resolved", r"\b(?:removal|removed|extubation|extubated)\b"),
     ("new", r"\binterval\s+(?:development|appearance|placement|insertion|intubation)\b"),
     ("new", r"\b(?:has|have)\s+(?:since\s+)?developed\b|\b(?:has|have)\s+been\s+(?:placed|inserted)\b"),
     ("new", r"\b(?:placement|insertion)\s+of\b|\bnew(?:ly)?\b"),
     ("increased", rf"\binterval\s+{_DEG}increase[ds]?\b|\bincrease[ds]?\s+in\b|\bincreas(?:ing|ingly)\b"),
-    ("increased", rf"\b(?:has|have|had)\s+{_DEG}(?:increased|enlarged|grown|progressed|worsened)\b|\bincreased(?=\s+(?:since|from|compared|relative))"),
+    ("increased", rf"\b(?:has|have|had)\s+{_DEG}(?:increased|enlarged|grown|progressed|worsened)\b|"
+     rf"\bincreased(?=\s+(?:since|from|compared|relative))"),
     ("increased", rf"\bworse(?:n(?:ed|ing|s)?)?\b|\benlarging\b|\bprogress(?:ed|ing|ion|ive)\b|\bmore\s+{_CMP}\b"),
     ("decreased", rf"\binterval\s+{_DEG}decrease[ds]?\b|\bdecrease[ds]?\s+in\b|\bdecreasing\b"),
     ("decreased", rf"\b(?:has|have|had)\s+{_DEG}decreased\b|\bdecreased(?=\s+(?:since|from|compared|relative))"),
-    ("decreased", rf"\bimprov(?:ed|ing|ement|es)\b|\bsmaller\b|\bresolving\b|\bclearing\b|\bless\s+{_CMP}\b|\breduction\s+in\b|\bdiminish(?:ed|ing)\b"),
-    ("persistent", r"\bpersist(?:ent(?:ly)?|s|ing|ed|ence)?\b|\bagain\s+(?:seen|noted|demonstrated|identified|visualized|present|evident)\b"),
+    ("decreased", rf"\bimprov(?:ed|ing|ement|es)\b|\bsmaller\b|\bresolving\b|\bclearing\b|\bless\s+{_CMP}\b|"
+     rf"\breduction\s+in\b|\bdiminish(?:ed|ing)\b"),
+    ("persistent", r"\bpersist(?:ent(?:ly)?|s|ing|ed|ence)?\b|"
+     r"\bagain\s+(?:seen|noted|demonstrated|identified|visualized|present|evident)\b"),
     ("persistent", r"\bredemonstrat(?:ed|es|ion|ing)\b|\bremain(?:s|ed)?\b|\bresidual\b"),
 ]
 _RE_TEMPORAL = [(v, re.compile(p, re.IGNORECASE)) for v, p in _TEMPORAL_PATTERNS]
@@ -937,7 +965,8 @@ _RE_TEMPORAL = [(v, re.compile(p, re.IGNORECASE)) for v, p in _TEMPORAL_PATTERNS
 def extract_temporal(text: str) -> list[Temporal]:
     """Every change-over-time phrase in ``text`` (rules: module docstring, "Temporal change").
 
-    >>> [a.value for a in extract_temporal("No significant interval change. Interval increase in the left pleural effusion.")]
+    >>> [a.value for a in extract_temporal(
+    ...     "No significant interval change. Interval increase in the left pleural effusion.")]
     ['unchanged', 'increased']
     """
     s = _check(text)
@@ -958,13 +987,17 @@ def extract_temporal(text: str) -> list[Temporal]:
 # --------------------------------------------------------------------------------------------
 
 _CERTAINTY_PATTERNS: list[tuple[str, str]] = [
-    ("possible", r"\b(?:cannot|can\s+not|could\s+not)\s+(?:be\s+)?(?:entirely\s+|completely\s+|definitely\s+|totally\s+)?(?:excluded?|ruled?\s+out|rule\s+out)\b"),
+    ("possible", r"\b(?:cannot|can\s+not|could\s+not)\s+(?:be\s+)?(?:entirely\s+|completely\s+|definitely\s+|totally\s+)?"
+     r"(?:excluded?|ruled?\s+out|rule\s+out)\b"),
     ("possible", r"\bnot\s+(?:be\s+)?(?:entirely\s+|completely\s+)?excluded\b"),
-    ("possible", r"\b(?:may|might|could)\s+(?:also\s+)?(?:represent|reflect|be|indicate|relate|correspond|include|have|suggest)\b"),
-    ("possible", r"\bpossib(?:le|ly|ility)\b|\bquestionabl[ey]\b|\bquestion\s+of\b|\bequivocal\b|\bperhaps\b|\buncertain\b|\bindeterminate\b"),
+    ("possible", r"\b(?:may|might|could)\s+(?:also\s+)?"
+     r"(?:represent|reflect|be|indicate|relate|correspond|include|have|suggest)\b"),
+    ("possible", r"\bpossib(?:le|ly|ility)\b|\bquestionabl[ey]\b|\bquestion\s+of\b|\bequivocal\b|\bperhaps\b|"
+     r"\buncertain\b|\bindeterminate\b"),
     ("possible", r"\bversus\b|\bvs\b\.?|\bdifferential\s+(?:diagnosis\s+)?(?:includes?|considerations?)\b"),
     ("probable", r"\b(?:most\s+)?likely\b|\bprobabl[ey]\b|\bsuspect(?:ed|s)?\b|\bsuspicious(?:\s+(?:for|of))?\b"),
-    ("probable", r"\bsuggest(?:s|ed|ive|ing)?(?:\s+(?:of|for))?\b|\b(?:concerning|worrisome)\s+for\b|\bpresum(?:ed|ably|ptive)\b|\bfavou?r(?:ed|s)?\b"),
+    ("probable", r"\bsuggest(?:s|ed|ive|ing)?(?:\s+(?:of|for))?\b|\b(?:concerning|worrisome)\s+for\b|"
+     r"\bpresum(?:ed|ably|ptive)\b|\bfavou?r(?:ed|s)?\b"),
 ]
 _RE_CERTAINTY = [(v, re.compile(p, re.IGNORECASE)) for v, p in _CERTAINTY_PATTERNS]
 
@@ -996,10 +1029,12 @@ _CVC_MOD = r"(?:\s+(?:central|venous|approach|dual[- ]lumen|triple[- ]lumen|doub
 _CATH = r"(?:catheters?|lines?|sheaths?|introducers?|cordis)"
 # (type, subtype, pattern); at one position the earlier pattern wins
 _DEVICE_PATTERNS: list[tuple[str, str | None, str]] = [
-    ("ecg_leads", None, r"(?:EKG|ECG|electrocardiogram|telemetry|(?:external\s+)?(?:cardiac\s+)?monitor(?:ing)?)\s+(?:leads?|electrodes?|wires?|pads?)"),
+    ("ecg_leads", None, r"(?:EKG|ECG|electrocardiogram|telemetry|(?:external\s+)?(?:cardiac\s+)?monitor(?:ing)?)\s+"
+     r"(?:leads?|electrodes?|wires?|pads?)"),
     ("external_pads", None, r"(?:pacer|pacing|defibrillator|defib)\s+pads?"),
     ("swan_ganz", None, r"swan[- ]?ganz(?:\s+catheters?)?|pulmonary\s+arter(?:y|ial)\s+catheters?|(?-i:PA)\s+catheters?"),
-    ("support_devices", None, r"(?:lines?\s*(?:and|/|,)\s*tubes?|tubes?\s*(?:and|/|,)\s*lines?)|(?:medical\s+)?support(?:ing|ive)?\s+(?:medical\s+)?(?:devices?|equipment|apparatus)|"
+    ("support_devices", None, r"(?:lines?\s*(?:and|/|,)\s*tubes?|tubes?\s*(?:and|/|,)\s*lines?)|"
+     r"(?:medical\s+)?support(?:ing|ive)?\s+(?:medical\s+)?(?:devices?|equipment|apparatus)|"
      # a bare plural said to be in position is the collective ("Tubes in satisfactory position")
      r"(?:tubes|lines|devices)(?=\s+(?:(?:are|remain)\s+)?(?:(?:in|at)\s+)?(?:satisfactory|appropriate|standard|good|"
      r"expected|acceptable|unchanged|stable|adequate)\s+(?:position|placement|location))"),
@@ -1008,22 +1043,36 @@ _DEVICE_PATTERNS: list[tuple[str, str | None, str]] = [
     ("enteric_tube", "gastric", r"(?-i:NG)\s*/\s*(?-i:OG)(?:\s+tubes?)?|(?-i:OG)\s*/\s*(?-i:NG)(?:\s+tubes?)?"),
     ("enteric_tube", "nasogastric", r"nasogastric(?:\s+tubes?)?|(?-i:NG)\s*tubes?|(?-i:NGT)"),
     ("enteric_tube", "orogastric", r"orogastric(?:\s+tubes?)?|(?-i:OG)\s*tubes?|(?-i:OGT)"),
-    ("enteric_tube", "feeding", r"feeding\s+tubes?|dobhoff(?:\s+tubes?)?|(?-i:DHT)|nasoenteric(?:\s+(?:feeding\s+)?tubes?)?|nasojejunal\s+tubes?|(?-i:NJ)\s+tubes?"),
+    ("enteric_tube", "feeding", r"feeding\s+tubes?|dobhoff(?:\s+tubes?)?|(?-i:DHT)|nasoenteric(?:\s+(?:feeding\s+)?tubes?)?|"
+     r"nasojejunal\s+tubes?|(?-i:NJ)\s+tubes?"),
     ("enteric_tube", "gastrostomy", r"gastrostomy\s+tubes?|(?-i:G)[- ]tubes?|(?-i:PEG)(?:\s+tubes?)?"),
     ("enteric_tube", None, r"enteric\s+tubes?|esophagogastric\s+tubes?|gastric\s+tubes?"),
-    ("chest_tube", None, r"chest\s+(?:tubes?|drains?)|thoracostomy\s+tubes?|pleural\s+(?:pigtail\s+)?(?:drainage\s+)?(?:drains?|catheters?|tubes?)|pigtail\s+(?:catheters?|drains?)|mediastinal\s+drains?"),
-    ("central_venous_catheter", "picc", r"PICC(?:\s+(?:line|catheter)s?)?|PIC\s+(?:line|catheter)s?|peripherally\s+inserted\s+central\s+(?:venous\s+)?catheters?"),
-    ("central_venous_catheter", "internal_jugular", rf"(?:internal\s+)?jugular{_CVC_MOD}\s+{_CATH}|(?-i:IJ){_CVC_MOD}(?:\s+{_CATH})?(?![/\-]|\s*/|\s+(?:vein|junction)\b)"),
+    ("chest_tube", None, r"chest\s+(?:tubes?|drains?)|thoracostomy\s+tubes?|"
+     r"pleural\s+(?:pigtail\s+)?(?:drainage\s+)?(?:drains?|catheters?|tubes?)|pigtail\s+(?:catheters?|drains?)|"
+     r"mediastinal\s+drains?"),
+    ("central_venous_catheter", "picc", r"PICC(?:\s+(?:line|catheter)s?)?|PIC\s+(?:line|catheter)s?|"
+     r"peripherally\s+inserted\s+central\s+(?:venous\s+)?catheters?"),
+    ("central_venous_catheter", "internal_jugular", rf"(?:internal\s+)?jugular{_CVC_MOD}\s+{_CATH}|"
+     rf"(?-i:IJ){_CVC_MOD}(?:\s+{_CATH})?(?![/\-]|\s*/|\s+(?:vein|junction)\b)"),
     ("central_venous_catheter", "subclavian", rf"subclavian{_CVC_MOD}\s+{_CATH}"),
     ("central_venous_catheter", "femoral", rf"femoral{_CVC_MOD}\s+{_CATH}"),
     ("central_venous_catheter", "umbilical", r"umbilical\s+(?:venous|arterial)\s+catheters?|(?-i:UVC|UAC)"),
     ("central_venous_catheter", "dialysis", r"(?:hemo)?dialysis\s+(?:catheter|line)s?"),
-    ("central_venous_catheter", None, r"central(?:\s+venous)?\s+(?:catheter|line)s?|(?-i:CVC)|(?:venous|vascular)\s+(?:catheter|line)s?|hickman(?:\s+catheters?)?|tunnel(?:l)?ed\s+catheters?|triple[- ]lumen\s+catheters?"),
-    ("port", None, r"(?:port[- ]?a[- ]?cath|mediport|power\s*port)(?:\s+catheter)?|(?:(?:chest(?:\s+wall)?|infusion|venous|subcutaneous)\s+)?\bport\b(?:\s+catheter)?"),
-    ("pacemaker_lead", None, r"(?:(?:pacemaker|pacer|pacing|transvenous|ICD|AICD|defibrillator)\s+)?(?:leads?|electrodes?)(?![- ](?:pacemaker|pacer|ICD|AICD|device|defibrillator|permanent|pacing|cardiac)|\s+to\b)|(?:epicardial\s+)?pacing\s+wires?"),
-    ("pacemaker", "icd", r"(?:pacemaker|pacer)\s*/\s*(?:ICD|AICD|defibrillator)(?:\s+(?:generator|device))?|(?-i:A?ICD)(?:\s+(?:generator|device))?|(?:implantable\s+)?(?:cardioverter[- ])?defibrillator(?:\s+(?:generator|device))?"),
-    ("pacemaker", None, r"(?:pacemaker|pacer)(?:\s+(?:generator|device))?|(?:transvenous\s+)?pacer|pacing\s+device|generator"),
-    ("sternotomy_wires", None, r"(?:median\s+|mid(?:line)?\s+)?sternotomy(?:\s+(?:wires?|sutures?|(?-i:XXXX)))?|sternal\s+(?:suture\s+)?(?:wires?|sutures?)|cerclage\s+(?:wires?|(?-i:XXXX))"),
+    ("central_venous_catheter", None, r"central(?:\s+venous)?\s+(?:catheter|line)s?|(?-i:CVC)|"
+     r"(?:venous|vascular)\s+(?:catheter|line)s?|hickman(?:\s+catheters?)?|tunnel(?:l)?ed\s+catheters?|"
+     r"triple[- ]lumen\s+catheters?"),
+    ("port", None, r"(?:port[- ]?a[- ]?cath|mediport|power\s*port)(?:\s+catheter)?|"
+     r"(?:(?:chest(?:\s+wall)?|infusion|venous|subcutaneous)\s+)?\bport\b(?:\s+catheter)?"),
+    ("pacemaker_lead", None, r"(?:(?:pacemaker|pacer|pacing|transvenous|ICD|AICD|defibrillator)\s+)?(?:leads?|electrodes?)"
+     r"(?![- ](?:pacemaker|pacer|ICD|AICD|device|defibrillator|permanent|pacing|cardiac)|\s+to\b)|"
+     r"(?:epicardial\s+)?pacing\s+wires?"),
+    ("pacemaker", "icd", r"(?:pacemaker|pacer)\s*/\s*(?:ICD|AICD|defibrillator)(?:\s+(?:generator|device))?|"
+     r"(?-i:A?ICD)(?:\s+(?:generator|device))?|"
+     r"(?:implantable\s+)?(?:cardioverter[- ])?defibrillator(?:\s+(?:generator|device))?"),
+    ("pacemaker", None, r"(?:pacemaker|pacer)(?:\s+(?:generator|device))?|(?:transvenous\s+)?pacer|pacing\s+device|"
+     r"generator"),
+    ("sternotomy_wires", None, r"(?:median\s+|mid(?:line)?\s+)?sternotomy(?:\s+(?:wires?|sutures?|(?-i:XXXX)))?|"
+     r"sternal\s+(?:suture\s+)?(?:wires?|sutures?)|cerclage\s+(?:wires?|(?-i:XXXX))"),
     ("clips", None, r"(?:(?:surgical|vascular|cholecystectomy|CABG|axillary|mediastinal)\s+)?clips?"),
     ("clips", "staples", r"(?:(?:skin|surgical)\s+)?staples"),
     ("stent", None, r"stent[- ]grafts?|stents?"),
@@ -1056,7 +1105,9 @@ _RE_ROUTE = [
     ("dialysis", re.compile(r"\b(?:hemo)?dialysis\b", re.IGNORECASE)),
 ]
 _RE_SIDE_WORD = re.compile(r"\b(?:left|right|bilateral|both|(?-i:[LR]))(?=[\s-]|$)", re.IGNORECASE)
-_RE_OTHER_CATH = re.compile(r"\b(?P<w>epidural|intrathecal|drainage|biliary|nephrostomy|foley|urinary|arterial)\s*$", re.IGNORECASE)
+_RE_OTHER_CATH = re.compile(
+    r"\b(?P<w>epidural|intrathecal|drainage|biliary|nephrostomy|foley|urinary|arterial)\s*$", re.IGNORECASE
+)
 _GAP_TO_NEXT = re.compile(
     r"^(?:[\s-]+(?:approach|dual|triple|single|double|lumen|tunnel(?:l)?ed|central|venous|transvenous|large|bore|"
     r"(?-i:XXXX)|temporary|permanent|hemodialysis|dialysis|catheter))*[\s-]+$",
@@ -1167,7 +1218,9 @@ def extract_devices(text: str) -> list[Device]:
     merged: list[tuple[int, int, str, str | None, str | None]] = []
     skip_route: dict[int, str] = {}
     for i, (a, b, dtype, subtype) in enumerate(heads):
-        bare_ij = subtype == "internal_jugular" and not re.search(r"(?:catheter|line|sheath|introducer|cordis)s?$", s[a:b], re.I)
+        bare_ij = subtype == "internal_jugular" and not re.search(
+            r"(?:catheter|line|sheath|introducer|cordis)s?$", s[a:b], re.I
+        )
         if bare_ij and i + 1 < len(heads) and _GAP_TO_NEXT.match(s[b: heads[i + 1][0]] or " "):
             skip_route[i + 1] = "internal_jugular"
             continue
@@ -1239,7 +1292,8 @@ def extract_attributes(text: str, kinds: Iterable[str] | None = None) -> list[At
     ``kinds`` are names from :data:`ATTRIBUTE_KINDS`; an unknown name raises ``ValueError``
     listing the allowed ones.
 
-    >>> [(a.kind, a.value) for a in extract_attributes("New small left pleural effusion.", kinds=["temporal", "severity", "laterality"])]
+    >>> [(a.kind, a.value)
+    ...  for a in extract_attributes("New small left pleural effusion.", kinds=["temporal", "severity", "laterality"])]
     [('temporal', 'new'), ('severity', 'mild'), ('laterality', 'left')]
     """
     s = _check(text)

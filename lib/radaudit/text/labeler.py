@@ -185,7 +185,8 @@ _POSITIONAL = (r"(?:over|overly|overlying|overlies|in|projecting\s+over|projecte
 ALWAYS_UNCERTAIN = ("vascular congestion", "pulmonary congestion", "indistinctness", "vascular prominence")
 #: Cardiomegaly phrases that name an abnormality (all other Cardiomegaly/ECM phrases name anatomy).
 _ABNORMAL_CARDIAC = ("cardiomegaly", "cardiac enlargement", "enlarged heart")
-_STABLE = re.compile(r"\b(?:stable|unchanged|similar|not\s+(?:significantly\s+)?changed|no\s+(?:significant\s+|interval\s+)*change)\b")
+_STABLE = re.compile(r"\b(?:stable|unchanged|similar|not\s+(?:significantly\s+)?changed|"
+                     r"no\s+(?:significant\s+|interval\s+)*change)\b")
 _BORDERLINE = re.compile(r"\bborderline\b")
 _CLAUSE_BREAK = re.compile(r"[,;:()]|\b(?:but|however|although|though|whereas|which|and\s+(?:the|there))\b")
 _CHF = ("chf", "heart failure")
@@ -252,8 +253,11 @@ HEDGE_BEFORE: dict[str, re.Pattern[str]] = {
     "consistent with developing": re.compile(
         r"\b(?:consistent|compatible)\s+with\s+(?:an?\s+)?(?:early|earliest|developing|evolving|incipient)\s+(?:[a-z]+\s+){0,3}$"),
     "possibility of": re.compile(r"\b(?:possibility|possibilities)\s+(?:of|for)\s+(?:an?\s+)?(?:[a-z0-9-]+\s+){0,6}$"),
-    "for evaluation of": re.compile(r"\bfor\s+(?:further\s+)?(?:evaluation|assessment)\s+of\s+(?:the\s+)?(?:[a-z0-9-]+\s+){0,3}$"),
-    "could obscure": re.compile(r"\b(?:may|might|could|can|would)\s+(?:\w+\s+)?(?:obscure|mask|hide)\s+(?:an?\s+|the\s+)?(?:[a-z0-9-]+\s+){0,4}$"),
+    "for evaluation of": re.compile(
+        r"\bfor\s+(?:further\s+)?(?:evaluation|assessment)\s+of\s+(?:the\s+)?(?:[a-z0-9-]+\s+){0,3}$"),
+    "could obscure": re.compile(
+        r"\b(?:may|might|could|can|would)\s+(?:\w+\s+)?(?:obscure|mask|hide)\s+(?:an?\s+|the\s+)?"
+        r"(?:[a-z0-9-]+\s+){0,4}$"),
 }
 
 #: Deviation 9: a mention glued to the prefix "non" ("nonconsolidating airspace disease") is negative.
@@ -704,7 +708,8 @@ def _check_text(text: object, i: int) -> None:
 CHEXPERT_LABELER_EXAMPLES = (
     ("Heart size normal and lungs are clear. No edema or pneumonia. No effusion",
      {"No Finding": 1, "Cardiomegaly": 0, "Edema": 0, "Pneumonia": 0, "Pleural Effusion": 0}),
-    ("1. Left pleural effusion with adjacent atelectasis. Right effusion is also present.\n\n2. Cardiomegaly without overt edema.",
+    ("1. Left pleural effusion with adjacent atelectasis. Right effusion is also present.\n\n"
+     "2. Cardiomegaly without overt edema.",
      {"Cardiomegaly": 1, "Edema": 0, "Atelectasis": 1, "Pleural Effusion": 1}),
     ("Minimal patchy airspace disease within the lingula, may reflect atelectasis or consolidation.",
      {"Lung Opacity": 1, "Consolidation": -1, "Atelectasis": -1}),

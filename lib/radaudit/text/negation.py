@@ -181,8 +181,10 @@ _SEEN = (r"(?:seen|identified|visualized|visualised|demonstrated|appreciated|pre
 CUE_RULES: tuple[CueRule, ...] = (
     # ---- pseudo-negations (match first; govern nothing)
     CueRule("pseudo: no (significant/interval) change/increase", rf"no\s+(?:{_CHANGE_ADJ}\s+){{0,2}}{_CHANGE}",
-            "pseudo", "forward", "none", "NegEx pseudo-triggers (Chapman 2001); pyConText 'no change'; brief: 'no change in the small effusion'"),
-    CueRule("pseudo: not (significantly) changed", rf"(?:(?:has|have|had)\s+)?not\s+(?:(?:been|{_CHANGE_ADJ})\s+){{0,2}}{_CHANGE}",
+            "pseudo", "forward", "none",
+            "NegEx pseudo-triggers (Chapman 2001); pyConText 'no change'; brief: 'no change in the small effusion'"),
+    CueRule("pseudo: not (significantly) changed",
+            rf"(?:(?:has|have|had)\s+)?not\s+(?:(?:been|{_CHANGE_ADJ})\s+){{0,2}}{_CHANGE}",
             "pseudo", "forward", "none", "NegEx pseudo-triggers"),
     CueRule("pseudo: without (interval) change", rf"without\s+(?:{_CHANGE_ADJ}\s+){{0,2}}{_CHANGE}",
             "pseudo", "forward", "none", "NegEx pseudo-triggers"),
@@ -190,62 +192,117 @@ CUE_RULES: tuple[CueRule, ...] = (
             "pseudo", "forward", "none", "NegEx pseudo-triggers"),
     # ---- pre-negation uncertainty (CheXpert pre_negation_uncertainty.txt; NegBio uncertainty_patterns.txt)
     CueRule("cannot be excluded", rf"{_NOT}\s+(?:be\s+)?{_ADV}(?:excluded|ruled\s+out)",
-            "uncertainty", "backward", "pre", "CheXpert pre-neg '# XXX is not excluded'; NegBio '# XXX is not excluded' (nsubjpass exclude + neg/cannot)"),
-    CueRule("cannot exclude / rule out", rf"(?:{_NOT}|difficult\s+to|unable\s+to|impossible\s+to|hard\s+to)\s+{_ADV}(?:exclude|rule\s+out|r/o)",
-            "uncertainty", "forward", "pre", "CheXpert pre-neg '# cannot exclude some XXX', '# cannot rule out XXX'; NegBio '# cannot exclude XXX'"),
+            "uncertainty", "backward", "pre",
+            "CheXpert pre-neg '# XXX is not excluded'; NegBio '# XXX is not excluded' (nsubjpass exclude + neg/cannot)"),
+    CueRule("cannot exclude / rule out",
+            rf"(?:{_NOT}|difficult\s+to|unable\s+to|impossible\s+to|hard\s+to)\s+{_ADV}(?:exclude|rule\s+out|r/o)",
+            "uncertainty", "forward", "pre",
+            "CheXpert pre-neg '# cannot exclude some XXX', '# cannot rule out XXX'; NegBio '# cannot exclude XXX'"),
     CueRule("no evidence to rule out", r"no\s+evidence\s+to\s+(?:rule\s+out|exclude)",
             "uncertainty", "forward", "pre", "CheXpert pre-neg '# no evidence to rule out XXX'"),
     CueRule("no new", r"no\s+(?:definite\s+|other\s+|obvious\s+)?new",
-            "uncertainty", "forward", "pre", "CheXpert pre-neg '# no new XXX', '# no new area of XXX' (see 'no new' in the module docstring)"),
+            "uncertainty", "forward", "pre",
+            "CheXpert pre-neg '# no new XXX', '# no new area of XXX' (see 'no new' in the module docstring)"),
     # ---- post-negation uncertainty that must beat a shorter negation at the same position
-    CueRule("not well seen", rf"(?:{_BE}\s+)?not\s+(?:well|clearly|definitely|optimally|fully)\s+(?:seen|visualized|visualised|evaluated|assessed|demonstrated|delineated)",
-            "uncertainty", "backward", "post", "CheXpert post-neg '# XXX is not well visualized/evaluated', '# XXX are not clearly seen'"),
-    CueRule("poorly evaluated", rf"(?:{_BE}\s+)?(?:poorly|incompletely|suboptimally)\s+(?:seen|visualized|visualised|evaluated|assessed)",
-            "uncertainty", "backward", "post", "CheXpert post-neg '# XXX is poorly evaluated', '# XXX is incompletely evaluated'"),
+    CueRule("not well seen",
+            rf"(?:{_BE}\s+)?not\s+(?:well|clearly|definitely|optimally|fully)\s+"
+            rf"(?:seen|visualized|visualised|evaluated|assessed|demonstrated|delineated)",
+            "uncertainty", "backward", "post",
+            "CheXpert post-neg '# XXX is not well visualized/evaluated', '# XXX are not clearly seen'"),
+    CueRule("poorly evaluated",
+            rf"(?:{_BE}\s+)?(?:poorly|incompletely|suboptimally)\s+(?:seen|visualized|visualised|evaluated|assessed)",
+            "uncertainty", "backward", "post",
+            "CheXpert post-neg '# XXX is poorly evaluated', '# XXX is incompletely evaluated'"),
     # ---- negation (CheXpert negation.txt; NegBio neg_patterns.txt)
-    CueRule("without evidence of", r"without\s+(?:any\s+)?(?:\w+\s+)?(?:evidence|signs?|findings?|features?|development)\s+(?:of|for|to\s+suggest)",
-            "negation", "forward", "main", "NegBio/CheXpert '# without evidence|finding of|for XXX', '# without development of XXX'"),
-    CueRule("no evidence of", r"no\s+(?:\w+\s+)?(?:evidence|signs?|findings?|features?|focus|foci|areas?|development|suggestion)\s+(?:of|for|to\s+suggest|suggestive\s+of)",
-            "negation", "forward", "main", "NegBio/CheXpert '# no evidence of|for XXX', '# no focus of XXX', '# no area of XXX', '# No development of XXX'"),
-    CueRule("negative for / free of / resolution of / history of", r"negative\s+for|free\s+of|clear\s+of|absence\s+of|(?:interval\s+)?(?:resolution|disappearance|removal|clearing|drainage)\s+of|history\s+of",
-            "negation", "forward", "main", "NegBio '{} <nmod:of {lemma:/history|free|disappearance|resolution|drainage|removal/}', '{} <nmod:for negative', '{} <nmod:of clear|clearing'"),
+    CueRule("without evidence of",
+            r"without\s+(?:any\s+)?(?:\w+\s+)?(?:evidence|signs?|findings?|features?|development)\s+(?:of|for|to\s+suggest)",
+            "negation", "forward", "main",
+            "NegBio/CheXpert '# without evidence|finding of|for XXX', '# without development of XXX'"),
+    CueRule("no evidence of",
+            r"no\s+(?:\w+\s+)?(?:evidence|signs?|findings?|features?|focus|foci|areas?|development|suggestion)\s+"
+            r"(?:of|for|to\s+suggest|suggestive\s+of)",
+            "negation", "forward", "main",
+            "NegBio/CheXpert '# no evidence of|for XXX', '# no focus of XXX', '# no area of XXX', "
+            "'# No development of XXX'"),
+    CueRule("negative for / free of / resolution of / history of",
+            r"negative\s+for|free\s+of|clear\s+of|absence\s+of|"
+            r"(?:interval\s+)?(?:resolution|disappearance|removal|clearing|drainage)\s+of|history\s+of",
+            "negation", "forward", "main",
+            "NegBio '{} <nmod:of {lemma:/history|free|disappearance|resolution|drainage|removal/}', "
+            "'{} <nmod:for negative', '{} <nmod:of clear|clearing'"),
     CueRule("rather than", r"rather\s+than|instead\s+of",
             "negation", "forward", "main", "NegBio '# rather than XXX' (conj:negcc)"),
     CueRule("may not be seen", rf"(?:may|might|could|can|would)\s+not\s+be\s+(?:{_ADV}){_SEEN}",
-            "uncertainty", "backward", "pre", "NegBio '# XXX is not demonstrated/visualized' under a modal: 'fractures may not be demonstrated' (a limitation, not a negation)"),
-    CueRule("no longer seen is X", rf"(?:(?:also|now)\s+)?(?:(?:no\s+longer|not)\s+(?:{_ADV}){_SEEN}|(?:{_ADV})(?:resolved|cleared))\s+(?:is|are)",
-            "negation", "forward", "main", "inverted subject of CheXpert '# XXX is no longer seen' / NegBio '# XXX has resolved': "
+            "uncertainty", "backward", "pre",
+            "NegBio '# XXX is not demonstrated/visualized' under a modal: 'fractures may not be demonstrated' "
+            "(a limitation, not a negation)"),
+    CueRule("no longer seen is X",
+            rf"(?:(?:also|now)\s+)?(?:(?:no\s+longer|not)\s+(?:{_ADV}){_SEEN}|(?:{_ADV})(?:resolved|cleared))\s+(?:is|are)",
+            "negation", "forward", "main",
+            "inverted subject of CheXpert '# XXX is no longer seen' / NegBio '# XXX has resolved': "
             "'No longer seen is the left effusion', 'Also resolved are the bibasilar opacities'", forward_tokens=8),
     CueRule("not seen", rf"(?:{_BE}\s+)?(?:not|no\s+longer)\s+(?:be\s+)?(?:{_ADV}){_SEEN}",
-            "negation", "backward", "main", "NegBio '# XXX is not demonstrated/visualized'; CheXpert '# XXX is no longer seen'"),
+            "negation", "backward", "main",
+            "NegBio '# XXX is not demonstrated/visualized'; CheXpert '# XXX is no longer seen'"),
     CueRule("resolved X", r"resolved|no\s+longer",
-            "negation", "both", "main", "NegBio '{} <{} {lemma:/resolve/}'; CheXpert '# XXX is no longer seen'", forward_tokens=4),
-    CueRule("has resolved / removed / absent", r"(?:(?:has|have|had)\s+(?:since\s+|now\s+|completely\s+)?)?(?:resolved|cleared)|(?:has|have)\s+been\s+(?:removed|excluded|ruled\s+out)|(?:is|are|was|were)\s+(?:removed|excluded|absent)|removed|absent|excluded|ruled\s+out",
-            "negation", "backward", "main", "NegBio/CheXpert '# XXX has resolved', '# XXX removed', '{} < nsubj absent', '# exclude XXX', 'XXX has/have cleared'"),
-    CueRule("within normal limits", r"(?:(?:at|within|on|near|in)\s+(?:the\s+)?)?(?:(?:upper|top|high)\s+)?(?:normal\s+)?limits?\s+(?:of\s+)?normal|within\s+(?:\w+\s+)?normal\s+limits|(?:top|upper|high)[-\s]normal|normal|unremarkable",
-            "negation", "both", "main", "CheXpert '# XXX within normal limits', '# normal/unremarkable XXX | XXX is/appears normal/unremarkable', 'limit upper of normal'",
+            "negation", "both", "main", "NegBio '{} <{} {lemma:/resolve/}'; CheXpert '# XXX is no longer seen'",
+            forward_tokens=4),
+    CueRule("has resolved / removed / absent",
+            r"(?:(?:has|have|had)\s+(?:since\s+|now\s+|completely\s+)?)?(?:resolved|cleared)|"
+            r"(?:has|have)\s+been\s+(?:removed|excluded|ruled\s+out)|(?:is|are|was|were)\s+(?:removed|excluded|absent)|"
+            r"removed|absent|excluded|ruled\s+out",
+            "negation", "backward", "main",
+            "NegBio/CheXpert '# XXX has resolved', '# XXX removed', '{} < nsubj absent', '# exclude XXX', "
+            "'XXX has/have cleared'"),
+    CueRule("within normal limits",
+            r"(?:(?:at|within|on|near|in)\s+(?:the\s+)?)?(?:(?:upper|top|high)\s+)?(?:normal\s+)?limits?\s+(?:of\s+)?normal|"
+            r"within\s+(?:\w+\s+)?normal\s+limits|(?:top|upper|high)[-\s]normal|normal|unremarkable",
+            "negation", "both", "main",
+            "CheXpert '# XXX within normal limits', '# normal/unremarkable XXX | XXX is/appears normal/unremarkable', "
+            "'limit upper of normal'",
             forward_tokens=6),
     CueRule("is not", r"(?:is|are|was|were|does|do|did|has|have)\s+not|isn't|aren't|doesn't|don't",
             "negation", "both", "main", "NegBio/CheXpert '{} >neg {}' ('# XXX is not enlarged')"),
     CueRule("no / without", r"no|not|without|w/o|nor|neither|never|none\s+of",
-            "negation", "forward", "main", "NegBio/CheXpert '# no XXX / general negative case': '{} >neg {}', '{} > {lemma:/no/}', '{} >case without'"),
+            "negation", "forward", "main",
+            "NegBio/CheXpert '# no XXX / general negative case': '{} >neg {}', '{} > {lemma:/no/}', '{} >case without'"),
     # ---- post-negation uncertainty (CheXpert post_negation_uncertainty.txt; NegBio uncertainty_patterns.txt)
     CueRule("to suggest", r"(?:to|that\s+would|which\s+would)\s+(?:suggest|indicate|explain|represent)|suggestive\s+of",
-            "uncertainty", "forward", "post", "NegBio '# there is no NN to suggest/explain XXX', '# no NN to suggest/explain XXX' (weak: a preceding 'no' keeps its scope)",
+            "uncertainty", "forward", "post",
+            "NegBio '# there is no NN to suggest/explain XXX', '# no NN to suggest/explain XXX' "
+            "(weak: a preceding 'no' keeps its scope)",
             weak=True),
     CueRule("may be present", r"(?:may|might|could|can|possibly)\s+(?:also\s+)?be\s+(?:present|seen|related)",
             "uncertainty", "backward", "post", "CheXpert post-neg '# XXX could/might/may/possibly be present'"),
-    CueRule("is likely / suspected", r"(?:is|are)\s+(?:\w+ly\s+)?(?:likely|suspected|possible|probable|questioned|favored|favoured|considered|suggested)|(?:is|are)\s+not\s+excluded",
+    CueRule("is likely / suspected",
+            r"(?:is|are)\s+(?:\w+ly\s+)?(?:likely|suspected|possible|probable|questioned|favored|favoured|considered|suggested)|"
+            r"(?:is|are)\s+not\s+excluded",
             "uncertainty", "backward", "post", "NegBio '# XXX suspected' (nsubj suspect); brief: 'likely'"),
-    CueRule("may represent", r"(?:may|might|could|would|can)\s+(?:also\s+|possibly\s+|well\s+|partly\s+|partially\s+|in\s+part\s+)?(?:be|represent|reflect|indicate|include|relate|signify|correspond|suggest|account|have)",
-            "uncertainty", "forward", "post", "NegBio/CheXpert '# may/could represent/reflect/indicate/include XXX', '# may be XXX', '# may be due to XXX'"),
-    CueRule("possible", r"possible|possibly|probable|probably|likely|questionable|questionably|question(?:\s+of)?|questioned|suspect(?:ed|s)?|suspicious(?:\s+(?:for|of))?|suspicion\s+(?:for|of)|presumed|presumably|equivocal|indeterminate|uncertain",
-            "uncertainty", "forward", "post", "NegBio/CheXpert outgoing edge {lemma:/possible|possibly|presumably|probable|questionable|suspect|suspected|suspicious/}, '{} >{} {lemma:/question/}', '{} <nmod:of question' (weak: a modifier inside a negated list, 'no consolidation, suspicious opacity, or effusion')",
+    CueRule("may represent",
+            r"(?:may|might|could|would|can)\s+(?:also\s+|possibly\s+|well\s+|partly\s+|partially\s+|in\s+part\s+)?"
+            r"(?:be|represent|reflect|indicate|include|relate|signify|correspond|suggest|account|have)",
+            "uncertainty", "forward", "post",
+            "NegBio/CheXpert '# may/could represent/reflect/indicate/include XXX', '# may be XXX', '# may be due to XXX'"),
+    CueRule("possible",
+            r"possible|possibly|probable|probably|likely|questionable|questionably|question(?:\s+of)?|questioned|"
+            r"suspect(?:ed|s)?|suspicious(?:\s+(?:for|of))?|suspicion\s+(?:for|of)|presumed|presumably|equivocal|"
+            r"indeterminate|uncertain",
+            "uncertainty", "forward", "post",
+            "NegBio/CheXpert outgoing edge "
+            "{lemma:/possible|possibly|presumably|probable|questionable|suspect|suspected|suspicious/}, "
+            "'{} >{} {lemma:/question/}', '{} <nmod:of question' "
+            "(weak: a modifier inside a negated list, 'no consolidation, suspicious opacity, or effusion')",
             weak=True),
-    CueRule("suggestive of", r"suggestive\s+of|suggest(?:s|ing|ed)?|suggestion\s+of|concerning\s+for|concern\s+for|worrisome\s+for|worrisome|compatible\s+with\s+(?:early|developing)|consider(?:ed)?|favou?r(?:s|ed|ing)?|differential\s+(?:diagnosis\s+)?(?:includes?|of|considerations?\s+includes?)",
-            "uncertainty", "forward", "post", "NegBio incoming edge {lemma:/suspect|favor|suggest|suggesting|question|consider/}, '<nmod:for concern|suspicion'; CheXpert '<nmod:for worrisome', '# differential diagnosis includes'"),
+    CueRule("suggestive of",
+            r"suggestive\s+of|suggest(?:s|ing|ed)?|suggestion\s+of|concerning\s+for|concern\s+for|worrisome\s+for|"
+            r"worrisome|compatible\s+with\s+(?:early|developing)|consider(?:ed)?|favou?r(?:s|ed|ing)?|"
+            r"differential\s+(?:diagnosis\s+)?(?:includes?|of|considerations?\s+includes?)",
+            "uncertainty", "forward", "post",
+            "NegBio incoming edge {lemma:/suspect|favor|suggest|suggesting|question|consider/}, "
+            "'<nmod:for concern|suspicion'; CheXpert '<nmod:for worrisome', '# differential diagnosis includes'"),
     CueRule("rule out", r"rule\s+out|r/o|to\s+exclude|(?:to\s+)?(?:evaluate|eval|evaluation|assess|assessment|check)\s+for",
-            "uncertainty", "forward", "post", "NegBio '{} <nmod:out {lemma:/rule/}' (in indications: a question); brief: 'rule out'/'r/o' -> uncertain"),
+            "uncertainty", "forward", "post",
+            "NegBio '{} <nmod:out {lemma:/rule/}' (in indications: a question); brief: 'rule out'/'r/o' -> uncertain"),
     # "X obscuring the Y": only Y (the obscured thing) is uncertain, as in CheXpert's pattern; X is what is seen
     # ("retrocardiac opacity obscuring the left hemidiaphragm" is a definite opacity)
     CueRule("obscuring", r"obscur(?:es|ing)",
@@ -254,12 +311,15 @@ CUE_RULES: tuple[CueRule, ...] = (
             "uncertainty", "both", "post", "CheXpert post-neg 'XXX is obscured | obscured XXX'", forward_tokens=4,
             backward_tokens=4),
     CueRule("versus", r"versus|vs\.?",
-            "uncertainty", "both", "post", "CheXpert post-neg '# XXX versus YYY' (conj:versus)", forward_tokens=4, backward_tokens=4, weak=True),
+            "uncertainty", "both", "post", "CheXpert post-neg '# XXX versus YYY' (conj:versus)",
+            forward_tokens=4, backward_tokens=4, weak=True),
     CueRule("or", r"and/or|or|(?<=[a-z])/(?=[a-z])(?<!\bw/)(?<!\br/)(?<!\bs/)(?<!\bc/)(?<!\bn/)",
-            "uncertainty", "both", "post", "CheXpert post-neg '# XXX or YYY' (conj:or); chexpert-labeler loader turns 'and/or' and 'X/Y' into 'or'",
+            "uncertainty", "both", "post",
+            "CheXpert post-neg '# XXX or YYY' (conj:or); chexpert-labeler loader turns 'and/or' and 'X/Y' into 'or'",
             forward_tokens=3, backward_tokens=3, weak=True),
     CueRule("question mark", r"\?",
-            "uncertainty", "both", "post", "NegBio '{} >{} {lemma:/question/}' ('? pneumonia', 'pneumonia?')", forward_tokens=3, backward_tokens=3),
+            "uncertainty", "both", "post", "NegBio '{} >{} {lemma:/question/}' ('? pneumonia', 'pneumonia?')",
+            forward_tokens=3, backward_tokens=3),
 )
 
 _TERMINATOR_WORDS = (
@@ -292,7 +352,8 @@ def cue_rules(no_new: Literal["uncertain", "negative"] = "uncertain") -> tuple[C
     out = []
     for r in CUE_RULES:
         if r.name == "no new":
-            r = CueRule(r.name, r.pattern, "negation", "forward", "main", r.source + "; read as negation (no_new='negative')")
+            r = CueRule(r.name, r.pattern, "negation", "forward", "main",
+                        r.source + "; read as negation (no_new='negative')")
         out.append(r)
     return tuple(out)
 

@@ -23,12 +23,17 @@ class Params(BaseParams):
     """Parameters of the data overview (``params/data_overview/*.yaml``)."""
 
     datasets: list[DatasetName] = Field(
-        default_factory=lambda: ["iu_xray", "chexpert_plus_valid", "chexpert_plus_pairs", "radpref", "radpref_annotations", "covid_cxr"],
+        default_factory=lambda: ["iu_xray", "chexpert_plus_valid", "chexpert_plus_pairs", "radpref", "radpref_annotations",
+                                 "covid_cxr"],
         description="Datasets to describe (registry names; `radaudit data list` shows them).",
     )
     skip_missing: bool = Field(False, description="Skip a listed dataset that is not present instead of failing.")
-    dataset_paths: dict[DatasetName, str] = Field(default_factory=dict, description="Own folder per dataset (credentialed sets kept outside the data root).")
-    iu_xray_format: Literal["csv", "xml"] = Field("csv", description="Read IU X-ray from the CSV pair or the original Open-i XML tarball.")
+    dataset_paths: dict[DatasetName, str] = Field(
+        default_factory=dict, description="Own folder per dataset (credentialed sets kept outside the data root).",
+    )
+    iu_xray_format: Literal["csv", "xml"] = Field(
+        "csv", description="Read IU X-ray from the CSV pair or the original Open-i XML tarball.",
+    )
     max_rows: int | None = Field(None, ge=1, description="Random subsample per dataset (rows), for quick runs; null = all.")
     top_labels: int = Field(12, ge=1, description="Labels shown per dataset in the prevalence table and figure.")
     n_examples: int = Field(1, ge=0, description="Example reports shown per dataset.")

@@ -1,4 +1,5 @@
-"""One corpus of (reference, prediction, group) rows -> every number of the paper's Tables 1-2 (:class:`CorpusResult`), the real-system baselines, and the collapse floor."""
+"""One corpus of (reference, prediction, group) rows -> every number of the paper's Tables 1-2 (:class:`CorpusResult`), the
+real-system baselines, and the collapse floor."""
 
 from __future__ import annotations
 

@@ -179,4 +179,5 @@ def skew_study(skews_run: Sequence[float], note: str = "") -> Finding:
         return Finding("skew_study", label, None, "n/a", note=f"not run: {note or 'no skew could run'}")
     ran = ", ".join(f"{s:g}" for s in skews_run)
     return Finding("skew_study", label, None, "n/a",
-                   note=f"run for training skews {ran}; see the fig2c_skew_sensitivity table" + (f"; {note}" if note else ""))
+                   note=f"run for training skews {ran}; see the fig2c_skew_sensitivity table"
+                   + (f"; {note}" if note else ""))

@@ -265,8 +265,8 @@ def _build_tokenizer(texts: Sequence[str], vocab_size: int, kind: str = "word") 
     """A lower-casing tokenizer trained on ``texts``: ``"word"`` — one token per word or punctuation
     mark seen at least twice (``<unk>`` otherwise; decoding restores the spaces exactly), so
     generation can only write words of the training reports (a rarer word is ``<unk>``, which
-    decoding drops: 0.4% of the demo's training report tokens, vocabulary 2,014 words); ``"bpe"`` — byte-pair pieces (Metaspace:
-    decoding restores the spaces exactly), which can be recombined into non-words."""
+    decoding drops: 0.4% of the demo's training report tokens, vocabulary 2,014 words); ``"bpe"`` — byte-pair pieces
+    (Metaspace: decoding restores the spaces exactly), which can be recombined into non-words."""
     if kind == "word":
         return _word_tokenizer(texts, vocab_size)
     from tokenizers import (
@@ -390,7 +390,8 @@ _TRAIN_DEFAULTS: dict[str, Any] = {
 def _is_trained(folder: Path, digest: str) -> bool:
     from radaudit.paths import reusable_model_dir
 
-    return reusable_model_dir(folder, CONFIG_FILE, digest, required=('config.json', 'tokenizer.json'), required_globs=(), key='config_hash')
+    return reusable_model_dir(folder, CONFIG_FILE, digest, required=('config.json', 'tokenizer.json'), required_globs=(),
+                              key='config_hash')
 
 
 def train_report_model(corpus: pd.DataFrame, out_dir: str | os.PathLike, *, seed: int = 0,
@@ -481,7 +482,8 @@ def train_report_model(corpus: pd.DataFrame, out_dir: str | os.PathLike, *, seed
         start = time.monotonic()
         result = train_model(factory, train_ex, eval_fn, steps=hp["steps"], lr=hp["lr"], batch_size=hp["batch_size"],
                              seed=hp["seed"], device="cpu", log_every=max(1, min(50, hp["steps"] // 10)),
-                             output_dir=tmp, max_seconds=hp["max_seconds"], eval_every=max(1, hp["steps"] // 5), collate_fn=collate,
+                             output_dir=tmp, max_seconds=hp["max_seconds"], eval_every=max(1, hp["steps"] // 5),
+                             collate_fn=collate,
                              weight_decay=hp["weight_decay"], max_grad_norm=hp["max_grad_norm"], processors=[tok],
                              model_name="radaudit demo report LM (decoding_erasure)", data_description=description,
                              metric_name="heldout_loss",

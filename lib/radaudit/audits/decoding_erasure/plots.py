@@ -1,4 +1,5 @@
-"""decoding_erasure's figures: Fig. 1 (surface vs diversity), 2a (association shift), 2c (skew sensitivity), 3 (p* sweep) and vocabulary transitions."""
+"""decoding_erasure's figures: Fig. 1 (surface vs diversity), 2a (association shift), 2c (skew sensitivity), 3 (p* sweep) and
+vocabulary transitions."""
 
 from __future__ import annotations
 
@@ -73,9 +74,10 @@ def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: 
     for cat in ("Stable", "Unclassified", "Preservation", "Bias Flip", "New Bias", "Erasure"):
         m = (words_table["category"] == cat).to_numpy() & finite
         if m.any():
-            ax.scatter(x[m], y[m], s=12 if cat == "Stable" else 22, color="#999999" if cat == "Stable" else CATEGORY_COLORS[cat],
-                       alpha=0.6 if cat == "Stable" else 0.9, label=f"{cat} ({int(m.sum())})", zorder=2 if cat == "Stable" else 3,
-                       edgecolor="none")
+            ax.scatter(x[m], y[m], s=12 if cat == "Stable" else 22,
+                       color="#999999" if cat == "Stable" else CATEGORY_COLORS[cat],
+                       alpha=0.6 if cat == "Stable" else 0.9, label=f"{cat} ({int(m.sum())})",
+                       zorder=2 if cat == "Stable" else 3, edgecolor="none")
     silent = (words_table["erased_silence"].to_numpy(bool) if "erased_silence" in words_table
               else np.zeros(len(words_table), dtype=bool))
     if (silent & finite).any():  # ours, beside the paper's: words whose rate fell in the associated group
@@ -98,7 +100,8 @@ def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: 
         if n_labels < top_k:  # fill with the most sex-associated stable words, in grey: which words these are
             stable = words_table[(words_table["category"] == "Stable").to_numpy() & ~silent]
             strength = np.maximum(stable["z_ref"].abs(), stable["z_pred"].abs())
-            for r in stable.reindex(strength.sort_values(ascending=False).index).head(top_k - n_labels).itertuples(index=False):
+            for r in (stable.reindex(strength.sort_values(ascending=False).index)
+                      .head(top_k - n_labels).itertuples(index=False)):
                 ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, 3), textcoords="offset points", fontsize=7,
                             color="#666666", style="italic", zorder=4)
     ax.set_xlim(-lim, lim)

@@ -1,4 +1,5 @@
-"""decoding_erasure's tables: Table 1 (strategies), Table 2 (systems), the p* sweep, skews, words, vocabulary transitions and the run summary."""
+"""decoding_erasure's tables: Table 1 (strategies), Table 2 (systems), the p* sweep, skews, words, vocabulary transitions and
+the run summary."""
 
 from __future__ import annotations
 
@@ -331,7 +332,8 @@ def summary_lines(results: Sequence[CorpusResult], floor: Mapping[str, Any] | No
 
     if det and sto:
         lines.append(f"**Template collapse.** Deterministic decoding ({', '.join(det)}) writes "
-                     f"{rng(det, td)}% distinct reports and uses {rng(det, lambda n: 100 * voc.loc[n, 'pred_share_of_ref'])}% "
+                     f"{rng(det, td)}% distinct reports and uses "
+                     f"{rng(det, lambda n: 100 * voc.loc[n, 'pred_share_of_ref'])}% "
                      f"of the reference vocabulary; sampling ({', '.join(sto)}) writes {rng(sto, td)}% distinct reports "
                      f"with {rng(sto, lambda n: 100 * voc.loc[n, 'pred_share_of_ref'])}% of the vocabulary and "
                      f"{rng(sto, lambda n: voc.loc[n, 'emergent'])} words never seen in the references.")

@@ -129,12 +129,13 @@ from radaudit.audits.metric_metaeval.tables import (
 
 __all__ = [
     "agreement_table", "AGREEMENT_TYPES", "ASPECT_SHORT", "auroc", "auroc_table", "build_datasets",
-    "CELL_AVERAGES", "CI_LABELS", "column_key", "fill_finding", "fill_line", "n_discrimination_pairs", "ds_rs_by_rule", "headline_findings", "rules_finding", "OVERALL_CIS", "paper_overall_ci", "rules_per_cell", "median_auroc", "context_comparison", "ds_rs_long", "ERROR_CODES", "examples_table", "fig_auroc_context",
-    "fig_auroc_heatmap", "fig_ds_rs", "fig_monotonicity", "INSIG_COLOR", "kendall_tau", "make_engine",
-    "mean_pairwise_agreement", "MetaevalData", "metric_label", "METRIC_LABELS", "METRIC_RANGES",
-    "monotonicity_long", "monotonicity_summary", "pairwise_rater_correlations", "Params", "radpref_agreement",
-    "radpref_error_counts", "RADPREF_INSIGNIFICANT", "RADPREF_SIGNIFICANT", "RADPREF_TYPES", "resolve_metrics",
-    "rexval_agreement", "REXVAL_CANDIDATE_LABELS", "rexval_error_counts", "SCORE_COLUMNS", "score_pairs",
-    "score_table", "SIG_COLOR", "summary_lines", "TABLE_ASPECT_ORDER", "table_columns", "undefined_table",
-    "violated_transitions",
+    "CELL_AVERAGES", "CI_LABELS", "column_key", "fill_finding", "fill_line", "n_discrimination_pairs", "ds_rs_by_rule",
+    "headline_findings", "rules_finding", "OVERALL_CIS", "paper_overall_ci", "rules_per_cell", "median_auroc",
+    "context_comparison", "ds_rs_long", "ERROR_CODES", "examples_table", "fig_auroc_context", "fig_auroc_heatmap",
+    "fig_ds_rs", "fig_monotonicity", "INSIG_COLOR", "kendall_tau", "make_engine", "mean_pairwise_agreement", "MetaevalData",
+    "metric_label", "METRIC_LABELS", "METRIC_RANGES", "monotonicity_long", "monotonicity_summary",
+    "pairwise_rater_correlations", "Params", "radpref_agreement", "radpref_error_counts", "RADPREF_INSIGNIFICANT",
+    "RADPREF_SIGNIFICANT", "RADPREF_TYPES", "resolve_metrics", "rexval_agreement", "REXVAL_CANDIDATE_LABELS",
+    "rexval_error_counts", "SCORE_COLUMNS", "score_pairs", "score_table", "SIG_COLOR", "summary_lines", "TABLE_ASPECT_ORDER",
+    "table_columns", "undefined_table", "violated_transitions",
 ]

@@ -59,7 +59,8 @@ def build_datasets(P: Params, *, engine: Any = None, labeler: Any = None) -> Met
         path = P.dataset_paths.get(name)
         df = gt_reports(load_dataset(name, P.data_root, path=path), text_field=P.text_field, source=name)
         frames.append(df)
-        prov[name] = {"fingerprint": fingerprint(name, P.data_root, path), "n_reports": int(len(df)), "text_field": P.text_field}
+        prov[name] = {"fingerprint": fingerprint(name, P.data_root, path), "n_reports": int(len(df)),
+                      "text_field": P.text_field}
     reports = pd.concat(frames, ignore_index=True)
     lab = labeler if labeler is not None else ChexpertLabeler(chexpert_phrases_dir(P.data_root))
     eng = engine if engine is not None else make_engine(P)

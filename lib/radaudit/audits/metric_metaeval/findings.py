@@ -90,8 +90,8 @@ def headline_findings(trimmed: Mapping[str, Any] | None, whole: Mapping[str, Any
     """``trimmed`` / ``whole``: :func:`median_auroc` of the paper-context and whole-report scores
     (``whole=None`` when the ablation is off; then ``trimmed`` is reported alone); ``cells``:
     :func:`rules_per_cell` of the pair dataset (adds ``min_rules_per_cell``); ``fill``: the pair dataset's
-    fill table (adds ``pairs_filled`` when a cell is short of its target); ``no_pairs``: why there is no AUROC at all (no discrimination/robustness
-    pair was left), given instead of ``trimmed``/``whole``."""
+    fill table (adds ``pairs_filled`` when a cell is short of its target); ``no_pairs``: why there is no AUROC at all (no
+    discrimination/robustness pair was left), given instead of ``trimmed``/``whole``."""
     missing = no_pairs or ABLATION_OFF
     return [
         _auroc_finding("whole_report_auroc_median", "Median AUROC (harmless above harmful) over metrics, whole reports "

@@ -81,9 +81,12 @@ def fig_auroc_heatmap(auroc_tab: pd.DataFrame, *, fdr_alpha: float = 0.05):
     t = auroc_tab.copy()
     aspects = [a for a in ASPECTS if a in set(t["aspect"])] + ["Overall"]
     labels = list(dict.fromkeys(t["label"]))
-    mat = t.pivot_table(index="label", columns="aspect", values="auroc", aggfunc="first").reindex(index=labels, columns=aspects)
-    sig = t.pivot_table(index="label", columns="aspect", values="separates", aggfunc="first").reindex(index=labels, columns=aspects)
-    padj = t.pivot_table(index="label", columns="aspect", values="p_adj", aggfunc="first").reindex(index=labels, columns=aspects)
+    mat = (t.pivot_table(index="label", columns="aspect", values="auroc", aggfunc="first")
+           .reindex(index=labels, columns=aspects))
+    sig = (t.pivot_table(index="label", columns="aspect", values="separates", aggfunc="first")
+           .reindex(index=labels, columns=aspects))
+    padj = (t.pivot_table(index="label", columns="aspect", values="p_adj", aggfunc="first")
+            .reindex(index=labels, columns=aspects))
     fig, ax = plt.subplots(figsize=(0.78 * len(aspects) + 3.2, 0.42 * len(labels) + 2.2))
     im = ax.imshow(mat.to_numpy(float), cmap="RdBu", vmin=0, vmax=1, aspect="auto")
     for i in range(len(labels)):
@@ -126,7 +129,8 @@ def fig_monotonicity(mono_long: pd.DataFrame, summary: pd.DataFrame | None = Non
         d = mono_long[mono_long["label"] == lab].sort_values("group")
         g, e = d["group"].to_numpy(int), d["estimate"].to_numpy(float)
         lo, hi = d["low"].to_numpy(float), d["high"].to_numpy(float)
-        ax.fill_between(g, np.where(np.isfinite(lo), lo, e), np.where(np.isfinite(hi), hi, e), color=INSIG_COLOR, alpha=0.15, lw=0)
+        ax.fill_between(g, np.where(np.isfinite(lo), lo, e), np.where(np.isfinite(hi), hi, e), color=INSIG_COLOR,
+                        alpha=0.15, lw=0)
         for i in range(len(g) - 1):
             up = e[i + 1] > e[i]
             ax.plot(g[i:i + 2], e[i:i + 2], color=SIG_COLOR if up else INSIG_COLOR, lw=2.4 if up else 1.6)
@@ -157,12 +161,15 @@ def fig_auroc_context(comp: pd.DataFrame):
     labels = comp["label"].tolist()
     y = np.arange(len(labels))[::-1]
     fig, ax = plt.subplots(figsize=(7.2, 0.38 * len(labels) + 1.9))
-    for suffix, mk, face, name, dy in (("paper", "o", "white", "insignificant pairs cut to the edited sentences (paper §4.2.1)", 0.14),
-                                        ("full", "o", "#009E73", "same rewrites, whole reports for every pair", -0.14)):
+    for suffix, mk, face, name, dy in (
+        ("paper", "o", "white", "insignificant pairs cut to the edited sentences (paper §4.2.1)", 0.14),
+        ("full", "o", "#009E73", "same rewrites, whole reports for every pair", -0.14),
+    ):
         e = comp[f"auroc_{suffix}"].to_numpy(float)
         err = np.vstack([e - comp[f"low_{suffix}"].to_numpy(float), comp[f"high_{suffix}"].to_numpy(float) - e])
         err = np.where(np.isfinite(err), np.clip(err, 0, None), 0)
-        ax.errorbar(e, y + dy, xerr=err, fmt=mk, mfc=face, mec="#009E73", ecolor="#009E73", ms=6, capsize=2, lw=1, label=name)
+        ax.errorbar(e, y + dy, xerr=err, fmt=mk, mfc=face, mec="#009E73", ecolor="#009E73", ms=6, capsize=2, lw=1,
+                    label=name)
     ax.axvline(0.5, color="#888888", ls="--", lw=1)
     ax.text(0.51, 0.995, "chance", transform=ax.get_xaxis_transform(), fontsize=8, color="#666666", va="top", ha="left")
     ax.set_xlim(0, 1)

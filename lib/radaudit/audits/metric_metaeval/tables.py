@@ -30,7 +30,8 @@ def score_table(long: pd.DataFrame, score: Literal["DS", "RS"], digits: int = 2)
     ov = part[part["column"] == "Overall"].set_index("label")
     methods = ov["ci_method"].dropna().unique() if "ci_method" in ov.columns else []
     ci_col = f"CI ({methods[0]})" if len(methods) == 1 else "CI"
-    wide[ci_col] = [f"[{format_number(ov.at[m, 'low'], digits)}, {format_number(ov.at[m, 'high'], digits)}]" for m in wide.index]
+    wide[ci_col] = [f"[{format_number(ov.at[m, 'low'], digits)}, {format_number(ov.at[m, 'high'], digits)}]"
+                    for m in wide.index]
     wide.index.name = "Metric"
     return wide.reset_index()
 
@@ -83,7 +84,8 @@ def summary_lines(long: pd.DataFrame | None, auroc_tab: pd.DataFrame | None, mon
         best = au["auroc"].idxmax()
         worst = au["auroc"].idxmin()
         n_sep = int(au["separates"].sum())
-        lines.append(f"**Separation (AUROC, all aspects).** Best: {best} {format_ci(au.at[best, 'auroc'], au.at[best, 'low'], au.at[best, 'high'])}; "
+        lines.append(f"**Separation (AUROC, all aspects).** Best: {best} "
+                     f"{format_ci(au.at[best, 'auroc'], au.at[best, 'low'], au.at[best, 'high'])}; "
                      f"worst: {worst} {format_ci(au.at[worst, 'auroc'], au.at[worst, 'low'], au.at[worst, 'high'])}. "
                      f"{n_sep} of {len(au)} metrics separate significant from insignificant errors better than chance "
                      f"(BH-adjusted p ≤ {fdr_alpha:g}); none reaches the AUROC of 1 a clinically sound metric would have."
@@ -103,19 +105,23 @@ def summary_lines(long: pd.DataFrame | None, auroc_tab: pd.DataFrame | None, mon
         common = pd.Series([t for v in viol["violated"] for t in str(v).split(", ") if "→" in t]).value_counts()
         lines.append(f"**Monotonicity.** {len(perfect)} of {len(viol)} metrics fall at every step from group 0 to 4"
                      + (f" ({', '.join(perfect)})" if perfect else "") + ". "
-                     + ("Most often violated transitions: " + ", ".join(f"{t} ({c} metrics)" for t, c in common.head(3).items()) + "."
+                     + ("Most often violated transitions: "
+                        + ", ".join(f"{t} ({c} metrics)" for t, c in common.head(3).items()) + "."
                         if len(common) else "No transition is violated.")
                      + " Mean within-report Kendall τ ranges from "
                      f"{format_number(mono['tau'].min())} to {format_number(mono['tau'].max())}.")
     if agreement is not None and not agreement.empty:
-        p = agreement[(agreement["method"] == "pearson") & (agreement["reports"] == "all reports")].set_index("value")["estimate"]
+        p = agreement[(agreement["method"] == "pearson")
+                      & (agreement["reports"] == "all reports")].set_index("value")["estimate"]
         p = p.dropna()
         if not p.empty:
             low = [k.replace("_", " ") for k, v in p.items() if v < 0.6]
             lines.append("**How far do radiologists agree? (Table 1 analog, RadPref)** Mean pairwise Pearson of the three "
-                         "radiologists' error counts ranges from " f"{format_number(p.min())} ({p.idxmin().replace('_', ' ')}) to "
-                         f"{format_number(p.max())} ({p.idxmax().replace('_', ' ')}); the paper found 0.0–0.55 between ReXVal's six "
-                         "radiologists. " + (f"Agreement is low (< 0.6) for {', '.join(low)}: there, a metric's correlation with "
-                                             "radiologists' counts is capped by the radiologists' own disagreement and cannot "
-                                             "validate it." if low else "Agreement is at least moderate for every error type here."))
+                         "radiologists' error counts ranges from "
+                         f"{format_number(p.min())} ({p.idxmin().replace('_', ' ')}) to "
+                         f"{format_number(p.max())} ({p.idxmax().replace('_', ' ')}); the paper found 0.0–0.55 between "
+                         "ReXVal's six radiologists. "
+                         + (f"Agreement is low (< 0.6) for {', '.join(low)}: there, a metric's correlation with "
+                            "radiologists' counts is capped by the radiologists' own disagreement and cannot validate it."
+                            if low else "Agreement is at least moderate for every error type here."))
     return lines

@@ -130,7 +130,8 @@ def marker_saliency(shares: pd.DataFrame | None, model: str, *, n_resamples: int
     """``marker_saliency_share`` from :func:`radaudit.audits.modality_shift.marker.marker_share` of gradient maps."""
     from radaudit.stats import bootstrap_ci
 
-    fid, label = "marker_saliency_share", "Share of the answer's pixel sensitivity on the burned-in marker (Only Image, marked)"
+    fid, label = ("marker_saliency_share",
+                  "Share of the answer's pixel sensitivity on the burned-in marker (Only Image, marked)")
     if shares is None or shares.empty:
         return Finding(fid, label, None, "n/a", note="no gradient maps on marked images in this run")
     sel = shares[(shares["model"] == model) & (shares["condition"] == "marked_only_image")]

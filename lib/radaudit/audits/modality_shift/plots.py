@@ -245,7 +245,8 @@ def plot_text_attention(tokens: pd.DataFrame, *, sample_id: str | None = None, c
     # layout in character cells (x = column, y = line), so boxes never overlap whatever the text length:
     # 7-pt monospace is ~0.06 in per character and ~0.19 in per line
     heights = [max(1, max((ln for _, ln, *_ in boxes), default=0) + 1) for boxes in panels]
-    fig, axes = plt.subplots(len(steps), 1, figsize=(0.062 * width_chars + 0.4, 0.19 * sum(heights) + 0.6 * len(steps) + 0.4),
+    fig, axes = plt.subplots(len(steps), 1,
+                             figsize=(0.062 * width_chars + 0.4, 0.19 * sum(heights) + 0.6 * len(steps) + 0.4),
                              squeeze=False, gridspec_kw={"height_ratios": heights})
     for ax, step, boxes, n_lines in zip(axes[:, 0], steps, panels, heights):
         for col, line, label, weight, is_image in boxes:

@@ -38,8 +38,8 @@ from radaudit.audits.modality_shift.conditions import (
 from radaudit.config import BaseParams, Requirement
 from radaudit.errors import ParamsError
 
-__all__ = ["DEMO_MODEL", "ModelSpec", "Params", "all_samples", "build_run_items", "condition_order", "evaluation_samples", "load_engine",
-           "load_model", "pick_attention_samples", "run_models", "save_results", "summary_lines", "template",
+__all__ = ["DEMO_MODEL", "ModelSpec", "Params", "all_samples", "build_run_items", "condition_order", "evaluation_samples",
+           "load_engine", "load_model", "pick_attention_samples", "run_models", "save_results", "summary_lines", "template",
            "vllm_unservable"]
 
 log = logging.getLogger(__name__)
@@ -57,44 +57,109 @@ class ModelSpec(BaseModel):
     model: str = Field(..., description="'demo' (the stand-in trained here) | hub id | local folder | pypi:<dist>/<path>.")
     dtype: str | None = Field(None, description="null (float32) | fp16 | bf16 (paper: fp16).")
     batch_size: int = Field(8, ge=1, description="Items per generation batch.")
-    model_type: str | None = Field(None, description="Key of the template's model_suffixes (e.g. 'mllama' adds the anchor's Llama-3.2 instruction).")
+    model_type: str | None = Field(None, description="Key of the template's model_suffixes (e.g. 'mllama' adds the anchor's "
+                                                     "Llama-3.2 instruction).")
     trust_remote_code: bool = Field(False, description="Passed to from_pretrained (some medical VLMs need it).")
     device: str | None = Field(None, description="null = cuda if available, else cpu.")
-    image_processor: dict[str, Any] = Field(default_factory=dict, description="Overrides of the checkpoint's image-processor settings (e.g. Qwen2-VL max_pixels: its hub config allows 12.8 MP per image).")
+    image_processor: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Overrides of the checkpoint's image-processor settings (e.g. Qwen2-VL max_pixels: its hub config "
+                    "allows 12.8 MP per image).",
+    )
 
 
 class Params(BaseParams):
     """Parameters of the modality_shift experiment (``params/modality_shift/*.yaml``)."""
 
-    dataset: Literal["covid_cxr", "mimic_cxr", "fairvlmed"] = Field("covid_cxr", description="covid_cxr (demo; public), mimic_cxr or fairvlmed (paper; credentialed, by local path).")
+    dataset: Literal["covid_cxr", "mimic_cxr", "fairvlmed"] = Field(
+        "covid_cxr", description="covid_cxr (demo; public), mimic_cxr or fairvlmed (paper; credentialed, by local path).",
+    )
     dataset_path: str | None = Field(None, description="Folder of the dataset (default: under the data root).")
-    dataset_options: dict[str, Any] = Field(default_factory=dict, description="Extra options of the sample builder: mimic_cxr images_dir, patients_path, reports_dir, race_path, text_column; fairvlmed notes (note | gpt4_summary), image_cache.")
-    eval_split: str = Field("test", description="Split evaluated (paper: the published test sets; demo: the held-out patients).")
-    n_samples: int | None = Field(None, ge=2, description="Evaluate at most this many samples of eval_split, drawn with split_seed (paper: 10000 for MIMIC-CXR, all 2000 for FairVLMed; null = all).")
-    test_size: float = Field(0.3, gt=0, lt=1, description="covid_cxr only: share of patients held out for evaluation (the rest trains the demo VLM).")
+    dataset_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra options of the sample builder: mimic_cxr images_dir, patients_path, reports_dir, race_path, "
+                    "text_column; fairvlmed notes (note | gpt4_summary), image_cache.",
+    )
+    eval_split: str = Field("test", description="Split evaluated (paper: the published test sets; demo: "
+                                                "the held-out patients).")
+    n_samples: int | None = Field(None, ge=2, description="Evaluate at most this many samples of eval_split, "
+                                                          "drawn with split_seed (paper: 10000 for MIMIC-CXR, "
+                                                          "all 2000 for FairVLMed; null = all).")
+    test_size: float = Field(0.3, gt=0, lt=1, description="covid_cxr only: share of patients held out for evaluation "
+                                                          "(the rest trains the demo VLM).")
     split_seed: int = Field(0, description="Seed of the covid_cxr patient split and of the n_samples draw.")
     swap_seed: int = Field(0, description="Seed of the swap partners (each sample's opposite-label image and text donors).")
-    same_partner: bool = Field(False, description="One partner gives both the swapped image and the swapped text (default: drawn independently).")
+    same_partner: bool = Field(False, description="One partner gives both the swapped image and the swapped text "
+                                                  "(default: drawn independently).")
     exclude_same_patient: bool = Field(True, description="Never take a swap partner from the sample's own patient.")
-    swap_metadata: bool = Field(True, description="Text shift shows the partner's metadata header with its text (the anchor swaps the whole row); false swaps only the notes/report.")
-    conditions: list[str] = Field(default_factory=lambda: list(CONDITIONS), description="Conditions to run: no_shift, image_shift, text_shift, only_text, only_image, no_input (the negative control: neither image nor text); no_shift is needed for NFR. marked_no_shift, marked_image_shift, marked_only_image: the image pathway's positive control (the image with the label burned in; only for a model trained on marked images, the demo stand-in).")
-    prompt: dict[str, Any] = Field(default_factory=dict, description="Prompt template keys (header, question, question_only_text, question_only_image, instruction, unmatched_suffix, yes_patterns, no_patterns, ...) over the built-in template of `dataset` (radaudit.audits.modality_shift.conditions.PROMPTS).")
-    unmatched: bool = Field(False, description="Append the anchor's 'unmatched' option to the image+text prompts (answers 'unmatched' are counted, never dropped).")
-    models: list[ModelSpec] = Field(default_factory=lambda: [ModelSpec(name="demo tiny LLaVA", model=DEMO_MODEL)], description="VLMs to audit (paper: Qwen2-VL-7B-Instruct, LLaVA-1.5-7B, Llama-3.2-11B-Vision-Instruct, MedGemma-4B-it, LLaVA-Med).")
-    demo_vlm: dict[str, Any] = Field(default_factory=dict, description="Overrides of the demo VLM's training config (modality_shift.model.DEMO_VLM_CONFIG: steps, image_size, ...).")
+    swap_metadata: bool = Field(True, description="Text shift shows the partner's metadata header with its text "
+                                                  "(the anchor swaps the whole row); false swaps only the notes/report.")
+    conditions: list[str] = Field(
+        default_factory=lambda: list(CONDITIONS),
+        description="Conditions to run: no_shift, image_shift, text_shift, only_text, only_image, no_input (the negative "
+                    "control: neither image nor text); no_shift is needed for NFR. marked_no_shift, marked_image_shift, "
+                    "marked_only_image: the image pathway's positive control (the image with the label burned in; "
+                    "only for a model trained on marked images, the demo stand-in).",
+    )
+    prompt: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Prompt template keys (header, question, question_only_text, question_only_image, instruction, "
+                    "unmatched_suffix, yes_patterns, no_patterns, ...) over the built-in template of `dataset` "
+                    "(radaudit.audits.modality_shift.conditions.PROMPTS).",
+    )
+    unmatched: bool = Field(False, description="Append the anchor's 'unmatched' option to the image+text prompts "
+                                               "(answers 'unmatched' are counted, never dropped).")
+    models: list[ModelSpec] = Field(
+        default_factory=lambda: [ModelSpec(name="demo tiny LLaVA", model=DEMO_MODEL)],
+        description="VLMs to audit (paper: Qwen2-VL-7B-Instruct, LLaVA-1.5-7B, Llama-3.2-11B-Vision-Instruct, "
+                    "MedGemma-4B-it, LLaVA-Med).",
+    )
+    demo_vlm: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Overrides of the demo VLM's training config (modality_shift.model.DEMO_VLM_CONFIG: "
+                    "steps, image_size, ...).",
+    )
     max_new_tokens: int = Field(32, ge=1, description="Greedy answer length limit (anchor: 128).")
-    candidates: list[str] = Field(default_factory=lambda: ["Yes", "No", "yes", "no"], description="First-token answer words whose raw logits are kept.")
-    pair: Literal["both", "capitalised", "lower"] = Field("both", description="Pair-softmax used as P(yes): both casings together (default) or the anchor's [Yes, No] ('capitalised').")
-    unknown_policy: Literal["wrong", "drop"] = Field("wrong", description="How unknown answers enter accuracy/F1/NFR: as wrong predictions (default; nothing hidden) or dropped (the anchor) — either way their rate is reported.")
+    candidates: list[str] = Field(
+        default_factory=lambda: ["Yes", "No", "yes", "no"],
+        description="First-token answer words whose raw logits are kept.",
+    )
+    pair: Literal["both", "capitalised", "lower"] = Field(
+        "both",
+        description="Pair-softmax used as P(yes): both casings together (default) "
+                    "or the anchor's [Yes, No] ('capitalised').",
+    )
+    unknown_policy: Literal["wrong", "drop"] = Field(
+        "wrong",
+        description="How unknown answers enter accuracy/F1/NFR: as wrong predictions (default; nothing hidden) or dropped "
+                    "(the anchor) — either way their rate is reported.",
+    )
     n_bins: int = Field(10, ge=2, description="Uniform bins of the ECE and the reliability diagrams (paper: 10).")
-    attention_samples: int = Field(1, ge=0, description="Test samples whose attention is traced (Fig. 4, attention by modality per layer, and the heatmap over the image patches per condition); 0 = skip.")
+    attention_samples: int = Field(1, ge=0, description="Test samples whose attention is traced (Fig. 4, attention by "
+                                                        "modality per layer, and the heatmap over the image patches per "
+                                                        "condition); 0 = skip.")
     attention_max_new_tokens: int = Field(4, ge=1, description="Generated tokens traced in the attention figure.")
-    image_probe: bool = Field(True, description="Fit the pixel probe (logistic regression on the training images' pixels): how much of the label the images carry, beside the only_image positive control.")
+    image_probe: bool = Field(True, description="Fit the pixel probe (logistic regression on the training images' pixels): "
+                                                "how much of the label the images carry, beside the only_image "
+                                                "positive control.")
     image_probe_size: int = Field(32, ge=4, description="Side (pixels) of the grayscale images the pixel probe reads.")
-    image_probe_max_train: int | None = Field(None, ge=4, description="At most this many training images for the pixel probe (null = all; the smoke preset caps it).")
-    marker_samples: int = Field(30, ge=0, description="Evaluated samples whose gradient map is measured on the marker (Only Image, marked vs natural): the positive control of the heatmap; 0 = skip. Runs only with the marked conditions.")
+    image_probe_max_train: int | None = Field(
+        None, ge=4,
+        description="At most this many training images for the pixel probe (null = all; the smoke preset caps it).",
+    )
+    marker_samples: int = Field(30, ge=0, description="Evaluated samples whose gradient map is measured on the marker "
+                                                      "(Only Image, marked vs natural): the positive control of the "
+                                                      "heatmap; 0 = skip. Runs only with the marked conditions.")
     cache: bool = Field(True, description="Cache generations and scores (content-addressed): an interrupted run resumes.")
-    backend: Literal["hf", "vllm"] = Field("hf", description="Engine of the VLM answers and first-token scores: hf (transformers; CPU or GPU) or vllm (a GPU and `pip install vllm`; a model vLLM serves, not the demo stand-in). Same prompts, images, cache keys and tables either way, so a run can switch engine and resume ('transformers' is read as hf; --rehearse runs vllm as hf on CPU). Attention and gradient maps (Fig. 4, the heatmaps, the marker control) always run on transformers: with vllm the notebook loads the transformers model for them too (attention_samples: 0 and marker_samples: 0 skip them).")
+    backend: Literal["hf", "vllm"] = Field(
+        "hf",
+        description="Engine of the VLM answers and first-token scores: hf (transformers; CPU or GPU) or vllm "
+                    "(a GPU and `pip install vllm`; a model vLLM serves, not the demo stand-in). Same prompts, images, "
+                    "cache keys and tables either way, so a run can switch engine and resume ('transformers' is read as hf; "
+                    "--rehearse runs vllm as hf on CPU). Attention and gradient maps (Fig. 4, the heatmaps, the marker "
+                    "control) always run on transformers: with vllm the notebook loads the transformers model for them too "
+                    "(attention_samples: 0 and marker_samples: 0 skip them).",
+    )
 
     @field_validator("conditions")
     @classmethod
@@ -186,7 +251,8 @@ class Params(BaseParams):
             for key in wanted:
                 out.append(Requirement("data", f"dataset_options.{key}", self.dataset_options.get(key),
                                        optional=key == "race_path",
-                                       note={"images_dir": "MIMIC-CXR-JPG images", "patients_path": "MIMIC-IV patients.csv.gz (age, sex)",
+                                       note={"images_dir": "MIMIC-CXR-JPG images",
+                                             "patients_path": "MIMIC-IV patients.csv.gz (age, sex)",
                                              "race_path": "MIMIC-IV admissions.csv.gz (race; subgroup tables only)"}[key]))
         for i, spec in enumerate(self.models):
             out.append(Requirement("model", f"models[{i}].model ({spec.name})", spec.model, dtype=spec.dtype,
@@ -388,9 +454,11 @@ def summary_lines(metrics: pd.DataFrame, nfr: pd.DataFrame, ece: pd.DataFrame, r
         if {"image_shift", "text_shift"} <= set(n.index):
             ti, tt = n.loc["image_shift"], n.loc["text_shift"]
             if tt["low"] > ti["high"]:
-                verdict = "the text shift flips more answers than the image shift (CIs do not overlap): the model leans on the text."
+                verdict = ("the text shift flips more answers than the image shift (CIs do not overlap): "
+                           "the model leans on the text.")
             elif ti["low"] > tt["high"]:
-                verdict = "the image shift flips more answers than the text shift (CIs do not overlap): the model leans on the image."
+                verdict = ("the image shift flips more answers than the text shift (CIs do not overlap): "
+                           "the model leans on the image.")
             else:
                 verdict = "the two shifts' NFR intervals overlap: this run cannot say which modality the model leans on."
             lines.append(f"- Verdict: {verdict}")
