@@ -33,12 +33,12 @@ from PIL import Image  # noqa: E402
 from radaudit.errors import RadauditError  # noqa: E402
 from radaudit.models.cache import ContentCache  # noqa: E402
 from radaudit.models.vlm import (  # noqa: E402
-    _tokenizer,
     encode_batch,
     first_token_scores,
     image_hash,
     load_image,
     load_vlm,
+    processor_tokenizer,
     render_prompt,
     vlm_generate,
 )
@@ -83,7 +83,7 @@ def _hf_truth(processor, model, prompts, images):
     the whole vocabulary and its greedy token ids (``MAX_NEW`` tokens, cut after EOS)."""
     from radaudit.models.backends import eos_token_ids
 
-    eos = set(eos_token_ids(model, _tokenizer(processor)))
+    eos = set(eos_token_ids(model, processor_tokenizer(processor)))
     truth = {}
     for p, im in zip(prompts, images):
         inputs, texts, pil = encode_batch(processor, model, [p], [im])  # a batch of one: no padding
@@ -94,9 +94,9 @@ def _hf_truth(processor, model, prompts, images):
         cut = next((i for i, t in enumerate(ids) if t in eos), None)
         ids = ids if cut is None else ids[:cut + 1]
         text = texts[0]
-        bos = _tokenizer(processor).bos_token
+        bos = processor_tokenizer(processor).bos_token
         if bos and text.startswith(bos):
-            key = tuple(_tokenizer(processor)(text, add_special_tokens=False)["input_ids"])
+            key = tuple(processor_tokenizer(processor)(text, add_special_tokens=False)["input_ids"])
         else:
             key = text
         truth[(key, image_hash(pil[0]))] = (torch.log_softmax(logits, dim=-1).numpy(), ids)
@@ -144,7 +144,7 @@ def test_both_engines_feed_the_same_rendered_prompt_and_image(twin, images, monk
 
     assert len(seen) == len(rec.prompts) == len(prompts)
     assert list(vl["rendered_prompt"]) == list(hf["rendered_prompt"])
-    tok = _tokenizer(processor)
+    tok = processor_tokenizer(processor)
     for i, ((text, pil), req) in enumerate(zip(seen, rec.prompts)):  # both engines run the items in order
         assert text == render_prompt(processor, prompts[i], load_image(imgs[i]))
         # the ids vLLM will tokenise == the ids transformers tokenised (one BOS, not two)
@@ -230,7 +230,7 @@ def test_generated_reports_parse_the_same_and_carry_the_strategy(twin, images, m
     beams = vlm_generate(vproc, engine, prompts, imgs, "beam4", max_new_tokens=MAX_NEW)
     call = rec.beam_calls[-1]
     assert call.params.kw["beam_width"] == 4 and call.params.kw["max_tokens"] == MAX_NEW
-    tok = _tokenizer(processor)
+    tok = processor_tokenizer(processor)
     for beam_req, req in zip(call.prompts, rec.prompts[:len(prompts)]):  # the same ids vLLM's beam search encodes
         ids = req.get("prompt_token_ids") or tok(req["prompt"])["input_ids"]
         assert beam_req["prompt_token_ids"] == ids and _request_key(beam_req)[1] == _request_key(req)[1]

@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from radaudit.atomic.pipeline import _check, make_backend, score_pairs
+from radaudit.atomic.clinical import ClinicalOptions, load_significance, score_pairs_clinical
+from radaudit.atomic.pipeline import check_options, make_backend, score_pairs
 from radaudit.metrics.base import MetricResult, check_pairs, mean_result
+from radaudit.text.language import count_non_english
 
 __all__ = ["AtomiMedMetric", "make_atomimed", "AtomiMedClinicalMetric", "make_atomimed_clinical"]
 
@@ -23,8 +25,6 @@ _PER_PAIR = ("precision", "recall", "disease_precision", "disease_recall", "dise
 def _language_counts(refs: Sequence[str], cands: Sequence[str]) -> dict[str, int]:
     """How many references / candidates look non-English (:mod:`radaudit.text.language`): the rule
     backend finds no English finding in them, so they score as normal studies — counted, not hidden."""
-    from radaudit.text.language import count_non_english
-
     return {"n_non_english_reference": count_non_english(refs), "n_non_english_candidate": count_non_english(cands)}
 
 
@@ -45,7 +45,7 @@ class AtomiMedMetric:
     _backend: tuple[Any, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        _check(self.theta, self.scorer, self.weight, self.unmentioned)
+        check_options(self.theta, self.scorer, self.weight, self.unmentioned)
         # built once, so the decomposition cache is shared across compute() calls
         self._backend = make_backend(self.backend, generate_fn=self.generate_fn, batched=self.batched,
                                      max_retries=self.max_retries, theta=self.theta, scorer=self.scorer,
@@ -102,9 +102,7 @@ class AtomiMedClinicalMetric:
     _options: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        from radaudit.atomic.clinical import ClinicalOptions, load_significance
-
-        _check(self.theta, self.scorer, 0.5, "no")
+        check_options(self.theta, self.scorer, 0.5, "no")
         self._options = ClinicalOptions(kappa=self.kappa, alpha=self.alpha, negative_weight=self.negative_weight,
                                         hedge_factor=self.hedge_factor, theta=self.theta, scorer=self.scorer,
                                         significance=load_significance(self.significance))
@@ -113,8 +111,6 @@ class AtomiMedClinicalMetric:
                                         uncertain=self.uncertain)[0]
 
     def compute(self, references: Sequence[str], candidates: Sequence[str]) -> MetricResult:
-        from radaudit.atomic.clinical import score_pairs_clinical
-
         refs, cands = check_pairs(references, candidates)
         table = score_pairs_clinical(refs, cands, decomposer=self._decomposer, options=self._options)
         details: dict[str, Any] = {k: table[k].to_numpy(dtype=float) for k in ("precision", "recall", "n_missed",

@@ -52,9 +52,10 @@ from radaudit.atomic.verify import (
     judge,
 )
 from radaudit.errors import ParamsError
+from radaudit.metrics.base import check_pairs
 
 __all__ = ["BACKENDS", "CALL_COLUMNS", "SCORE_COLUMNS", "calls_of", "score_pairs", "score_pair", "trace_of",
-           "make_backend"]
+           "make_backend", "check_options"]
 
 BACKENDS = ("rule", "llm")
 #: The columns of :func:`score_pairs`' table, in order.
@@ -99,7 +100,11 @@ def make_backend(backend: str = "rule", *, generate_fn: Callable[..., Any] | Non
     raise ParamsError(f"backend={backend!r} is not allowed: use one of {', '.join(map(repr, BACKENDS))}.")
 
 
-def _check(theta: float, scorer: str, weight: float, unmentioned: str) -> None:
+def check_options(theta: float, scorer: str, weight: float, unmentioned: str) -> None:
+    """Raise :class:`~radaudit.errors.ParamsError` unless AtomiMed's options are allowed: ``theta`` a number in
+    [0, 1], ``scorer`` one of :data:`~radaudit.atomic.score.SCORERS`, ``weight`` in [0, 1] and ``unmentioned``
+    ``"no"`` or ``"mismatch"``. :func:`score_pairs` and the ``atomimed`` metrics check their options with it
+    before any report is read."""
     if not isinstance(theta, (int, float)) or not 0.0 <= theta <= 1.0:
         raise ParamsError(f"theta must be a number in [0, 1] (paper: 0.8), got {theta!r}.")
     if scorer not in SCORERS:
@@ -140,10 +145,8 @@ def score_pairs(references: Sequence[str], predictions: Sequence[str], backend: 
     findings (:class:`~radaudit.atomic.decompose.RuleDecomposer`; an LLM's hedged "present" reads as
     yes, :mod:`~radaudit.atomic.schema`).
     """
-    from radaudit.metrics.base import check_pairs
-
     refs, preds = check_pairs(references, predictions)
-    _check(theta, scorer, weight, unmentioned)
+    check_options(theta, scorer, weight, unmentioned)
     if decomposer is None or reader is None:
         dec, rdr = make_backend(backend, generate_fn=generate_fn, batched=batched, max_retries=max_retries,
                                 theta=theta, scorer=scorer, uncertain=uncertain)
@@ -190,8 +193,8 @@ def score_pairs(references: Sequence[str], predictions: Sequence[str], backend: 
         dec_failed = int(not gt_facts[i].ok) + int(not inf_facts[i].ok)
         dec_repaired = int(gt_facts[i].repaired) + int(inf_facts[i].repaired)
         if not ok[i]:
-            err = "; ".join(f"{side} report: {f.error}" for side, f in (("reference", gt_facts[i]), ("prediction", inf_facts[i]))
-                            if not f.ok)
+            err = "; ".join(f"{side} report: {f.error}"
+                            for side, f in (("reference", gt_facts[i]), ("prediction", inf_facts[i])) if not f.ok)
             rows.append({"pair": i, **dict.fromkeys(SCORE_COLUMNS[1:10], math.nan), "n_aligned": 0,
                          "n_unparseable": gt_facts[i].n_unparseable + inf_facts[i].n_unparseable,
                          "n_repaired": dec_repaired, "n_decompose_failed": dec_failed,

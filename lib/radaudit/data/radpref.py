@@ -89,13 +89,18 @@ def _findings_list(value: object, where: str) -> list[str]:
         try:
             parsed = ast.literal_eval(value)
         except (ValueError, SyntaxError):
-            raise DataFormatError(f"radpref: {where} is neither a list nor a Python-literal list string: {value[:80]!r}") from None
+            raise DataFormatError(f"radpref: {where} is neither a list nor a Python-literal list string: "
+                                  f"{value[:80]!r}") from None
         if isinstance(parsed, (list, tuple)):
             return [str(v) for v in parsed]
     raise DataFormatError(f"radpref: {where} should be a list of findings, found {type(value).__name__}.")
 
 
-def _read_cases(folder: Path) -> list[dict]:
+def read_cases(folder: Path) -> list[dict]:
+    """The raw case records of ``preference_data.json`` in ``folder``: the JSON list as it is, each case checked
+    to be an object carrying every field of :data:`CASE_FIELDS` (:class:`~radaudit.errors.DataFormatError`
+    otherwise). :func:`load_cases` and :func:`load_annotations` build their tables from it, and code that needs
+    the candidates' finding lists as the annotations index them reads it directly."""
     return read_json_checked(folder / CASES_FILE, dataset="radpref", top_level=list, record_fields=CASE_FIELDS,
                              record="case", id_field="id", expected="a JSON list of cases")
 
@@ -120,7 +125,7 @@ def load_cases(folder: Path, **options) -> pd.DataFrame:
         raise ParamsError(f"radpref: unknown option(s) {sorted(options)}; this loader takes no options.")
     folder = Path(folder)
     rows = []
-    for rec in _read_cases(folder):
+    for rec in read_cases(folder):
         cid = str(rec["id"])
         rows.append({
             "study_id": cid,
@@ -141,7 +146,8 @@ def load_cases(folder: Path, **options) -> pd.DataFrame:
         })
     df = pd.DataFrame(rows)
     if df["study_id"].duplicated().any():
-        raise DataFormatError(f"radpref: {folder / CASES_FILE} repeats case ids: {df.loc[df['study_id'].duplicated(), 'study_id'].head(3).tolist()}")
+        raise DataFormatError(f"radpref: {folder / CASES_FILE} repeats case ids: "
+                              f"{df.loc[df['study_id'].duplicated(), 'study_id'].head(3).tolist()}")
     out = finalize(df, source="radpref")
     for c in ("comparison", "study_description", "c1_report", "c1_source", "c2_report", "c2_source"):
         s = out[c].astype("string").str.strip()
@@ -161,21 +167,25 @@ def _count_annotation(ann: dict, where: str) -> dict:
             counts["n_false_findings"] += 1
             sig = err.get("clinical_significance")
             if sig not in SIGNIFICANCE:
-                raise DataFormatError(f"radpref: {where}: false finding {idx} has clinical_significance {sig!r}; expected one of {SIGNIFICANCE}.")
+                raise DataFormatError(f"radpref: {where}: false finding {idx} has clinical_significance {sig!r}; "
+                                      f"expected one of {SIGNIFICANCE}.")
             counts[f"n_sig_{sig}"] += 1
         elif etype == "attribute":
             counts["n_attribute_error_findings"] += 1
             for attr, level in (err.get("attributes") or {}).items():
                 if level not in ATTRIBUTE_LEVELS:
-                    raise DataFormatError(f"radpref: {where}: attribute {attr!r} of finding {idx} is {level!r}; expected one of {ATTRIBUTE_LEVELS}.")
+                    raise DataFormatError(f"radpref: {where}: attribute {attr!r} of finding {idx} is {level!r}; "
+                                          f"expected one of {ATTRIBUTE_LEVELS}.")
                 counts[f"n_attribute_errors_{level}"] += 1
         else:
-            raise DataFormatError(f"radpref: {where}: finding {idx} has error_type {etype!r}; expected one of {ERROR_TYPES}.")
+            raise DataFormatError(f"radpref: {where}: finding {idx} has error_type {etype!r}; "
+                                  f"expected one of {ERROR_TYPES}.")
     for idx, miss in (ann["missing_findings"] or {}).items():
         counts["n_missing_findings"] += 1
         sig = (miss or {}).get("clinical_significance")
         if sig not in SIGNIFICANCE:
-            raise DataFormatError(f"radpref: {where}: missing finding {idx} has clinical_significance {sig!r}; expected one of {SIGNIFICANCE}.")
+            raise DataFormatError(f"radpref: {where}: missing finding {idx} has clinical_significance {sig!r}; "
+                                  f"expected one of {SIGNIFICANCE}.")
         counts[f"n_sig_{sig}"] += 1
     rating = ann["rating"]
     try:
@@ -219,13 +229,14 @@ def load_annotations(folder: Path, **options) -> pd.DataFrame:
     if options:
         raise ParamsError(f"radpref_annotations: unknown option(s) {sorted(options)}; this loader takes no options.")
     folder = Path(folder)
-    cases = _read_cases(folder)
+    cases = read_cases(folder)
     raters: dict[int, dict] = {}
     for n, rel in RATER_FILES.items():
         path = folder / rel
         data = read_json_checked(path, dataset="radpref_annotations", top_level=dict, expected=_RATER_EXPECTED)
         if not isinstance(data.get("annotations"), dict):
-            raise DataFormatError(f"radpref_annotations: {path} should hold {_RATER_EXPECTED}; its 'annotations' is missing or not an object.")
+            raise DataFormatError(f"radpref_annotations: {path} should hold {_RATER_EXPECTED}; "
+                                  "its 'annotations' is missing or not an object.")
         rater_id = int(data.get("user_id", n))
         raters[rater_id] = {"path": path, "annotations": data["annotations"]}
 

@@ -54,6 +54,13 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import ParamsError
+from radaudit.models.vlm import (
+    decoding_strategy,
+    encode_batch,
+    generate_with_strategy,
+    processor_tokenizer,
+    special_token_ids,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -183,17 +190,15 @@ def attention_by_modality(processor: Any, model: Any, prompt: str | None, image:
     ``return_positions=True`` also returns a long table (``step, position, token, modality,
     attention``) of the normalised per-input-token weights, for token-level heat maps (paper Fig. 4).
     """
-    from radaudit.models.vlm import _run_generate, _special_ids, _strategy, _tokenizer, encode_batch
-
     inputs, _texts, _pil = encode_batch(processor, model, [prompt], [image], system=system)
     input_ids = inputs["input_ids"][0]
     n = int(input_ids.shape[0])
     mask = image_token_mask(input_ids, model.config, processor)
-    eos, pad = _special_ids(processor, model)
-    tok = _tokenizer(processor)
+    eos, pad = special_token_ids(processor, model)
+    tok = processor_tokenizer(processor)
     with eager_attention(model):
-        out = _run_generate(model, inputs, _strategy("greedy", int(max_new_tokens)), [0], eos, pad,
-                            output_attentions=True, return_dict_in_generate=True)
+        out = generate_with_strategy(model, inputs, decoding_strategy("greedy", int(max_new_tokens)), [0], eos, pad,
+                                     output_attentions=True, return_dict_in_generate=True)
     if not out.attentions or out.attentions[0] is None or out.attentions[0][0] is None:
         raise ParamsError("The model returned no attention weights; load it with attn_implementation='eager'.")
     new_ids = out.sequences[0, n:].tolist()

@@ -73,6 +73,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
+from radaudit.models.encoders import TextEncoder, load_image
 from radaudit.models.resolver import DEFAULT_TEXT_ENCODER, ModelUnavailableError, resolve_device
 from radaudit.progress import batches as _batches
 
@@ -95,6 +96,7 @@ __all__ = [
     "is_cxr_encoder_folder",
     "load_cxr_model",
     "load_packhauser_reid",
+    "model_classes",
     "prepare_images",
     "to_gray_float",
     "torchvision_resnet_key_map",
@@ -132,8 +134,6 @@ BIOVIL_T_INSTALL = "pip install hi-ml-multimodal"
 def to_gray_float(image: Any) -> np.ndarray:
     """One image as grayscale float32 ``[H, W]`` on [0, 1] (see the module docstring for the rules)."""
     from PIL import Image
-
-    from radaudit.models.encoders import load_image
 
     if isinstance(image, (str, os.PathLike, Image.Image)):
         im = load_image(image)
@@ -176,8 +176,6 @@ def _center_square(width: int, height: int) -> tuple[int, int, int, int]:
 def _resized(image: Any, size: int, resize: str, resample: str = "bilinear") -> np.ndarray:
     """``[size, size]`` float32 on [0, 1]: 8-bit PIL images/paths resized as 8-bit (torchvision on PIL), others in mode F."""
     from PIL import Image
-
-    from radaudit.models.encoders import load_image
 
     flt = Image.BICUBIC if resample == "bicubic" else Image.BILINEAR
 
@@ -260,7 +258,12 @@ def _backbone_kwargs(config: Any) -> dict[str, Any]:
 
 
 @functools.cache
-def _classes() -> dict[str, type]:
+def model_classes() -> dict[str, type]:
+    """This module's network classes by name (:data:`CXR_MODEL_TYPES`' classes and their configs:
+    ``CXREncoderConfig``/``CXREncoderModel``, ``CXRClipConfig``/``CXRClipModel``,
+    ``SiameseReIDConfig``/``SiameseReIDModel``), built on the first call (which imports torch and transformers)
+    and the same objects on every later call. Code that trains or loads these networks takes the classes from
+    here, so that importing this module stays free of torch."""
     import torch
     from torch import nn
     from transformers import PretrainedConfig, PreTrainedModel, ResNetConfig, ResNetModel
@@ -466,7 +469,7 @@ _CLASS_NAMES = ("CXREncoderConfig", "CXREncoderModel", "CXRClipConfig", "CXRClip
 
 def __getattr__(name: str) -> Any:  # PEP 562: the model classes are built (importing torch) on first access
     if name in _CLASS_NAMES:
-        return _classes()[name]
+        return model_classes()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -494,14 +497,14 @@ def load_cxr_model(path: str | os.PathLike[str], device: str | None = None, expe
     name = CXR_MODEL_TYPES[mtype]
     if expected is not None and name != expected:
         raise ModelUnavailableError(f"{str(folder)!r} holds a {name}, but a {expected} is needed here.")
-    model = _classes()[name].from_pretrained(str(folder))
+    model = model_classes()[name].from_pretrained(str(folder))
     return model.to(resolve_device(device)).eval()
 
 
 def _model_of(model_or_path: Any, expected: str, device: str | None) -> tuple[Any, str | None]:
     if isinstance(model_or_path, (str, os.PathLike)):
         return load_cxr_model(model_or_path, device, expected), str(Path(os.fspath(model_or_path)))
-    cls = _classes()[expected]
+    cls = model_classes()[expected]
     if not isinstance(model_or_path, cls):
         raise ParamsError(f"Expected a {expected} (or the folder it was saved to), got {type(model_or_path).__name__}.")
     return model_or_path.to(resolve_device(device)).eval(), None
@@ -613,8 +616,6 @@ class ClipAlignment:
     @property
     def text_encoder(self) -> Any:
         if self._text_encoder is None:
-            from radaudit.models.encoders import TextEncoder
-
             self._text_encoder = TextEncoder(self.model.config.text_encoder, device="cpu", pooling="mean",
                                              normalize=True)
         return self._text_encoder
@@ -933,7 +934,7 @@ def load_packhauser_reid(checkpoint_path: str | os.PathLike[str], device: str | 
                               f"({type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}). "
                               f"Expected the Siamese re-ID state_dict ({PACKHAUSER_CHECKPOINT}).") from err
     config_kwargs, converted = convert_torchvision_siamese(state, path=str(path))
-    classes = _classes()
+    classes = model_classes()
     config = classes["SiameseReIDConfig"](**config_kwargs, source=f"packhauser:{path.name}")
     model = classes["SiameseReIDModel"](config)
     expected = model.state_dict()

@@ -73,6 +73,15 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import ParamsError, RadauditError
+from radaudit.models.backends import (
+    checkpoint_defaults_hidden,
+    eos_token_ids,
+    make_seeded_sampler,
+    model_revision,
+    thinking_kwargs,
+)
+from radaudit.models.cache import content_key, generation_key_parts, open_cache, portable_model_name
+from radaudit.models.decoding import strategy_from_params
 from radaudit.models.resolver import (
     ModelUnavailableError,
     ResolvedModel,
@@ -256,7 +265,10 @@ def _processor_without_video(path_or_id: str, kwargs: Mapping[str, Any], err: Im
                           chat_template=template, **extra)
 
 
-def _tokenizer(processor: Any) -> Any:
+def processor_tokenizer(processor: Any) -> Any:
+    """The tokenizer of a VLM processor (its ``tokenizer`` attribute), or ``processor`` itself when it has none (a
+    bare tokenizer): what the chat template, the candidate tokens, the special ids and the decoding of generated
+    ids are read from, for either engine."""
     return getattr(processor, "tokenizer", processor)
 
 
@@ -348,12 +360,10 @@ def build_messages(prompt: str | None, image: Any = None, *, system: str | None 
 def render_prompt(processor: Any, prompt: str | None, image: Any = None, *, system: str | None = None) -> str:
     """The exact text fed to the model for one item (chat template applied, generation prompt added)."""
     messages = build_messages(prompt, image, system=system)
-    template = getattr(processor, "chat_template", None) or getattr(_tokenizer(processor), "chat_template", None)
+    template = getattr(processor, "chat_template", None) or getattr(processor_tokenizer(processor), "chat_template", None)
     if not template:
         raise ParamsError("This VLM's processor has no chat template; save one with the processor "
                           "(processor.chat_template = '...'; processor.save_pretrained(folder)).")
-    from radaudit.models.backends import thinking_kwargs
-
     # a template that reads enable_thinking (Qwen3-VL) is rendered with thinking off: the answer comes first
     return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, chat_template=template,
                                          **thinking_kwargs(template))
@@ -403,7 +413,7 @@ def encode_batch(processor: Any, model: Any, prompts: Sequence[str | None], imag
 
 
 def _encode(processor: Any, model: Any, texts: Sequence[str], pil: Sequence[Any]) -> Any:
-    tok = _tokenizer(processor)
+    tok = processor_tokenizer(processor)
     bos = getattr(tok, "bos_token", None)
     # The tokenizer adds BOS itself; if the template already wrote it, don't add a second one
     # (what ProcessorMixin.apply_chat_template(tokenize=True) does too).
@@ -448,31 +458,31 @@ def check_finite_logits(logits: Any, model: Any, prompts: Sequence[str | None] =
             + (f"; e.g. {shown}" if shown else "") + "). A model trained in bfloat16 overflows float16: set its "
             "dtype to bf16 (or fp32) in the params' models entry and rerun; nothing of this batch was cached.")
 
-def _strategy(strategy: Any, max_new_tokens: int | None) -> Any:
-    from radaudit.models.decoding import strategy_from_params
-
+def decoding_strategy(strategy: Any, max_new_tokens: int | None) -> Any:
+    """The :class:`~radaudit.models.decoding.DecodingStrategy` a params value names (a registered name, a mapping
+    of fields or a strategy: :func:`~radaudit.models.decoding.strategy_from_params`), with ``max_new_tokens`` set
+    on it unless that is ``None``."""
     strat = strategy_from_params(strategy).with_max_new_tokens(max_new_tokens)
     return strat
 
 
-def _special_ids(processor: Any, model: Any) -> tuple[list[int], int | None]:
-    from radaudit.models.backends import eos_token_ids
-
-    tok = _tokenizer(processor)
+def special_token_ids(processor: Any, model: Any) -> tuple[list[int], int | None]:
+    """``(eos_ids, pad_id)`` for generating with ``model``: the ids that end a generation
+    (:func:`~radaudit.models.backends.eos_token_ids`) and the tokenizer's pad id, or the first eos id when the
+    tokenizer has no pad token (``None`` when there is neither)."""
+    tok = processor_tokenizer(processor)
     eos = eos_token_ids(model, tok)
     pad = tok.pad_token_id if tok.pad_token_id is not None else (eos[0] if eos else None)
     return eos, pad
 
 
-def _run_generate(model: Any, inputs: Any, strategy: Any, seeds: Sequence[int], eos: list[int], pad: int | None,
-                  **config: Any) -> Any:
+def generate_with_strategy(model: Any, inputs: Any, strategy: Any, seeds: Sequence[int], eos: list[int],
+                           pad: int | None, **config: Any) -> Any:
     """``model.generate`` with the strategy's pinned config, the checkpoint's generation defaults hidden and,
     for sampling strategies, per-row seeded sampling (the same machinery as :mod:`radaudit.models.backends`:
     a row's sample depends on its seed only, not on the batch it is in)."""
     import torch
     from transformers import LogitsProcessorList
-
-    from radaudit.models.backends import checkpoint_defaults_hidden, make_seeded_sampler
 
     processors = LogitsProcessorList()
     run = strategy
@@ -500,13 +510,16 @@ _GENERATE_DROPS_LOGITS_PROCESSOR = frozenset({"JanusForConditionalGeneration"})
 
 def _decode_new(processor: Any, new_ids: Any, eos_ids: Sequence[int]) -> list[dict[str, Any]]:
     """Decode generated ids row by row, cut after the first eos: text, token ids, count, finish reason."""
-    return _decode_rows(processor, new_ids.tolist(), eos_ids)
+    return decode_generated_rows(processor, new_ids.tolist(), eos_ids)
 
 
-def _decode_rows(processor: Any, rows: Sequence[Sequence[int]], eos_ids: Sequence[int]) -> list[dict[str, Any]]:
-    """:func:`_decode_new` for lists of generated ids (what the vLLM engine returns): one decoding for both
+def decode_generated_rows(processor: Any, rows: Sequence[Sequence[int]],
+                          eos_ids: Sequence[int]) -> list[dict[str, Any]]:
+    """Decode generated ids given as lists (what the vLLM engine returns; the transformers engine's tensors go
+    through it too), row by row, cut after the first of ``eos_ids``: ``text`` (special tokens removed,
+    stripped), ``token_ids``, ``n_generated_tokens`` and ``finish`` (``eos``/``length``). One decoding for both
     engines, so the same ids give the same text, count and finish reason."""
-    tok = _tokenizer(processor)
+    tok = processor_tokenizer(processor)
     eos = set(eos_ids)
     out = []
     for row in rows:
@@ -546,8 +559,6 @@ def model_identity(model: Any) -> tuple[str, str | None]:
 
 def identity_of(name: str | os.PathLike[str]) -> tuple[str, str | None]:
     """``(spec, revision)`` of the model a ``name_or_path`` names (:func:`model_identity` without a model)."""
-    from radaudit.models.backends import model_revision
-
     resolved = resolve_model(name)
     return resolved.spec or resolved.path_or_id, model_revision(resolved)
 
@@ -556,8 +567,6 @@ def adapter_folder_id(adapter: str | os.PathLike[str]) -> str:
     """16 hex digits naming a LoRA adapter by what it is: the content fingerprint of its folder's files
     (:func:`radaudit.models.backends.model_revision`; a hub adapter: its id and commit). Both engines key an
     adapter given by folder with it (transformers through :func:`mark_adapter`), so they share cache entries."""
-    from radaudit.models.backends import model_revision
-
     resolved = resolve_model(adapter)
     revision = str(model_revision(resolved))
     text = revision if resolved.is_local else f"{resolved.spec or resolved.path_or_id}@{revision}"
@@ -589,8 +598,6 @@ def _dtype_name(model: Any) -> str:
 def _key_parts(**parts: Any) -> dict[str, Any]:
     """:func:`radaudit.models.cache.generation_key_parts` with no engine in them: both engines get the same
     key for the same item, so a run resumes on either (the engine is recorded in the value)."""
-    from radaudit.models.cache import generation_key_parts
-
     return generation_key_parts(**parts)
 
 
@@ -672,10 +679,8 @@ def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str
     (``eos``/``length``), ``text`` (special tokens removed, stripped), ``engine`` (``transformers``/``vllm``:
     the engine that generated it, possibly in an earlier run), ``cached``.
     """
-    from radaudit.models.cache import content_key, open_cache, portable_model_name
-
     prompts, images = _as_items(prompts, images)
-    strat = _strategy(strategy, max_new_tokens)
+    strat = decoding_strategy(strategy, max_new_tokens)
     if int(batch_size) < 1:
         raise ParamsError(f"batch_size must be >= 1, got {batch_size}.")
     seed_list = _seed_list(seeds, len(prompts))
@@ -704,11 +709,11 @@ def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str
                 return model.generate_records(processor, [texts[i] for i in batch], [pil[i] for i in batch], strat,
                                               [seed_list[i] for i in batch])
         else:
-            eos, pad = _special_ids(processor, model)
+            eos, pad = special_token_ids(processor, model)
 
             def compute(batch: list[int]) -> list[dict[str, Any]]:
                 inputs = _encode(processor, model, [texts[i] for i in batch], [pil[i] for i in batch])
-                out = _run_generate(model, inputs, strat, [seed_list[i] for i in batch], eos, pad)
+                out = generate_with_strategy(model, inputs, strat, [seed_list[i] for i in batch], eos, pad)
                 n_in = inputs["attention_mask"].sum(dim=1).tolist()
                 decoded = _decode_new(processor, out[:, inputs["input_ids"].shape[1]:], eos)
                 return [{**decoded[j], "n_input_tokens": int(n_in[j]), "engine": "transformers"}
@@ -799,7 +804,7 @@ def candidate_tokens(processor: Any, candidates: Sequence[str] = DEFAULT_CANDIDA
     """How each candidate answer tokenises: ``candidate, token_id`` (its first sub-token, the one scored),
     ``token``, ``n_tokens``, ``multi_token``. Logs a warning for multi-token candidates and for candidates
     that share a first token (their logits are then identical)."""
-    tok = _tokenizer(processor)
+    tok = processor_tokenizer(processor)
     rows = []
     for cand in candidates:
         ids = tok(cand, add_special_tokens=False)["input_ids"]
@@ -902,8 +907,6 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
     resumes on the other. The one greedy pass gives both the answer and the scores, so nothing is encoded
     twice.
     """
-    from radaudit.models.cache import content_key, open_cache, portable_model_name
-
     if pair not in PAIRS:
         raise ParamsError(f"pair must be one of {', '.join(PAIRS)}, got {pair!r}.")
     if batch_size < 1:
@@ -914,8 +917,8 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
     first_of = {}
     for r in cands.itertuples():
         first_of.setdefault(r.token_id, r.candidate)
-    greedy = _strategy("greedy", max_new_tokens)
-    tok = _tokenizer(processor)
+    greedy = decoding_strategy("greedy", max_new_tokens)
+    tok = processor_tokenizer(processor)
     pil, hashes = load_images(images)
     texts = [render_prompt(processor, p, im, system=system) for p, im in zip(prompts, pil)]
     engine = _engine(model)
@@ -944,12 +947,12 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
         else:
             import torch
 
-            eos_ids, pad_id = _special_ids(processor, model)
+            eos_ids, pad_id = special_token_ids(processor, model)
             cand_ids = torch.tensor(cand_list)
 
             def compute(batch: list[int]) -> list[dict[str, Any]]:
                 inputs = _encode(processor, model, [texts[i] for i in batch], [pil[i] for i in batch])
-                out = _run_generate(model, inputs, greedy, [0] * len(batch), eos_ids, pad_id, output_logits=True,
+                out = generate_with_strategy(model, inputs, greedy, [0] * len(batch), eos_ids, pad_id, output_logits=True,
                                     return_dict_in_generate=True)
                 first = out.logits[0].float().cpu()  # [batch, vocab], raw logits of the first generated position
                 check_finite_logits(first, model, [prompts[i] for i in batch])

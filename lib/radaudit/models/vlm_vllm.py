@@ -75,7 +75,18 @@ from typing import Any
 import numpy as np
 
 from radaudit.errors import ParamsError, RadauditError
+from radaudit.models.backends import VLLMBackend
+from radaudit.models.decoding import strategy_from_params
 from radaudit.models.resolver import ResolvedModel, resolve_dtype, resolve_model
+from radaudit.models.vlm import (
+    adapter_folder_id,
+    check_finite_logits,
+    check_loadable,
+    decode_generated_rows,
+    identity_of,
+    load_vlm_processor,
+    processor_tokenizer,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -139,9 +150,6 @@ class VLLMVision:
                  adapter: str | os.PathLike[str] | None = None,
                  image_processor_kwargs: Mapping[str, Any] | None = None, batch_size: int = 256,
                  **llm_kwargs: Any) -> None:
-        from radaudit.models.backends import VLLMBackend
-        from radaudit.models.vlm import check_loadable
-
         resolved = resolve_model(spec)
         check_loadable(resolved.spec, resolved.path_or_id)
         if int(batch_size) < 1:
@@ -183,8 +191,6 @@ class VLLMVision:
         """``(spec, revision)`` for cache keys: what :func:`radaudit.models.vlm.model_identity` gives the
         transformers model of the same spec (and adapter), so both engines share cache entries."""
         if self._identity is None:
-            from radaudit.models.vlm import adapter_folder_id, identity_of
-
             spec, revision = identity_of(self.name_or_path)
             if self.adapter:
                 revision = f"{revision}+adapter:{adapter_folder_id(self.adapter)}"
@@ -257,9 +263,7 @@ class VLLMVision:
                          seeds: Sequence[int]) -> list[dict[str, Any]]:
         """One :func:`radaudit.models.vlm.vlm_generate` record per item (``text``, ``token_ids``,
         ``n_generated_tokens``, ``finish``, ``n_input_tokens``, ``engine``)."""
-        from radaudit.models.vlm import _decode_rows, _tokenizer
-
-        tok = _tokenizer(processor)
+        tok = processor_tokenizer(processor)
         prompts = self.requests(tok, texts, images)
         n = int(strategy.max_new_tokens)
         if strategy.num_beams > 1:
@@ -286,7 +290,7 @@ class VLLMVision:
             n_in = [len(o.prompt_token_ids) if getattr(o, "prompt_token_ids", None) is not None else None
                     for o in outputs]
             eos = self._eos(params[0], tok) if params else []
-        decoded = _decode_rows(processor, rows, eos)
+        decoded = decode_generated_rows(processor, rows, eos)
         return [{**d, "n_input_tokens": n_in[j], "engine": self.vlm_engine} for j, d in enumerate(decoded)]
 
     def first_token_records(self, processor: Any, texts: Sequence[str], images: Sequence[Any],
@@ -294,9 +298,7 @@ class VLLMVision:
         """One :func:`radaudit.models.vlm.first_token_scores` record per item: the candidates' first-token
         log-probabilities (``logprobs``, in candidate order), ``mass_candidates``, the greedy answer and its
         first token; ``logits`` is ``None`` (vLLM returns no raw logits)."""
-        from radaudit.models.vlm import _decode_rows, _tokenizer, check_finite_logits
-
-        tok = _tokenizer(processor)
+        tok = processor_tokenizer(processor)
         prompts = self.requests(tok, texts, images)
         wanted = [int(t) for t in dict.fromkeys(int(c) for c in candidate_ids)]
         params = [self._greedy_params(int(max_new_tokens)) for _ in prompts]
@@ -315,7 +317,7 @@ class VLLMVision:
         lp = np.array([[row[t] for t in candidate_ids] for row in first], dtype=np.float64)
         check_finite_logits(lp if len(lp) else np.zeros((0, 1)), self, texts)
         rows = [list(o.outputs[0].token_ids) for o in answers]
-        decoded = _decode_rows(processor, rows, self._eos(params[0], tok) if params else [])
+        decoded = decode_generated_rows(processor, rows, self._eos(params[0], tok) if params else [])
         out = []
         for j, d in enumerate(decoded):
             if not rows[j]:
@@ -345,8 +347,6 @@ class VLLMVision:
 
     def _greedy_params(self, max_new_tokens: int) -> Any:
         """Greedy ``SamplingParams`` of ``max_new_tokens`` tokens (:meth:`VLLMBackend.sampling_params`)."""
-        from radaudit.models.decoding import strategy_from_params
-
         greedy = strategy_from_params("greedy").with_max_new_tokens(int(max_new_tokens))
         return self.backend.sampling_params(greedy, 0, int(max_new_tokens))
 
@@ -369,8 +369,6 @@ def load_vllm_vlm(spec: str | os.PathLike[str] | ResolvedModel, *, dtype: Any = 
                   image_processor_kwargs: Mapping[str, Any] | None = None, **engine_kwargs: Any) -> tuple[Any, VLLMVision]:
     """``(processor, engine)``: the model's Hugging Face processor (renders the prompts, tokenises the candidates,
     decodes the answers; no weights are loaded) and a :class:`VLLMVision` engine for it."""
-    from radaudit.models.vlm import load_vlm_processor
-
     engine = VLLMVision(spec, dtype=dtype, trust_remote_code=trust_remote_code, adapter=adapter,
                         image_processor_kwargs=image_processor_kwargs, **engine_kwargs)
     processor = load_vlm_processor(engine.resolved, trust_remote_code=trust_remote_code,

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from radaudit.data import load_dataset
 from radaudit.errors import ParamsError, RadauditError
 
 log = logging.getLogger(__name__)
@@ -26,7 +27,9 @@ TARGETS: dict[str, str] = {
     "rating": "1–5 rating",
 }
 """Radiologist judgements a metric is correlated with (column → label)."""
-_NEGATED = {"total_errors", "significant_errors"}  # lower is better: correlate with the negative
+NEGATED_TARGETS = {"total_errors", "significant_errors"}
+"""The :data:`TARGETS` where lower is better (error counts): a metric's agreement with them is computed against
+their negative, so that a positive correlation always means the metric agrees with the radiologists."""
 SIGNIFICANT_LEVELS = ("urgent", "actionable_not_urgent")
 MEAN_RATER = "mean"
 INTER_RATER = "inter-rater"
@@ -79,8 +82,6 @@ def _first_cases(df: pd.DataFrame, max_cases: int | None) -> pd.DataFrame:
 def radpref_study(data_root: Any = None, max_cases: int | None = None, path: Any = None) -> ReaderStudy:
     """RadPref (CRIMSON): each case's reference findings and its GPT and MedGemma reports, with three
     radiologists' error counts and ratings (module docstring: how the counts are formed)."""
-    from radaudit.data import load_dataset
-
     cases = load_dataset("radpref", data_root, path=path)
     ann = load_dataset("radpref_annotations", data_root, path=path)
     rows = []
@@ -186,8 +187,6 @@ def split_study(study: ReaderStudy, part: str = "all", seed: int = SPLIT_SEED,
 def rexval_study(path: Any = None, data_root: Any = None, max_cases: int | None = None) -> ReaderStudy:
     """ReXVal: 50 MIMIC-CXR studies × 4 candidates (each retrieved by one metric), six radiologists'
     error counts (all / clinically significant, summed over the six categories); no ratings."""
-    from radaudit.data import load_dataset
-
     cand = load_dataset("rexval", data_root, path=path, table="candidates")
     err = load_dataset("rexval", data_root, path=path, table="errors")
     cand_df = pd.DataFrame({"case_id": cand["study_id"].astype(str), "candidate": cand["candidate_type"].astype(str),

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 
 from radaudit.audits.atomic_facts.data import (
-    _NEGATED,
     INTER_RATER,
     MEAN_RATER,
+    NEGATED_TARGETS,
     SYSTEM_LABELS,
     TARGETS,
 )
@@ -26,7 +26,7 @@ def fig_correlation(corr: pd.DataFrame, coefficient: str = "kendall", metrics: S
     the coefficient with its 95% CI; the inter-rater ceiling as a shaded band. AtomiMed rows in colour."""
     import matplotlib.pyplot as plt
 
-    from radaudit.plots import PALETTE
+    from radaudit.plots import PALETTE  # lazy: radaudit.plots pulls in seaborn and pyplot
 
     sub = corr[corr["coefficient"] == coefficient]
     targets = [t for t in TARGETS if t in set(sub["target"])]
@@ -54,7 +54,8 @@ def fig_correlation(corr: pd.DataFrame, coefficient: str = "kendall", metrics: S
             ax.axvline(c["estimate"], color="#777777", ls="--", lw=1)
         ax.axvline(0, color="black", lw=0.6)
         ax.set_yticks(y, labels)
-        ax.set_title(f"vs {TARGETS[t]}" + (" (fewer = better)" if t in _NEGATED else " (higher = better)"), fontsize=10)
+        ax.set_title(f"vs {TARGETS[t]}" + (" (fewer = better)" if t in NEGATED_TARGETS else " (higher = better)"),
+                     fontsize=10)
         ax.set_xlabel(f"{sym} (95% CI)")
     fig.suptitle(f"Agreement of each metric with the radiologists' mean judgement of {int(n.max())} reports ({sym}, 95% CI; "
                  "orange: AtomiMed; grey band: one radiologist vs the others)", fontsize=10)
@@ -67,7 +68,7 @@ def fig_preference(pref: pd.DataFrame, metrics: Sequence[str] | None = None):
     consensus; the inter-rater ceiling dashed; 50% (a coin) dotted."""
     import matplotlib.pyplot as plt
 
-    from radaudit.plots import PALETTE
+    from radaudit.plots import PALETTE  # lazy: radaudit.plots pulls in seaborn and pyplot
 
     base = pref[pref["rater"] == MEAN_RATER]
     if metrics is not None:
@@ -78,7 +79,8 @@ def fig_preference(pref: pd.DataFrame, metrics: Sequence[str] | None = None):
     labels = [metric_label(m, METRIC_LABELS) + (f" ({npairs[m]} pairs)" if npairs[m] < npairs.max() else "") for m in order]
     ceil = pref[pref["metric"] == INTER_RATER].set_index("statistic")
     fig, axes = plt.subplots(1, 2, figsize=(10, 0.32 * len(order) + 1.6), sharey=True)
-    for ax, stat, scale, xl in ((axes[0], "acc", 100, "ranking accuracy ACC (%)"), (axes[1], "mae", 1, "MAE of the preference (lower is better)")):
+    for ax, stat, scale, xl in ((axes[0], "acc", 100, "ranking accuracy ACC (%)"),
+                                (axes[1], "mae", 1, "MAE of the preference (lower is better)")):
         d = base[base["statistic"] == stat].set_index("metric").reindex(order)
         y = np.arange(len(order))
         colors = [PALETTE[5] if m.startswith("atomimed") else PALETTE[0] for m in order]
@@ -137,7 +139,8 @@ def fig_granular(attr: pd.DataFrame, dis: pd.DataFrame, min_questions: int = 5):
         for yi, i in enumerate(val.index):  # seaborn does not annotate blank cells: say how few questions there were
             for xi, c in enumerate(val.columns):
                 if pd.isna(masked.iloc[yi, xi]):
-                    ax.text(xi + 0.5, yi + 0.5, f"n={int(n.loc[i, c])}", ha="center", va="center", fontsize=8, color="#666666")
+                    ax.text(xi + 0.5, yi + 0.5, f"n={int(n.loc[i, c])}", ha="center", va="center", fontsize=8,
+                            color="#666666")
         ax.set_title(title, fontsize=10, loc="left")
         ax.set_xlabel("")
         ax.set_ylabel("")

@@ -12,11 +12,13 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from radaudit.audits.atomic_facts.data import _NEGATED, INTER_RATER, MEAN_RATER, TARGETS
+from radaudit.atomic import ATTRIBUTES, CALL_COLUMNS
+from radaudit.audits.atomic_facts.data import INTER_RATER, MEAN_RATER, NEGATED_TARGETS, TARGETS
 from radaudit.audits.atomic_facts.scores import METRIC_LABELS
 from radaudit.errors import ParamsError, RadauditError
 from radaudit.metrics.base import metric_label
 from radaudit.tables import format_ci, format_number
+from radaudit.text.attributes import DEVICE_TYPES
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +67,6 @@ def system_of(finding: str) -> str:
     Exact canonical names (the rule backend's) first, device types (``"central venous catheter"``)
     to ``"Devices & surgery"``, then keywords for free-text names an LLM writes; ``"Other"`` if none.
     """
-    from radaudit.text.attributes import DEVICE_TYPES
-
     name = " ".join(str(finding).lower().replace("_", " ").split())
     for system, names in ANATOMICAL_SYSTEMS.items():
         if name in names:
@@ -133,8 +133,6 @@ def granular_table(trace: pd.DataFrame, level: Literal["attribute", "disease"] =
     ``n_gt`` (questions asked from the references), ``n_inf``, ``precision``, ``recall``, ``f1``,
     ``n`` (= n_gt + n_inf). An empty trace (no question asked, e.g. every LLM decomposition
     failed) gives an empty table with these columns."""
-    from radaudit.atomic import ATTRIBUTES
-
     need = ("system", "direction", "level", "finding", "attribute", "expected", "match")
     missing = [c for c in need if c not in trace.columns]
     if missing:
@@ -188,8 +186,6 @@ def failures_table(atomimed: pd.DataFrame, calls: pd.DataFrame | None = None) ->
     a report's decomposition failed: NaN, left out of every coefficient; ``repaired``: pairs with at
     least one repaired output). Cells that do not apply are empty. All zero for the rule backend.
     """
-    from radaudit.atomic import CALL_COLUMNS
-
     if calls is None:
         calls = atomimed.attrs.get("calls")
     if calls is None:
@@ -237,13 +233,14 @@ def correlation_row(corr: pd.DataFrame, metric: str, target: str, coef: str = "k
     judgement, coefficient and rater; None when it is absent (or the table is empty)."""
     if corr.empty:
         return None
-    s = corr[(corr["metric"] == metric) & (corr["target"] == target) & (corr["coefficient"] == coef) & (corr["rater"] == rater)]
+    s = corr[(corr["metric"] == metric) & (corr["target"] == target) & (corr["coefficient"] == coef)
+             & (corr["rater"] == rater)]
     return None if s.empty else s.iloc[0]
 
 
-def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str], *, skipped: Mapping[str, str] | None = None,
-                  backend: str = "rule", study: str = "radpref", atomimed: pd.DataFrame | None = None,
-                  calls: pd.DataFrame | None = None) -> list[str]:
+def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str], *,
+                  skipped: Mapping[str, str] | None = None, backend: str = "rule", study: str = "radpref",
+                  atomimed: pd.DataFrame | None = None, calls: pd.DataFrame | None = None) -> list[str]:
     """Findings in plain words, computed from the tables: AtomiMed's τ against each radiologist
     judgement beside the headline baselines and the best metric, whether the paired differences are
     distinguishable from 0 (BH-adjusted), the pairwise-preference accuracy, and the human ceiling.
@@ -268,7 +265,8 @@ def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str
             if math.isfinite(b.diff_p_bh):
                 sig = b.diff_p_bh < 0.05
                 direction = "higher" if b.diff_vs_reference > 0 else "lower"
-                verdict.append(f"{direction} than {metric_label(m, METRIC_LABELS)} by {format_number(abs(b.diff_vs_reference), 2)}"
+                verdict.append(f"{direction} than {metric_label(m, METRIC_LABELS)} by "
+                               f"{format_number(abs(b.diff_vs_reference), 2)}"
                                f" ({'distinguishable' if sig else 'not distinguishable'} from no difference, BH p = "
                                f"{format_number(b.diff_p_bh, 3)})")
         others = corr[(corr["rater"] == MEAN_RATER) & (corr["target"] == t) & (corr["coefficient"] == "kendall")
@@ -276,7 +274,7 @@ def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str
         best = others.sort_values("estimate", ascending=False).head(1)
         ceil = correlation_row(corr, INTER_RATER, t, rater=INTER_RATER)
         s = (f"**{TARGETS[t].capitalize()}** (Kendall τ with the radiologists' mean"
-             + ("; fewer errors = better" if t in _NEGATED else "") + "): ") + "; ".join(parts) + "."
+             + ("; fewer errors = better" if t in NEGATED_TARGETS else "") + "): ") + "; ".join(parts) + "."
         if verdict:
             s += " AtomiMed is " + "; ".join(verdict) + "."
         if not best.empty:
@@ -295,7 +293,8 @@ def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str
         else:  # e.g. every LLM decomposition failed: no pair with both scores
             s = ("**Pairwise preference**: AtomiMed scored no candidate pair where the radiologists' consensus prefers "
                  "one candidate, so its preference accuracy is undefined")
-        hs = [f"{metric_label(m, METRIC_LABELS)} {format_number(100 * acc.loc[m, 'estimate'], 1)}%" for m in headline if m in acc.index]
+        hs = [f"{metric_label(m, METRIC_LABELS)} {format_number(100 * acc.loc[m, 'estimate'], 1)}%"
+              for m in headline if m in acc.index]
         if hs:
             s += "; " + ", ".join(hs)
         c = pref[(pref["metric"] == INTER_RATER) & (pref["statistic"] == "acc")]

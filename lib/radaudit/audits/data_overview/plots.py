@@ -8,7 +8,8 @@ import os
 import numpy as np
 import pandas as pd
 
-from radaudit.audits.data_overview.tables import SEX_ORDER, _report_like
+from radaudit.audits.data_overview.tables import SEX_ORDER, report_datasets
+from radaudit.stats import stable_seed
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +20,7 @@ def fig_sex(sex: pd.DataFrame):
     """Share of records per sex category and dataset, with 95% CIs (horizontal bars)."""
     import matplotlib.pyplot as plt
 
-    from radaudit.plots import SEX_PALETTE, bar_with_ci
+    from radaudit.plots import SEX_PALETTE, bar_with_ci  # lazy: radaudit.plots pulls in seaborn and pyplot
 
     n_ds = sex["dataset"].nunique()
     fig, ax = plt.subplots(figsize=(7.5, 0.55 * n_ds * 2 + 1.2))
@@ -43,10 +44,11 @@ def fig_age(data: dict[str, pd.DataFrame]):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from radaudit.plots import SEX_PALETTE
+    from radaudit.plots import SEX_PALETTE  # lazy: radaudit.plots pulls in seaborn and pyplot
 
-    parts = [pd.DataFrame({"dataset": name, "age": df["age"].astype(float), "sex": df["sex"].fillna("not stated").astype(str)})
-             for name, df in _report_like(data).items() if df["age"].notna().sum() >= 2]
+    parts = [pd.DataFrame({"dataset": name, "age": df["age"].astype(float),
+                           "sex": df["sex"].fillna("not stated").astype(str)})
+             for name, df in report_datasets(data).items() if df["age"].notna().sum() >= 2]
     fig, ax = plt.subplots(figsize=(7.5, 0.7 * max(len(parts), 1) + 1.5))
     if not parts:
         ax.text(0.5, 0.5, "no dataset states ages", ha="center", va="center", transform=ax.transAxes)
@@ -72,7 +74,8 @@ def fig_length(lengths: pd.DataFrame):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    lengths = lengths.assign(series=[d if g == "reference" else f"{d} · {g}" for d, g in zip(lengths["dataset"], lengths["group"])])
+    lengths = lengths.assign(series=[d if g == "reference" else f"{d} · {g}"
+                                     for d, g in zip(lengths["dataset"], lengths["group"])])
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     sns.ecdfplot(data=lengths, x="words", hue="series", ax=ax, log_scale=True, linewidth=1.6)
     ax.set_xlabel("words in findings + impression (log scale)")
@@ -89,7 +92,7 @@ def fig_labels(prev: pd.DataFrame):
     """Label prevalence with 95% CIs, one panel per dataset."""
     import matplotlib.pyplot as plt
 
-    from radaudit.plots import bar_with_ci
+    from radaudit.plots import bar_with_ci  # lazy: radaudit.plots pulls in seaborn and pyplot
 
     names = list(dict.fromkeys(prev["dataset"]))
     heights = [prev["dataset"].eq(n).sum() for n in names]
@@ -98,7 +101,8 @@ def fig_labels(prev: pd.DataFrame):
     for ax, name in zip(axes[:, 0], names):
         sub = prev[prev["dataset"] == name].sort_values("prevalence", ascending=False)
         bar_with_ci(sub, x="prevalence", y="label", low="low", high="high", ax=ax, orient="h")
-        ax.set_title(f"{name} (n = {len(sub) and int(round(sub['n'].iloc[0] / sub['prevalence'].iloc[0]))} records)", loc="left")
+        ax.set_title(f"{name} (n = {len(sub) and int(round(sub['n'].iloc[0] / sub['prevalence'].iloc[0]))} records)",
+                     loc="left")
         ax.set_xlabel("")
         ax.set_ylabel("")
         ax.set_xlim(0, min(1.0, float(sub["high"].max()) * 1.15 + 0.02))
@@ -122,7 +126,8 @@ def fig_ratings(annotations: pd.DataFrame):
         left = np.zeros(len(raters))
         for k in range(1, 6):
             vals = np.array([sub[(sub["rater"] == r) & (sub["rating_1to5"] == k)]["share"].sum() for r in raters])
-            ax.barh([f"rater {r}" for r in raters], vals, left=left, color=cmap(k - 1), label=str(k), edgecolor="white", linewidth=0.5)
+            ax.barh([f"rater {r}" for r in raters], vals, left=left, color=cmap(k - 1), label=str(k), edgecolor="white",
+                    linewidth=0.5)
             left += vals
         n_cases = annotations.loc[annotations["candidate_source"] == src, "study_id"].nunique()
         ax.set_title(f"candidates from {src} ({n_cases} cases)")
@@ -139,14 +144,13 @@ def fig_example_images(data: dict[str, pd.DataFrame], seed: int, n: int = 3):
     import matplotlib.pyplot as plt
     from PIL import Image
 
-    from radaudit.stats import stable_seed
-
     picks = []
-    for name, df in _report_like(data).items():
+    for name, df in report_datasets(data).items():
         paths = df["image_path"].dropna()
         exists = paths[[os.path.isabs(p) and os.path.exists(p) for p in paths]]
         if len(exists):
-            rows = df.loc[exists.index].sample(n=min(n, len(exists)), random_state=stable_seed(seed, "image", name) % (2**32))
+            rows = df.loc[exists.index].sample(n=min(n, len(exists)),
+                                               random_state=stable_seed(seed, "image", name) % (2**32))
             picks += [(name, r) for _, r in rows.iterrows()]
     if not picks:
         return None

@@ -1,4 +1,5 @@
-"""The data overview's tables: counts, sex, age, report length, label prevalence, RadPref ratings, examples (95% bootstrap CIs)."""
+"""The data overview's tables: counts, sex, age, report length, label prevalence, RadPref ratings, examples (95%
+bootstrap CIs)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from radaudit.data import (
     report_text,
     require,
 )
-from radaudit.stats import bootstrap_ci, column_mean, paired_bootstrap
+from radaudit.stats import bootstrap_ci, column_mean, paired_bootstrap, stable_seed
 from radaudit.tables import format_ci
 
 log = logging.getLogger(__name__)
@@ -34,8 +35,6 @@ def load_all(params: Params) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
     ``max_rows`` subsamples rows with a seed derived from ``params.seed`` and the dataset name.
     The status table carries each dataset's :func:`~radaudit.data.fingerprint` (its data version).
     """
-    from radaudit.stats import stable_seed
-
     data, rows = {}, []
     for name in params.datasets:
         path = params.dataset_paths.get(name)
@@ -50,7 +49,8 @@ def load_all(params: Params) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
         df = load_dataset(name, params.data_root, path=path, **kwargs)
         n_all = len(df)
         if params.max_rows is not None and len(df) > params.max_rows:
-            df = df.sample(n=params.max_rows, random_state=stable_seed(params.seed, "subsample", name) % (2**32)).sort_index()
+            df = df.sample(n=params.max_rows,
+                           random_state=stable_seed(params.seed, "subsample", name) % (2**32)).sort_index()
         data[name] = df
         rows.append({"dataset": name, "title": spec.title, "access": spec.access,
                      "status": "loaded" + (f" (subsample of {n_all})" if len(df) < n_all else ""), "rows": len(df),
@@ -65,8 +65,11 @@ def resampling_units(df: pd.DataFrame) -> tuple[np.ndarray, str]:
     return df["study_id"].to_numpy(dtype=object), "study"
 
 
-def _report_like(data: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """Datasets with one row per study (annotation tables excluded; unregistered names count as reports)."""
+def report_datasets(data: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The datasets of ``data`` (name → table) with one row per study: the registry's annotation tables (kind
+    ``"annotations"``, e.g. RadPref's ratings) are left out; names the registry does not know count as report
+    datasets. The per-study tables and figures (counts, sex, age, report length, label prevalence, examples,
+    images) are drawn from these."""
     return {k: v for k, v in data.items() if k not in DATASETS or DATASETS[k].kind != "annotations"}
 
 
@@ -75,7 +78,7 @@ def _report_like(data: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
 def counts_table(data: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Per dataset: rows, patients, and how many rows have each field."""
     rows = []
-    for name, df in _report_like(data).items():
+    for name, df in report_datasets(data).items():
         rows.append({
             "dataset": name,
             "studies": len(df),
@@ -96,7 +99,7 @@ def sex_table(data: dict[str, pd.DataFrame], *, n_resamples: int, confidence: fl
     The shares of one dataset are bootstrapped jointly (the same resampled units for every category).
     """
     out = []
-    for name, df in _report_like(data).items():
+    for name, df in report_datasets(data).items():
         sex = df["sex"].fillna("not stated").astype(str).to_numpy()
         cats = [c for c in SEX_ORDER if (sex == c).any()]
         units, unit_name = resampling_units(df)
@@ -127,7 +130,7 @@ def _summary_with_ci(values: pd.Series, units: np.ndarray, *, n_resamples: int, 
 def age_table(data: dict[str, pd.DataFrame], *, n_resamples: int, confidence: float, seed: int) -> pd.DataFrame:
     """Age in years (rows with a stated age): mean with bootstrap CI, median, quartiles, range."""
     out = []
-    for name, df in _report_like(data).items():
+    for name, df in report_datasets(data).items():
         known = df[df["age"].notna()]
         if len(known) < 2:
             continue
@@ -149,7 +152,7 @@ def report_lengths(data: dict[str, pd.DataFrame]) -> pd.DataFrame:
     pairs, the candidate's source system for RadPref.
     """
     parts = []
-    for name, df in _report_like(data).items():
+    for name, df in report_datasets(data).items():
         ref = word_count(report_text(df))
         parts.append(pd.DataFrame({"dataset": name, "group": "reference", "study_id": df["study_id"],
                                    "patient_id": df["patient_id"], "words": ref}))
@@ -161,7 +164,8 @@ def report_lengths(data: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 for src, sub in df.groupby(f"{c}_source"):
                     parts.append(pd.DataFrame({"dataset": name, "group": str(src), "study_id": sub["study_id"],
                                                "patient_id": sub["patient_id"], "words": word_count(sub[f"{c}_report"])}))
-    long = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["dataset", "group", "study_id", "patient_id", "words"])
+    long = (pd.concat(parts, ignore_index=True) if parts
+            else pd.DataFrame(columns=["dataset", "group", "study_id", "patient_id", "words"]))
     return long[long["words"].notna() & (long["words"] > 0)].reset_index(drop=True)
 
 
@@ -177,14 +181,15 @@ def length_table(lengths: pd.DataFrame, *, n_resamples: int, confidence: float, 
     return pd.DataFrame(out)
 
 
-def label_prevalence(data: dict[str, pd.DataFrame], *, top_k: int, n_resamples: int, confidence: float, seed: int) -> pd.DataFrame:
+def label_prevalence(data: dict[str, pd.DataFrame], *, top_k: int, n_resamples: int, confidence: float,
+                     seed: int) -> pd.DataFrame:
     """Prevalence of each dataset's own labels (the ``labels`` list column), top ``top_k`` per dataset.
 
     The denominator is the rows that carry a label list (an empty list counts: labelled, no label);
     rows whose ``labels`` is missing were not labelled by the source and are left out.
     """
     out = []
-    for name, df in _report_like(data).items():
+    for name, df in report_datasets(data).items():
         if "labels" not in df:
             continue
         labelled = df["labels"].apply(lambda x: isinstance(x, (list, tuple, np.ndarray)))
@@ -203,7 +208,8 @@ def label_prevalence(data: dict[str, pd.DataFrame], *, top_k: int, n_resamples: 
                         "low": r.low, "high": r.high, "unit": unit_name})
     t = pd.DataFrame(out)
     if len(t):
-        t["prevalence [95% CI]"] = [format_ci(e, lo, hi, digits=3) for e, lo, hi in zip(t["prevalence"], t["low"], t["high"])]
+        t["prevalence [95% CI]"] = [format_ci(e, lo, hi, digits=3)
+                                    for e, lo, hi in zip(t["prevalence"], t["low"], t["high"])]
     return t
 
 
@@ -226,10 +232,8 @@ def rating_table(annotations: pd.DataFrame, *, n_resamples: int, confidence: flo
 
 def pick_examples(data: dict[str, pd.DataFrame], n: int, seed: int) -> dict[str, pd.DataFrame]:
     """``n`` random rows per dataset with a report (seeded), for display."""
-    from radaudit.stats import stable_seed
-
     out = {}
-    for name, df in _report_like(data).items():
+    for name, df in report_datasets(data).items():
         has_text = df[report_text(df).notna() | df.get("clinical_notes", pd.Series(pd.NA, index=df.index)).notna()]
         if len(has_text) and n:
             out[name] = has_text.sample(n=min(n, len(has_text)), random_state=stable_seed(seed, "example", name) % (2**32))
@@ -244,7 +248,8 @@ def example_markdown(name: str, row: pd.Series) -> str:
     for sec in ("indication", "findings", "impression", "clinical_notes", "generated_impression", "c1_report", "c2_report"):
         val = row.get(sec)
         if isinstance(val, str) and val.strip():
-            label = {"c1_report": f"candidate 1 ({row.get('c1_source')})", "c2_report": f"candidate 2 ({row.get('c2_source')})",
+            label = {"c1_report": f"candidate 1 ({row.get('c1_source')})",
+                     "c2_report": f"candidate 2 ({row.get('c2_source')})",
                      "generated_impression": "generated impression"}.get(sec, sec)
             lines.append(f"- *{label}*: {' '.join(val.split())}")
     labels = row.get("labels")

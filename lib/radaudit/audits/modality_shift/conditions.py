@@ -49,11 +49,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.audits.modality_shift.marker import MARKED_IMAGE_COLUMN
+from radaudit.data import load_dataset
 from radaudit.errors import DataFormatError, ParamsError
+from radaudit.models.attention import attention_by_modality
+from radaudit.models.vlm import DEFAULT_CANDIDATES, first_token_scores, parse_yes_no
 
 __all__ = [
-    "ALL_CONDITIONS", "ANSWERS", "CONDITIONS", "CONDITION_LABELS", "MARKED_CONDITIONS", "base_condition", "NO_IMAGE_CONDITIONS", "NO_TEXT_CONDITIONS", "PROMPTS", "attention_table", "build_items", "build_samples",
-    "covid_samples", "draw_partners", "format_prompt", "get_template", "parse_answer", "run_conditions",
+    "ALL_CONDITIONS", "ANSWERS", "CONDITIONS", "CONDITION_LABELS", "MARKED_CONDITIONS", "base_condition",
+    "NO_IMAGE_CONDITIONS", "NO_TEXT_CONDITIONS", "PROMPTS", "attention_table", "build_items", "build_samples",
+    "covid_samples", "draw_partners", "format_prompt", "get_template", "is_missing", "parse_answer", "run_conditions",
     "split_by_patient",
 ]
 
@@ -190,14 +195,17 @@ def get_template(dataset: str | Mapping[str, Any], overrides: Mapping[str, Any] 
 
 class _Fields(dict):
     def __init__(self, values: Mapping[str, Any], missing: str) -> None:
-        super().__init__({k: v for k, v in values.items() if not _is_missing(v)})
+        super().__init__({k: v for k, v in values.items() if not is_missing(v)})
         self.missing = missing
 
     def __missing__(self, key: str) -> str:
         return self.missing
 
 
-def _is_missing(v: Any) -> bool:
+def is_missing(v: Any) -> bool:
+    """Whether an item's field holds no value: ``None``, ``pd.NA``, a float NaN or a blank string. Such a field
+    is left out of the prompt's header (the template's ``missing`` text stands in), and an item whose
+    ``image_path`` is missing is shown to the model without an image."""
     if v is None or v is pd.NA:
         return True
     if isinstance(v, float) and np.isnan(v):
@@ -299,7 +307,7 @@ def build_samples(frame: pd.DataFrame, *, text_column: str = "clinical_notes", l
     df = frame.copy()
     dropped = {}
     for reason, col in (("no_label", label_column), ("no_text", text_column), ("no_image", image_column)):
-        bad = df[col].map(_is_missing)
+        bad = df[col].map(is_missing)
         dropped[reason] = int(bad.sum())
         df = df[~bad]
     if any(dropped.values()):
@@ -333,8 +341,6 @@ def covid_samples(data_root: Any = None, *, test_size: float = 0.3, seed: int = 
     """SMS samples from covid-chestxray (demo data): label = COVID-19 vs any other finding, text = the
     clinical notes (case descriptions from papers/websites; they often name the diagnosis, which is
     the textual shortcut SMS measures), metadata = sex, age, view; split by patient."""
-    from radaudit.data import load_dataset
-
     frame = load_dataset("covid_cxr", data_root, path=path)
     return build_samples(frame, test_size=test_size, seed=seed, **kwargs)
 
@@ -399,8 +405,6 @@ def build_items(samples: pd.DataFrame, partners: pd.DataFrame, template: Mapping
     ``metadata_columns``: the columns offered to the header (default: every sample column except the
     core ones).
     """
-    from radaudit.audits.modality_shift.marker import MARKED_IMAGE_COLUMN
-
     tmpl = get_template(template) if isinstance(template, str) else get_template(template)
     bad = [c for c in conditions if c not in ALL_CONDITIONS]
     if bad:
@@ -483,8 +487,6 @@ def parse_answer(text: str | None, *, no_patterns: Sequence[str] = (), yes_patte
     5. otherwise ``unknown``. Unknown answers are kept in the results and counted
        (:func:`radaudit.audits.modality_shift.metrics.answer_rates`), never dropped.
     """
-    from radaudit.models.vlm import parse_yes_no
-
     if text is None or not str(text).strip():
         return "unknown"
     if _UNMATCHED_RE.match(str(text)):
@@ -527,8 +529,6 @@ def run_conditions(processor: Any, model: Any, items: pd.DataFrame, *, model_nam
     1/0/NaN and ``correct`` is 1 when ``prediction == label`` and 0 otherwise (unknown counts as not
     correct). Columns: :data:`RESULT_COLUMNS`, then the score columns.
     """
-    from radaudit.models.vlm import DEFAULT_CANDIDATES, first_token_scores
-
     missing = [c for c in ("sample_id", "condition", "label", "image_path", "prompt") if c not in items.columns]
     if missing:
         raise ParamsError(f"run_conditions: items lack columns {missing}; build them with build_items.")
@@ -538,7 +538,7 @@ def run_conditions(processor: Any, model: Any, items: pd.DataFrame, *, model_nam
     yesp = list(items.attrs.get("yes_patterns", []) if yes_patterns is None else yes_patterns)
     unm = bool(items.attrs.get("unmatched", False) if unmatched is None else unmatched)
     prompts = items["prompt"].tolist()
-    images = [None if _is_missing(p) else p for p in items["image_path"].tolist()]
+    images = [None if is_missing(p) else p for p in items["image_path"].tolist()]
     scores = first_token_scores(processor, model, prompts, images, tuple(candidates or DEFAULT_CANDIDATES),
                                 pair=pair, max_new_tokens=max_new_tokens, batch_size=batch_size, system=system,
                                 cache=cache)
@@ -582,8 +582,6 @@ def attention_table(processor: Any, model: Any, items: pd.DataFrame, *, sample_i
     averaged); ``tokens`` has one row per (sample, condition, generated step, input position) with
     the normalised weight and ``modality`` (``image``/``text``), for the shaded-text panel.
     """
-    from radaudit.models.attention import attention_by_modality
-
     sel = items
     if sample_ids is not None:
         sel = sel[sel["sample_id"].isin(list(sample_ids))]
@@ -594,7 +592,7 @@ def attention_table(processor: Any, model: Any, items: pd.DataFrame, *, sample_i
     name = model_name or getattr(model, "name_or_path", None) or type(model).__name__
     shares, toks = [], []
     for it in sel.itertuples(index=False):
-        image = None if _is_missing(it.image_path) else it.image_path
+        image = None if is_missing(it.image_path) else it.image_path
         frame, pos = attention_by_modality(processor, model, it.prompt, image, max_new_tokens=max_new_tokens,
                                            system=system, normalise=normalise, return_positions=True)
         keys = {"model": name, "sample_id": it.sample_id, "condition": it.condition}

@@ -43,7 +43,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.audits.modality_shift.conditions import is_missing
 from radaudit.errors import ParamsError
+from radaudit.models.attention import (
+    cross_attention_layers,
+    eager_attention,
+    image_token_mask,
+    modality_shares,
+    self_attention_layers,
+)
+from radaudit.models.vlm import encode_batch, processor_tokenizer
 
 __all__ = ["MAP_COLUMNS", "AnswerAttention", "answer_attention", "answer_gradient", "attention_maps", "gradient_maps",
            "image_grid", "layer_modality_shares", "patch_heatmap", "pool_to_grid"]
@@ -105,9 +114,6 @@ def answer_attention(processor: Any, model: Any, prompt: str | None, image: Any 
     """
     import torch
 
-    from radaudit.models.attention import cross_attention_layers, eager_attention, image_token_mask, self_attention_layers
-    from radaudit.models.vlm import encode_batch
-
     inputs, _texts, _pil = encode_batch(processor, model, [prompt], [image], system=system)
     input_ids = inputs["input_ids"][0]
     mask = image_token_mask(input_ids, model.config, processor)
@@ -134,8 +140,6 @@ def layer_modality_shares(rows: np.ndarray, image_mask: np.ndarray, *, zero_firs
     Columns: ``layer, image_share, text_share, image_per_token, text_per_token, n_image_tokens,
     n_text_tokens``.
     """
-    from radaudit.models.attention import modality_shares
-
     rows = np.asarray(rows, dtype=np.float64)
     mask = np.asarray(image_mask, dtype=bool)
     n_image = int(mask.sum())
@@ -159,8 +163,6 @@ def patch_heatmap(rows: np.ndarray, image_mask: np.ndarray, grid: tuple[int, int
     averaged); the image positions, in sequence order, are laid out row-major on ``grid`` and
     divided by their sum (all zeros when the image gets no attention at all).
     """
-    from radaudit.models.attention import modality_shares
-
     rows = np.asarray(rows, dtype=np.float64)
     mask = np.asarray(image_mask, dtype=bool)
     h, w = (int(v) for v in grid)
@@ -223,9 +225,7 @@ def _model_name(model: Any, model_name: str | None) -> str:
 
 
 def _image_of(item: Any) -> str | None:
-    from radaudit.audits.modality_shift.conditions import _is_missing
-
-    return None if _is_missing(item.image_path) else str(item.image_path)
+    return None if is_missing(item.image_path) else str(item.image_path)
 
 
 def _map_rows(name: str, item: Any, image: str | None, heat: np.ndarray) -> list[dict[str, Any]]:
@@ -261,9 +261,6 @@ def answer_gradient(processor: Any, model: Any, prompt: str | None, image: Any, 
     """
     import torch
 
-    from radaudit.models.attention import image_token_mask
-    from radaudit.models.vlm import _tokenizer, encode_batch
-
     if image is None:
         raise ParamsError("answer_gradient: a gradient map needs an image.")
     inputs, _texts, _pil = encode_batch(processor, model, [prompt], [image], system=system)
@@ -272,7 +269,7 @@ def answer_gradient(processor: Any, model: Any, prompt: str | None, image: Any, 
         shape = None if pixels is None else tuple(pixels.shape)
         raise ParamsError(f"answer_gradient: pixel_values of shape {shape}; gradient maps need [1, channels, height, "
                           "width] (LLaVA, Gemma-3), not flattened patches or tiles.")
-    tok = _tokenizer(processor)
+    tok = processor_tokenizer(processor)
     ids = []
     for word in (yes, no):
         enc = tok(word, add_special_tokens=False)["input_ids"]

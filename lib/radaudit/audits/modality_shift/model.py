@@ -56,7 +56,8 @@ read flattened tokens — and the language model still did not read the marker w
 What the demo can show: the notes often name the diagnosis (136 of 464 mention COVID-19/SARS-CoV-2,
 96% of them positive), so the text is a strong shortcut; the natural images carry the label only
 weakly at this data size (the run's pixel probe, :mod:`radaudit.audits.modality_shift.probe`,
-measures how much), the marked copies carry it fully. The held-out first-token accuracies and AUROCs per condition are in the model card.
+measures how much), the marked copies carry it fully. The held-out first-token accuracies and AUROCs per
+condition are in the model card.
 That is the paper's phenomenon in miniature, not a claim about the paper's models.
 
 ::
@@ -89,9 +90,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.audits.modality_shift.conditions import build_items, covid_samples, get_template, is_missing
 from radaudit.audits.modality_shift.marker import MARKED_IMAGE_COLUMN, MARKER_VERSION, add_marked_images
 from radaudit.errors import DataFormatError, ParamsError
-from radaudit.paths import atomic_dir, file_sha256
+from radaudit.metrics.classification import auroc
+from radaudit.models.cache import default_cache_dir
+from radaudit.models.train import train_model
+from radaudit.models.vlm import load_image, render_prompt
+from radaudit.paths import atomic_dir, file_sha256, reusable_model_dir
 
 __all__ = ["CHAT_TEMPLATE", "CONFIG_FILE", "DEMO_VLM_CONFIG", "RECIPE_VERSION", "TRAIN_CONDITIONS", "config_hash",
            "demo_vlm_path", "samples_fingerprint", "train_demo_vlm"]
@@ -101,7 +107,9 @@ log = logging.getLogger(__name__)
 #: Written into the model folder; its ``config_hash`` decides whether a folder can be reused.
 CONFIG_FILE = "radaudit_vlm_model.json"
 #: Bump when the recipe changes in a way the hyperparameters do not show.
-RECIPE_VERSION = 4  # 2: vision warm start (issue 21), 64 px / 8 px patches; 3: marked images, flattened warm-start head; 4: decoy texts on marked draws, mean-pooled warm start
+#: 2: vision warm start (issue 21), 64 px / 8 px patches; 3: marked images, flattened warm-start head;
+#: 4: decoy texts on marked draws, mean-pooled warm start.
+RECIPE_VERSION = 4
 #: The conditions the model is trained on (never the shifted ones).
 TRAIN_CONDITIONS: tuple[str, ...] = ("no_shift", "only_image", "only_text")
 
@@ -120,8 +128,8 @@ CHAT_TEMPLATE = (
 #: only-image AUROC 0.71 at step 225, 0.98 at 300), and 400 sat on a knife edge. The same code, data and
 #: seed trained on two CPUs (different float rounding in the kernels) gave models whose marked image swap
 #: changed 64% of the answers on one and 8.3% (12 of 145, below the 10% positive-control bar) on the other.
-#: At 800 steps on the second CPU: 31.7% (seed 0), and the other controls hold. ``max_seconds`` is only a runaway guard, set far
-#: above the planned time: a model stopped by it depends on the machine's speed and is never reused
+#: At 800 steps on the second CPU: 31.7% (seed 0), and the other controls hold. ``max_seconds`` is only a
+#: runaway guard, set far above the planned time: a model stopped by it depends on the machine's speed and is never reused
 #: (:func:`radaudit.paths.reusable_model_dir` removes it), so a guard near the planned time makes a busy
 #: machine retrain the model on every run (seen with 240 s on 2 shared cores: 48 of 120 steps). The
 #: vision warm start (``vision_warmup_epochs``) runs before the joint steps and outside that budget.
@@ -229,8 +237,6 @@ def _check_samples(samples: Any) -> None:
 
 
 def _template_of(dataset: str) -> dict[str, Any]:
-    from radaudit.audits.modality_shift.conditions import get_template
-
     return get_template(dataset)
 
 
@@ -246,9 +252,9 @@ def config_hash(samples: pd.DataFrame, seed: int = 0, **hyperparameters: Any) ->
 
 
 def _is_trained(folder: Path, digest: str) -> bool:
-    from radaudit.paths import reusable_model_dir
-
-    return reusable_model_dir(folder, CONFIG_FILE, digest, required=('config.json', 'model.safetensors', 'tokenizer.json', 'processor_config.json'), required_globs=(), key='config_hash')
+    return reusable_model_dir(folder, CONFIG_FILE, digest,
+                              required=('config.json', 'model.safetensors', 'tokenizer.json', 'processor_config.json'),
+                              required_globs=(), key='config_hash')
 
 
 # --- building blocks ---------------------------------------------------------------------------------
@@ -268,8 +274,6 @@ def _subset(frame: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
 
 def _items(samples: pd.DataFrame, dataset: str) -> pd.DataFrame:
     """Training/eval items: build_items rows of the unshifted conditions (no partners needed)."""
-    from radaudit.audits.modality_shift.conditions import build_items
-
     partners = pd.DataFrame({"sample_id": pd.Series(dtype=object), "image_partner": pd.Series(dtype=object),
                              "text_partner": pd.Series(dtype=object)})
     return build_items(samples, partners, dataset, conditions=TRAIN_CONDITIONS)
@@ -279,8 +283,6 @@ def _decoy_items(samples: pd.DataFrame, dataset: str, seed: int) -> pd.DataFrame
     """One ``no_shift``-layout item per sample whose header and notes are another training sample's,
     drawn uniformly (any label, never the sample itself; ``numpy.random.default_rng(seed)``), as
     condition ``"decoy"``: the text of these items says nothing about the label."""
-    from radaudit.audits.modality_shift.conditions import build_items
-
     ids = samples["sample_id"].sort_values(kind="stable").to_numpy()
     rng = np.random.default_rng(seed)
     other = [ids[(i + 1 + rng.integers(len(ids) - 1)) % len(ids)] for i in range(len(ids))]
@@ -346,13 +348,10 @@ def _encode_items(processor: Any, items: pd.DataFrame) -> list[dict[str, Any]]:
     """
     from PIL import Image
 
-    from radaudit.audits.modality_shift.conditions import _is_missing
-    from radaudit.models.vlm import render_prompt
-
     blank = Image.new("RGB", (8, 8))
     out = []
     for it in items.itertuples(index=False):
-        image = None if _is_missing(it.image_path) else str(it.image_path)
+        image = None if is_missing(it.image_path) else str(it.image_path)
         text = render_prompt(processor, it.prompt, image)
         enc = processor(text=[text], images=[blank] if image is not None else None, add_special_tokens=True)
         out.append({"sample_id": it.sample_id, "condition": it.condition, "label": int(it.label), "image": image,
@@ -370,8 +369,6 @@ def _marked_entries(encoded: Sequence[Mapping[str, Any]], samples: pd.DataFrame)
 
 def _pixel_values(processor: Any, paths: Sequence[str]) -> dict[str, Any]:
     """``{path: pixel tensor [3, H, W]}`` for every distinct image path (the processor's own preprocessing)."""
-    from radaudit.models.vlm import load_image
-
     out = {}
     for path in sorted(set(paths)):
         out[path] = processor.image_processor(images=[load_image(path)], return_tensors="pt")["pixel_values"][0]
@@ -520,8 +517,6 @@ def _first_token_accuracy(model: Any, encoded: Sequence[Mapping[str, Any]], pixe
     left-padded as at inference."""
     import torch
 
-    from radaudit.metrics.classification import auroc
-
     by_condition: dict[str, list[tuple[int, float]]] = {}
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]["input_ids"]))
     for s in range(0, len(order), batch_size):
@@ -658,12 +653,8 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
 
     from transformers import GenerationConfig, LlavaForConditionalGeneration
 
-    from radaudit.models.train import train_model
-
     start = time.monotonic()
     if marked_dir is None:
-        from radaudit.models.cache import default_cache_dir
-
         marked_dir = default_cache_dir() / "marked_images"
     train, test = add_marked_images(train, marked_dir), add_marked_images(test, marked_dir)
     train_items = _items(train, hp["dataset"])
@@ -731,7 +722,8 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
                                         "answer token and end of sequence."))
         meta = {"config_hash": digest, "samples_fingerprint": fingerprint, "hyperparameters": hp,
                 "n_train": len(train), "n_test": len(test), "n_parameters": result.log.get("n_parameters"),
-                "vision_warmup_losses": [round(v, 5) for v in warmup_losses], "steps_done": result.steps, "stopped_early": result.stopped_early, "metrics": result.metrics,
+                "vision_warmup_losses": [round(v, 5) for v in warmup_losses], "steps_done": result.steps,
+                "stopped_early": result.stopped_early, "metrics": result.metrics,
                 "prep_seconds": round(prep_seconds, 2), "train_seconds": round(result.elapsed_seconds, 2),
                 "total_seconds": round(time.monotonic() - start, 2)}
         (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
@@ -749,9 +741,6 @@ def demo_vlm_path(data_root: str | os.PathLike | None, seed: int = 0, cache_dir:
     trained on. ``seed`` seeds the training (initial weights, batches, condition draws, augmentation).
     ``overrides``: keys of :data:`DEMO_VLM_CONFIG`. A changed sample, template or setting gives a new folder.
     """
-    from radaudit.audits.modality_shift.conditions import covid_samples
-    from radaudit.models.cache import default_cache_dir
-
     hp = _hyperparameters(seed, **overrides)  # validates the overrides before loading anything
     samples = covid_samples(data_root, test_size=test_size, seed=split_seed)
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()

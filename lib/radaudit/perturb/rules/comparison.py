@@ -8,12 +8,12 @@ import re
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
-    _TEMPORAL_WORDS,
-    _del,
-    _finding_nps,
-    _one,
-    _pick_edit,
-    _prenominal,
+    TEMPORAL_WORDS,
+    delete_edit,
+    finding_nps,
+    is_prenominal,
+    one_edit,
+    pick_edit,
 )
 from radaudit.perturb.textops import (
     CRITICAL_NOUN,
@@ -75,8 +75,8 @@ def cmp_reverse(text: str, rng: random.Random) -> Rewrite | None:
         return None
     a, b, word = c
     new = match_case(word, _REVERSE[word.lower()])
-    return _one(text, a, b, new, f"The change {word!r} is reversed to {new!r}: the patient appears to deteriorate (or "
-                           "improve) when the opposite is true (Table 2 and Appendix A, Comparison S).")
+    return one_edit(text, a, b, new, f"The change {word!r} is reversed to {new!r}: the patient appears to deteriorate (or "
+                               "improve) when the opposite is true (Table 2 and Appendix A, Comparison S).")
 
 
 @rule("comparison", "insignificant", "inaccuracy", check=all_of(local_attr("temporal", "same"), labels("same")))
@@ -88,7 +88,8 @@ def cmp_paraphrase(text: str, rng: random.Random) -> Rewrite | None:
         return None
     a, b, word = c
     new = match_case(word, _PARAPHRASE[word.lower()])
-    return _one(text, a, b, new, f"The change {word!r} is rephrased as {new!r}; the direction is the same (Comparison I).")
+    return one_edit(text, a, b, new,
+                    f"The change {word!r} is rephrased as {new!r}; the direction is the same (Comparison I).")
 
 
 _CHANGE_ADJ = r"new|newly|increasing|worsening|improving|decreasing|enlarging|progressive|resolving"
@@ -101,13 +102,13 @@ _CHANGE_HEAD = re.compile(rf"(?i)[\s-]+(?:[\w-]+\s+){{0,4}}?(?:{FINDING_NOUN}|op
 def cmp_drop_change(text: str, rng: random.Random) -> Rewrite | None:
     """Omit a stated change of an asserted finding ("new left effusion" -> "left effusion"; ReXVal
     category (f), omission of a change from the previous study)."""
-    cands = [m for m in find_all(text, rf"\b(?:{_CHANGE_ADJ})\b") if _prenominal(text, m)
+    cands = [m for m in find_all(text, rf"\b(?:{_CHANGE_ADJ})\b") if is_prenominal(text, m)
              and is_positive(text, m.start(), m.end()) and _CHANGE_HEAD.match(text, m.end())]
     m = pick(rng, cands)
     if m is None:
         return None
-    return _del(text, m.start(), m.end(), f"The change {m.group(0)!r} is omitted; the progression of the finding "
-                                          "is lost (§2, ReXVal error (f); Comparison S).")
+    return delete_edit(text, m.start(), m.end(), f"The change {m.group(0)!r} is omitted; the progression of the finding "
+                                                 "is lost (§2, ReXVal error (f); Comparison S).")
 
 
 @rule("comparison", "insignificant", "omission", check=labels("same"))
@@ -121,7 +122,8 @@ def cmp_drop_stable(text: str, rng: random.Random) -> Rewrite | None:
     for m in find_all(text, r"\bagain\s+(?=(?:seen|noted|identified|demonstrated|visualized)\b)"):
         cands.append((m.start(), m.end(), "", m.group(0).strip()))
     for m in find_all(text, r"\b(?:stable|unchanged|persistent)\b"):
-        if _prenominal(text, m) and not re.match(r"(?i)[\s-]+(?:from|since|and|compared|in|to|appearance)\b", text[m.end():]) \
+        if is_prenominal(text, m) \
+                and not re.match(r"(?i)[\s-]+(?:from|since|and|compared|in|to|appearance)\b", text[m.end():]) \
                 and is_positive(text, m.start(), m.end()):
             e = delete_word(text, m.start(), m.end())
             if e is not None:
@@ -129,7 +131,7 @@ def cmp_drop_stable(text: str, rng: random.Random) -> Rewrite | None:
     # The stability or persistence of a pertinent finding is left to the significant omissions.
     pertinent = [(a, b) for a, b, _n, _o in _lesion_stable_cands(text) + _persistence_cands(text)]
     cands = [c for c in cands if not any(c[0] < b and a < c[1] for a, b in pertinent)]
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The stability statement {old!r} is omitted; no change from the prior study is lost "
         "(Comparison I)."))
 
@@ -139,9 +141,9 @@ def cmp_add_change(text: str, rng: random.Random) -> Rewrite | None:
     """Add a change that the GT does not state ("left pleural effusion" -> "worsening left pleural
     effusion"; ReXVal (e), a comparison not in the reference)."""
     cands = []
-    for m, _a, mods in _finding_nps(text, CRITICAL_NOUN + r"|opacit(?:y|ies)|atelectasis|cardiomegaly"):
+    for m, _a, mods in finding_nps(text, CRITICAL_NOUN + r"|opacit(?:y|ies)|atelectasis|cardiomegaly"):
         sent = sentence_at(text, m.start(), m.end())
-        if sent is None or extract_temporal(sent.text) or any(w in _TEMPORAL_WORDS for w in mods):
+        if sent is None or extract_temporal(sent.text) or any(w in TEMPORAL_WORDS for w in mods):
             continue
         cands.append(m)
     m = pick(rng, cands)
@@ -149,28 +151,31 @@ def cmp_add_change(text: str, rng: random.Random) -> Rewrite | None:
         return None
     word = ("new", "worsening", "increasing")[rng.randrange(3)]
     a, b, new = insert_at_np(text, m.start(), word)
-    return _one(text, a, b, new, f"A fabricated change {word!r} is added to {m.group(0)!r}; it implies progression and may "
-                           "escalate care (§2, ReXVal (e); Comparison S).")
+    return one_edit(text, a, b, new,
+                    f"A fabricated change {word!r} is added to {m.group(0)!r}; it implies progression and may "
+                    "escalate care (§2, ReXVal (e); Comparison S).")
 
 
-_CHRONIC = r"granulomas?|degenerative|scarring|osteophytes?|calcifications?|sternotomy|clips|emphysema|hyperexpan\w+|hyperinfla\w+|spondylosis|kyphosis|scoliosis"
+_CHRONIC = (r"granulomas?|degenerative|scarring|osteophytes?|calcifications?|sternotomy|clips|emphysema|hyperexpan\w+|"
+            r"hyperinfla\w+|spondylosis|kyphosis|scoliosis")
 
 
 @rule("comparison", "insignificant", "fabrication", check=labels("same"))
 def cmp_add_stable(text: str, rng: random.Random) -> Rewrite | None:
     """Add "stable" to a chronic benign finding ("calcified granuloma" -> "stable calcified granuloma")."""
     cands = []
-    for m, _a, mods in _finding_nps(text, _CHRONIC):
+    for m, _a, mods in finding_nps(text, _CHRONIC):
         sent = sentence_at(text, m.start(), m.end())
-        if sent is None or extract_temporal(sent.text) or any(w in _TEMPORAL_WORDS for w in mods):
+        if sent is None or extract_temporal(sent.text) or any(w in TEMPORAL_WORDS for w in mods):
             continue
         cands.append(m)
     m = pick(rng, cands)
     if m is None:
         return None
     a, b, new = insert_at_np(text, m.start(), "stable")
-    return _one(text, a, b, new, f"'stable' is added to the chronic finding {m.group(0)!r}; nothing in management depends "
-                           "on it (Comparison I).")
+    return one_edit(text, a, b, new,
+                    f"'stable' is added to the chronic finding {m.group(0)!r}; nothing in management depends "
+                    "on it (Comparison I).")
 
 
 # --------------------------------------------------------------------------- more rules per cell
@@ -352,7 +357,7 @@ def cmp_misstate_onset(text: str, rng: random.Random) -> Rewrite | None:
         if _pertinent_before(text, m.start()) and only(m.start(1), m.end(1)):
             cands.append((m.start(1), m.end(1), match_case(m.group(1), "new"), m.group(1)))
     cands = [c for c in cands if not _next_refers_back(text, c[0])]
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The onset of a pertinent finding is misstated ({old!r}): a known finding reads as new (prompting "
         "work-up) or a new one as known (closing it) (Appendix A, Comparison S: a false course misleads care)."))
 
@@ -415,7 +420,7 @@ def cmp_misstate_resolution(text: str, rng: random.Random) -> Rewrite | None:
         if _pertinent_before(text, m.start(), positive=False) and not _negated_elsewhere(text, m.start()):
             cands.append((m.start(), m.end(), match_case(m.group(0), "again seen"), m.group(0)))
     cands = [c for c in cands if not _next_refers_back(text, c[0])]
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"Whether the finding has resolved is misstated ({old!r}): treatment may be stopped while the finding is "
         "still there, or continued after it cleared (Appendix A, Comparison S)."))
 
@@ -445,7 +450,7 @@ def cmp_benign_progression(text: str, rng: random.Random) -> Rewrite | None:
         new = new_words + (" compared to" if m.group(4) else "")
         cands.append((m.start(2), m.end(2), match_case(m.group(3), new), m.group(2)))
     cands = [c for c in cands if not _sentence_has(text, c[0], rf"\b(?:{_PERTINENT})\b")]
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The stable chronic benign finding ({old!r}) is said to be slightly more prominent: the direction is wrong, "
         "but the finding needs no follow-up in either course (Comparison I)."))
 
@@ -487,7 +492,7 @@ def cmp_restate_unchanged(text: str, rng: random.Random) -> Rewrite | None:
         verb = "show" if plural else "shows"
         new = x[:1].upper() + x[1:] + f" {verb} no interval change"
         cands.append((s.start, s.start + len(body), new.upper() if up else new, body))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The no-change statement {old!r} is restated in the other form; it still says nothing changed "
         "(Table 2 and Appendix A, Comparison I)."))
 
@@ -529,7 +534,7 @@ def cmp_drop_lesion_stable(text: str, rng: random.Random) -> Rewrite | None:
     "infiltrates are largely unchanged" -> "infiltrates are present").
     (Choice: no omission example in the paper; stability is what spares a nodule or an effusion a work-up,
     and without it the finding may be read as new.)"""
-    return _pick_edit(text, rng, _lesion_stable_cands(text), lambda old: (
+    return pick_edit(text, rng, _lesion_stable_cands(text), lambda old: (
         f"The stability of a pertinent finding ({old!r}) is omitted; the finding may be read as new and worked "
         "up again (§2, ReXVal (f), omission of a comparison; Comparison S)."))
 
@@ -569,7 +574,7 @@ def cmp_drop_persistence(text: str, rng: random.Random) -> Rewrite | None:
     -> "Left lower lobe atelectasis", "effusions are again noted" -> "are noted"). (Choice: no omission
     example in the paper; a consolidation or effusion that does not resolve on serial films calls for
     work-up (CT, thoracentesis), and without "persistent" it reads as a first finding.)"""
-    return _pick_edit(text, rng, _persistence_cands(text), lambda old: (
+    return pick_edit(text, rng, _persistence_cands(text), lambda old: (
         f"The persistence of a pertinent finding ({old!r}) is omitted; that it has not resolved since the prior "
         "study, which calls for work-up, is lost (§2, ReXVal (f); Comparison S)."))
 
@@ -597,7 +602,7 @@ def cmp_drop_prior_ref(text: str, rng: random.Random) -> Rewrite | None:
                             rf"compared\s+(?:to|with)|relative\s+to|in\s+comparison\s+(?:to|with))\s+{_REF}"
                             rf"|\s+in\s+the\s+interval)\b"):
         cands.append((m.start(1), m.end(1), "", m.group(1).strip()))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The reference {old!r} is omitted; the comparison itself is kept and is understood to be with the prior "
         "study (Comparison I)."))
 
@@ -626,7 +631,7 @@ def cmp_drop_device_new(text: str, rng: random.Random) -> Rewrite | None:
         if e is not None:
             cands.append((*e, "new"))
     cands = [c for c in cands if not re.search(r"(?i)\bnew(?:ly)?\b|\binterval\b", _sentence_rest(text, c[0], c[1]))]
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"That the device is new ({old!r}) is omitted; the device and its position are still reported, and the "
         "team that placed it knows it is new (Comparison I)."))
 
@@ -660,8 +665,8 @@ def cmp_add_improvement(text: str, rng: random.Random) -> Rewrite | None:
         return None
     end = _content_end(s)
     new = styled(text, s.start, ", improved since the prior study")
-    return _one(text, end, end, new, "A fabricated improvement is added to the finding: the clinician may de-escalate "
-                "treatment that is still needed (Appendix A, Comparison S, mirrored).")
+    return one_edit(text, end, end, new, "A fabricated improvement is added to the finding: the clinician may de-escalate "
+                    "treatment that is still needed (Appendix A, Comparison S, mirrored).")
 
 
 _STABLE_FINDING = (r"effusions?|pneumothorax|consolidations?|opacit(?:y|ies)|infiltrates?|edema|airspace\s+disease|"
@@ -675,10 +680,10 @@ def cmp_add_lesion_stable(text: str, rng: random.Random) -> Rewrite | None:
     "stable right upper lobe nodule"). (Choice: no example in the paper; a fabricated stability closes the
     work-up of a nodule (stable = benign) or of a new effusion or opacity.)"""
     cands = []
-    for m, a, mods in _finding_nps(text, _STABLE_FINDING):
+    for m, a, mods in finding_nps(text, _STABLE_FINDING):
         sent = sentence_at(text, m.start(), m.end())
         near = _near(text, m.start())
-        if sent is None or extract_temporal(near) or any(w in _TEMPORAL_WORDS for w in mods) \
+        if sent is None or extract_temporal(near) or any(w in TEMPORAL_WORDS for w in mods) \
                 or _REF_WORDS.search(near) or not _insert_ok(text, a) or extract_certainty(sent.text) \
                 or re.search(r"(?i)calcifi|granulom|continued|\b(?:could|may|might|obscur\w*|clear)\b", sent.text) \
                 or mods[:1] == ["few"]:
@@ -688,8 +693,8 @@ def cmp_add_lesion_stable(text: str, rng: random.Random) -> Rewrite | None:
     if m is None:
         return None
     a, b, new = insert_at_np(text, m.start(), "stable")
-    return _one(text, a, b, new, f"A fabricated stability is added to {m.group(0)!r}: a new finding reads as known "
-                                 "and its work-up or treatment may be withheld (Comparison S).")
+    return one_edit(text, a, b, new, f"A fabricated stability is added to {m.group(0)!r}: a new finding reads as known "
+                                     "and its work-up or treatment may be withheld (Comparison S).")
 
 
 # Comparison I, fabrication ------------------------------------------------------------------
@@ -714,7 +719,7 @@ def cmp_add_remains_normal(text: str, rng: random.Random) -> Rewrite | None:
         verb = m.group(1)
         new = "remains" if verb.lower() == "is" else "remain"
         cands.append((m.start(1), m.end(1), match_case(verb, new), verb))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         "A normal finding is said to have remained normal since the prior study; nothing in care depends on it "
         "(Comparison I)."))
 
@@ -744,5 +749,5 @@ def cmp_add_prior_ref(text: str, rng: random.Random) -> Rewrite | None:
         for p in spots:
             pos = s.start + p
             cands.append((pos, pos, styled(text, pos - 1, " compared to the prior study"), body))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         "The prior study is named in a stability statement that implied it; no fact changes (Comparison I)."))

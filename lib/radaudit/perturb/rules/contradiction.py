@@ -7,9 +7,9 @@ import re
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
-    _finding_nps,
-    _one,
-    _pick_edit,
+    finding_nps,
+    one_edit,
+    pick_edit,
 )
 from radaudit.perturb.textops import (
     CRITICAL_NOUN,
@@ -34,7 +34,8 @@ _ASSERT = {
     "pneumonia": "There is right lower lobe pneumonia.",
     "clear": "There is consolidation in the right base.",
 }
-_NEG_TOPIC = re.compile(r"(?i)\b(pneumothorax|effusions?|consolidation|edema|pneumonia)\b|\blungs?\s+(?:are|is)\s+(?:\w+\s+)?clear\b|\bclear\s+lungs\b")
+_NEG_TOPIC = re.compile(r"(?i)\b(pneumothorax|effusions?|consolidation|edema|pneumonia)\b"
+                        r"|\blungs?\s+(?:are|is)\s+(?:\w+\s+)?clear\b|\bclear\s+lungs\b")
 
 
 def _negated_topics(text: str) -> list[tuple[object, str]]:
@@ -61,8 +62,8 @@ def contra_assert(text: str, rng: random.Random) -> Rewrite | None:
     sent, topic = c
     new = _ASSERT[topic]
     a, b, ins = sentence_end_insert(text, sent, new)
-    return _one(text, a, b, ins, f"{new!r} contradicts {sent.text!r}; the report can no longer be trusted (Table 2, "
-                           "Internal Contradiction S).")
+    return one_edit(text, a, b, ins, f"{new!r} contradicts {sent.text!r}; the report can no longer be trusted (Table 2, "
+                               "Internal Contradiction S).")
 
 
 @rule("contradiction", "significant", "inaccuracy")
@@ -72,7 +73,8 @@ def contra_clear(text: str, rng: random.Random) -> Rewrite | None:
     if re.search(r"(?i)\bclear\b", text):
         return None
     cands = []
-    for m, _a, _mods in _finding_nps(text, r"opacit(?:y|ies)|consolidation|atelectasis|effusions?|edema|infiltrates?|pneumonia"):
+    for m, _a, _mods in finding_nps(text,
+                                    r"opacit(?:y|ies)|consolidation|atelectasis|effusions?|edema|infiltrates?|pneumonia"):
         s = sentence_at(text, m.start(), m.end())
         if s is not None and s not in cands:
             cands.append(s)
@@ -80,8 +82,9 @@ def contra_clear(text: str, rng: random.Random) -> Rewrite | None:
     if s is None:
         return None
     a, b, ins = sentence_end_insert(text, s, "The lungs are clear.")
-    return _one(text, a, b, ins, f"'The lungs are clear.' is inserted after {s.text!r}: a major contradiction (Appendix A, "
-                           "Internal Contradiction S).")
+    return one_edit(text, a, b, ins,
+                    f"'The lungs are clear.' is inserted after {s.text!r}: a major contradiction (Appendix A, "
+                    "Internal Contradiction S).")
 
 
 _HEDGED_MINOR = {"effusion": "A trace pleural effusion may be present.",
@@ -98,8 +101,8 @@ def contra_hedged(text: str, rng: random.Random) -> Rewrite | None:
     sent, topic = c
     new = _HEDGED_MINOR[topic]
     a, b, ins = sentence_end_insert(text, sent, new)
-    return _one(text, a, b, ins, f"{new!r} mildly qualifies {sent.text!r}: an inconsistency, not a true contradiction "
-                           "(Table 2 and Appendix A, Internal Contradiction I).")
+    return one_edit(text, a, b, ins, f"{new!r} mildly qualifies {sent.text!r}: an inconsistency, not a true contradiction "
+                               "(Table 2 and Appendix A, Internal Contradiction I).")
 
 
 #: Asserted finding -> how a negative list names it, and the pattern of any mention of that topic.
@@ -134,7 +137,7 @@ def contra_deny_listed(text: str, rng: random.Random) -> Rewrite | None:
     and Appendix A, Internal Contradiction S contrast "clear lungs" with an asserted finding; here the named
     finding itself is denied, so the reader cannot tell whether to treat it.)"""
     asserted = {}
-    for m, _a, mods in _finding_nps(text, r"pneumothorax|effusions?|consolidations?|edema|pneumonia"):
+    for m, _a, mods in finding_nps(text, r"pneumothorax|effusions?|consolidations?|edema|pneumonia"):
         if {"pericardial", "joint"} & set(mods) \
                 or re.search(r"(?i)(?:pericardial|joint)\s+$", text[max(0, m.start() - 12):m.start()]):
             continue
@@ -159,9 +162,9 @@ def contra_deny_listed(text: str, rng: random.Random) -> Rewrite | None:
             else:
                 at = s.start + cue.end()
                 cands.append((at, at, styled(text, at, phrase + ", "), s.text))
-    return _pick_edit(text, rng, cands,
-                      lambda old: f"A finding the report asserts is added to the negatives of {old!r}: the report both "
-                                  "describes and denies it (Appendix A, Internal Contradiction S).")
+    return pick_edit(text, rng, cands,
+                     lambda old: f"A finding the report asserts is added to the negatives of {old!r}: the report both "
+                                 "describes and denies it (Appendix A, Internal Contradiction S).")
 
 
 _SERIOUS = (rf"{CRITICAL_NOUN}|opacit(?:y|ies)|infiltrates?|airspace\s+disease|cardiomegaly|fractures?|lesions?|"
@@ -177,7 +180,7 @@ def contra_drop_otherwise(text: str, rng: random.Random) -> Rewrite | None:
     the right upper lobe. The lungs are otherwise clear." -> "... The lungs are clear."): Appendix A, Internal
     Contradiction I ("no clear current evidence of chronic pulmonary changes" after chronic changes is a mild
     inconsistency, not a true contradiction)."""
-    for m, _a, mods in _finding_nps(text, _SERIOUS, positive=False):
+    for m, _a, mods in finding_nps(text, _SERIOUS, positive=False):
         if status_at(text, m.start(), m.end()) != "negative" and not ("calcified" in mods and
                                                                       re.match(r"(?i)nodul|densit", m.group(0))):
             return None  # a finding that matters: "lungs are clear" after it is a true contradiction
@@ -195,10 +198,10 @@ def contra_drop_otherwise(text: str, rng: random.Random) -> Rewrite | None:
         e = delete_word(text, m.start(), m.end())
         if e is not None:
             cands.append((*e, m.group(0)))
-    return _pick_edit(text, rng, cands,
-                      lambda old: f"{old!r} is omitted: the normal statement now also covers the benign finding described "
-                                  "before it, a mild inconsistency that changes no decision (Appendix A, Internal "
-                                  "Contradiction I).")
+    return pick_edit(text, rng, cands,
+                     lambda old: f"{old!r} is omitted: the normal statement now also covers the benign finding described "
+                                 "before it, a mild inconsistency that changes no decision (Appendix A, Internal "
+                                 "Contradiction I).")
 
 
 _LOW_VOLUMES = re.compile(r"(?i)\b(?:low|lower|diminished|decreased|reduced)\s+lung\s+volumes?\b|\blungs?\s+(?:are|is)\s+"
@@ -223,6 +226,6 @@ def contra_volumes(text: str, rng: random.Random) -> Rewrite | None:
         if s is not None:
             a, b, ins = sentence_end_insert(text, s, new)
             cands.append((a, b, ins, s.text))
-    return _pick_edit(text, rng, cands,
-                      lambda old: f"A statement about lung volumes that contradicts {old!r} is added; lung volume depends "
-                                  "on inspiration and the inconsistency changes no decision (Internal Contradiction I).")
+    return pick_edit(text, rng, cands,
+                     lambda old: f"A statement about lung volumes that contradicts {old!r} is added; lung volume depends "
+                                 "on inspiration and the inconsistency changes no decision (Internal Contradiction I).")

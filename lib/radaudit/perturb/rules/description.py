@@ -7,13 +7,13 @@ import re
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
-    _DESCRIPTORS,
-    _del,
-    _finding_nps,
-    _one,
-    _pick_edit,
-    _prenominal,
-    _swap_word,
+    DESCRIPTORS,
+    delete_edit,
+    finding_nps,
+    is_prenominal,
+    one_edit,
+    pick_edit,
+    swap_word,
 )
 from radaudit.perturb.textops import (
     find_all,
@@ -47,18 +47,18 @@ _DESC_SYNONYM = {
 def desc_opposite(text: str, rng: random.Random) -> Rewrite | None:
     """Replace a morphology descriptor with one of opposite implication ("irregularly marginated" ->
     "smoothly marginated", "calcified" -> "noncalcified"; Table 2 and Appendix A, Description S)."""
-    return _swap_word(text, rng, _DESC_OPPOSITE,
-                      explanation="The morphology {old!r} becomes {new!r}: a different benign/malignant reading and "
-                                  "work-up (Appendix A, Description S).")
+    return swap_word(text, rng, _DESC_OPPOSITE,
+                     explanation="The morphology {old!r} becomes {new!r}: a different benign/malignant reading and "
+                                 "work-up (Appendix A, Description S).")
 
 
 @rule("description", "insignificant", "inaccuracy", check=labels("same"))
 def desc_synonym(text: str, rng: random.Random) -> Rewrite | None:
     """Replace a morphology descriptor with a near-synonym ("ill-defined" -> "poorly defined"; Table 2,
     Description I)."""
-    return _swap_word(text, rng, _DESC_SYNONYM,
-                      explanation="The descriptor {old!r} is rephrased as {new!r}; the implication is the same "
-                                  "(Table 2, Description I).")
+    return swap_word(text, rng, _DESC_SYNONYM,
+                     explanation="The descriptor {old!r} is rephrased as {new!r}; the implication is the same "
+                                 "(Table 2, Description I).")
 
 
 _KEY_DESC = r"calcified|noncalcified|non-calcified|spiculated|irregular(?:ly\s+marginated)?|cavitary|cavitating"
@@ -69,32 +69,34 @@ _MINOR_DESC = r"patchy|streaky|linear|hazy|faint|subtle|platelike|plate-like|sub
 def desc_drop_key(text: str, rng: random.Random) -> Rewrite | None:
     """Omit a descriptor that decides benign vs malignant ("calcified nodule" -> "nodule",
     "spiculated mass" -> "mass")."""
-    cands = [m for m in find_all(text, rf"\b(?:{_KEY_DESC})\b(?=[\s-]+(?:\w+\s+){{0,2}}(?:nodules?|mass(?:es)?|lesions?|opacit(?:y|ies)|densit(?:y|ies))\b)")
+    cands = [m for m in find_all(text, rf"\b(?:{_KEY_DESC})\b(?=[\s-]+(?:\w+\s+){{0,2}}"
+                                       r"(?:nodules?|mass(?:es)?|lesions?|opacit(?:y|ies)|densit(?:y|ies))\b)")
              if is_positive(text, m.start(), m.end())]
     m = pick(rng, cands)
     if m is None:
         return None
-    return _del(text, m.start(), m.end(), f"The descriptor {m.group(0)!r} is omitted; without it the lesion's "
-                                          "benign or malignant character is unknown (Appendix A, Description S).")
+    return delete_edit(text, m.start(), m.end(), f"The descriptor {m.group(0)!r} is omitted; without it the lesion's "
+                                                 "benign or malignant character is unknown (Appendix A, Description S).")
 
 
 @rule("description", "insignificant", "omission", check=labels("same"))
 def desc_drop_minor(text: str, rng: random.Random) -> Rewrite | None:
     """Omit a descriptor that does not change the reading ("streaky opacities" -> "opacities")."""
-    cands = [m for m in find_all(text, rf"\b(?:{_MINOR_DESC})\b") if _prenominal(text, m) and is_positive(text, m.start(), m.end())]
+    cands = [m for m in find_all(text, rf"\b(?:{_MINOR_DESC})\b")
+             if is_prenominal(text, m) and is_positive(text, m.start(), m.end())]
     m = pick(rng, cands)
     if m is None:
         return None
-    return _del(text, m.start(), m.end(), f"The descriptor {m.group(0)!r} is omitted; the finding and its "
-                                          "implications are unchanged (Description I).")
+    return delete_edit(text, m.start(), m.end(), f"The descriptor {m.group(0)!r} is omitted; the finding and its "
+                                                 "implications are unchanged (Description I).")
 
 
 @rule("description", "significant", "fabrication", check=labels("same"))
 def desc_add_malignant(text: str, rng: random.Random) -> Rewrite | None:
     """Add a malignancy-suggesting descriptor ("nodule" -> "spiculated nodule", "opacity" -> "cavitary opacity")."""
     cands = []
-    for m, _a, mods in _finding_nps(text, r"nodules?|mass(?:es)?|lesions?|opacit(?:y|ies)|consolidation"):
-        if any(w in _DESCRIPTORS for w in mods):
+    for m, _a, mods in finding_nps(text, r"nodules?|mass(?:es)?|lesions?|opacit(?:y|ies)|consolidation"):
+        if any(w in DESCRIPTORS for w in mods):
             continue
         cands.append(m)
     m = pick(rng, cands)
@@ -102,8 +104,9 @@ def desc_add_malignant(text: str, rng: random.Random) -> Rewrite | None:
         return None
     word = "cavitary" if m.group(0).lower().startswith(("opac", "consol")) else "spiculated"
     new = styled(text, m.start(), word) + " "
-    return _one(text, m.start(), m.start(), new, f"A fabricated {word!r} morphology is added to {m.group(0)!r}; it raises "
-                                           "suspicion of malignancy or infection and triggers work-up (Description S).")
+    return one_edit(text, m.start(), m.start(), new,
+                    f"A fabricated {word!r} morphology is added to {m.group(0)!r}; it raises "
+                    "suspicion of malignancy or infection and triggers work-up (Description S).")
 
 
 _BENIGN_DESC = {"atelectasis": "subsegmental", "scarring": "linear", "granuloma": "calcified",
@@ -115,8 +118,8 @@ def desc_add_benign(text: str, rng: random.Random) -> Rewrite | None:
     """Add the usual benign descriptor of a benign finding ("atelectasis" -> "subsegmental atelectasis",
     "granuloma" -> "calcified granuloma")."""
     cands = []
-    for m, _a, mods in _finding_nps(text, "|".join(_BENIGN_DESC)):
-        if any(w in _DESCRIPTORS for w in mods):
+    for m, _a, mods in finding_nps(text, "|".join(_BENIGN_DESC)):
+        if any(w in DESCRIPTORS for w in mods):
             continue
         cands.append(m)
     m = pick(rng, cands)
@@ -124,8 +127,8 @@ def desc_add_benign(text: str, rng: random.Random) -> Rewrite | None:
         return None
     word = _BENIGN_DESC[m.group(0).lower()]
     new = styled(text, m.start(), word) + " "
-    return _one(text, m.start(), m.start(), new, f"A benign descriptor {word!r} is added to {m.group(0)!r}; it does not "
-                                           "change interpretation (Description I).")
+    return one_edit(text, m.start(), m.start(), new, f"A benign descriptor {word!r} is added to {m.group(0)!r}; it does not "
+                                               "change interpretation (Description I).")
 
 
 # --------------------------------------------------------------------------- more kinds of description edits
@@ -181,10 +184,10 @@ def desc_degenerative_to_destructive(text: str, rng: random.Random) -> Rewrite |
     if m is None:
         return None
     new = match_case(m.group(0), "destructive")
-    return _one(text, m.start(), m.end(), new,
-                f"The bone changes are described as {new!r} instead of {m.group(0)!r}: wear-and-tear osteophytes and "
-                "disc narrowing become bone destruction (infection or metastasis), which calls for urgent MRI and "
-                "work-up (Appendix A, Description S).")
+    return one_edit(text, m.start(), m.end(), new,
+                    f"The bone changes are described as {new!r} instead of {m.group(0)!r}: wear-and-tear osteophytes and "
+                    "disc narrowing become bone destruction (infection or metastasis), which calls for urgent MRI and "
+                    "work-up (Appendix A, Description S).")
 
 
 _AORTA_CONTOUR = r"tortu\w*|ectat\w*|ectasia|unfold\w*"
@@ -203,9 +206,9 @@ def desc_tortuous_to_aneurysmal(text: str, rng: random.Random) -> Rewrite | None
     if m is None:
         return None
     new = match_case(m.group(0), "aneurysmal")
-    return _one(text, m.start(), m.end(), new,
-                "The aorta is described as aneurysmal instead of tortuous: an elongated, age-related contour becomes a "
-                "dilatation that needs CT angiography and surveillance or repair (Description S).")
+    return one_edit(text, m.start(), m.end(), new,
+                    "The aorta is described as aneurysmal instead of tortuous: an elongated, age-related contour becomes a "
+                    "dilatation that needs CT angiography and surveillance or repair (Description S).")
 
 
 # ---- insignificant inaccuracy
@@ -236,9 +239,9 @@ def desc_aorta_contour(text: str, rng: random.Random) -> Rewrite | None:
                 or re.search(rf"aneurysm|{new[:5]}", text, re.I)):
             continue
         cands.append((m.start(), m.end(), match_case(m.group(0), new), m.group(0)))
-    return _pick_edit(text, rng, cands,
-                      lambda old: f"The aortic contour {old!r} is described with a neighbouring benign term; both are "
-                                  "age-related changes that need no work-up (Description I).")
+    return pick_edit(text, rng, cands,
+                     lambda old: f"The aortic contour {old!r} is described with a neighbouring benign term; both are "
+                                 "age-related changes that need no work-up (Description I).")
 
 
 _HYPER = {"hyperexpanded": "hyperlucent", "hyperinflated": "hyperlucent", "hyperexpansion": "hyperlucency",
@@ -256,9 +259,9 @@ def desc_hyperexpanded_to_hyperlucent(text: str, rng: random.Random) -> Rewrite 
         if not is_positive(text, m.start(), m.end()) or _sentence_has(text, m.start(), m.end(), r"hyperluc|lucen"):
             continue
         cands.append((m.start(), m.end(), match_case(m.group(0), _HYPER[m.group(0).lower()]), m.group(0)))
-    return _pick_edit(text, rng, cands,
-                      lambda old: f"The lungs' {old!r} is described by their lucency instead; both point to chronic "
-                                  "obstructive lung disease and nothing in management changes (Description I).")
+    return pick_edit(text, rng, cands,
+                     lambda old: f"The lungs' {old!r} is described by their lucency instead; both point to chronic "
+                                 "obstructive lung disease and nothing in management changes (Description I).")
 
 
 # ---- significant omission
@@ -293,9 +296,10 @@ def desc_drop_fracture_age(text: str, rng: random.Random) -> Rewrite | None:
     m = pick(rng, cands)
     if m is None:
         return None
-    return _del(text, m.start(), m.end(), f"The healed appearance {m.group(0)!r} of the fracture is omitted; it now reads "
-                                          "as possibly acute, which calls for trauma work-up, pain control and a search "
-                                          "for pneumothorax (Description S).")
+    return delete_edit(text, m.start(), m.end(),
+                       f"The healed appearance {m.group(0)!r} of the fracture is omitted; it now reads "
+                       "as possibly acute, which calls for trauma work-up, pain control and a search "
+                       "for pneumothorax (Description S).")
 
 
 _PATTERN = r"interstitial|air[\s-]?space|alveolar"
@@ -315,9 +319,10 @@ def desc_drop_pattern(text: str, rng: random.Random) -> Rewrite | None:
     m = pick(rng, cands)
     if m is None:
         return None
-    return _del(text, m.start(), m.end(), f"The pattern {m.group(0)!r} of the opacity is omitted; interstitial "
-                                          "(edema, atypical infection, fibrosis) and airspace (pneumonia, aspiration) "
-                                          "opacities are treated differently (Description S).")
+    return delete_edit(text, m.start(), m.end(),
+                       f"The pattern {m.group(0)!r} of the opacity is omitted; interstitial "
+                       "(edema, atypical infection, fibrosis) and airspace (pneumonia, aspiration) "
+                       "opacities are treated differently (Description S).")
 
 
 # ---- insignificant omission
@@ -337,8 +342,9 @@ def desc_drop_granuloma_calcification(text: str, rng: random.Random) -> Rewrite 
     m = pick(rng, cands)
     if m is None:
         return None
-    return _del(text, m.start(), m.end(), "The calcification of the granuloma is omitted; a granuloma is a healed benign "
-                                          "lesion either way and needs no follow-up (Description I).")
+    return delete_edit(text, m.start(), m.end(),
+                       "The calcification of the granuloma is omitted; a granuloma is a healed benign "
+                       "lesion either way and needs no follow-up (Description I).")
 
 
 @rule("description", "insignificant", "omission",
@@ -352,9 +358,10 @@ def desc_drop_granulomatous_age(text: str, rng: random.Random) -> Rewrite | None
     m = pick(rng, cands)
     if m is None:
         return None
-    return _del(text, m.start(), m.end(), f"The qualifier {m.group(0)!r} of granulomatous disease is omitted; calcified "
-                                          "granulomas and nodes are the healed sequela of an old infection either way "
-                                          "(Description I).")
+    return delete_edit(text, m.start(), m.end(),
+                       f"The qualifier {m.group(0)!r} of granulomatous disease is omitted; calcified "
+                       "granulomas and nodes are the healed sequela of an old infection either way "
+                       "(Description I).")
 
 
 # ---- significant fabrication
@@ -372,7 +379,7 @@ def _effusion_slots(text: str) -> list[tuple[int, int, int]]:
     if re.search(_EFFUSION_SHAPED, text, re.I):
         return []
     out = []
-    for m, a, _mods in _finding_nps(text, r"effusions?"):
+    for m, a, _mods in finding_nps(text, r"effusions?"):
         if _sentence_has(text, m.start(), m.end(), _EFFUSION_SKIP):
             continue
         pos = m.start()
@@ -392,8 +399,8 @@ def desc_add_loculated(text: str, rng: random.Random) -> Rewrite | None:
     if slot is None:
         return None
     a, b, new = _insert_word(text, *slot, "loculated")
-    return _one(text, a, b, new, "The effusion is described as loculated: that suggests a complicated parapneumonic "
-                                 "effusion or empyema, and calls for CT and drainage (Description S).")
+    return one_edit(text, a, b, new, "The effusion is described as loculated: that suggests a complicated parapneumonic "
+                                     "effusion or empyema, and calls for CT and drainage (Description S).")
 
 
 def _cardiomegaly_slots(text: str) -> list[tuple[int, int, str]]:
@@ -401,7 +408,7 @@ def _cardiomegaly_slots(text: str) -> list[tuple[int, int, str]]:
         return []
     skip = r"borderline|upper\s+limits?|top\s+normal"
     out = []
-    for m, a, _mods in _finding_nps(text, r"cardiomegaly"):
+    for m, a, _mods in finding_nps(text, r"cardiomegaly"):
         if not _sentence_has(text, m.start(), m.end(), skip):
             out.append(_insert_word(text, m.start(), a, m.start(), "globular"))
     after = (r"(?i)\b(?:heart|cardiac\s+silhouette|cardiac\s+shadow)\s+(?:is|appears|remains)\s+"
@@ -423,9 +430,9 @@ def desc_add_globular_heart(text: str, rng: random.Random) -> Rewrite | None:
     slot = pick(rng, _cardiomegaly_slots(text))
     if slot is None:
         return None
-    return _one(text, *slot, "The enlarged cardiac silhouette is described as globular: that suggests a pericardial "
-                             "effusion rather than cardiomegaly and calls for echocardiography to exclude tamponade "
-                             "(Description S).")
+    return one_edit(text, *slot, "The enlarged cardiac silhouette is described as globular: that suggests a pericardial "
+                                 "effusion rather than cardiomegaly and calls for echocardiography to exclude tamponade "
+                                 "(Description S).")
 
 
 # ---- insignificant fabrication
@@ -439,8 +446,8 @@ def desc_add_layering(text: str, rng: random.Random) -> Rewrite | None:
     if slot is None:
         return None
     a, b, new = _insert_word(text, *slot, "layering")
-    return _one(text, a, b, new, "The effusion is described as layering, i.e. free-flowing: the usual behaviour of a "
-                                 "simple effusion, which changes nothing in management (Description I).")
+    return one_edit(text, a, b, new, "The effusion is described as layering, i.e. free-flowing: the usual behaviour of a "
+                                     "simple effusion, which changes nothing in management (Description I).")
 
 
 _DEGEN_SPINE = (r"(?<![\w-])degenerative\s+(?:(?:endplate|joint|facet|disc|disk)\s+)?(?:changes?|disease)"
@@ -466,6 +473,6 @@ def desc_add_osteophytes(text: str, rng: random.Random) -> Rewrite | None:
     m = pick(rng, cands)
     if m is None:
         return None
-    return _one(text, m.end(), m.end(), " " + styled(text, m.end(), "with osteophyte formation"),
-                "Osteophytes are added to the degenerative changes of the spine; they are what degeneration looks like "
-                "and change nothing in management (Description I).")
+    return one_edit(text, m.end(), m.end(), " " + styled(text, m.end(), "with osteophyte formation"),
+                    "Osteophytes are added to the degenerative changes of the spine; they are what degeneration looks like "
+                    "and change nothing in management (Description I).")

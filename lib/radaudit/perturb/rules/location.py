@@ -8,8 +8,8 @@ from collections import Counter
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
-    _one,
-    _pick_edit,
+    one_edit,
+    pick_edit,
 )
 from radaudit.perturb.textops import (
     CRITICAL_NOUN,
@@ -176,9 +176,9 @@ def loc_flip_side(text: str, rng: random.Random) -> Rewrite | None:
     if word in ("L", "R"):
         other = "R" if word == "L" else "L"
     new = match_case(word, other) if word not in ("L", "R") else other
-    return _one(text, lat.start, lat.end, new,
-                f"The side of the finding changes ({word!r} -> {new!r}): a wrong site implies a different etiology "
-                "and a procedure on the wrong side (§3.1, Location).")
+    return one_edit(text, lat.start, lat.end, new,
+                    f"The side of the finding changes ({word!r} -> {new!r}): a wrong site implies a different etiology "
+                    "and a procedure on the wrong side (§3.1, Location).")
 
 
 _NORMAL_SIDE = re.compile(r"(?i)(?:[\s-]+sided)?\s+(?:lung|hemithorax)\s+(?:(?:is|are|appears?|remains?)\s+)?"
@@ -211,9 +211,9 @@ def loc_make_bilateral(text: str, rng: random.Random) -> Rewrite | None:
     if c is None:
         return None
     a, b, new, old = c
-    return _one(text, a, b, new,
-                f"{old!r} becomes {new!r}: the finding is fabricated on the other side as well, which changes "
-                "staging and management (Appendix A, Location S).")
+    return one_edit(text, a, b, new,
+                    f"{old!r} becomes {new!r}: the finding is fabricated on the other side as well, which changes "
+                    "staging and management (Appendix A, Location S).")
 
 
 _NOT_BILATERAL = re.compile(r"(?i)overl[iy]|project|\b(?:nodule|mass|lesion|cavity|node|granuloma)\b|"
@@ -275,7 +275,7 @@ def loc_drop_lobe(text: str, rng: random.Random) -> Rewrite | None:
         e = delete_word(text, loc.start, loc.end)
         if e is not None:
             cands.append((*e, loc.text))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The site {old!r} of the finding is omitted; the lesion can no longer be localised "
         "for follow-up or intervention (§3.1, Location)."))
 
@@ -305,7 +305,7 @@ def loc_drop_side(text: str, rng: random.Random) -> Rewrite | None:
             e = delete_word(text, lat.start, lat.end)
             if e is not None:
                 cands.append((*e, lat.text))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The side {old!r} of a zone-level finding is omitted; it is evident on the image and "
         "does not change management (Appendix A, Location I)."))
 
@@ -331,8 +331,8 @@ def loc_add_subsite(text: str, rng: random.Random) -> Rewrite | None:
         return None
     pos, word = c
     new = styled(text, pos, word) + " "
-    return _one(text, pos, pos, new, f"A finer sub-site {word!r} is added within the same zone; it does not alter "
-                               "the interpretation (Location I).")
+    return one_edit(text, pos, pos, new, f"A finer sub-site {word!r} is added within the same zone; it does not alter "
+                                   "the interpretation (Location I).")
 
 
 _REDESCRIBE = [
@@ -346,7 +346,8 @@ _REDESCRIBE = [
     (r"\bcostophrenic\s+angles\b", lambda m: "costophrenic sulci"),
     (r"\b(left|right)\s+retrocardiac\s+(opacity|opacities|density|atelectasis|consolidation)\b",
      lambda m: f"{m.group(2)} behind the heart on the {m.group(1)}"),
-    (r"\bretrocardiac\s+(opacity|opacities|density|atelectasis|consolidation)\b", lambda m: f"{m.group(1)} behind the heart"),
+    (r"\bretrocardiac\s+(opacity|opacities|density|atelectasis|consolidation)\b",
+     lambda m: f"{m.group(1)} behind the heart"),
     (r"\bright\s+middle\s+lobe\b", lambda m: "middle lobe"),
     (r"\bperihilar\b", lambda m: "parahilar"),
     (r"\blingula\b", lambda m: "lingular segment"),
@@ -370,8 +371,8 @@ def loc_redescribe(text: str, rng: random.Random) -> Rewrite | None:
     a, b, i, m = c
     new = _REDESCRIBE[i][1](m)
     new = new.upper() if is_upper_context(text, a) else match_case(m.group(0), new)
-    return _one(text, a, b, new, f"The same site is re-described ({m.group(0)!r} -> {new!r}); the clinical meaning is "
-                           "unchanged (Table 2, Location I).")
+    return one_edit(text, a, b, new, f"The same site is re-described ({m.group(0)!r} -> {new!r}); the clinical meaning is "
+                               "unchanged (Table 2, Location I).")
 
 
 # --------------------------------------------------------------------------- more rules per cell: significant inaccuracy
@@ -405,7 +406,7 @@ def loc_swap_lobe(text: str, rng: random.Random) -> Rewrite | None:
             side = re.search(r"(?i)\bleft\s+$", text[max(0, loc.start - 8):loc.start])
             a = loc.start - len(side.group(0)) if side else loc.start
             cands.append((a, loc.end, _case(text, a, text[a:loc.end], "left lower lobe"), text[a:loc.end]))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The finding is moved from the {old!r} to another lobe of the same side: follow-up, bronchoscopy or biopsy "
         "would target the wrong lobe, and upper- vs lower-lobe disease points to different causes (§3.1, Location)."))
 
@@ -441,7 +442,7 @@ def loc_swap_apex_base(text: str, rng: random.Random) -> Rewrite | None:
         if re.search(r"(?i)\b(?:bi)?(?:apic|apex|upper|basal|basilar|base|lower)", rest):
             continue  # a zone is named again in the sentence ("in the left lower lung, ... lower lobe")
         cands.append(_site_edit(loc.start, loc.text, *w.span(), match_case(w.group(0), new)))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The zone of the finding ({old!r}) is moved between lung apex and base: apical and basal disease have "
         "different causes (reactivation TB, Pancoast tumour vs aspiration, atelectasis, fibrosis) and work-up "
         "(§3.1, Location)."))
@@ -502,7 +503,7 @@ def loc_move_tip(text: str, rng: random.Random) -> Rewrite | None:
         i = int(m.lastgroup[1:])
         new = _TIP_TERMS[i][1]
         cands.append((m.start(), m.end(), _case(text, m.start(), m.group(0), new), m.group(0)))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The tip position {old!r} is moved between a correct and a wrong place: a tip in the right atrium or "
         "an enteric tube in the esophagus must be repositioned before use, a correct one may be used "
         "(§3.1, Location; Table 3)."))
@@ -540,7 +541,7 @@ def loc_add_lobe(text: str, rng: random.Random) -> Rewrite | None:
         tail = m.group("tail") if _prenominal_site(text, loc.end) else m.group("tail") + "s"
         new = match_case(m.group("lvl"), both) + match_case(m.group("tail"), tail)
         cands.append(_site_edit(loc.start, loc.text, m.start("lvl"), len(loc.text), new))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The finding in the {old!r} is extended to a second lobe of that side: a multilobar process is a marker "
         "of severe pneumonia and widens the extent of any resection or follow-up (§3.1, Location)."))
 
@@ -572,7 +573,7 @@ def loc_add_tip(text: str, rng: random.Random) -> Rewrite | None:
         if not re.match(r"[\s.,;:]|$", text[d.end:d.end + 1]):
             continue
         cands.append((d.end, d.end, " " + styled(text, d.end, f"with the tip in the {_ADD_TIP[d.value]}"), d.text))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"A tip position the report does not give is added to the {old!r}: a tip in the right atrium, the "
         "esophagus or a mainstem bronchus is a malposition that must be corrected before use (§3.1, Location; "
         "Table 3)."))
@@ -649,7 +650,7 @@ def loc_make_unilateral(text: str, rng: random.Random) -> Rewrite | None:
                 words = m.group(0).split()
                 new = f"{side} lung base" if words[-2:][0].lower() == "lung" else f"{side} base"
                 cands.append((m.start(), m.end(), _case(text, m.start(), m.group(0), new), m.group(0)))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The bilateral finding ({old!r}) is reported on one side only: the other side's involvement is lost, "
         "and unilateral vs bilateral opacities or effusions have different causes and work-up (bilateral "
         "opacities are an ARDS criterion; a unilateral effusion calls for thoracentesis) (§3.1, Location)."))
@@ -677,7 +678,7 @@ def loc_drop_tip(text: str, rng: random.Random) -> Rewrite | None:
         if not re.match(r"\s*(?:[.,;:]|$)|\s+and\b", text[m.end():]):
             continue
         cands.append((lead.start("del"), m.end(), "", text[lead.start("del"):m.end()].strip()))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The tip position ({old!r}) is omitted: a line or tube cannot be cleared for use, and a malposition "
         "cannot be excluded, without it (§3.1, Location)."))
 
@@ -724,7 +725,7 @@ def loc_drop_granuloma_site(text: str, rng: random.Random) -> Rewrite | None:
     granuloma"). (Choice: no example in the paper; a granuloma is a healed benign lesion that needs no
     follow-up wherever it lies, like the side in Appendix A, Location I.)"""
     cands = [(*edit, site) for site, _a, _b, edit in _granuloma_sites(text)]
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The site {old!r} of a granuloma is omitted: a healed benign lesion needs no follow-up wherever it "
         "lies (Appendix A, Location I)."))
 
@@ -751,7 +752,7 @@ def loc_drop_spine_region(text: str, rng: random.Random) -> Rewrite | None:
         e = delete_word(text, m.start("r"), m.end("r"))
         if e is not None:
             cands.append((*e, m.group("r")))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The spinal region {old!r} of a degenerative change is omitted: it is evident on a chest radiograph and "
         "the incidental finding needs no action (Appendix A, Location I)."))
 
@@ -785,7 +786,7 @@ def loc_add_granuloma_site(text: str, rng: random.Random) -> Rewrite | None:
             continue
         site = _GRANULOMA_SITES[rng.randrange(len(_GRANULOMA_SITES))]
         cands.append((pos, pos, " " + styled(text, pos, f"in the {site}"), g.group(0)))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"A site is added to the {old!r}, which the report does not place: a healed benign granuloma needs no "
         "follow-up wherever it lies (Location I)."))
 
@@ -817,7 +818,7 @@ def loc_add_degenerative_site(text: str, rng: random.Random) -> Rewrite | None:
         if re.match(r"\s*(?:and\b|,\s*\w+\s+and\b|/)", text[m.end():]):
             continue  # a list of sites already
         cands.append((m.end(), m.end(), " " + styled(text, m.end(), "and both shoulders"), m.group(0)))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The incidental degenerative change ({old!r}) is extended to both shoulders: common, incidental on a "
         "chest radiograph, and without consequence for care (Location I)."))
 
@@ -846,7 +847,7 @@ def loc_shift_granuloma_site(text: str, rng: random.Random) -> Rewrite | None:
         else:
             continue
         cands.append(_site_edit(a, site, *w, match_case(site[w[0]:w[1]], new)))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The granuloma's site {old!r} is moved to the neighbouring lobe or zone: a healed benign lesion needs no "
         "follow-up wherever it lies (Location I)."))
 
@@ -872,6 +873,6 @@ def loc_lobe_to_zone(text: str, rng: random.Random) -> Rewrite | None:
         zone = {"lower": "basilar" if pre else "lung base", "upper": "upper lung"}[m.group("lvl").lower()]
         new = _case(text, loc.start + m.start("lvl"), m.group("lvl"), zone)
         cands.append(_site_edit(loc.start, loc.text, m.start("lvl"), len(loc.text), new))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The lobe {old!r} is given as the corresponding radiographic zone: on a frontal film the two are "
         "the same region, and the finding is managed alike (Location I)."))

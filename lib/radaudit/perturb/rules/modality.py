@@ -7,11 +7,11 @@ import re
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
-    _finding_nps,
-    _one,
-    _pick_edit,
-    _sentence_deletion,
-    _swap_word,
+    finding_nps,
+    one_edit,
+    pick_edit,
+    sentence_deletion_span,
+    swap_word,
 )
 from radaudit.perturb.textops import (
     FINDING_NOUN,
@@ -44,25 +44,25 @@ def _modality_ok(text: str, m: re.Match[str]) -> bool:
 def mod_wrong(text: str, rng: random.Random) -> Rewrite | None:
     """Refer to the wrong imaging modality ("Refer to prior CT torso" -> "prior abdominal ultrasound";
     Table 2, Modality S)."""
-    return _swap_word(text, rng, _MODALITY_WRONG, positive=False, extra_ok=_modality_ok,
-                      explanation="The modality {old!r} becomes {new!r}: a study that cannot show the finding is "
-                                  "referenced or recommended (Table 2, Modality S).")
+    return swap_word(text, rng, _MODALITY_WRONG, positive=False, extra_ok=_modality_ok,
+                     explanation="The modality {old!r} becomes {new!r}: a study that cannot show the finding is "
+                                 "referenced or recommended (Table 2, Modality S).")
 
 
 @rule("modality", "insignificant", "inaccuracy", check=labels("same"))
 def mod_synonym(text: str, rng: random.Random) -> Rewrite | None:
     """Name the same modality differently ("chest CT" -> "CT", "radiograph" -> "x-ray"; Appendix A,
     Modality I)."""
-    return _swap_word(text, rng, _MODALITY_SYN, positive=False,
-                      explanation="The modality {old!r} is written as {new!r}; the intent is clear (Appendix A, "
-                                  "Modality I).")
+    return swap_word(text, rng, _MODALITY_SYN, positive=False,
+                     explanation="The modality {old!r} is written as {new!r}; the intent is clear (Appendix A, "
+                                 "Modality I).")
 
 
 @rule("modality", "significant", "fabrication")
 def mod_overclaim(text: str, rng: random.Random) -> Rewrite | None:
     """Claim that a radiograph fully characterises a lesion that needs cross-sectional imaging
     (Appendix A, Modality S: "clearly delineated on X-ray" is incorrect)."""
-    cands = _finding_nps(text, r"nodules?|mass(?:es)?|lesions?|nodular\s+opacit(?:y|ies)")
+    cands = finding_nps(text, r"nodules?|mass(?:es)?|lesions?|nodular\s+opacit(?:y|ies)")
     c = pick(rng, cands)
     if c is None:
         return None
@@ -72,8 +72,9 @@ def mod_overclaim(text: str, rng: random.Random) -> Rewrite | None:
         return None
     new = "It is fully characterized on this radiograph and needs no CT."
     a, b, ins = sentence_end_insert(text, sent, new)
-    return _one(text, a, b, ins, f"A fabricated claim ({new!r}) about what a radiograph can show; the lesion needs CT, and "
-                           "the statement may stop the work-up (Appendix A, Modality S).")
+    return one_edit(text, a, b, ins,
+                    f"A fabricated claim ({new!r}) about what a radiograph can show; the lesion needs CT, and "
+                    "the statement may stop the work-up (Appendix A, Modality S).")
 
 
 _LIMITATION = re.compile(r"(?i)\b(?:limited|limiting|limitation|suboptimal|nondiagnostic|obscur\w+|rotat\w+|motion|"
@@ -106,7 +107,7 @@ def _caveat_spans(text: str) -> list[tuple[int, int, str]]:
                       for m in re.finditer(rf"(?i)\b(?:{FINDING_NOUN}|fractures?|abnormalit(?:y|ies))\b", s.text))
         negates = re.search(r"(?i)\b(?:no|not|without|negative)\b", s.text)
         if not asserts and not negates and not _ALSO_READS.search(s.text) and len(sents) > 1:
-            a, b = _sentence_deletion(text, s)
+            a, b = sentence_deletion_span(text, s)
             out.append((a, b, s.text))
             continue
         # a trailing clause ", a dedicated CT scan is recommended."
@@ -128,9 +129,10 @@ def mod_drop_caveat(text: str, rng: random.Random) -> Rewrite | None:
     if c is None:
         return None
     a, b, old = c
-    return _one(text, a, b, "", f"The modality caveat {old.strip()!r} is omitted: what the radiograph could not settle now "
-                           "reads as settled, and the further study it needs may not be done (§3.1, Modality; Appendix A, "
-                           "Modality S).")
+    return one_edit(text, a, b,
+                    "", f"The modality caveat {old.strip()!r} is omitted: what the radiograph could not settle now "
+                    "reads as settled, and the further study it needs may not be done (§3.1, Modality; Appendix A, "
+                    "Modality S).")
 
 
 _VIEW_QUALIFIER = re.compile(
@@ -156,9 +158,9 @@ def mod_drop_view(text: str, rng: random.Random) -> Rewrite | None:
                 or re.search(r"(?i)\b(?:no|not|without|negative)\b", clause):
             continue
         cands.append((m.start(), m.end(), "", m.group(0)))
-    return _pick_edit(text, rng, cands,
-                      lambda old: f"The projection {old.strip()!r} is omitted; the finding itself is unchanged and the "
-                                  "reader does not need the view to act on it (Appendix A, Modality I).")
+    return pick_edit(text, rng, cands,
+                     lambda old: f"The projection {old.strip()!r} is omitted; the finding itself is unchanged and the "
+                                 "reader does not need the view to act on it (Appendix A, Modality I).")
 
 
 _TECHNIQUE_STATED = re.compile(r"(?i)\b(?:views?|projections?|radiographs?|x-rays?|films?|portable|supine|upright|"
@@ -177,5 +179,5 @@ def mod_add_technique(text: str, rng: random.Random) -> Rewrite | None:
         return None
     new = "Frontal and lateral views of the chest were obtained. "
     a = sents[0].start
-    return _one(text, a, a, new, f"A technique statement ({new.strip()!r}) is added; it names the standard study and "
-                           "changes no finding or decision (Modality I).")
+    return one_edit(text, a, a, new, f"A technique statement ({new.strip()!r}) is added; it names the standard study and "
+                               "changes no finding or decision (Modality I).")

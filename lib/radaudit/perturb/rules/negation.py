@@ -7,10 +7,10 @@ import re
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
-    _finding_nps,
-    _one,
-    _pick_edit,
-    _sentence_deletion,
+    finding_nps,
+    one_edit,
+    pick_edit,
+    sentence_deletion_span,
 )
 from radaudit.perturb.textops import (
     FINDING_NOUN,
@@ -52,8 +52,8 @@ def neg_flip(text: str, rng: random.Random) -> Rewrite | None:
     if c is None:
         return None
     a, b, new = c
-    return _one(text, a, b, new, f"The negation is removed ({text[a:b]!r} -> {new!r}): an absent finding is reported as "
-                           "present, a critical false positive (Appendix A, Negation S).")
+    return one_edit(text, a, b, new, f"The negation is removed ({text[a:b]!r} -> {new!r}): an absent finding is reported as "
+                               "present, a critical false positive (Appendix A, Negation S).")
 
 
 @rule("negation", "insignificant", "inaccuracy", check=labels("same"))
@@ -68,8 +68,8 @@ def neg_hedge(text: str, rng: random.Random) -> Rewrite | None:
     if pos is None:
         return None
     new = styled(text, pos, "definite") + " "
-    return _one(text, pos, pos, new, "'definite' is added to a negation; the finding is still reported as absent "
-                               "(Table 2, Negation I).")
+    return one_edit(text, pos, pos, new, "'definite' is added to a negation; the finding is still reported as absent "
+                                   "(Table 2, Negation I).")
 
 
 _PERTINENT = r"pneumothorax|pleural\s+effusions?|effusions?|consolidation|edema|pneumonia"
@@ -87,17 +87,20 @@ def neg_drop_pertinent(text: str, rng: random.Random) -> Rewrite | None:
     for s in sents:
         hits = list(re.finditer(rf"(?i)\b(?:{_PERTINENT})\b", s.text))
         if hits and all(status_at(s.text, h.start(), h.end()) == "negative" for h in hits) \
-                and not any(is_positive(s.text, m.start(), m.end()) for m in re.finditer(rf"(?i)\b(?:{FINDING_NOUN})\b", s.text)):
+                and not any(is_positive(s.text, m.start(), m.end())
+                            for m in re.finditer(rf"(?i)\b(?:{FINDING_NOUN})\b", s.text)):
             cands.append(s)
     s = pick(rng, cands)
     if s is None:
         return None
-    a, b = _sentence_deletion(text, s)
-    return _one(text, a, b, "", f"The pertinent negative {s.text!r} is omitted; an actionable diagnosis is no longer ruled "
-                          "out (§3.1, Negation).")
+    a, b = sentence_deletion_span(text, s)
+    return one_edit(text, a, b,
+                    "", f"The pertinent negative {s.text!r} is omitted; an actionable diagnosis is no longer ruled "
+                    "out (§3.1, Negation).")
 
 
-_BENIGN_NORMAL = r"osseous|bony\s+(?:structures|thorax)|bones|soft\s+tissues?|upper\s+abdomen|visualized\s+skeleton|skeletal\s+structures"
+_BENIGN_NORMAL = (r"osseous|bony\s+(?:structures|thorax)|bones|soft\s+tissues?|upper\s+abdomen|visualized\s+skeleton"
+                  r"|skeletal\s+structures")
 
 
 @rule("negation", "insignificant", "omission", check=labels("same"))
@@ -113,9 +116,9 @@ def neg_drop_benign(text: str, rng: random.Random) -> Rewrite | None:
     s = pick(rng, cands)
     if s is None:
         return None
-    a, b = _sentence_deletion(text, s)
-    return _one(text, a, b, "", f"The benign normal statement {s.text!r} is omitted; it does not influence diagnosis or "
-                          "treatment (Appendix A, Negation I).")
+    a, b = sentence_deletion_span(text, s)
+    return one_edit(text, a, b, "", f"The benign normal statement {s.text!r} is omitted; it does not influence diagnosis or "
+                              "treatment (Appendix A, Negation I).")
 
 
 @rule("negation", "insignificant", "fabrication")
@@ -131,8 +134,8 @@ def neg_add_negative(text: str, rng: random.Random) -> Rewrite | None:
     if new is None:
         return None
     a, b, ins = sentence_end_insert(text, sents[-1], new)
-    return _one(text, a, b, ins, f"An unstated negative is added ({new!r}); it states the usual default and changes no "
-                           "decision (Negation I).")
+    return one_edit(text, a, b, ins, f"An unstated negative is added ({new!r}); it states the usual default and changes no "
+                               "decision (Negation I).")
 
 
 _DENY_NOUN = (r"pneumothorax|effusions?|consolidations?|edema|pneumonia|mass(?:es)?|nodules?|opacit(?:y|ies)|"
@@ -159,7 +162,7 @@ def neg_deny(text: str, rng: random.Random) -> Rewrite | None:
     (Choice: Table 2's Negation S example is the false positive; the paper names "errors or omissions in
     negation" as leading to "serious misdiagnoses" (§3.1), and a denied finding is the missed diagnosis.)"""
     cands = []
-    for m, a, mods in _finding_nps(text, _DENY_NOUN):
+    for m, a, mods in finding_nps(text, _DENY_NOUN):
         sent = sentence_at(text, m.start(), m.end())
         if sent is None or any(w in _DENY_SKIP_MODS for w in mods) or extract_certainty(sent.text):
             continue
@@ -178,6 +181,6 @@ def neg_deny(text: str, rng: random.Random) -> Rewrite | None:
         cue = ("no" if lead else "No") if not upper else "NO"
         new = " ".join([cue, *words])
         cands.append((start, m.end(), new, text[start:m.end()]))
-    return _pick_edit(text, rng, cands,
-                      lambda old: f"The asserted finding {old!r} is negated: a present finding is reported as absent, a "
-                                  "missed diagnosis (§3.1, Negation).")
+    return pick_edit(text, rng, cands,
+                     lambda old: f"The asserted finding {old!r} is negated: a present finding is reported as absent, a "
+                                 "missed diagnosis (§3.1, Negation).")

@@ -7,10 +7,10 @@ import re
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
-    _finding_nps,
-    _one,
-    _pick_edit,
-    _swap_word,
+    finding_nps,
+    one_edit,
+    pick_edit,
+    swap_word,
 )
 from radaudit.perturb.textops import (
     FINDING_NOUN,
@@ -51,8 +51,8 @@ def noise_typo(text: str, rng: random.Random) -> Rewrite | None:
     if m is None:
         return None
     new = _typo(m.group(0), rng)
-    return _one(text, m.start(), m.end(), new, f"Typo {m.group(0)!r} -> {new!r}; a reader infers the intended word "
-                                         "(Appendix A, Noise I).")
+    return one_edit(text, m.start(), m.end(), new, f"Typo {m.group(0)!r} -> {new!r}; a reader infers the intended word "
+                                             "(Appendix A, Noise I).")
 
 
 _MEANING_FLIP = {"likely": "unlikely", "unlikely": "likely", "consistent with": "inconsistent with",
@@ -61,7 +61,8 @@ _MEANING_FLIP = {"likely": "unlikely", "unlikely": "likely", "consistent with": 
 
 def _flip_ok(text: str, m: re.Match[str]) -> bool:
     if m.group(0).lower() == "normal":
-        return bool(re.search(r"(?i)\b(?:is|are|appears?|remains?)\s+(?:\w+ly\s+)?$", text[max(0, m.start() - 25):m.start()]))
+        return bool(re.search(r"(?i)\b(?:is|are|appears?|remains?)\s+(?:\w+ly\s+)?$",
+                              text[max(0, m.start() - 25):m.start()]))
     return True
 
 
@@ -69,9 +70,9 @@ def _flip_ok(text: str, m: re.Match[str]) -> bool:
 def noise_flip(text: str, rng: random.Random) -> Rewrite | None:
     """A small slip that reverses meaning ("most likely due to" -> "most unlikely due to", "is normal" ->
     "is abnormal"; Appendix A, Noise S: noise that alters a sentence's meaning)."""
-    return _swap_word(text, rng, _MEANING_FLIP, positive=False, extra_ok=_flip_ok,
-                      explanation="A one-word slip ({old!r} -> {new!r}) reverses the interpretation of the sentence "
-                                  "(Appendix A, Noise S).")
+    return swap_word(text, rng, _MEANING_FLIP, positive=False, extra_ok=_flip_ok,
+                     explanation="A one-word slip ({old!r} -> {new!r}) reverses the interpretation of the sentence "
+                                 "(Appendix A, Noise S).")
 
 
 _NEGATED_FINDING = re.compile(rf"\s+(?:(?:evidence|signs?)\s+of\s+)?(?:[A-Za-z-]+\s+){{0,3}}?({FINDING_NOUN}|fractures?|"
@@ -99,7 +100,7 @@ def noise_mishear_no(text: str, rng: random.Random) -> Rewrite | None:
         if re.search(rf"(?i)\b(?:{FINDING_NOUN}|heart|cardiac|mediastinum|mediastinal|fractures?)\b", before) \
                 and not re.search(r"(?i),|\b(?:or|and|nor)\b", before):
             cands.append((m.start(1), m.end(1), match_case(m.group(1), "now"), m.group(1)))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"A sound-alike slip turns {old!r} into {match_case(old, 'new' if old.lower() == 'no' else 'now')!r}: a finding "
         "the GT rules out now reads as present, a false positive that triggers work-up or treatment (Appendix A, "
         "Noise S: noise that alters the meaning of a sentence)."))
@@ -117,7 +118,7 @@ def noise_drop_noun(text: str, rng: random.Random) -> Rewrite | None:
     is a small left."; Table 2, Noise S: "Irregularly marginated 3-cm mass in the lingula has grown" -> "3-cm
     lingula margins has been growing irregularly", where the mass is no longer named)."""
     cands = []
-    for m, a, mods in _finding_nps(text, _DROPPABLE):
+    for m, a, mods in finding_nps(text, _DROPPABLE):
         s = sentence_at(text, m.start(), m.end())
         if s is None or _INTERPRETED.search(s.text) \
                 or re.match(rf"(?i)\s*(?:,|(?:and|or|with|pattern|markings|changes|process|(?:{FINDING_NOUN}))\b)",
@@ -131,7 +132,7 @@ def noise_drop_noun(text: str, rng: random.Random) -> Rewrite | None:
         kept = seg[:c.start() if c else len(seg)].rstrip()
         if kept:
             cands.append((a + len(kept), m.end(), "", text[a:m.end()]))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The finding words drop out of {old!r} (a dictation omission): the garbled phrase no longer says what the "
         "asserted abnormality is, so it is lost to the reader (Table 2 and Appendix A, Noise S)."))
 
@@ -149,7 +150,7 @@ def noise_drop_word(text: str, rng: random.Random) -> Rewrite | None:
         g = 1 if m.group(1) else 2
         gap = re.search(r"\s+$", text[:m.start(g)])
         cands.append((m.start(g) - len(gap.group(0)), m.end(g), "", m.group(g)))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The word {old!r} is missing; the sentence is ungrammatical but a reader infers it and the findings are "
         "unchanged (Appendix A, Noise I)."))
 
@@ -165,5 +166,5 @@ def noise_repeat_word(text: str, rng: random.Random) -> Rewrite | None:
     if m is None:
         return None
     word = m.group(0) if m.group(0).isupper() else m.group(0).lower()
-    return _one(text, m.end(), m.end(), " " + word, f"The word {m.group(0)!r} is repeated; a reader skips the "
-                                                   "duplicate and the findings are unchanged (Appendix A, Noise I).")
+    return one_edit(text, m.end(), m.end(), " " + word, f"The word {m.group(0)!r} is repeated; a reader skips the "
+                                                       "duplicate and the findings are unchanged (Appendix A, Noise I).")

@@ -7,11 +7,11 @@ import re
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
-    _SEV_WORDS,
-    _del,
-    _finding_nps,
-    _one,
-    _pick_edit,
+    SEVERITY_WORDS,
+    delete_edit,
+    finding_nps,
+    one_edit,
+    pick_edit,
 )
 from radaudit.perturb.textops import (
     CRITICAL_NOUN,
@@ -43,15 +43,16 @@ _DEGREE_CLASS = {1: "trace", 2: "minimal", 3: "mild", 4: "moderate", 5: "severe"
 _ADVERB_CLASS = {2: "minimally", 3: "mildly", 4: "moderately", 5: "severely"}
 _SIZE_WORDS = {"small", "large", "tiny", "massive", "huge"}
 _ADVERBS = {"mildly", "minimally", "moderately", "severely", "slightly", "markedly"}
-_NOT_DEGREE_AFTER = re.compile(r"^[\s-]+(?:increase|decrease|improvement|change|interval|enlargement\s+of\s+the\s+(?:bowel))",
-                               re.IGNORECASE)
+_NOT_DEGREE_AFTER = re.compile(r"^[\s-]+(?:increase|decrease|improvement|change|interval"
+                               r"|enlargement\s+of\s+the\s+(?:bowel))", re.IGNORECASE)
 
 
 def _sev_class(word: str, after: str) -> dict[int, str]:
     w = word.lower().split("-")[0]
     if w in _ADVERBS:
         return _ADVERB_CLASS
-    if w in _SIZE_WORDS or (w == "moderate" and re.match(r"(?i)[\s-]+(?:sized?\s+)?(?:\w+\s+){0,2}(?:effusion|pneumothorax|amount|size)", after)):
+    if w in _SIZE_WORDS or (w == "moderate" and re.match(
+            r"(?i)[\s-]+(?:sized?\s+)?(?:\w+\s+){0,2}(?:effusion|pneumothorax|amount|size)", after)):
         return _SIZE_CLASS
     return _DEGREE_CLASS
 
@@ -97,8 +98,9 @@ def sev_shift_two(text: str, rng: random.Random) -> Rewrite | None:
         return None
     word = sv.text.split("-")[0].split()[0]
     new = match_case(word, cls[target]) + sv.text[len(word):]
-    return _one(text, sv.start, sv.end, new, f"Severity {sv.text!r} becomes {new!r} (two levels on the scale trace < minimal "
-                                       "< mild < moderate < severe): a different urgency and treatment (§3.1, Severity).")
+    return one_edit(text, sv.start, sv.end, new,
+                    f"Severity {sv.text!r} becomes {new!r} (two levels on the scale trace < minimal "
+                    "< mild < moderate < severe): a different urgency and treatment (§3.1, Severity).")
 
 
 @rule("severity", "insignificant", "inaccuracy", check=all_of(severity_shift(0.5, 0.5), labels("same")))
@@ -117,8 +119,8 @@ def sev_adjacent(text: str, rng: random.Random) -> Rewrite | None:
     word = sv.text.split("-")[0].split()[0]
     joiner = " to " if cls is _ADVERB_CLASS else "-to-"
     new = match_case(word, f"{cls[lo]}{joiner}{cls[hi]}") + sv.text[len(word):]
-    return _one(text, sv.start, sv.end, new, f"Severity {sv.text!r} becomes the adjacent range {new!r}; the grade is "
-                                       "essentially the same (Table 2, Severity I).")
+    return one_edit(text, sv.start, sv.end, new, f"Severity {sv.text!r} becomes the adjacent range {new!r}; the grade is "
+                                           "essentially the same (Table 2, Severity I).")
 
 
 @rule("severity", "significant", "omission", check=all_of(local_attr("severity", "differ"), labels("same")))
@@ -129,8 +131,8 @@ def sev_drop_high(text: str, rng: random.Random) -> Rewrite | None:
     sv = pick(rng, [sv for sv in _severity_candidates(text, {4, 5}) if not _incidental(text, sv)])
     if sv is None:
         return None
-    return _del(text, sv.start, sv.end, f"The grade {sv.text!r} of the finding is omitted; its urgency can no longer "
-                                        "be judged (§3.1, Severity).")
+    return delete_edit(text, sv.start, sv.end, f"The grade {sv.text!r} of the finding is omitted; its urgency can no longer "
+                                               "be judged (§3.1, Severity).")
 
 
 @rule("severity", "insignificant", "omission", check=all_of(local_attr("severity", "differ"), labels("same")))
@@ -142,11 +144,12 @@ def sev_drop_low(text: str, rng: random.Random) -> Rewrite | None:
     sv = pick(rng, cands)
     if sv is None:
         return None
-    return _del(text, sv.start, sv.end, f"The minor grade {sv.text!r} is omitted from a non-critical finding; "
-                                        "management is unchanged (Severity I).")
+    return delete_edit(text, sv.start, sv.end, f"The minor grade {sv.text!r} is omitted from a non-critical finding; "
+                                               "management is unchanged (Severity I).")
 
 
-_GRADED_BEFORE = re.compile(rf"(?i)\b(?:{'|'.join(sorted(_SEV_WORDS))})[\s-]+(?:volume|amount|sized?|degree)(?:\s+of)?\s+$")
+_GRADED_BEFORE = re.compile(rf"(?i)\b(?:{'|'.join(sorted(SEVERITY_WORDS))})"
+                            r"[\s-]+(?:volume|amount|sized?|degree)(?:\s+of)?\s+$")
 _SEVERE_FOR = {"effusion": "large", "effusions": "large", "pneumothorax": "large", "cardiomegaly": "severe",
                "edema": "severe", "atelectasis": "severe", "consolidation": "extensive", "emphysema": "severe",
                "opacities": "extensive", "opacity": "extensive"}
@@ -157,8 +160,8 @@ def sev_add_severe(text: str, rng: random.Random) -> Rewrite | None:
     """Add a severe grade to an ungraded asserted finding ("left pleural effusion" -> "large left pleural
     effusion"; Appendix A, Severity S: fabricated severity suggests acute deterioration)."""
     cands = []
-    for m, a, mods in _finding_nps(text, "|".join(_SEVERE_FOR)):
-        if any(w in _SEV_WORDS or w.split("-")[0] in _SEV_WORDS or w == "borderline" for w in mods):
+    for m, a, mods in finding_nps(text, "|".join(_SEVERE_FOR)):
+        if any(w in SEVERITY_WORDS or w.split("-")[0] in SEVERITY_WORDS or w == "borderline" for w in mods):
             continue
         if _GRADED_BEFORE.search(text[max(0, a - 30):a]):
             continue  # "Small volume effusions" is graded already ("Small volume large effusions" would contradict it)
@@ -168,8 +171,9 @@ def sev_add_severe(text: str, rng: random.Random) -> Rewrite | None:
         return None
     word = _SEVERE_FOR[m.group(0).lower()]
     a, b, new = insert_at_np(text, m.start(), word)
-    return _one(text, a, b, new, f"A fabricated grade {word!r} is added to {m.group(0)!r}; it suggests a severe process and "
-                           "may escalate treatment (Appendix A, Severity S).")
+    return one_edit(text, a, b, new,
+                    f"A fabricated grade {word!r} is added to {m.group(0)!r}; it suggests a severe process and "
+                    "may escalate treatment (Appendix A, Severity S).")
 
 
 _BENIGN_ADDITIONS = (
@@ -191,8 +195,8 @@ def sev_add_benign(text: str, rng: random.Random) -> Rewrite | None:
     if new is None:
         return None
     a, b, ins = sentence_end_insert(text, sents[-1], new)
-    return _one(text, a, b, ins, f"A mild benign finding is added ({new!r}); it rarely needs intervention and does not "
-                           "alter management (Appendix A, Severity I).")
+    return one_edit(text, a, b, ins, f"A mild benign finding is added ({new!r}); it rarely needs intervention and does not "
+                               "alter management (Appendix A, Severity I).")
 
 
 # --------------------------------------------------------------------------- more kinds of severity edit
@@ -291,7 +295,7 @@ def sev_borderline_to_enlarged(text: str, rng: random.Random) -> Rewrite | None:
             if m.group(0).lower().startswith("measur"):  # "silhouette measures near upper limits of normal"
                 new = "is " + new
             cands.append((m.start(), m.end(), match_case(m.group(0), new), m.group(0)))
-    return _pick_edit(text, rng, _no_overlap(cands), lambda old: (
+    return pick_edit(text, rng, _no_overlap(cands), lambda old: (
         f"The borderline heart size {old!r} becomes moderate cardiomegaly: a heart at the upper limit of normal needs "
         "nothing, a moderately enlarged one prompts echocardiography and a heart-failure work-up (§3.1, Severity)."))
 
@@ -321,11 +325,11 @@ def sev_atelectasis_to_lobar(text: str, rng: random.Random) -> Rewrite | None:
         g = re.search(r"(?i)\b(?:trace|minimal|tiny|mild|small|slight)\s+$", text[max(0, start - 12):start])
         if g:  # "minimal subsegmental atelectasis" -> "lobar atelectasis"
             start = max(0, start - 12) + g.start()
-        elif any(w in _SEV_WORDS or w.split("-")[0] in _SEV_WORDS for w in mods):
+        elif any(w in SEVERITY_WORDS or w.split("-")[0] in SEVERITY_WORDS for w in mods):
             continue
         old = text[start:m.end("d")]
         cands.append((start, m.end("d"), match_case(old, "lobar"), old))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The {old!r} atelectasis becomes lobar: subsegmental atelectasis is trivial, lobar atelectasis (collapse) "
         "suggests mucus plugging or an obstructing lesion and prompts bronchoscopy or CT (§3.1, Severity)."))
 
@@ -365,8 +369,8 @@ def sev_upper_normal(text: str, rng: random.Random) -> Rewrite | None:
     else:
         new = ("upper limits of normal", "top normal")[rng.randrange(2)]
     new = match_case(old, new)
-    return _one(text, a, b, new, f"The heart size {old!r} becomes {new!r}: both are normal heart sizes and neither "
-                                 "changes management (Table 2, Severity I: an adjacent grade).")
+    return one_edit(text, a, b, new, f"The heart size {old!r} becomes {new!r}: both are normal heart sizes and neither "
+                                     "changes management (Table 2, Severity I: an adjacent grade).")
 
 
 def _step_options(sv, text: str) -> list[int]:
@@ -393,8 +397,8 @@ def sev_step_incidental(text: str, rng: random.Random) -> Rewrite | None:
     target = options[rng.randrange(len(options))]
     word = sv.text.split("-")[0].split()[0]
     new = match_case(word, cls[target]) + sv.text[len(word):]
-    return _one(text, sv.start, sv.end, new, f"The grade of a chronic incidental finding {sv.text!r} becomes {new!r}: "
-                                       "its degree does not change management (Appendix A, Severity I).")
+    return one_edit(text, sv.start, sv.end, new, f"The grade of a chronic incidental finding {sv.text!r} becomes {new!r}: "
+                                           "its degree does not change management (Appendix A, Severity I).")
 
 
 @rule("severity", "significant", "omission",
@@ -409,7 +413,7 @@ def sev_drop_borderline(text: str, rng: random.Random) -> Rewrite | None:
             e = delete_word(text, m.start("q"), m.end("q"))
             if e is not None:
                 cands.append((*e, m.group("q")))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The qualifier {old!r} of the heart size is omitted, so a borderline heart reads as definite cardiomegaly: "
         "it prompts echocardiography and a heart-failure work-up that the GT does not call for (§3.1, Severity)."))
 
@@ -437,7 +441,7 @@ def sev_drop_extent(text: str, rng: random.Random) -> Rewrite | None:
             e = delete_word(text, m.start("w"), m.end("w"))
             if e is not None:
                 cands.append((*e, m.group("w")))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The extent {old!r} of a lung process is omitted: diffuse or innumerable disease (edema, miliary or metastatic "
         "spread, fibrosis) has another differential and urgency than a limited one (§3.1, Severity)."))
 
@@ -462,7 +466,7 @@ def sev_drop_upper_normal(text: str, rng: random.Random) -> Rewrite | None:
         e = delete_word(text, qa, qa + len(q.rstrip(" -")))
         if e is not None:
             cands.append((*e, q.strip()))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The qualifier {old!r} of a normal heart size is omitted: an upper-normal heart is a normal heart and nothing "
         "is done about it (Severity I)."))
 
@@ -488,7 +492,7 @@ def sev_drop_negated_grade(text: str, rng: random.Random) -> Rewrite | None:
         e = delete_word(text, m.start("g"), m.end("g"))
         if e is not None:
             cands.append((*e, m.group("g")))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The grade {old!r} of a negated finding is omitted: the GT leaves a small collection open, the ME excludes "
         "any; a small effusion or pneumothorax would not change management here (Table 2, Severity I)."))
 
@@ -513,7 +517,7 @@ def sev_add_diffuse_opacities(text: str, rng: random.Random) -> Rewrite | None:
     if any(status_at(text, m.start(), m.end()) == "negative" for m in _NEGATED_OPACITY.finditer(text)):
         return None  # "No focal airspace disease" next to diffuse opacities would be a contradiction
     starts = {}
-    for m, _a, _mods in _finding_nps(text, _FOCAL_LUNG):
+    for m, _a, _mods in finding_nps(text, _FOCAL_LUNG):
         sent = sentence_at(text, m.start(), m.end())
         if sent is not None and not _NODULAR.search(sent.text):
             starts[sent.start] = sent
@@ -521,9 +525,9 @@ def sev_add_diffuse_opacities(text: str, rng: random.Random) -> Rewrite | None:
     if sent is None:
         return None
     a, b, ins = sentence_end_insert(text, sent, "There are diffuse severe opacities bilaterally.")
-    return _one(text, a, b, ins, "Diffuse severe bilateral opacities are added to a focal lung finding: they suggest "
-                                 "acute deterioration (ARDS, severe pneumonia) and may escalate treatment "
-                                 "(Appendix A, Severity S).")
+    return one_edit(text, a, b, ins, "Diffuse severe bilateral opacities are added to a focal lung finding: they suggest "
+                                     "acute deterioration (ARDS, severe pneumonia) and may escalate treatment "
+                                     "(Appendix A, Severity S).")
 
 
 _PLEURAL_COLLECTION = r"effusions?|pneumothorax|hydropneumothorax"
@@ -544,7 +548,7 @@ def sev_add_mediastinal_shift(text: str, rng: random.Random) -> Rewrite | None:
     """Give a one-sided effusion/pneumothorax that is not called small a contralateral mediastinal shift
     ("left pleural effusion" -> "left pleural effusion with rightward mediastinal shift"). (Choice: the
     paper's example adds a grade word; here the grade is implied by a fabricated sign of mass effect.)"""
-    nps = _finding_nps(text, _PLEURAL_COLLECTION)
+    nps = finding_nps(text, _PLEURAL_COLLECTION)
     if len({_SIDE_MOD[w] for _m, _a, mods in nps for w in mods if w in _SIDE_MOD}) > 1 or any(
             "bilateral" in mods for _m, _a, mods in nps):
         return None  # collections on both sides: nothing pushes the mediastinum one way
@@ -560,7 +564,7 @@ def sev_add_mediastinal_shift(text: str, rng: random.Random) -> Rewrite | None:
             continue
         away = "rightward" if sides == {"left"} else "leftward"
         cands.append((m.end(), m.end(), " " + styled(text, m.start(), f"with {away} mediastinal shift"), m.group(0)))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"A contralateral mediastinal shift is added to the {old!r}: it implies a large collection under tension, "
         "an emergency that calls for drainage (§3.1, Severity)."))
 
@@ -573,13 +577,13 @@ def sev_add_no_shift(text: str, rng: random.Random) -> Rewrite | None:
     "Small right pleural effusion without mediastinal shift."). (Choice: a severity statement the grade
     already implies; the paper's example adds a mild benign finding.)"""
     cands = []
-    for m, _a, mods in _finding_nps(text, _PLEURAL_COLLECTION):
+    for m, _a, mods in finding_nps(text, _PLEURAL_COLLECTION):
         if _SHIFT_MENTIONED.search(text) or not any(w in ("trace", "tiny", "small", "minimal") for w in mods):
             continue
         if any(w in ("moderate", "large", "severe") for w in mods) or not _SENTENCE_END.match(text[m.end():]):
             continue  # "without" would also negate what follows: "... effusion without mediastinal shift and atelectasis"
         cands.append((m.end(), m.end(), " " + styled(text, m.start(), "without mediastinal shift"), m.group(0)))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"'without mediastinal shift' is added to a small {old!r}: a small collection never shifts the mediastinum, "
         "so the addition changes nothing (Severity I)."))
 
@@ -608,10 +612,10 @@ def sev_grade_incidental(text: str, rng: random.Random) -> Rewrite | None:
             if not is_positive(text, m.start(), m.end()):
                 continue
             a, mods = np_start(text, m.start())
-            if any(w in _SEV_WORDS or w.split("-")[0] in _SEV_WORDS or w == "borderline" for w in mods):
+            if any(w in SEVERITY_WORDS or w.split("-")[0] in SEVERITY_WORDS or w == "borderline" for w in mods):
                 continue
             prev = re.search(r"([A-Za-z-]+)\W*$", text[max(0, a - 30):a])
-            if prev and (prev.group(1).lower() in _SEV_WORDS or prev.group(1).lower() in _ADVERBS):
+            if prev and (prev.group(1).lower() in SEVERITY_WORDS or prev.group(1).lower() in _ADVERBS):
                 continue
             if not _SLOT_BEFORE.search(text[max(0, a - 30):a]) or _DEGREE_OF.search(text[max(0, a - 30):a]):
                 continue  # "thoracic spine degenerative changes", "the degree of lung hyperinflation"
@@ -627,5 +631,5 @@ def sev_grade_incidental(text: str, rng: random.Random) -> Rewrite | None:
     pos, adverb, old = c
     word = (("mildly", "minimally") if adverb else ("mild", "minimal"))[rng.randrange(2)]
     a, b, new = _insert_word(text, pos, word)
-    return _one(text, a, b, new, f"A {word!r} grade is added to the chronic incidental finding {old!r}; its degree does "
-                                 "not alter management (Appendix A, Severity I).")
+    return one_edit(text, a, b, new, f"A {word!r} grade is added to the chronic incidental finding {old!r}; its degree does "
+                                     "not alter management (Appendix A, Severity I).")

@@ -7,9 +7,9 @@ import re
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
-    _finding_nps,
-    _one,
-    _pick_edit,
+    finding_nps,
+    one_edit,
+    pick_edit,
 )
 from radaudit.perturb.textops import (
     delete_word,
@@ -59,8 +59,9 @@ def size_scale(text: str, rng: random.Random) -> Rewrite | None:
     if sz is None:
         return None
     new = _scale_numbers(sz.text, 2.5)
-    return _one(text, sz.start, sz.end, new, f"The measurement {sz.text!r} becomes {new!r} (x2.5): a different T stage or "
-                                       "device position and a different treatment (§3.1, Appendix A, Size/Distance S).")
+    return one_edit(text, sz.start, sz.end, new,
+                    f"The measurement {sz.text!r} becomes {new!r} (x2.5): a different T stage or "
+                    "device position and a different treatment (§3.1, Appendix A, Size/Distance S).")
 
 
 @rule("size_distance", "insignificant", "inaccuracy", check=all_of(size_ratio(0.94, 1.06), labels("same")))
@@ -73,8 +74,8 @@ def size_jitter(text: str, rng: random.Random) -> Rewrite | None:
     new = _scale_numbers(sz.text, factor)
     if new == sz.text:
         return None
-    return _one(text, sz.start, sz.end, new, f"The measurement {sz.text!r} becomes {new!r} (±5%), within measurement "
-                                       "error; no decision changes (Table 2, Size/Distance I).")
+    return one_edit(text, sz.start, sz.end, new, f"The measurement {sz.text!r} becomes {new!r} (±5%), within measurement "
+                                           "error; no decision changes (Table 2, Size/Distance I).")
 
 
 @rule("size_distance", "significant", "omission", check=all_of(local_attr("size", "differ"), labels("same")))
@@ -89,7 +90,7 @@ def size_drop(text: str, rng: random.Random) -> Rewrite | None:
         e = delete_word(text, sz.start, sz.end)
         if e is not None:
             cands.append((*e, sz.text))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The measurement {old!r} is omitted; staging and follow-up intervals depend on it "
         "(Fleischner; §3.1, Size/Distance)."))
 
@@ -98,7 +99,7 @@ def size_drop(text: str, rng: random.Random) -> Rewrite | None:
 def size_add(text: str, rng: random.Random) -> Rewrite | None:
     """Give an unmeasured nodule/mass a large size ("nodule" -> "3.5 cm nodule")."""
     cands = []
-    for m, _a, _mods in _finding_nps(text, r"nodules?|mass(?:es)?|lesions?"):
+    for m, _a, _mods in finding_nps(text, r"nodules?|mass(?:es)?|lesions?"):
         sent = sentence_at(text, m.start(), m.end())
         if sent is not None and not extract_size(sent.text):
             cands.append(m)
@@ -107,8 +108,9 @@ def size_add(text: str, rng: random.Random) -> Rewrite | None:
         return None
     size = ("3.5 cm", "4 cm", "5 cm")[rng.randrange(3)]
     new = styled(text, m.start(), size) + " "
-    return _one(text, m.start(), m.start(), new, f"A fabricated size {size!r} is given to {m.group(0)!r}; a lesion over 3 cm "
-                                           "is a mass with a higher T stage (Appendix A, Size/Distance S).")
+    return one_edit(text, m.start(), m.start(), new,
+                    f"A fabricated size {size!r} is given to {m.group(0)!r}; a lesion over 3 cm "
+                    "is a mass with a higher T stage (Appendix A, Size/Distance S).")
 
 
 _NORMAL_HEART = re.compile(
@@ -129,8 +131,8 @@ def size_add_ctr(text: str, rng: random.Random) -> Rewrite | None:
         return None
     ratio = ("0.42", "0.45", "0.47", "0.49")[rng.randrange(4)]
     a, b, ins = sentence_end_insert(text, sent, f"The cardiothoracic ratio is {ratio}.")
-    return _one(text, a, b, ins, f"A normal cardiothoracic ratio ({ratio}) is added; it has no bearing on management "
-                           "(Appendix A, Size/Distance I).")
+    return one_edit(text, a, b, ins, f"A normal cardiothoracic ratio ({ratio}) is added; it has no bearing on management "
+                               "(Appendix A, Size/Distance I).")
 
 
 _UNIT = re.compile(r"(?i)\b(mm|cm)\b|(?<=\d)(mm|cm)\b")
@@ -152,6 +154,6 @@ def size_convert_units(text: str, rng: random.Random) -> Rewrite | None:
                         _scale_numbers(sz.text, factor))
         if new != sz.text:
             cands.append((sz.start, sz.end, new, sz.text))
-    return _pick_edit(text, rng, cands, lambda old: (
+    return pick_edit(text, rng, cands, lambda old: (
         f"The measurement {old!r} is written in the other metric unit; the size is the same "
         "(Size/Distance I)."))

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 
 from radaudit.perturb.base import Rewrite, rule
-from radaudit.perturb.rules._common import _one
+from radaudit.perturb.rules._common import one_edit
 from radaudit.perturb.textops import (
     FINDING_NOUN,
     find_all,
@@ -27,8 +27,8 @@ from radaudit.perturb.verify import (
 from radaudit.text.attributes import extract_severity
 from radaudit.text.sections import Sentence, sentences
 
-
-_LEANS_BACK = re.compile(r"(?i)^(?:this|these|that|those|it|its|they|their|which|otherwise)\b|\b(?:otherwise|remainder|remaining)\b")
+_LEANS_BACK = re.compile(r"(?i)^(?:this|these|that|those|it|its|they|their|which|otherwise)\b"
+                         r"|\b(?:otherwise|remainder|remaining)\b")
 
 
 @rule("stylistic", "insignificant", "inaccuracy", check=all_of(same_sentences(), labels("same")))
@@ -67,8 +67,9 @@ def style_reorder(text: str, rng: random.Random) -> Rewrite | None:
     new = "".join(pieces)
     if new == text[first:last]:
         return None
-    return _one(text, first, last, new, "The sentences are reordered; the findings and their interpretation are the same "
-                                  "(Table 2, Stylistic Variation I).")
+    return one_edit(text, first, last, new,
+                    "The sentences are reordered; the findings and their interpretation are the same "
+                    "(Table 2, Stylistic Variation I).")
 
 
 @rule("stylistic", "insignificant", "inaccuracy", name="style_template", check=labels("same"))
@@ -84,8 +85,8 @@ def style_template(text: str, rng: random.Random) -> Rewrite | None:
         return None
     s, m = c
     new = f"No {m.group(2)} {'is' if m.group(1) == 'is' else 'are'} seen."
-    return _one(text, s.start, s.end, new, f"{s.text!r} is rephrased as {new!r}; same content, other template "
-                                     "(Stylistic Variation I).")
+    return one_edit(text, s.start, s.end, new, f"{s.text!r} is rephrased as {new!r}; same content, other template "
+                                         "(Stylistic Variation I).")
 
 
 @rule("stylistic", "significant", "inaccuracy")
@@ -105,8 +106,8 @@ def style_lr_swap(text: str, rng: random.Random) -> Rewrite | None:
     if c is None:
         return None
     a, b, new = c
-    return _one(text, a, b, new, f"{text[a:b]!r} becomes {new!r}: the phrasing reverses which side is worse (Table 2, "
-                           "Stylistic Variation S).")
+    return one_edit(text, a, b, new, f"{text[a:b]!r} becomes {new!r}: the phrasing reverses which side is worse (Table 2, "
+                               "Stylistic Variation S).")
 
 
 _NEG_LIST = re.compile(r"(?i)((?:there\s+(?:is|are)\s+)?no)\s+([a-z][a-z ,/-]*[a-z])\s*\.")
@@ -169,8 +170,8 @@ def style_combine_negatives(text: str, rng: random.Random) -> Rewrite | None:
     if c is None:
         return None
     a, b, new = c
-    return _one(text, a, b, new, f"{text[a:b]!r} is written as one sentence {new!r}; the same findings are ruled out "
-                           "(Stylistic Variation I).")
+    return one_edit(text, a, b, new, f"{text[a:b]!r} is written as one sentence {new!r}; the same findings are ruled out "
+                               "(Stylistic Variation I).")
 
 
 _MERGEABLE = r"effusions?|pneumothorax|consolidations?|edema|pneumonia|mass(?:es)?|nodules?|opacit(?:y|ies)|" \
@@ -214,8 +215,8 @@ def style_merge_into_negation(text: str, rng: random.Random) -> Rewrite | None:
     if c is None:
         return None
     a, b, new, np = c
-    return _one(text, a, b, new, f"{text[a:b]!r} is combined into {new!r}: the present finding {np!r} now reads as "
-                           "ruled out, a missed abnormality (Appendix A, Stylistic Variation S).")
+    return one_edit(text, a, b, new, f"{text[a:b]!r} is combined into {new!r}: the present finding {np!r} now reads as "
+                               "ruled out, a missed abnormality (Appendix A, Stylistic Variation S).")
 
 
 _SCOPE_Q = r"large|significant|sizable|substantial|definite"
@@ -250,5 +251,5 @@ def style_shift_qualifier(text: str, rng: random.Random) -> Rewrite | None:
     a, b, new, q = c
     first = re.split(r"(?i)\s+or\s+", text[a:b])[0]
     rest = "a possible one" if q.lower() == "definite" else "a smaller one"
-    return _one(text, a, b, new, f"{text[a:b]!r} becomes {new!r}: only a {q.lower()} {first} is now excluded, {rest} is "
-                           "not, and the other finding is now excluded outright (Appendix A, Stylistic Variation S).")
+    return one_edit(text, a, b, new, f"{text[a:b]!r} becomes {new!r}: only a {q.lower()} {first} is now excluded, {rest} is "
+                               "not, and the other finding is now excluded outright (Appendix A, Stylistic Variation S).")

@@ -7,7 +7,7 @@ import re
 from dataclasses import replace
 
 from radaudit.perturb.base import Edit, Rewrite, rule
-from radaudit.perturb.rules._common import _one, _swap_word
+from radaudit.perturb.rules._common import one_edit, swap_word
 from radaudit.perturb.textops import pick, styled
 from radaudit.perturb.verify import labels
 
@@ -17,7 +17,8 @@ _TERM_WRONG = {"pleural effusion": "pleural empyema", "pleural effusions": "pleu
 _TERM_SYN = {"endotracheal tube": "breathing tube", "nasogastric tube": "feeding tube", "enteric tube": "feeding tube",
              "mass": "lesion", "cardiomegaly": "cardiac enlargement", "opacity": "density", "opacities": "densities",
              "osseous structures": "bony structures", "pleural effusion": "pleural fluid",
-             "hyperinflated": "hyperexpanded", "hyperexpanded": "hyperinflated", "pulmonary vascularity": "pulmonary vasculature",
+             "hyperinflated": "hyperexpanded", "hyperexpanded": "hyperinflated",
+             "pulmonary vascularity": "pulmonary vasculature",
              "pulmonary vasculature": "pulmonary vascularity", "degenerative changes": "degenerative disease",
              "cardiomediastinal silhouette": "cardiomediastinal contours", "thoracic spine": "T-spine"}
 
@@ -26,18 +27,18 @@ _TERM_SYN = {"endotracheal tube": "breathing tube", "nasogastric tube": "feeding
 def term_wrong(text: str, rng: random.Random) -> Rewrite | None:
     """Replace a term with a clinically different one ("pleural effusion" -> "pleural empyema",
     "atelectasis" -> "mass"; Appendix A, Terminology S)."""
-    return _swap_word(text, rng, _TERM_WRONG,
-                      explanation="The term {old!r} becomes {new!r}: a different disease with a different, often "
-                                  "invasive, work-up (Appendix A, Terminology S).")
+    return swap_word(text, rng, _TERM_WRONG,
+                     explanation="The term {old!r} becomes {new!r}: a different disease with a different, often "
+                                 "invasive, work-up (Appendix A, Terminology S).")
 
 
 @rule("terminology", "insignificant", "inaccuracy", check=labels("same"))
 def term_synonym(text: str, rng: random.Random) -> Rewrite | None:
     """Replace a term with a synonym or lay term ("endotracheal tube" -> "breathing tube", "mass" ->
     "lesion"; Table 2 and Appendix A, Terminology I)."""
-    return _swap_word(text, rng, _TERM_SYN, positive=False,
-                      explanation="The term {old!r} is written as {new!r}; the medical meaning is preserved "
-                                  "(Appendix A, Terminology I).")
+    return swap_word(text, rng, _TERM_SYN, positive=False,
+                     explanation="The term {old!r} is written as {new!r}; the medical meaning is preserved "
+                                 "(Appendix A, Terminology I).")
 
 
 _TERM_VAGUE = {"calcified granuloma": "spot", "calcified granulomas": "spots", "granuloma": "spot",
@@ -68,8 +69,8 @@ def term_vague(text: str, rng: random.Random) -> Rewrite | None:
     """Replace a specific diagnostic term with a vague lay word ("calcified granuloma" -> "spot",
     "pneumothorax" -> "air pocket"; Table 2, Terminology S: "A cavitary lesion, suggesting tuberculosis"
     -> "A hole, suggesting infection"). (Choice: filed as omission, the diagnosis the term names is lost.)"""
-    rw = _swap_word(text, rng, _TERM_VAGUE, extra_ok=_not_subcutaneous,
-                    explanation="The diagnostic term {old!r} becomes the vague lay word {new!r}")
+    rw = swap_word(text, rng, _TERM_VAGUE, extra_ok=_not_subcutaneous,
+                   explanation="The diagnostic term {old!r} becomes the vague lay word {new!r}")
     if rw is None:
         return None
     e = rw.edits[0]
@@ -92,10 +93,10 @@ def term_ambiguous_abbrev(text: str, rng: random.Random) -> Rewrite | None:
     """Abbreviate a finding to an ambiguous abbreviation ("small left pleural effusion" -> "small left PE",
     "mild pulmonary edema" -> "mild PE"). (Choice: the paper gives no abbreviation example; "PE" is read
     as pulmonary embolism first, §3.1: reports "should avoid too ambiguous or misleading language".)"""
-    rw = _swap_word(text, rng, _TERM_AMBIGUOUS, extra_ok=_pleural,
-                    explanation="{old!r} is abbreviated to {new!r}, which most clinicians read as pulmonary embolism: "
-                                "an ambiguous term that can trigger CT angiography or anticoagulation (§3.1, "
-                                "Terminology: avoid ambiguous or misleading language).")
+    rw = swap_word(text, rng, _TERM_AMBIGUOUS, extra_ok=_pleural,
+                   explanation="{old!r} is abbreviated to {new!r}, which most clinicians read as pulmonary embolism: "
+                               "an ambiguous term that can trigger CT angiography or anticoagulation (§3.1, "
+                               "Terminology: avoid ambiguous or misleading language).")
     if rw is None or not rw.edits[0].new.endswith("PES"):
         return rw
     e = rw.edits[0]  # an abbreviation keeps its lower-case plural in an upper-case report ("PEs", not "PES")
@@ -123,9 +124,9 @@ def term_drop_implied(text: str, rng: random.Random) -> Rewrite | None:
     """Drop the qualifier a chest radiograph implies ("pleural effusion" -> "effusion", "pulmonary edema"
     -> "edema"). (Choice: the paper gives no omission example for this cell; on a chest film an
     unqualified effusion is pleural and edema is pulmonary, Appendix A, Terminology I.)"""
-    return _swap_word(text, rng, _TERM_IMPLIED, positive=False, extra_ok=_implied,
-                      explanation="{old!r} is shortened to {new!r}; on a chest radiograph the dropped qualifier is "
-                                  "implied and the finding is unambiguous (Appendix A, Terminology I).")
+    return swap_word(text, rng, _TERM_IMPLIED, positive=False, extra_ok=_implied,
+                     explanation="{old!r} is shortened to {new!r}; on a chest radiograph the dropped qualifier is "
+                                 "implied and the finding is unambiguous (Appendix A, Terminology I).")
 
 
 _TERM_GLOSS = {"cardiomegaly": "enlarged heart", "atelectasis": "partial lung collapse",
@@ -160,6 +161,6 @@ def term_add_gloss(text: str, rng: random.Random) -> Rewrite | None:
     if m is None:
         return None
     gloss = styled(text, m.start(), _TERM_GLOSS[" ".join(m.group(0).lower().split())])
-    return _one(text, m.end(), m.end(), f" ({gloss})",
-                f"The lay gloss {gloss!r} is added after {m.group(0)!r}; it restates the term in plain words and "
-                "changes no finding (Appendix A, Terminology I).")
+    return one_edit(text, m.end(), m.end(), f" ({gloss})",
+                    f"The lay gloss {gloss!r} is added after {m.group(0)!r}; it restates the term in plain words and "
+                    "changes no finding (Appendix A, Terminology I).")

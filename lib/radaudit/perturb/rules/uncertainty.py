@@ -7,11 +7,11 @@ import re
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
-    _finding_nps,
-    _one,
-    _pick_edit,
-    _sentence_deletion,
-    _swap_word,
+    finding_nps,
+    one_edit,
+    pick_edit,
+    sentence_deletion_span,
+    swap_word,
 )
 from radaudit.perturb.textops import (
     CRITICAL_NOUN,
@@ -59,9 +59,9 @@ def unc_swap(text: str, rng: random.Random) -> Rewrite | None:
             return bool(re.match(r"(?i)\s+(?:also\s+)?(?:be|represent|reflect|indicate|relate|include)\b", t[m.end():]))
         return ok(t, m)
 
-    return _swap_word(text, rng, _HEDGE_SWAP, positive=False, extra_ok=modal_ok,
-                      explanation="The hedge {old!r} is replaced with {new!r}; both express uncertainty and the next "
-                                  "steps are the same (Appendix A, Uncertainty I).")
+    return swap_word(text, rng, _HEDGE_SWAP, positive=False, extra_ok=modal_ok,
+                     explanation="The hedge {old!r} is replaced with {new!r}; both express uncertainty and the next "
+                                 "steps are the same (Appendix A, Uncertainty I).")
 
 
 @rule("uncertainty", "significant", "inaccuracy", check=local_attr("certainty", "differ"))
@@ -97,8 +97,9 @@ def unc_remove(text: str, rng: random.Random) -> Rewrite | None:
         a, b, new = e
     else:
         new = new.upper() if is_upper_context(text, a) else match_case(old, new)
-    return _one(text, a, b, new, f"The hedge {old.strip()!r} is removed: an uncertain finding is reported as certain, which "
-                           "may trigger or withhold treatment unjustifiably (Appendix A, Uncertainty S).")
+    return one_edit(text, a, b, new,
+                    f"The hedge {old.strip()!r} is removed: an uncertain finding is reported as certain, which "
+                    "may trigger or withhold treatment unjustifiably (Appendix A, Uncertainty S).")
 
 
 @rule("uncertainty", "significant", "fabrication", check=labels("differ"))
@@ -107,7 +108,7 @@ def unc_add(text: str, rng: random.Random) -> Rewrite | None:
     that delays an indicated treatment. (Choice: the paper's Uncertainty S example removes doubt;
     adding it to a definite critical finding is the mirror error.)"""
     cands = []
-    for m, _a, mods in _finding_nps(text, CRITICAL_NOUN):
+    for m, _a, mods in finding_nps(text, CRITICAL_NOUN):
         sent = sentence_at(text, m.start(), m.end())
         if sent is None or extract_certainty(sent.text) or any(w in ("possible", "probable", "likely") for w in mods):
             continue
@@ -116,8 +117,9 @@ def unc_add(text: str, rng: random.Random) -> Rewrite | None:
     if m is None:
         return None
     a, b, new = insert_at_np(text, m.start(), "possible")
-    return _one(text, a, b, new, f"A definite {m.group(0)!r} is reported as only possible; an indicated treatment may be "
-                           "delayed (§3.1, Uncertainty).")
+    return one_edit(text, a, b, new,
+                    f"A definite {m.group(0)!r} is reported as only possible; an indicated treatment may be "
+                    "delayed (§3.1, Uncertainty).")
 
 
 #: Diagnoses whose dismissal changes management (infection, malignancy, fluid, air).
@@ -197,12 +199,12 @@ def unc_drop_alternative(text: str, rng: random.Random) -> Rewrite | None:
         for m in crit:
             cands += _alternative_drops(text, s, m)
         if len(sents) > 1 and crit and _pure_hedge_sentence(text, s, crit, sents[i + 1] if i + 1 < len(sents) else None):
-            a, b = _sentence_deletion(text, s)
+            a, b = sentence_deletion_span(text, s)
             cands.append((a, b, "", s.text))
-    return _pick_edit(text, rng, cands,
-                      lambda old: f"The open diagnosis in {old.strip()!r} is omitted: a dangerous possibility the "
-                                  "radiologist raised is no longer considered, and its work-up or treatment may be withheld "
-                                  "(Appendix A, Uncertainty S).")
+    return pick_edit(text, rng, cands,
+                     lambda old: f"The open diagnosis in {old.strip()!r} is omitted: a dangerous possibility the "
+                                 "radiologist raised is no longer considered, and its work-up or treatment may be withheld "
+                                 "(Appendix A, Uncertainty S).")
 
 
 #: Hedges of a negative or normal statement ("no definite effusion", "no visible pneumothorax", "grossly clear").
@@ -223,9 +225,9 @@ def unc_drop_negative_hedge(text: str, rng: random.Random) -> Rewrite | None:
         e = delete_word(text, m.start(g), m.end(g))
         if e is not None:
             cands.append((*e, m.group(g)))
-    return _pick_edit(text, rng, cands,
-                      lambda old: f"The hedge {old!r} of a negative or normal statement is omitted; the finding is still "
-                                  "reported as absent, and nothing downstream changes (Table 2, Negation I; Uncertainty I).")
+    return pick_edit(text, rng, cands,
+                     lambda old: f"The hedge {old!r} of a negative or normal statement is omitted; the finding is still "
+                                 "reported as absent, and nothing downstream changes (Table 2, Negation I; Uncertainty I).")
 
 
 #: Definite benign findings: no work-up follows whether they are certain or probable.
@@ -276,5 +278,6 @@ def unc_hedge_benign(text: str, rng: random.Random) -> Rewrite | None:
     if c is None:
         return None
     a, b, new, old = c
-    return _one(text, a, b, new, f"The definite benign finding {old!r} is reported as only probable; it needs no work-up "
-                           "either way (Appendix A, Uncertainty I).")
+    return one_edit(text, a, b, new,
+                    f"The definite benign finding {old!r} is reported as only probable; it needs no work-up "
+                    "either way (Appendix A, Uncertainty I).")
