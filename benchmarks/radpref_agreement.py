@@ -197,11 +197,11 @@ def _vocabulary() -> list[tuple[str, str, str]]:
         out += [("atomic/lexicon.py ANATOMY", f"{k} (structure)", anat), ("atomic/lexicon.py ANATOMY", f"{k} (predicate)", pred)]
     out += [("atomic/lexicon.py MORPHOLOGY", v, p) for p, v in lx.MORPHOLOGY.items()]
     out += [("text/attributes.py TIP_LOCATIONS", k, p) for k, p in getattr(at, "TIP_LOCATIONS", {}).items()]
-    for row in getattr(at, "_DEVICE_PATTERNS", []):
+    for row in getattr(at, "DEVICE_PATTERNS", []):
         if len(row) == 3:
             out.append(("text/attributes.py devices", f"{row[0]}/{row[1]}", row[2]))
-    out += [("text/attributes.py temporal", v, p) for v, p in getattr(at, "_TEMPORAL_PATTERNS", [])]
-    out += [("text/attributes.py certainty", v, p) for v, p in getattr(at, "_CERTAINTY_PATTERNS", [])]
+    out += [("text/attributes.py temporal", v, p) for v, p in getattr(at, "TEMPORAL_PATTERNS", [])]
+    out += [("text/attributes.py certainty", v, p) for v, p in getattr(at, "CERTAINTY_PATTERNS", [])]
     out += [("text/attributes.py SEVERITY_SYNONYMS", v, re.escape(w)) for w, v in getattr(at, "SEVERITY_SYNONYMS", {}).items()]
     out += [("text/negation.py CUE_RULES", r.name, r.pattern) for r in getattr(ng, "CUE_RULES", ())]
     return out
@@ -241,7 +241,9 @@ def provenance(cases: pd.DataFrame, assignment: dict[str, str], data_root: Path)
 
     uncited = [r.name for r in getattr(ng, "CUE_RULES", ())
                if not re.search(r"negbio|chexpert|negex|pycontext|chapman|harkema", r.source, re.IGNORECASE)]
-    files = ("lib/radaudit/atomic/lexicon.py", "lib/radaudit/text/attributes.py", "lib/radaudit/text/negation.py",
+    # text/attributes.py became the package text/attributes/ (its history under both paths)
+    files = ("lib/radaudit/atomic/lexicon.py", "lib/radaudit/text/attributes.py", "lib/radaudit/text/attributes",
+             "lib/radaudit/text/negation.py",
              "lib/radaudit/atomic/decompose.py", "tests/text/test_attributes.py", "tests/atomic/test_decompose.py")
     commits = []
     for line in _git("log", "--format=%h%x09%ad%x09%s", "--date=short", "--", *files).splitlines():

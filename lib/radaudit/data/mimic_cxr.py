@@ -173,6 +173,181 @@ def _read_report(dirs: list[Path], rel: str) -> str | None:
     return None
 
 
+def _read_metadata(folder: Path) -> pd.DataFrame:
+    """The MIMIC-CXR-JPG metadata file, one row per image, with integer ``study_id``/``subject_id``."""
+    meta_path = find_file(folder, METADATA_FILE)
+    if meta_path is None:
+        raise DataFormatError(f"{folder} has no {METADATA_FILE}; download it from {FORMAT_DOC}.")
+    meta = read_csv_checked(meta_path, METADATA_COLUMNS, dataset=SOURCE, what="MIMIC-CXR-JPG metadata", doc=FORMAT_DOC,
+                            dtype={"dicom_id": str, "ViewPosition": str})
+    meta["study_id"] = pd.to_numeric(meta["study_id"], errors="raise").astype("int64")
+    meta["subject_id"] = pd.to_numeric(meta["subject_id"], errors="raise").astype("int64")
+    return meta
+
+
+def _studies(meta: pd.DataFrame) -> pd.DataFrame:
+    """One row per study (order of first appearance): its key image, view, procedure, all images and date."""
+    meta["_order"] = range(len(meta))
+    meta["_rank"] = [view_rank(v) for v in meta["ViewPosition"]]
+    meta["_date"] = pd.to_numeric(meta["StudyDate"], errors="coerce")
+    key = meta.sort_values(["_rank", "_order"], kind="stable").drop_duplicates("study_id").set_index("study_id")
+    grouped = meta.groupby("study_id", sort=False)  # studies in order of first appearance
+    df = pd.DataFrame({"study": meta["study_id"].drop_duplicates().to_numpy()})
+    df["subject_id"] = df["study"].map(key["subject_id"]).astype("int64")
+    df["key_dicom"] = df["study"].map(key["dicom_id"])
+    key_view = key["ViewPosition"].astype("string").str.strip()
+    df["view"] = df["study"].map(key_view.where(key_view != "", pd.NA)).astype("string")
+    if "PerformedProcedureStepDescription" in meta.columns:  # e.g. "CHEST (PA AND LAT)"; the SMS prompt header
+        proc = key["PerformedProcedureStepDescription"].astype("string").str.strip()
+        df["procedure"] = df["study"].map(proc.where(proc != "", pd.NA)).astype("string")
+    else:
+        df["procedure"] = pd.Series(pd.NA, index=df.index, dtype="string")
+    df["dicom_ids"] = df["study"].map(grouped["dicom_id"].agg(list))
+    df["views"] = [[v.strip() if isinstance(v, str) and v.strip() else None for v in vs]
+                   for vs in df["study"].map(grouped["ViewPosition"].agg(list))]
+    df["study_date_int"] = df["study"].map(grouped["_date"].min()).astype("Int64")
+    df["study_date"] = pd.to_datetime(df["study_date_int"].astype("string"), format="%Y%m%d", errors="coerce")
+    return df
+
+
+def _add_split(df: pd.DataFrame, folder: Path, splits: Iterable[str] | None, notes: list[str]) -> pd.DataFrame:
+    """``df`` with its ``split`` (``validate`` -> ``valid``; ``<NA>`` without a split file), keeping only ``splits``."""
+    split_path = find_file(folder, SPLIT_FILE)
+    if split_path is not None:
+        sp = read_csv_checked(split_path, SPLIT_COLUMNS, dataset=SOURCE, what="MIMIC-CXR-JPG split", doc=FORMAT_DOC,
+                              dtype={"dicom_id": str})
+        sp["study_id"] = pd.to_numeric(sp["study_id"]).astype("int64")
+        per_study = sp.drop_duplicates("study_id").set_index("study_id")["split"].astype("string")
+        df["split"] = df["study"].map(per_study).replace({"validate": "valid"})
+    else:
+        df["split"] = pd.NA
+        notes.append(f"no {SPLIT_FILE}: split is <NA>")
+    if splits is not None:
+        wanted = {"valid" if s == "validate" else s for s in splits}
+        df = df[df["split"].isin(wanted)].reset_index(drop=True)
+    return df
+
+
+def _read_labels(folder: Path, labeler: str | None, notes: list[str]) -> pd.DataFrame | None:
+    """The ``labeler``'s label file, one row per study (index ``study_id``); ``None`` without a labeler or file."""
+    if labeler is None:
+        return None
+    lname = CHEXPERT_FILE if labeler == "chexpert" else NEGBIO_FILE
+    lpath = find_file(folder, lname)
+    if lpath is None:
+        msg = f"no {lname}: CheXpert label columns are <NA>"
+        logger.warning("mimic_cxr: %s", msg)
+        notes.append(msg)
+        return None
+    lab = read_csv_checked(lpath, ("study_id", *CHEXPERT_LABELS), dataset=SOURCE,
+                           what=f"MIMIC-CXR-JPG {labeler} label", doc=FORMAT_DOC)
+    lab["study_id"] = pd.to_numeric(lab["study_id"]).astype("int64")
+    return lab.drop_duplicates("study_id").set_index("study_id")
+
+
+def _add_labels(df: pd.DataFrame, lab: pd.DataFrame | None, label_cols: list[str]) -> None:
+    """The ``chexpert_*`` columns (``Float64``, ``<NA>`` without labels) and ``labels`` (the positive names) of ``df``."""
+    has_labels = pd.Series(False, index=df.index)
+    for label, col in zip(CHEXPERT_LABELS, label_cols):
+        if lab is not None:
+            df[col] = pd.to_numeric(df["study"].map(lab[label]), errors="coerce").astype("Float64")
+        else:
+            df[col] = pd.Series(pd.NA, index=df.index, dtype="Float64")
+    if lab is not None:
+        has_labels = df["study"].isin(lab.index)
+    df["labels"] = positive_label_lists(df[label_cols], has_labels)
+
+
+def _add_demographics(df: pd.DataFrame, folder: Path, patients_path: str | os.PathLike | None,
+                      notes: list[str]) -> None:
+    """``sex``, ``age`` at the study and ``age_over_89`` of ``df`` from MIMIC-IV patients (``<NA>`` without it)."""
+    ppath = _find_patients(folder, patients_path)
+    df["age_over_89"] = pd.Series(pd.NA, index=df.index, dtype="boolean")
+    if ppath is None:
+        msg = ("MIMIC-IV patients.csv.gz not found (looked for patients_path=, <folder>/patients.csv.gz, "
+               "<folder>/../mimic-iv/hosp/patients.csv.gz): sex and age are <NA>. Download MIMIC-IV hosp/patients.csv.gz "
+               "from https://physionet.org/content/mimiciv/ and pass patients_path=...")
+        logger.warning("mimic_cxr: %s", msg)
+        notes.append(msg)
+        df["sex"] = pd.NA
+        df["age"] = pd.NA
+        return
+    pat = read_csv_checked(ppath, PATIENTS_COLUMNS, dataset=SOURCE, what="MIMIC-IV patients", doc=PATIENTS_DOC)
+    pat["subject_id"] = pd.to_numeric(pat["subject_id"]).astype("int64")
+    pat = pat.drop_duplicates("subject_id").set_index("subject_id")
+    df["sex"] = df["subject_id"].map(pat["gender"])
+    anchor_age = pd.to_numeric(df["subject_id"].map(pat["anchor_age"]), errors="coerce").astype("Float64")
+    anchor_year = pd.to_numeric(df["subject_id"].map(pat["anchor_year"]), errors="coerce").astype("Float64")
+    study_year = (pd.to_numeric(df["study_date_int"], errors="coerce") // 10000).astype("Float64")
+    age = anchor_age + (study_year - anchor_year)
+    capped = anchor_age >= MIMIC_AGE_CAP
+    df["age"] = age.mask(capped.fillna(False), float(MIMIC_AGE_CAP))
+    df["age_over_89"] = capped.astype("boolean")
+    n_missing = int(df["sex"].isna().sum())
+    if n_missing:
+        notes.append(f"{n_missing} studies' subject_id not in {ppath.name}: sex/age <NA>")
+
+
+def _add_image_paths(df: pd.DataFrame, folder: Path, images_dir: str | os.PathLike | None) -> None:
+    """``image_path`` of ``df``: the key image's JPG, absolute if it exists under the images folder, else relative."""
+    img_dir = Path(images_dir) if images_dir not in (None, "") else folder / "files"
+    paths = []
+    for study, subject, dicom in zip(df["study"], df["subject_id"], df["key_dicom"]):
+        rel = f"{_study_path(subject, study)}/{dicom}.jpg"
+        p = img_dir / rel
+        paths.append(str(p.resolve()) if p.is_file() else f"files/{rel}")
+    df["image_path"] = paths
+
+
+def _report_dirs(folder: Path, reports_dir: str | os.PathLike | None) -> list[Path]:
+    """The folders to look for report files in: ``reports_dir``, else the default ones that exist."""
+    if reports_dir not in (None, ""):
+        rdirs = [Path(reports_dir)]
+        if not rdirs[0].is_dir():
+            raise DataFormatError(f"reports_dir={str(reports_dir)!r} is not a folder "
+                                  f"(the unzipped mimic-cxr-reports files/).")
+        return rdirs
+    return _first_dir([folder / "files", folder / "mimic-cxr-reports" / "files", folder / "reports" / "files"])
+
+
+def _add_reports(df: pd.DataFrame, folder: Path, rdirs: list[Path], read_reports: bool, notes: list[str]) -> None:
+    """The report sections (findings, impression, indication, comparison) and whole ``report`` text of ``df``."""
+    sections: list[dict[str, str]] = []
+    reports: list[object] = []
+    n_missing_reports = 0
+    for study, subject in zip(df["study"], df["subject_id"]):
+        text = _read_report(rdirs, _study_path(subject, study)) if read_reports else None
+        if text is None:
+            n_missing_reports += int(read_reports)
+            sections.append({})
+            reports.append(pd.NA)
+        else:
+            sections.append(split_sections(text))
+            reports.append(text.strip())
+    if read_reports and n_missing_reports:
+        msg = f"{n_missing_reports} of {len(df)} studies have no report file under {[str(d) for d in rdirs] or folder}"
+        logger.warning("mimic_cxr: %s", msg)
+        notes.append(msg)
+    df["findings"] = [s.get("findings", pd.NA) for s in sections]
+    df["impression"] = [s.get("impression", pd.NA) for s in sections]
+    df["indication"] = [s.get("indication", s.get("history", pd.NA)) for s in sections]
+    df["comparison"] = pd.Series([s.get("comparison", pd.NA) for s in sections], index=df.index, dtype="string")
+    df["report"] = pd.Series(reports, index=df.index, dtype="string")
+
+
+def _tidy(df: pd.DataFrame, label_cols: list[str], labeler: str | None, notes: list[str]) -> pd.DataFrame:
+    """``df`` in the tidy schema: string ids, working columns dropped, the MIMIC extras first, notes attached."""
+    df["study_id"] = df["study"].astype(str)
+    df["patient_id"] = df["subject_id"].astype(str)
+    out = df.drop(columns=["study", "key_dicom", "study_date_int"])
+    extra = ["subject_id", "study_date", "procedure", "dicom_ids", "views", "labels", *label_cols, "comparison", "report",
+             "age_over_89"]
+    out = finalize(out, SOURCE, extra_first=extra)
+    out.attrs["notes"] = notes
+    out.attrs["labeler"] = labeler
+    return out
+
+
 def load(
     folder: Path,
     *,
@@ -197,151 +372,11 @@ def load(
     if labeler not in LABELERS:
         raise ParamsError(f"mimic_cxr: labeler={labeler!r} is not one of {list(LABELERS)}.")
     notes: list[str] = []
-
-    meta_path = find_file(folder, METADATA_FILE)
-    if meta_path is None:
-        raise DataFormatError(f"{folder} has no {METADATA_FILE}; download it from {FORMAT_DOC}.")
-    meta = read_csv_checked(meta_path, METADATA_COLUMNS, dataset=SOURCE, what="MIMIC-CXR-JPG metadata", doc=FORMAT_DOC,
-                            dtype={"dicom_id": str, "ViewPosition": str})
-    meta["study_id"] = pd.to_numeric(meta["study_id"], errors="raise").astype("int64")
-    meta["subject_id"] = pd.to_numeric(meta["subject_id"], errors="raise").astype("int64")
-
-    # --- one row per study: key image, all images, date -------------------------------------
-    meta["_order"] = range(len(meta))
-    meta["_rank"] = [view_rank(v) for v in meta["ViewPosition"]]
-    meta["_date"] = pd.to_numeric(meta["StudyDate"], errors="coerce")
-    key = meta.sort_values(["_rank", "_order"], kind="stable").drop_duplicates("study_id").set_index("study_id")
-    grouped = meta.groupby("study_id", sort=False)  # studies in order of first appearance
-    df = pd.DataFrame({"study": meta["study_id"].drop_duplicates().to_numpy()})
-    df["subject_id"] = df["study"].map(key["subject_id"]).astype("int64")
-    df["key_dicom"] = df["study"].map(key["dicom_id"])
-    key_view = key["ViewPosition"].astype("string").str.strip()
-    df["view"] = df["study"].map(key_view.where(key_view != "", pd.NA)).astype("string")
-    if "PerformedProcedureStepDescription" in meta.columns:  # e.g. "CHEST (PA AND LAT)"; the SMS prompt header
-        proc = key["PerformedProcedureStepDescription"].astype("string").str.strip()
-        df["procedure"] = df["study"].map(proc.where(proc != "", pd.NA)).astype("string")
-    else:
-        df["procedure"] = pd.Series(pd.NA, index=df.index, dtype="string")
-    df["dicom_ids"] = df["study"].map(grouped["dicom_id"].agg(list))
-    df["views"] = [[v.strip() if isinstance(v, str) and v.strip() else None for v in vs]
-                   for vs in df["study"].map(grouped["ViewPosition"].agg(list))]
-    df["study_date_int"] = df["study"].map(grouped["_date"].min()).astype("Int64")
-    df["study_date"] = pd.to_datetime(df["study_date_int"].astype("string"), format="%Y%m%d", errors="coerce")
-
-    # --- split -----------------------------------------------------------------------------
-    split_path = find_file(folder, SPLIT_FILE)
-    if split_path is not None:
-        sp = read_csv_checked(split_path, SPLIT_COLUMNS, dataset=SOURCE, what="MIMIC-CXR-JPG split", doc=FORMAT_DOC,
-                              dtype={"dicom_id": str})
-        sp["study_id"] = pd.to_numeric(sp["study_id"]).astype("int64")
-        per_study = sp.drop_duplicates("study_id").set_index("study_id")["split"].astype("string")
-        df["split"] = df["study"].map(per_study).replace({"validate": "valid"})
-    else:
-        df["split"] = pd.NA
-        notes.append(f"no {SPLIT_FILE}: split is <NA>")
-    if splits is not None:
-        wanted = {"valid" if s == "validate" else s for s in splits}
-        df = df[df["split"].isin(wanted)].reset_index(drop=True)
-
-    # --- labels ----------------------------------------------------------------------------
+    df = _studies(_read_metadata(folder))
+    df = _add_split(df, folder, splits, notes)
     label_cols = [chexpert_column(label) for label in CHEXPERT_LABELS]
-    if labeler is not None:
-        lname = CHEXPERT_FILE if labeler == "chexpert" else NEGBIO_FILE
-        lpath = find_file(folder, lname)
-        if lpath is None:
-            msg = f"no {lname}: CheXpert label columns are <NA>"
-            logger.warning("mimic_cxr: %s", msg)
-            notes.append(msg)
-            lab = None
-        else:
-            lab = read_csv_checked(lpath, ("study_id", *CHEXPERT_LABELS), dataset=SOURCE,
-                                   what=f"MIMIC-CXR-JPG {labeler} label", doc=FORMAT_DOC)
-            lab["study_id"] = pd.to_numeric(lab["study_id"]).astype("int64")
-            lab = lab.drop_duplicates("study_id").set_index("study_id")
-    else:
-        lab = None
-    has_labels = pd.Series(False, index=df.index)
-    for label, col in zip(CHEXPERT_LABELS, label_cols):
-        if lab is not None:
-            df[col] = pd.to_numeric(df["study"].map(lab[label]), errors="coerce").astype("Float64")
-        else:
-            df[col] = pd.Series(pd.NA, index=df.index, dtype="Float64")
-    if lab is not None:
-        has_labels = df["study"].isin(lab.index)
-    df["labels"] = positive_label_lists(df[label_cols], has_labels)
-
-    # --- sex / age from MIMIC-IV -------------------------------------------------------------
-    ppath = _find_patients(folder, patients_path)
-    df["age_over_89"] = pd.Series(pd.NA, index=df.index, dtype="boolean")
-    if ppath is None:
-        msg = ("MIMIC-IV patients.csv.gz not found (looked for patients_path=, <folder>/patients.csv.gz, "
-               "<folder>/../mimic-iv/hosp/patients.csv.gz): sex and age are <NA>. Download MIMIC-IV hosp/patients.csv.gz "
-               "from https://physionet.org/content/mimiciv/ and pass patients_path=...")
-        logger.warning("mimic_cxr: %s", msg)
-        notes.append(msg)
-        df["sex"] = pd.NA
-        df["age"] = pd.NA
-    else:
-        pat = read_csv_checked(ppath, PATIENTS_COLUMNS, dataset=SOURCE, what="MIMIC-IV patients", doc=PATIENTS_DOC)
-        pat["subject_id"] = pd.to_numeric(pat["subject_id"]).astype("int64")
-        pat = pat.drop_duplicates("subject_id").set_index("subject_id")
-        df["sex"] = df["subject_id"].map(pat["gender"])
-        anchor_age = pd.to_numeric(df["subject_id"].map(pat["anchor_age"]), errors="coerce").astype("Float64")
-        anchor_year = pd.to_numeric(df["subject_id"].map(pat["anchor_year"]), errors="coerce").astype("Float64")
-        study_year = (pd.to_numeric(df["study_date_int"], errors="coerce") // 10000).astype("Float64")
-        age = anchor_age + (study_year - anchor_year)
-        capped = anchor_age >= MIMIC_AGE_CAP
-        df["age"] = age.mask(capped.fillna(False), float(MIMIC_AGE_CAP))
-        df["age_over_89"] = capped.astype("boolean")
-        n_missing = int(df["sex"].isna().sum())
-        if n_missing:
-            notes.append(f"{n_missing} studies' subject_id not in {ppath.name}: sex/age <NA>")
-
-    # --- images ------------------------------------------------------------------------------
-    img_dir = Path(images_dir) if images_dir not in (None, "") else folder / "files"
-    paths = []
-    for study, subject, dicom in zip(df["study"], df["subject_id"], df["key_dicom"]):
-        rel = f"{_study_path(subject, study)}/{dicom}.jpg"
-        p = img_dir / rel
-        paths.append(str(p.resolve()) if p.is_file() else f"files/{rel}")
-    df["image_path"] = paths
-
-    # --- reports -----------------------------------------------------------------------------
-    if reports_dir not in (None, ""):
-        rdirs = [Path(reports_dir)]
-        if not rdirs[0].is_dir():
-            raise DataFormatError(f"reports_dir={str(reports_dir)!r} is not a folder "
-                                  f"(the unzipped mimic-cxr-reports files/).")
-    else:
-        rdirs = _first_dir([folder / "files", folder / "mimic-cxr-reports" / "files", folder / "reports" / "files"])
-    sections: list[dict[str, str]] = []
-    reports: list[object] = []
-    n_missing_reports = 0
-    for study, subject in zip(df["study"], df["subject_id"]):
-        text = _read_report(rdirs, _study_path(subject, study)) if read_reports else None
-        if text is None:
-            n_missing_reports += int(read_reports)
-            sections.append({})
-            reports.append(pd.NA)
-        else:
-            sections.append(split_sections(text))
-            reports.append(text.strip())
-    if read_reports and n_missing_reports:
-        msg = f"{n_missing_reports} of {len(df)} studies have no report file under {[str(d) for d in rdirs] or folder}"
-        logger.warning("mimic_cxr: %s", msg)
-        notes.append(msg)
-    df["findings"] = [s.get("findings", pd.NA) for s in sections]
-    df["impression"] = [s.get("impression", pd.NA) for s in sections]
-    df["indication"] = [s.get("indication", s.get("history", pd.NA)) for s in sections]
-    df["comparison"] = pd.Series([s.get("comparison", pd.NA) for s in sections], index=df.index, dtype="string")
-    df["report"] = pd.Series(reports, index=df.index, dtype="string")
-
-    df["study_id"] = df["study"].astype(str)
-    df["patient_id"] = df["subject_id"].astype(str)
-    out = df.drop(columns=["study", "key_dicom", "study_date_int"])
-    extra = ["subject_id", "study_date", "procedure", "dicom_ids", "views", "labels", *label_cols, "comparison", "report",
-             "age_over_89"]
-    out = finalize(out, SOURCE, extra_first=extra)
-    out.attrs["notes"] = notes
-    out.attrs["labeler"] = labeler
-    return out
+    _add_labels(df, _read_labels(folder, labeler, notes), label_cols)
+    _add_demographics(df, folder, patients_path, notes)
+    _add_image_paths(df, folder, images_dir)
+    _add_reports(df, folder, _report_dirs(folder, reports_dir), read_reports, notes)
+    return _tidy(df, label_cols, labeler, notes)

@@ -109,7 +109,7 @@ class TrainResult:
 
 def default_loss(model: Any, batch: Any) -> Any:
     """The loss of one batch when no ``loss_fn`` is given (see the module docstring)."""
-    import torch
+    import torch  # heavy optional dependency: imported on call, not with the module
     import torch.nn.functional as F
 
     if isinstance(batch, Mapping):
@@ -138,7 +138,7 @@ def default_loss(model: Any, batch: Any) -> Any:
 
 
 def _to_device(batch: Any, device: str) -> Any:
-    import torch
+    import torch  # heavy optional dependency: imported on call, not with the module
 
     if isinstance(batch, torch.Tensor):
         return batch.to(device)
@@ -154,7 +154,7 @@ def _to_device(batch: Any, device: str) -> Any:
 # --- evaluation ----------------------------------------------------------------------------------
 
 def _evaluate(model: Any, eval_fn: Callable[[Any], Any], metric_name: str) -> dict[str, float]:
-    import torch
+    import torch  # heavy optional dependency: imported on call, not with the module
 
     was_training = model.training
     model.eval()
@@ -174,13 +174,186 @@ def _evaluate(model: Any, eval_fn: Callable[[Any], Any], metric_name: str) -> di
     return out
 
 
-# --- the loop ------------------------------------------------------------------------------------
+# --- settings ------------------------------------------------------------------------------------
 
 def _positive_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
         raise ParamsError(f"{name} must be a positive integer, got {value!r}.")
     return int(value)
 
+
+def _check_settings(*, steps: Any, epochs: Any, batch_size: Any, log_every: Any, eval_every: Any, lr: Any,
+                    max_seconds: Any, eval_fn: Any, seed: Any) -> tuple[int | None, int | None, int, int, int | None, int]:
+    """``(steps, epochs, batch_size, log_every, eval_every, seed)`` checked (a ``ParamsError`` names the bad one) as ints."""
+    if (steps is None) == (epochs is None):
+        raise ParamsError("Give exactly one of steps= (optimizer steps) or epochs= (passes over the data).")
+    steps = None if steps is None else _positive_int("steps", steps)
+    epochs = None if epochs is None else _positive_int("epochs", epochs)
+    batch_size = _positive_int("batch_size", batch_size)
+    log_every = _positive_int("log_every", log_every)
+    eval_every = None if eval_every is None else _positive_int("eval_every", eval_every)
+    if not (isinstance(lr, (int, float)) and lr > 0):
+        raise ParamsError(f"lr must be a positive number, got {lr!r}.")
+    if max_seconds is not None and not (isinstance(max_seconds, (int, float)) and max_seconds >= 0):
+        raise ParamsError(f"max_seconds must be a non-negative number of seconds (or None for no budget), "
+                          f"got {max_seconds!r}.")
+    if eval_every is not None and eval_fn is None:
+        raise ParamsError("eval_every needs an eval_fn.")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise ParamsError(f"seed must be an integer, got {seed!r}.")
+    return steps, epochs, batch_size, log_every, eval_every, int(seed)
+
+
+# --- model, batches, optimizer (called inside train_model's seeded fork_rng) --------------------
+
+def _build_model(model: Any) -> Any:
+    """``model`` itself when it is a module, else what the factory returns (its initial weights drawn from torch's RNG)."""
+    import torch  # heavy optional dependency: imported on call, not with the module
+
+    if not isinstance(model, torch.nn.Module):
+        if not callable(model):
+            raise ParamsError(f"model must be a torch.nn.Module or a factory returning one, got {type(model).__name__}.")
+        model = model()
+        if not isinstance(model, torch.nn.Module):
+            raise ParamsError(f"The model factory returned {type(model).__name__}, not a torch.nn.Module.")
+    return model
+
+
+def _batches(train_data: Any, *, batch_size: int, shuffle: bool, collate_fn: Callable[[list], Any] | None,
+             seed: int) -> tuple[Any, int]:
+    """``(loader, batches per epoch)``: ``train_data`` if it is a DataLoader, else one shuffled by a ``seed`` generator."""
+    import torch  # heavy optional dependency: imported on call, not with the module
+    from torch.utils.data import DataLoader
+
+    if hasattr(train_data, "__len__") and not isinstance(train_data, DataLoader) and len(train_data) == 0:
+        raise ParamsError("train_data is empty: nothing to train on.")
+    if isinstance(train_data, DataLoader):
+        loader = train_data
+    else:
+        generator = torch.Generator().manual_seed(seed)
+        loader = DataLoader(train_data, batch_size=batch_size, shuffle=shuffle, generator=generator,
+                            collate_fn=collate_fn, num_workers=0)
+    try:
+        per_epoch = len(loader)
+    except TypeError:
+        raise ParamsError("train_data must have a length (a map-style dataset or a DataLoader over one).") from None
+    if per_epoch < 1:
+        raise ParamsError("train_data is empty: nothing to train on.")
+    return loader, per_epoch
+
+
+def _optimizer(model: Any, device: str, lr: float, weight_decay: float) -> tuple[list[Any], Any]:
+    """``(trainable parameters, AdamW over them)``, the model moved to ``device`` and put in training mode."""
+    import torch  # heavy optional dependency: imported on call, not with the module
+
+    model.to(device)
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ParamsError(f"{type(model).__name__} has no trainable parameters.")
+    optimizer = torch.optim.AdamW(params, lr=float(lr), weight_decay=float(weight_decay))
+    return params, optimizer
+
+
+# --- the loop ------------------------------------------------------------------------------------
+
+@dataclass
+class _Progress:
+    """What the training loop records: steps done, the loss of each, the logged means, evaluations, why it stopped."""
+
+    step: int = 0
+    losses: list[float] = field(default_factory=list)
+    logged: list[dict[str, float]] = field(default_factory=list)
+    history: list[dict[str, float]] = field(default_factory=list)
+    stop_reason: str | None = None
+    elapsed: float = 0.0
+
+
+def _run_steps(model: Any, loader: Any, optimizer: Any, params: list[Any], loss_fn: Callable[[Any, Any], Any], *,
+               device: str, planned: int, lr: float, max_grad_norm: float | None, log_every: int,
+               eval_every: int | None, eval_fn: Callable[[Any], Any] | None, metric_name: str,
+               max_seconds: float | None) -> _Progress:
+    """The optimizer steps: ``planned`` of them, or fewer when ``max_seconds`` runs out; losses logged and checked."""
+    import torch  # heavy optional dependency: imported on call, not with the module
+
+    progress = _Progress()
+    losses, logged, history = progress.losses, progress.logged, progress.history
+    step = 0
+    start = time.monotonic()
+    while step < planned and progress.stop_reason is None:
+        for batch in loader:
+            batch = _to_device(batch, device)
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(model, batch)
+            value = float(loss.detach())
+            if not math.isfinite(value):
+                raise TrainingError(f"The training loss is {value} at step {step + 1} (lr={lr}): lower lr, or check "
+                                    "the inputs for NaN/inf.")
+            loss.backward()
+            if max_grad_norm is not None:
+                torch.nn.utils.clip_grad_norm_(params, float(max_grad_norm))
+            optimizer.step()
+            step += 1
+            losses.append(value)
+            if step % log_every == 0 or step == planned:
+                window = losses[-log_every:]
+                logged.append({"step": step, "loss": sum(window) / len(window)})
+                log.info("%s  loss %.4f (mean of the last %d)",
+                         eta_line("train", step, planned, time.monotonic() - start, "steps"), logged[-1]["loss"],
+                         len(window))
+            if eval_every is not None and step % eval_every == 0 and step < planned:
+                history.append({"step": step, **_evaluate(model, eval_fn, metric_name)})  # type: ignore[arg-type]
+            if step >= planned:
+                break
+            if max_seconds is not None and time.monotonic() - start >= max_seconds:
+                progress.stop_reason = (f"time budget max_seconds={max_seconds:g} reached after {step} of {planned} "
+                                        "steps")
+                log.warning("Training stopped early: %s.", progress.stop_reason)
+                break
+    progress.elapsed = time.monotonic() - start
+    progress.step = step
+    return progress
+
+
+# --- the training record -------------------------------------------------------------------------
+
+def _training_log(result: TrainResult, *, model_name: str | None, data_description: str, n_train: int | None,
+                  seed: int, device: str, lr: float, weight_decay: float, max_grad_norm: float | None,
+                  batch_size: int | None, per_epoch: int, max_seconds: float | None, log_every: int,
+                  logged: list[dict[str, float]]) -> dict[str, Any]:
+    """``training_log.json``'s content: the settings, the loss of every step, the evaluations, the stop reason."""
+    model = result.model
+    return {
+        "model_name": model_name or type(model).__name__,
+        "model_class": f"{type(model).__module__}.{type(model).__qualname__}",
+        "n_parameters": sum(p.numel() for p in model.parameters()),
+        "data": data_description,
+        "n_train": n_train,
+        "seed": seed,
+        "device": device,
+        "optimizer": "AdamW",
+        "lr": float(lr),
+        "weight_decay": float(weight_decay),
+        "max_grad_norm": max_grad_norm,
+        "batch_size": batch_size,
+        "steps_per_epoch": per_epoch,
+        "planned_steps": result.planned_steps,
+        "steps": result.steps,
+        "epochs": result.steps / per_epoch,
+        "max_seconds": max_seconds,
+        "stopped_early": result.stopped_early,
+        "stop_reason": result.stop_reason,
+        "metrics": result.metrics,
+        "eval_history": result.eval_history,
+        "log_every": log_every,
+        "logged_loss": logged,
+        "loss": result.loss_curve,
+        "elapsed_seconds": round(result.elapsed_seconds, 3),
+        "versions": _versions(),
+    }
+
+
+# --- train_model ---------------------------------------------------------------------------------
 
 def train_model(model: Any, train_data: Any, eval_fn: Callable[[Any], Any] | None = None, *,
                 steps: int | None = None, epochs: int | None = None, lr: float = 1e-3, batch_size: int = 32,
@@ -213,135 +386,38 @@ def train_model(model: Any, train_data: Any, eval_fn: Callable[[Any], Any] | Non
         processors: objects with ``save_pretrained`` (tokenizer, image processor) saved beside the weights.
         model_name, data_description, metric_name, notes: for the model card.
     """
-    import torch
-    from torch.utils.data import DataLoader
+    import torch  # heavy optional dependency: imported on call, not with the module
 
-    if (steps is None) == (epochs is None):
-        raise ParamsError("Give exactly one of steps= (optimizer steps) or epochs= (passes over the data).")
-    steps = None if steps is None else _positive_int("steps", steps)
-    epochs = None if epochs is None else _positive_int("epochs", epochs)
-    batch_size = _positive_int("batch_size", batch_size)
-    log_every = _positive_int("log_every", log_every)
-    eval_every = None if eval_every is None else _positive_int("eval_every", eval_every)
-    if not (isinstance(lr, (int, float)) and lr > 0):
-        raise ParamsError(f"lr must be a positive number, got {lr!r}.")
-    if max_seconds is not None and not (isinstance(max_seconds, (int, float)) and max_seconds >= 0):
-        raise ParamsError(f"max_seconds must be a non-negative number of seconds (or None for no budget), "
-                          f"got {max_seconds!r}.")
-    if eval_every is not None and eval_fn is None:
-        raise ParamsError("eval_every needs an eval_fn.")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise ParamsError(f"seed must be an integer, got {seed!r}.")
-    seed = int(seed)
+    steps, epochs, batch_size, log_every, eval_every, seed = _check_settings(
+        steps=steps, epochs=epochs, batch_size=batch_size, log_every=log_every, eval_every=eval_every, lr=lr,
+        max_seconds=max_seconds, eval_fn=eval_fn, seed=seed)
     device = resolve_device(device)
     loss_fn = loss_fn or default_loss
 
     fork_devices = [torch.cuda.current_device()] if device.startswith("cuda") and torch.cuda.is_available() else []
     with torch.random.fork_rng(devices=fork_devices):
         torch.manual_seed(seed)
-        if not isinstance(model, torch.nn.Module):
-            if not callable(model):
-                raise ParamsError(f"model must be a torch.nn.Module or a factory returning one, got {type(model).__name__}.")
-            model = model()
-            if not isinstance(model, torch.nn.Module):
-                raise ParamsError(f"The model factory returned {type(model).__name__}, not a torch.nn.Module.")
-        if hasattr(train_data, "__len__") and not isinstance(train_data, DataLoader) and len(train_data) == 0:
-            raise ParamsError("train_data is empty: nothing to train on.")
-        if isinstance(train_data, DataLoader):
-            loader = train_data
-        else:
-            generator = torch.Generator().manual_seed(seed)
-            loader = DataLoader(train_data, batch_size=batch_size, shuffle=shuffle, generator=generator,
-                                collate_fn=collate_fn, num_workers=0)
-        try:
-            per_epoch = len(loader)
-        except TypeError:
-            raise ParamsError("train_data must have a length (a map-style dataset or a DataLoader over one).") from None
-        if per_epoch < 1:
-            raise ParamsError("train_data is empty: nothing to train on.")
+        model = _build_model(model)
+        loader, per_epoch = _batches(train_data, batch_size=batch_size, shuffle=shuffle, collate_fn=collate_fn, seed=seed)
         planned = steps if steps is not None else epochs * per_epoch  # type: ignore[operator]
         n_train = len(loader.dataset) if hasattr(loader.dataset, "__len__") else None
-
-        model.to(device)
-        model.train()
-        params = [p for p in model.parameters() if p.requires_grad]
-        if not params:
-            raise ParamsError(f"{type(model).__name__} has no trainable parameters.")
-        optimizer = torch.optim.AdamW(params, lr=float(lr), weight_decay=float(weight_decay))
-
-        losses: list[float] = []
-        logged: list[dict[str, float]] = []
-        history: list[dict[str, float]] = []
-        stop_reason: str | None = None
-        step = 0
-        start = time.monotonic()
-        while step < planned and stop_reason is None:
-            for batch in loader:
-                batch = _to_device(batch, device)
-                optimizer.zero_grad(set_to_none=True)
-                loss = loss_fn(model, batch)
-                value = float(loss.detach())
-                if not math.isfinite(value):
-                    raise TrainingError(f"The training loss is {value} at step {step + 1} (lr={lr}): lower lr, or check "
-                                        "the inputs for NaN/inf.")
-                loss.backward()
-                if max_grad_norm is not None:
-                    torch.nn.utils.clip_grad_norm_(params, float(max_grad_norm))
-                optimizer.step()
-                step += 1
-                losses.append(value)
-                if step % log_every == 0 or step == planned:
-                    window = losses[-log_every:]
-                    logged.append({"step": step, "loss": sum(window) / len(window)})
-                    log.info("%s  loss %.4f (mean of the last %d)",
-                             eta_line("train", step, planned, time.monotonic() - start, "steps"), logged[-1]["loss"],
-                             len(window))
-                if eval_every is not None and step % eval_every == 0 and step < planned:
-                    history.append({"step": step, **_evaluate(model, eval_fn, metric_name)})  # type: ignore[arg-type]
-                if step >= planned:
-                    break
-                if max_seconds is not None and time.monotonic() - start >= max_seconds:
-                    stop_reason = (f"time budget max_seconds={max_seconds:g} reached after {step} of {planned} steps")
-                    log.warning("Training stopped early: %s.", stop_reason)
-                    break
-        elapsed = time.monotonic() - start
-
+        params, optimizer = _optimizer(model, device, lr, weight_decay)
+        progress = _run_steps(model, loader, optimizer, params, loss_fn, device=device, planned=planned, lr=lr,
+                              max_grad_norm=max_grad_norm, log_every=log_every, eval_every=eval_every, eval_fn=eval_fn,
+                              metric_name=metric_name, max_seconds=max_seconds)
         metrics = _evaluate(model, eval_fn, metric_name) if eval_fn is not None else {}
         if eval_fn is not None:
-            history.append({"step": step, **metrics})
+            progress.history.append({"step": progress.step, **metrics})
     model.eval()
 
-    result = TrainResult(model=model, steps=step, planned_steps=planned, epochs=step / per_epoch, loss_curve=losses,
-                         metrics=metrics, eval_history=history, stopped_early=stop_reason is not None,
-                         stop_reason=stop_reason, elapsed_seconds=elapsed)
-    result.log = {
-        "model_name": model_name or type(model).__name__,
-        "model_class": f"{type(model).__module__}.{type(model).__qualname__}",
-        "n_parameters": sum(p.numel() for p in model.parameters()),
-        "data": data_description,
-        "n_train": n_train,
-        "seed": seed,
-        "device": device,
-        "optimizer": "AdamW",
-        "lr": float(lr),
-        "weight_decay": float(weight_decay),
-        "max_grad_norm": max_grad_norm,
-        "batch_size": loader.batch_size,
-        "steps_per_epoch": per_epoch,
-        "planned_steps": planned,
-        "steps": step,
-        "epochs": step / per_epoch,
-        "max_seconds": max_seconds,
-        "stopped_early": result.stopped_early,
-        "stop_reason": stop_reason,
-        "metrics": metrics,
-        "eval_history": history,
-        "log_every": log_every,
-        "logged_loss": logged,
-        "loss": losses,
-        "elapsed_seconds": round(elapsed, 3),
-        "versions": _versions(),
-    }
+    result = TrainResult(model=model, steps=progress.step, planned_steps=planned, epochs=progress.step / per_epoch,
+                         loss_curve=progress.losses, metrics=metrics, eval_history=progress.history,
+                         stopped_early=progress.stop_reason is not None, stop_reason=progress.stop_reason,
+                         elapsed_seconds=progress.elapsed)
+    result.log = _training_log(result, model_name=model_name, data_description=data_description, n_train=n_train,
+                               seed=seed, device=device, lr=lr, weight_decay=weight_decay, max_grad_norm=max_grad_norm,
+                               batch_size=loader.batch_size, per_epoch=per_epoch, max_seconds=max_seconds,
+                               log_every=log_every, logged=progress.logged)
     if output_dir is not None:
         result.output_dir = Path(output_dir)
         result.files = _save(result, processors, notes, metric_name)
@@ -373,7 +449,7 @@ def _moving_average(values: list[float], window: int) -> list[float]:
 
 
 def _plot_loss(result: TrainResult, directory: Path) -> dict[str, Path]:
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib, seaborn (also via radaudit.plots): heavy, imported on call
 
     from radaudit.plots import PALETTE, save_figure
 
@@ -404,7 +480,7 @@ def _save(result: TrainResult, processors: Sequence[Any], notes: str, metric_nam
         model.save_pretrained(directory)
         weights = "saved with `save_pretrained` (config + safetensors weights)"
     else:
-        from safetensors.torch import save_model
+        from safetensors.torch import save_model  # heavy optional dependency: imported on call, not with the module
 
         save_model(model, str(directory / "model.safetensors"))
         weights = "`model.safetensors`: the state dict (load with `safetensors.torch.load_model(model, path)`)"
@@ -484,7 +560,7 @@ def _model_card(result: TrainResult, weights: str, processors: Sequence[Any], no
 
 @functools.cache
 def _feature_classifier_classes() -> dict[str, type]:
-    import torch
+    import torch  # heavy optional dependency: imported on call, not with the module
     from transformers import PretrainedConfig, PreTrainedModel
     from transformers.modeling_outputs import SequenceClassifierOutput
 
