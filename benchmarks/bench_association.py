@@ -93,7 +93,7 @@ def main() -> None:
     pool = sentences(a.data_root)
 
     def audit(df: pd.DataFrame):
-        return association_audit(df, n_resamples=a.resamples, n_permutations=a.permutations, ci_method=a.ci_method,
+        return association_audit(df, n_bootstrap=a.resamples, n_permutations=a.permutations, ci_method=a.ci_method,
                                  bootstrap_seed=0, permutation_seed=1)
 
     def timed(n: int, repeats: int) -> tuple[float, object]:

@@ -36,20 +36,20 @@ def main() -> None:
     ratios, seconds, diffs = {}, {}, {}
     for method, sp_method in (("percentile", "percentile"), ("bca", "BCa")):
         ref = best_of(lambda: sps.bootstrap((x,), np.mean, n_resamples=a.resamples, method=sp_method, random_state=0), a.repeats)
-        ours = best_of(lambda: bootstrap_ci(x, np.mean, n_resamples=a.resamples, method=method, seed=0), a.repeats)
+        ours = best_of(lambda: bootstrap_ci(x, np.mean, n_bootstrap=a.resamples, method=method, seed=0), a.repeats)
         ratios[method], seconds[method] = ours / ref, ours
         # not the same random draws (scipy's and ours), so the intervals agree only to Monte-Carlo error
         r_s = sps.bootstrap((x,), np.mean, n_resamples=a.resamples, method=sp_method, random_state=0).confidence_interval
-        r_o = bootstrap_ci(x, np.mean, n_resamples=a.resamples, method=method, seed=0)
+        r_o = bootstrap_ci(x, np.mean, n_bootstrap=a.resamples, method=method, seed=0)
         diffs[method] = max(abs(r_s.low - r_o.low), abs(r_s.high - r_o.high))
         print(f"iid mean, {method:<10}  radaudit / scipy time ratio: {ours / ref:6.2f}   (scipy {ref * 1e3:.1f} ms); "
               f"interval endpoints differ by {diffs[method]:.1e} (different draws)")
 
-    iid = best_of(lambda: bootstrap_ci(x, np.mean, n_resamples=a.resamples, method="bca", seed=0), a.repeats)
-    clus = best_of(lambda: bootstrap_ci(x, np.mean, units=units, n_resamples=a.resamples, method="bca", seed=0), a.repeats)
+    iid = best_of(lambda: bootstrap_ci(x, np.mean, n_bootstrap=a.resamples, method="bca", seed=0), a.repeats)
+    clus = best_of(lambda: bootstrap_ci(x, np.mean, units=units, n_bootstrap=a.resamples, method="bca", seed=0), a.repeats)
     print(f"cluster ({a.n // 4} units) / iid time ratio, BCa:          {clus / iid:6.2f}")
     stats = {"mean_x": lambda d: float(d["x"].mean()), "share_y": lambda d: float(d["y"].mean())}
-    paired = best_of(lambda: paired_bootstrap(frame, stats, n_resamples=a.resamples, method="bca", seed=0), a.repeats)
+    paired = best_of(lambda: paired_bootstrap(frame, stats, n_bootstrap=a.resamples, method="bca", seed=0), a.repeats)
     print(f"paired DataFrame (2 statistics) / iid array time ratio, BCa: {paired / iid:6.2f}")
     worst = max(ratios, key=ratios.get)
     record("bootstrap", seconds=seconds[worst], n=a.n, unit="values", ratio=ratios[worst], worst_setting=worst, ratios=ratios,

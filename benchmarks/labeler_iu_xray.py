@@ -430,14 +430,14 @@ def _ci(r: pd.Series) -> str:
 
 
 def bar_table(labels: pd.DataFrame, gold: pd.DataFrame, observations: list[str], seed: int = 0,
-              n_resamples: int = 2000) -> pd.DataFrame:
+              n_bootstrap: int = 2000) -> pd.DataFrame:
     """The bars' statistics with 95% bootstrap CIs (reports resampled; BCa), on one set of reports."""
     from radaudit.stats import paired_bootstrap
 
     obs_idx = [OBSERVATIONS.index(o) for o in observations]
     arrays = tuple(positive(t[list(OBSERVATIONS)], u) for u in ("positive", "negative") for t in (labels, gold))
     stats = bar_statistics(obs_idx, OBSERVATIONS.index("Pneumonia"))
-    return paired_bootstrap(arrays, stats, n_resamples=n_resamples, seed=seed).set_index("metric")
+    return paired_bootstrap(arrays, stats, n_bootstrap=n_bootstrap, seed=seed).set_index("metric")
 
 
 def verdict(res, macs, bars, labels, gold, masks, observations) -> list[str]:
@@ -576,10 +576,10 @@ def main() -> None:
         return float(r[(r.observation == obs) & (r.uncertain_as == u)].iloc[0][col])
 
     macs = {(h, lv, mv): macro(res(h, lv, mv), observations) for h in masks for (lv, mv) in combos}
-    bars = {h: bar_table(labels[masks[h]], golds["current"][masks[h]], observations, n_resamples=a.resamples)
+    bars = {h: bar_table(labels[masks[h]], golds["current"][masks[h]], observations, n_bootstrap=a.resamples)
             for h in ("dev", "test")}
     bars["test round 1"] = bar_table(labels_round1[masks["test"]], golds["current"][masks["test"]], observations,
-                                     n_resamples=a.resamples)
+                                     n_bootstrap=a.resamples)
 
     # the labeler's own examples
     ex_rows = []

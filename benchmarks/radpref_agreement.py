@@ -472,7 +472,7 @@ def main() -> None:
                    + (f" --n-bootstrap {a.n_bootstrap}" if a.n_bootstrap != 2000 else "") + (f" --ci {a.ci}" if a.ci != "bca" else ""),
         "split": {"seed": af.SPLIT_SEED, "function": "radaudit.audits.atomic_facts.split_cases (by patient, exactly half)",
                   "dev": parts["dev"], "test": parts["test"], "test_unquoted": parts["test_unquoted"]},
-        "bootstrap": {"unit": "case", "n_resamples": a.n_bootstrap, "seed": a.seed, "ci": a.ci, "confidence": 0.95,
+        "bootstrap": {"unit": "case", "n_bootstrap": a.n_bootstrap, "seed": a.seed, "ci": a.ci, "confidence": 0.95,
                       "cells_falling_back_to_percentile": n_fallback},
         "atomimed": {"options": {k: v for k, v in af.atomimed_options(P).items() if isinstance(v, (str, int, float, bool))},
                      "registered_variants": variants, "sub_scores": subs},

@@ -38,7 +38,7 @@ def test_counts_table_by_hand():
 
 
 def test_sex_table_shares_and_not_stated_category():
-    t = ov.sex_table({"toy": _frame()}, n_resamples=200, confidence=0.95, seed=0).set_index("sex")
+    t = ov.sex_table({"toy": _frame()}, n_bootstrap=200, confidence=0.95, seed=0).set_index("sex")
     assert list(t.index) == ["F", "M", "not stated"]
     assert t.loc["F", "share"] == pytest.approx(0.6) and t.loc["M", "share"] == pytest.approx(0.2)
     assert t.loc["not stated", "n"] == 1
@@ -52,19 +52,19 @@ def test_word_count_and_lengths():
     lengths = ov.report_lengths({"toy": df})
     # findings + impression joined: "No effusion. Normal." = 3 words; "Small left effusion." = 3; "Cardiomegaly." = 1; 5; 1
     assert list(lengths["words"]) == [3, 3, 1, 5, 1]
-    t = ov.length_table(lengths, n_resamples=100, confidence=0.95, seed=0)
+    t = ov.length_table(lengths, n_bootstrap=100, confidence=0.95, seed=0)
     assert t.iloc[0]["mean"] == pytest.approx(13 / 5) and t.iloc[0]["median"] == 3
 
 
 def test_label_prevalence_by_hand():
-    t = ov.label_prevalence({"toy": _frame()}, top_k=2, n_resamples=100, confidence=0.95, seed=0).set_index("label")
+    t = ov.label_prevalence({"toy": _frame()}, top_k=2, n_bootstrap=100, confidence=0.95, seed=0).set_index("label")
     assert list(t.index) == ["normal", "effusion"]  # 2 each; ties keep first-seen order
     assert t.loc["effusion", "prevalence"] == pytest.approx(2 / 5)
     assert t.loc["effusion", "n"] == 2
 
 
 def test_age_table_by_hand():
-    t = ov.age_table({"toy": _frame()}, n_resamples=100, confidence=0.95, seed=0)
+    t = ov.age_table({"toy": _frame()}, n_bootstrap=100, confidence=0.95, seed=0)
     r = t.iloc[0]
     assert (r["n"], r["mean"], r["median"], r["min"], r["max"]) == (4, 45.0, 45.0, 30.0, 60.0)
 
@@ -72,7 +72,7 @@ def test_age_table_by_hand():
 def test_headline_findings_from_the_tables_by_hand():
     """Female share 3/5 over all records (the not-stated one in the denominator), mean age (30+40+50+60)/4 = 45,
     mean reference words; a dataset with no female record gets 0 with a note, one without ages no age finding."""
-    boot = dict(n_resamples=200, confidence=0.95, seed=0)
+    boot = dict(n_bootstrap=200, confidence=0.95, seed=0)
     data = {"toy": _frame(), "men": _frame(n_f=0, n_m=2, n_na=0)}
     data["men"] = data["men"].assign(age=np.nan)
     sex, age = ov.sex_table(data, **boot), ov.age_table(data, **boot)

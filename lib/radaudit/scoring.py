@@ -164,7 +164,7 @@ def score(df: pd.DataFrame, metrics: Sequence[str], by: Sequence[str] = (), *, r
                              "high": math.nan, "method": "none",
                              "note": "this corpus metric gives no per-pair statistics: no interval, no groups"})
                 continue
-            ci = bootstrap_ci((idx,), _statistic(result, kind, None), n_resamples=n_bootstrap, confidence=confidence,
+            ci = bootstrap_ci((idx,), _statistic(result, kind, None), n_bootstrap=n_bootstrap, confidence=confidence,
                               method="bca", seed=stable_seed(seed, name, kind, ALL))
             rows.append({"metric": label, "statistic": kind, "group_column": ALL, "group": ALL, "n": n,
                          "n_undefined": int(undefined.sum()), "estimate": ci.estimate, "low": ci.low,
@@ -177,7 +177,7 @@ def score(df: pd.DataFrame, metrics: Sequence[str], by: Sequence[str] = (), *, r
                 stats = {g: _statistic(result, kind, present & (text == g)) for g in groups}
                 if not groups:
                     raise ParamsError(f"Column {col!r} has no values: every row is empty there.")
-                table = paired_bootstrap((idx,), stats, n_resamples=n_bootstrap, confidence=confidence, method="bca",
+                table = paired_bootstrap((idx,), stats, n_bootstrap=n_bootstrap, confidence=confidence, method="bca",
                                          seed=stable_seed(seed, name, kind, col), differences=len(groups) > 1,
                                          max_failed=0.5)
                 miss = int((~present).sum())

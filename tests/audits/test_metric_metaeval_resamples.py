@@ -34,12 +34,12 @@ def test_group_means_by_hand():
 def test_cell_ci_equals_the_per_replicate_statistic(with_rules):
     for seed, values, rules, _ in _cases():
         if with_rules:
-            loop = bootstrap_ci((values, rules), S._cell_mean, n_resamples=200, method="percentile", seed=seed)
-            vec = bootstrap_ci((values, S._codes(rules)), S._cell_mean_resamples, n_resamples=200,
+            loop = bootstrap_ci((values, rules), S._cell_mean, n_bootstrap=200, method="percentile", seed=seed)
+            vec = bootstrap_ci((values, S._codes(rules)), S._cell_mean_resamples, n_bootstrap=200,
                                method="percentile", seed=seed, vectorized=True)
         else:
-            loop = bootstrap_ci(values, np.mean, n_resamples=200, method="percentile", seed=seed)
-            vec = bootstrap_ci((values,), S._cell_mean_resamples, n_resamples=200, method="percentile", seed=seed,
+            loop = bootstrap_ci(values, np.mean, n_bootstrap=200, method="percentile", seed=seed)
+            vec = bootstrap_ci((values,), S._cell_mean_resamples, n_bootstrap=200, method="percentile", seed=seed,
                                vectorized=True)
         np.testing.assert_allclose(vec.replicates, loop.replicates, rtol=0, atol=1e-10)
         assert vec.low == pytest.approx(loop.low, abs=1e-10) and vec.high == pytest.approx(loop.high, abs=1e-10)
@@ -50,10 +50,10 @@ def test_overall_ci_equals_the_per_replicate_statistic(with_rules):
     for seed, values, rules, columns in _cases():
         r = rules if with_rules else None
         loop = bootstrap_ci((values, columns, r) if with_rules else (values, columns),
-                            lambda v, c, rr=None: S._overall_of_columns(v, c, rr), n_resamples=200,
+                            lambda v, c, rr=None: S._overall_of_columns(v, c, rr), n_bootstrap=200,
                             method="percentile", seed=seed)
         data = (values, S._codes(columns), S._codes(rules)) if with_rules else (values, S._codes(columns))
-        vec = bootstrap_ci(data, S._overall_resamples, n_resamples=200, method="percentile", seed=seed,
+        vec = bootstrap_ci(data, S._overall_resamples, n_bootstrap=200, method="percentile", seed=seed,
                            vectorized=True)
         np.testing.assert_allclose(vec.replicates, loop.replicates, rtol=0, atol=1e-10)
 
@@ -68,8 +68,8 @@ def test_auroc_ci_equals_the_per_replicate_statistic_including_failed_resamples(
         s = np.round(rng.normal(size=n), int(rng.integers(0, 2)))  # ties
         lab = rng.random(n) < rng.uniform(0.1, 0.9)
         lab[:2] = [True, False]
-        loop = bootstrap_ci((s, lab), S._auroc_labels, n_resamples=200, method="percentile", seed=seed, max_failed=0.9)
-        vec = bootstrap_ci((s, lab), S._auroc_resamples, n_resamples=200, method="percentile", seed=seed,
+        loop = bootstrap_ci((s, lab), S._auroc_labels, n_bootstrap=200, method="percentile", seed=seed, max_failed=0.9)
+        vec = bootstrap_ci((s, lab), S._auroc_resamples, n_bootstrap=200, method="percentile", seed=seed,
                            max_failed=0.9, vectorized=True)
         np.testing.assert_array_equal(vec.replicates, loop.replicates)
         assert vec.n_failed == loop.n_failed and (vec.low, vec.high) == (loop.low, loop.high)
@@ -96,8 +96,8 @@ def test_rater_agreement_of_every_resample_at_once_equals_one_at_a_time(method):
     assert np.isnan(got[0]) and np.isnan(want[0])
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, equal_nan=True)
     units = np.repeat(np.arange(20), 2)  # a case and its two candidate reports
-    loop = bootstrap_ci(np.arange(40), lambda i: _mean_pairwise(mat[i], method), units=units, n_resamples=300, seed=1,
+    loop = bootstrap_ci(np.arange(40), lambda i: _mean_pairwise(mat[i], method), units=units, n_bootstrap=300, seed=1,
                         method="percentile", max_failed=0.5)
-    vec = bootstrap_ci(np.arange(40), lambda i: _mean_pairwise_rows(mat, i, method), units=units, n_resamples=300,
+    vec = bootstrap_ci(np.arange(40), lambda i: _mean_pairwise_rows(mat, i, method), units=units, n_bootstrap=300,
                        seed=1, method="percentile", max_failed=0.5, vectorized=True)
     assert (vec.low, vec.high) == (pytest.approx(loop.low, abs=1e-12), pytest.approx(loop.high, abs=1e-12))

@@ -254,7 +254,7 @@ def _results(seed: int = 0, n: int = 40) -> pd.DataFrame:
 @pytest.mark.long
 def test_metrics_table_with_cis_is_seeded():
     res = _results()
-    t = metrics_table(res, n_resamples=200, seed=1)
+    t = metrics_table(res, n_bootstrap=200, seed=1)
     assert len(t) == 2 * len(CONDITIONS) * 5
     assert {"model", "condition", "metric", "estimate", "low", "high", "n", "n_unknown"} <= set(t.columns)
     ok = t.dropna(subset=["low"])
@@ -262,15 +262,15 @@ def test_metrics_table_with_cis_is_seeded():
     g = res[(res.model == "A") & (res.condition == "no_shift")]
     acc = t[(t.model == "A") & (t.condition == "no_shift") & (t.metric == "accuracy")]["estimate"].item()
     assert acc == pytest.approx(classification_metrics(g["label"], g["prediction"])["accuracy"])
-    pd.testing.assert_frame_equal(t, metrics_table(res, n_resamples=200, seed=1))
-    clustered = metrics_table(res, n_resamples=200, seed=1, units="patient_id")
+    pd.testing.assert_frame_equal(t, metrics_table(res, n_bootstrap=200, seed=1))
+    clustered = metrics_table(res, n_bootstrap=200, seed=1, units="patient_id")
     assert not clustered["low"].equals(t["low"])
 
 
 @pytest.mark.long
 def test_nfr_and_ece_tables():
     res = _results()
-    t = nfr_table(res, n_resamples=200)
+    t = nfr_table(res, n_bootstrap=200)
     assert set(t["condition"]) == set(CONDITIONS) - {"no_shift"}
     assert set(t["measure"]) == {"nfr", "nfr_base_correct"}
     b = t[(t.model == "B") & (t.condition == "text_shift")].set_index("measure")
@@ -283,7 +283,7 @@ def test_nfr_and_ece_tables():
     assert b.at["nfr", "estimate"] == pytest.approx(negative_flip_rate(y, g["no_shift"], g["text_shift"])["nfr"])
     with pytest.raises(ParamsError):
         nfr_table(res, base="nothing")
-    e = ece_table(res, n_resamples=100)
+    e = ece_table(res, n_bootstrap=100)
     assert len(e) == 2 * len(CONDITIONS) and (e["estimate"] >= 0).all()
     rel = reliability_table(res)
     assert len(rel) == 2 * len(CONDITIONS) * 10 and (rel.groupby(["model", "condition"])["n"].sum() == 40).all()
@@ -298,8 +298,8 @@ def test_figures_from_results_table(tmp_path):
     from radaudit.plots import save_figure
 
     res = _results(n=16)
-    for fig in (plot_metric_bars(res, n_resamples=50), plot_nfr_heatmap(res, n_resamples=50),
-                plot_ece_bars(res, n_resamples=50), plot_reliability(res)):
+    for fig in (plot_metric_bars(res, n_bootstrap=50), plot_nfr_heatmap(res, n_bootstrap=50),
+                plot_ece_bars(res, n_bootstrap=50), plot_reliability(res)):
         assert fig.axes
         plt.close(fig)
     shares = pd.DataFrame({"model": "m", "sample_id": "s0", "condition": ["no_shift"] * 2 + ["text_shift"] * 2,
@@ -363,7 +363,7 @@ def test_run_conditions_on_tiny_vlm(tiny_llava, tiny_items, tmp_path):
     assert again["cached"].all()
     pd.testing.assert_frame_equal(res.drop(columns="cached"), again.drop(columns="cached"))
     # the whole metric chain runs on a real results table
-    assert len(metrics_table(res, n_resamples=20)) == 5 * len(CONDITIONS)
+    assert len(metrics_table(res, n_bootstrap=20)) == 5 * len(CONDITIONS)
     assert len(answer_rates(res)) == len(CONDITIONS)
 
 

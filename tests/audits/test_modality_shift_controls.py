@@ -51,7 +51,7 @@ def test_auroc_table_per_condition_with_ci():
     # the four-sample example ten times over (no positive ties a negative): still 0.75
     res = pd.DataFrame({"model": "m", "condition": ["only_image"] * 40 + ["no_input"] * 40,
                         "label": [0, 0, 1, 1] * 20, "p_yes": [0.1, 0.4, 0.35, 0.8] * 10 + [0.6] * 40})
-    t = auroc_table(res, n_resamples=200, seed=0).set_index("condition")
+    t = auroc_table(res, n_bootstrap=200, seed=0).set_index("condition")
     assert t.at["only_image", "estimate"] == pytest.approx(0.75)
     assert t.at["no_input", "estimate"] == 0.5
     assert t.at["only_image", "low"] <= 0.75 <= t.at["only_image", "high"]
@@ -68,10 +68,10 @@ def test_auroc_and_ece_ci_equal_the_one_replicate_at_a_time_bootstrap():
     y = rng.integers(0, 2, 60)
     p = np.clip(0.3 + 0.4 * y + rng.normal(0, 0.25, 60), 0, 1).round(2)  # rounded: ties across classes
     res = pd.DataFrame({"model": "m", "condition": "no_shift", "label": y, "p_yes": p})
-    a = auroc_table(res, n_resamples=300, seed=5).iloc[0]
-    e = ece_table(res, n_bins=10, n_resamples=300, seed=5).iloc[0]
-    loop_a = bootstrap_ci((y.astype(float), p), auroc, n_resamples=300, seed=5, method="percentile")
-    loop_e = bootstrap_ci((p, y.astype(float)), lambda q, t: expected_calibration_error(q, t, 10), n_resamples=300,
+    a = auroc_table(res, n_bootstrap=300, seed=5).iloc[0]
+    e = ece_table(res, n_bins=10, n_bootstrap=300, seed=5).iloc[0]
+    loop_a = bootstrap_ci((y.astype(float), p), auroc, n_bootstrap=300, seed=5, method="percentile")
+    loop_e = bootstrap_ci((p, y.astype(float)), lambda q, t: expected_calibration_error(q, t, 10), n_bootstrap=300,
                           seed=5, method="percentile")
     for row, loop in ((a, loop_a), (e, loop_e)):
         assert row["estimate"] == pytest.approx(loop.estimate, abs=1e-12)
@@ -187,5 +187,5 @@ def test_headline_findings_without_conditions_are_na():
 def test_nfr_table_covers_no_input():
     res = pd.DataFrame({"model": "m", "sample_id": ["a", "b"] * 2, "condition": ["no_shift"] * 2 + ["no_input"] * 2,
                         "label": [1, 0, 1, 0], "prediction": [1.0, 0.0, 1.0, 1.0]})
-    t = nfr_table(res, n_resamples=50).query("measure == 'nfr'").iloc[0]
+    t = nfr_table(res, n_bootstrap=50).query("measure == 'nfr'").iloc[0]
     assert t["condition"] == "no_input" and t["estimate"] == 0.5

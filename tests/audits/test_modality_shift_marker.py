@@ -128,9 +128,9 @@ def test_tables_pair_each_marked_shift_with_the_marked_base():
     assert list(ch.index) == ["image_shift", "marked_image_shift"]
     assert ch.at["image_shift", "estimate"] == 0.0  # yes,yes -> yes,yes
     assert ch.at["marked_image_shift", "estimate"] == 1.0  # yes,no -> no,yes (vs no_shift it would be 0.5)
-    nfr = nfr_table(res, n_resamples=20).query("measure == 'nfr'").set_index("condition")
+    nfr = nfr_table(res, n_bootstrap=20).query("measure == 'nfr'").set_index("condition")
     assert nfr.at["marked_image_shift", "estimate"] == 1.0  # both base-correct answers flipped
-    assert nfr_table(res, base="no_shift", n_resamples=20).query("measure == 'nfr'").set_index(
+    assert nfr_table(res, base="no_shift", n_bootstrap=20).query("measure == 'nfr'").set_index(
         "condition").at["marked_image_shift", "estimate"] == 0.5  # an explicit base is kept
     with pytest.raises(ParamsError, match="marked_no_shift"):
         changed_table(res[res["condition"] != "marked_no_shift"])
@@ -202,11 +202,11 @@ def test_marker_share_sums_the_marker_patches_and_the_finding_reads_it(tmp_path)
     assert t.at[("marked_only_image", "s0"), "marker_share"] == pytest.approx(0.76)
     assert t.at[("only_image", "s0"), "marker_share"] == pytest.approx(0.25)  # a flat map: the corner's area
     assert t.at[("only_image", "s0"), "uniform_share"] == 0.25 and not t.at[("only_image", "s0"), "marked"]
-    f = marker_saliency(marker_share(maps), "m", n_resamples=200)
+    f = marker_saliency(marker_share(maps), "m", n_bootstrap=200)
     assert f.value == pytest.approx((0.76 + 0.6 + 0.68) / 3) and f.verdict == "shown"  # CI above 2 x 0.25
     assert "0.250 (negative control)" in f.note
     blind = marker_share(_maps(tmp_path, {"marked_only_image": [0.07, 0.06, 0.08]}))
-    assert marker_saliency(blind, "m", n_resamples=200).verdict == "not shown"
+    assert marker_saliency(blind, "m", n_bootstrap=200).verdict == "not shown"
 
 
 def test_pool_to_grid_hand_computed():

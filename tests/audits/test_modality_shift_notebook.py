@@ -52,7 +52,7 @@ def test_figure_tables_are_recomputed_from_the_long_table(smoke_run):
     d = smoke_run.run_dir / "tables"
     res = pd.read_parquet(d / "results_long.parquet")
     saved = pd.read_csv(d / "fig2cd_nfr.csv")
-    again = msm.nfr_table(res, n_resamples=30, seed=stable_seed(0, "nfr"))
+    again = msm.nfr_table(res, n_bootstrap=30, seed=stable_seed(0, "nfr"))
     pd.testing.assert_frame_equal(saved[["condition", "measure", "estimate", "low", "high"]].reset_index(drop=True),
                                   again[["condition", "measure", "estimate", "low", "high"]].reset_index(drop=True),
                                   check_dtype=False, rtol=1e-9)

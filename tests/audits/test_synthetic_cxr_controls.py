@@ -154,7 +154,7 @@ def test_per_label_fid_has_intervals_and_blank_small_labels():
     rng = np.random.default_rng(0)
     real, synth = rng.normal(size=(60, 6)), rng.normal(size=(60, 6)) + 0.5
     labs = [["A"]] * 40 + [["B"]] * 17 + [["C"]] * 3
-    t = S.per_label_intervals(real, labs, {"g": (synth, labs)}, ["A", "B", "C"], min_images=5, n_resamples=50)
+    t = S.per_label_intervals(real, labs, {"g": (synth, labs)}, ["A", "B", "C"], min_images=5, n_bootstrap=50)
     t = t.set_index("label")
     assert (t.loc[["A", "B"], "fid_low"] <= t.loc[["A", "B"], "fid_high"]).all()
     assert t.loc["B", "fid_high"] - t.loc["B", "fid_low"] > t.loc["A", "fid_high"] - t.loc["A", "fid_low"]
@@ -167,9 +167,9 @@ def test_fid_gap_interval_and_encoder_agreement():
     rng = np.random.default_rng(1)
     real = rng.normal(size=(80, 5))
     near, far = rng.normal(size=(80, 5)), rng.normal(size=(80, 5)) + 1.5
-    g = S.fid_gap(real, far, near, n_resamples=100)
+    g = S.fid_gap(real, far, near, n_bootstrap=100)
     assert g["gap"] > 0 and g["low"] > 0
-    g0 = S.fid_gap(real, near, rng.normal(size=(80, 5)), n_resamples=100)
+    g0 = S.fid_gap(real, near, rng.normal(size=(80, 5)), n_bootstrap=100)
     assert g0["low"] < 0 < g0["high"]
     fid = pd.DataFrame({"generator": ["a", "b", "c"] * 2, "encoder": ["cxr"] * 3 + ["inception"] * 3,
                         "metric": "fid", "estimate": [1.0, 2, 3, 10, 20, 30]})

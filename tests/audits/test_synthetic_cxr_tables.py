@@ -20,7 +20,7 @@ def _pp(reid, lat, pix):
 def test_privacy_long_aggregates_counts_and_calibrated_threshold():
     pp = {"copy": _pp([0.9, 0.5, 0.86], [0.0, 0.1, 0.2], [0.01, 0.02, 0.03]),
           "gen": _pp([0.2, 0.3, 0.4], [0.5, 0.5, 0.5], [0.3, 0.3, 0.3])}
-    t = sc.privacy_long(pp, delta=0.85, n_resamples=50, calibrated_threshold=0.35)
+    t = sc.privacy_long(pp, delta=0.85, n_bootstrap=50, calibrated_threshold=0.35)
     got = t.set_index(["generator", "metric"])["estimate"]
     assert got[("copy", "avg_reid")] == pytest.approx((0.9 + 0.5 + 0.86) / 3)
     assert got[("copy", "avg_pixel_distance")] == pytest.approx(0.02)

@@ -92,7 +92,7 @@ Z_DISP = {"effusion": -0.768956, "mastectomy": -0.368658, "normal": 1.101285, "p
 
 
 def _hand_table() -> pd.DataFrame:
-    return association_audit(HAND, n_resamples=0, n_permutations=0).words.set_index("word")
+    return association_audit(HAND, n_bootstrap=0, n_permutations=0).words.set_index("word")
 
 
 def test_cad_hand_computed_log_ratios_variances_z():
@@ -157,7 +157,7 @@ def test_wae_hand_computed_weights():
     for k, v in expected.items():
         assert got[k] == pytest.approx(v, abs=1e-12), k
     # the vectorised engine (association_audit -> wae_inference) gives the same estimates
-    res = association_audit(HAND, assoc_z=0.0, n_resamples=0, n_permutations=0).wae.set_index("metric")
+    res = association_audit(HAND, assoc_z=0.0, n_bootstrap=0, n_permutations=0).wae.set_index("metric")
     for k, v in expected.items():
         assert res.loc[k, "estimate"] == pytest.approx(v, abs=1e-12), k
     assert res.loc["WAE_pred", "n_words"] == 3 and res.loc["WAE_ref_F", "n_words"] == 2
@@ -262,7 +262,7 @@ def test_planted_erasure_end_to_end_from_text():
     # V = 4 words only: most relabellings leave a group with no associated word, so ΔWAE's null is
     # mostly undefined (warned about and counted in perm_n_undefined)
     with pytest.warns(RuntimeWarning, match="undefined"):
-        res = association_audit(_erasure_corpus(), n_resamples=200, n_permutations=99)
+        res = association_audit(_erasure_corpus(), n_bootstrap=200, n_permutations=99)
     t = res.words.set_index("word")
     # effusion: ref F 100/400 tokens vs M 20/240 -> s = log(100.1/400.4) − log(20.1/240.4) = 1.095290,
     # Var = 1/100.1 + 1/20.1 = 0.059741, z_ref = 1.095290/0.244420 = 4.481176; identical predictions -> s_pred = 0
@@ -342,7 +342,7 @@ def _template_corpus(n: int = 120, seed: int = 0) -> pd.DataFrame:
 
 def test_one_template_generator_silence_flags_sex_specific_words_the_paper_flags_none():
     df = _template_corpus()
-    t = association_audit(df, n_resamples=0, n_permutations=0).words.set_index("word")
+    t = association_audit(df, n_bootstrap=0, n_permutations=0).words.set_index("word")
     # the paper's test cannot see silence: Var_pred = 2/alpha bounds z_disp (module docstring, item 8)
     assert (t["category"] == "Erasure").sum() == 0
     erased = set(t.index[t["erased_silence"]])
@@ -354,7 +354,7 @@ def test_one_template_generator_silence_flags_sex_specific_words_the_paper_flags
 
 def test_silence_test_flags_nothing_when_predictions_are_the_references():
     df = _template_corpus()
-    t = association_audit(df.assign(prediction=df["reference"]), n_resamples=0, n_permutations=0).words
+    t = association_audit(df.assign(prediction=df["reference"]), n_bootstrap=0, n_permutations=0).words
     assert not t["erased_silence"].any() and (t["p_silence"] > 0.4).all()
 
 
@@ -389,7 +389,7 @@ def test_permutation_null_pvalues_are_roughly_uniform():
         counts = count_reports(df["reference"], df["prediction"], df["group"])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            res = wae_inference(counts, n_resamples=0, n_permutations=99, permutation_seed=seed,
+            res = wae_inference(counts, n_bootstrap=0, n_permutations=99, permutation_seed=seed,
                                 permuted=tuple(pvals)).set_index("metric")
         for k in pvals:
             pvals[k].append(res.loc[k, "perm_pvalue"])
@@ -400,7 +400,7 @@ def test_permutation_null_pvalues_are_roughly_uniform():
 
 
 def test_permutation_exact_on_tiny_corpus_and_alternatives():
-    res = association_audit(HAND, assoc_z=0.0, n_resamples=0, n_permutations=1000).wae.set_index("metric")
+    res = association_audit(HAND, assoc_z=0.0, n_bootstrap=0, n_permutations=1000).wae.set_index("metric")
     # 4 reports, 2 per group: C(4, 2) = 6 distinct relabellings <= 1000 -> enumerated exactly
     assert bool(res.loc["WAE_pred", "perm_exact"]) and res.loc["WAE_pred", "n_permutations"] == 6
     assert res.loc["WAE_pred", "perm_alternative"] == "greater"
@@ -415,7 +415,7 @@ def test_conditional_pvalue_is_scipys_formula_when_all_defined(alternative, n):
     from radaudit.stats import permutation_test
 
     rng = np.random.default_rng(n)
-    res = permutation_test(rng.normal(size=n), rng.normal(0.3, 1, size=n), n_resamples=200, alternative=alternative,
+    res = permutation_test(rng.normal(size=n), rng.normal(0.3, 1, size=n), n_permutations=200, alternative=alternative,
                            seed=2)
     assert _conditional_pvalue(res.null_distribution, res.statistic, alternative, res.exact) == pytest.approx(res.pvalue)
     # an undefined relabelling is left out of the p-value instead of counting as "not extreme"
@@ -446,10 +446,10 @@ def _fixed_vocab_statistic(df: pd.DataFrame, name: str, assoc_z: float):
 def test_bootstrap_matches_radaudit_stats_bootstrap_ci(method):
     df = _random_corpus(7, n=30, vocab=12)
     counts = count_reports(df["reference"], df["prediction"], df["group"])
-    ours = wae_inference(counts, assoc_z=0.0, n_resamples=60, ci_method=method, bootstrap_seed=11,
+    ours = wae_inference(counts, assoc_z=0.0, n_bootstrap=60, ci_method=method, bootstrap_seed=11,
                          n_permutations=0).set_index("metric")
     for name in ("WAE_pred", "delta_WAE_ref"):
-        ref = bootstrap_ci(np.arange(len(df)), _fixed_vocab_statistic(df, name, 0.0), n_resamples=60, method=method,
+        ref = bootstrap_ci(np.arange(len(df)), _fixed_vocab_statistic(df, name, 0.0), n_bootstrap=60, method=method,
                            seed=11)
         row = ours.loc[name]
         assert row["estimate"] == pytest.approx(ref.estimate, rel=1e-9)
@@ -461,7 +461,7 @@ def test_bootstrap_matches_radaudit_stats_bootstrap_ci(method):
 
 
 def test_bootstrap_ci_contains_estimate_and_is_reproducible():
-    kw = dict(n_resamples=300, n_permutations=0)
+    kw = dict(n_bootstrap=300, n_permutations=0)
     a = association_audit(_erasure_corpus(), bootstrap_seed=3, **kw).wae
     b = association_audit(_erasure_corpus(), bootstrap_seed=3, **kw).wae
     c = association_audit(_erasure_corpus(), bootstrap_seed=4, **kw).wae
@@ -470,7 +470,7 @@ def test_bootstrap_ci_contains_estimate_and_is_reproducible():
     w = a.set_index("metric")
     for k in ("WAE_pred", "WAE_ref", "WAE_ref_F", "delta_WAE_ref"):
         assert w.loc[k, "low"] <= w.loc[k, "estimate"] <= w.loc[k, "high"], k
-        assert w.loc[k, "n_resamples"] == 300 and w.loc[k, "method"] == "shifted"
+        assert w.loc[k, "n_bootstrap"] == 300 and w.loc[k, "method"] == "shifted"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -480,25 +480,25 @@ def test_bootstrap_ci_contains_estimate_and_is_reproducible():
 def test_one_group_empty_is_a_clear_error():
     df = HAND.assign(group=["M", "M", "M", "O"])
     with pytest.raises(AssociationInputError, match=r"group 'F' has no reports.*'F': 0, 'M': 3.*'O': 1"):
-        association_audit(df, n_resamples=0, n_permutations=0)
+        association_audit(df, n_bootstrap=0, n_permutations=0)
 
 
 def test_unknown_group_values_are_excluded_and_counted_or_strict_error():
     extra = pd.DataFrame({"reference": ["Effusion.", "Nodule.", "Mass."], "prediction": ["", "Nodule.", "Mass."],
                           "group": ["O", None, np.nan]})
     df = pd.concat([HAND, extra], ignore_index=True)
-    res = association_audit(df, n_resamples=0, n_permutations=0)
+    res = association_audit(df, n_bootstrap=0, n_permutations=0)
     assert res.excluded == {"<NA>": 2, "O": 1} and res.n_excluded == 3
     assert res.n_reports == {"F": 2, "M": 2}
     pd.testing.assert_frame_equal(res.words, _hand_table().reset_index(), check_like=False)
     with pytest.raises(AssociationInputError, match=r"3 rows .*outside groups.*'<NA>': 2, 'O': 1"):
-        association_audit(df, strict=True, n_resamples=0, n_permutations=0)
+        association_audit(df, strict=True, n_bootstrap=0, n_permutations=0)
 
 
 def test_other_group_columns_work():
     df = HAND.assign(band=["<60", "<60", ">=60", ">=60"])
     df = pd.concat([df, df.iloc[[0]].assign(band="unknown")], ignore_index=True)
-    res = association_audit(df, group="band", groups=("<60", ">=60"), n_resamples=0, n_permutations=0)
+    res = association_audit(df, group="band", groups=("<60", ">=60"), n_bootstrap=0, n_permutations=0)
     assert res.groups == ("<60", ">=60") and res.excluded == {"unknown": 1}
     assert "c_ref_<60" in res.words.columns
     np.testing.assert_allclose(res.words["z_disp"], _hand_table()["z_disp"].to_numpy(), atol=1e-12)
@@ -508,7 +508,7 @@ def test_empty_predictions_are_defined():
     df = HAND.assign(prediction="")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = association_audit(df, n_resamples=50, n_permutations=20)
+        res = association_audit(df, n_bootstrap=50, n_permutations=20)
     t = res.words.set_index("word")
     # N_F = N_M = 0 in the predictions: p_g(w) = α/(αV) = 1/V for both groups -> s_pred = 0, Var_pred = 20
     assert (t["s_pred"] == 0).all() and np.allclose(t["var_pred"], 20.0)
@@ -521,17 +521,17 @@ def test_empty_predictions_are_defined():
 
 def test_missing_texts_columns_and_bad_params_raise():
     with pytest.raises(AssociationInputError, match=r"'prediction' is missing .*index \[1\].*''"):
-        association_audit(HAND.assign(prediction=["a", None, "b", "c"]), n_resamples=0, n_permutations=0)
+        association_audit(HAND.assign(prediction=["a", None, "b", "c"]), n_bootstrap=0, n_permutations=0)
     with pytest.raises(AssociationInputError, match="no column"):
-        association_audit(HAND.rename(columns={"group": "sex"}), n_resamples=0, n_permutations=0)
+        association_audit(HAND.rename(columns={"group": "sex"}), n_bootstrap=0, n_permutations=0)
     with pytest.raises(AssociationInputError, match="alpha"):
-        association_audit(HAND, alpha=0, n_resamples=0, n_permutations=0)
+        association_audit(HAND, alpha=0, n_bootstrap=0, n_permutations=0)
     with pytest.raises(AssociationInputError, match="z_neutral"):
         cad({"F": ["a"], "M": ["b"]}, {"F": ["a"], "M": ["b"]}, z_neutral=3, z_strong=2)
     with pytest.raises(AssociationInputError, match="expected exactly"):
         cad({"F": ["a"], "X": ["b"]}, {"F": ["a"], "M": ["b"]})
     with pytest.raises(AssociationInputError, match="no token"):
-        association_audit(HAND.assign(reference="the and of", prediction="12 ."), n_resamples=0, n_permutations=0)
+        association_audit(HAND.assign(reference="the and of", prediction="12 ."), n_bootstrap=0, n_permutations=0)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -556,7 +556,7 @@ def test_deidentification_placeholders_are_not_words():
     # in CAD a placeholder never enters the vocabulary, whatever the group that carries it
     df = pd.DataFrame({"reference": ["XXXX effusion", "XXXX XXXX XXXX heart"], "prediction": ["xxxx effusion", "heart"],
                        "group": ["F", "M"]})
-    assert set(association_audit(df, n_resamples=0, n_permutations=0).words["word"]) == {"effusion", "heart"}
+    assert set(association_audit(df, n_bootstrap=0, n_permutations=0).words["word"]) == {"effusion", "heart"}
 
 
 def test_default_stopword_list_is_nltk_english():
@@ -570,7 +570,7 @@ def test_wae_interval_is_clipped_at_zero_and_contains_the_estimate():
     """A corpus whose predictions barely move: the shifted interval would dip below 0 for WAE (a mean of squares)."""
     refs = ["small left pleural effusion", "heart size normal lungs clear"] * 10
     df = pd.DataFrame({"ref": refs, "pred": ["no acute cardiopulmonary process"] * 20, "g": ["F", "M"] * 10})
-    w = association_audit(df, "ref", "pred", "g", ("F", "M"), n_resamples=200, n_permutations=0).wae.set_index("metric")
+    w = association_audit(df, "ref", "pred", "g", ("F", "M"), n_bootstrap=200, n_permutations=0).wae.set_index("metric")
     for k in ("WAE_pred", "WAE_ref"):
         assert w.loc[k, "low"] >= 0.0 and w.loc[k, "low"] <= w.loc[k, "estimate"] <= w.loc[k, "high"], k
 
@@ -612,7 +612,7 @@ def test_threaded_inference_equals_the_sequential_one(monkeypatch):
     refs = [" ".join(rng.choice(words, 6)) for _ in range(300)]
     preds = [" ".join(rng.choice(words, 4)) for _ in range(300)]
     counts = count_reports(refs, preds, rng.choice(["F", "M"], 300))
-    kw = dict(n_resamples=200, n_permutations=199, bootstrap_seed=5, permutation_seed=6)
+    kw = dict(n_bootstrap=200, n_permutations=199, bootstrap_seed=5, permutation_seed=6)
     monkeypatch.setattr(assoc, "PARALLEL_WORK", 10**12)
     one = wae_inference(counts, **kw)
     monkeypatch.setattr(assoc, "PARALLEL_WORK", 0)
@@ -631,7 +631,7 @@ def test_permutation_p_values_equal_one_scipy_call_per_statistic():
                            ["heart normal small"] * 77, ["F"] * 40 + ["M"] * 37)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # ΔWAE is undefined in most relabellings here
-        res = wae_inference(counts, n_resamples=0, n_permutations=99, permutation_seed=4).set_index("metric")
+        res = wae_inference(counts, n_bootstrap=0, n_permutations=99, permutation_seed=4).set_index("metric")
     eng = assoc._Engine(counts, 0.1, 1.0)
     idx = np.arange(counts.n_reports)
     for k in ("WAE_pred", "WAE_ref"):

@@ -1,4 +1,5 @@
-"""The lab's one implementation of AUROC, F1 from counts and ECE, against scikit-learn on random and tied inputs."""
+"""The lab's one implementation of F1 from counts and ECE (and the AUROC name), against scikit-learn on random and tied
+inputs. The AUROC itself and its every-replicate form: tests/stats/test_ranks.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from sklearn.metrics import f1_score, roc_auc_score
 from radaudit.errors import ParamsError
 from radaudit.metrics.classification import (
     auroc,
-    auroc_resamples,
     ece_resamples,
     expected_calibration_error,
     f1_from_counts,
@@ -62,22 +62,6 @@ def test_reliability_bins_match_sklearn_calibration_curve_and_ece_hand_computed(
 
 
 # --- every bootstrap resample at once (bootstrap_ci(vectorized=True)) ---------------------------------------
-
-@pytest.mark.parametrize("seed", range(3))
-def test_auroc_resamples_equals_auroc_per_row_with_ties_and_undefined_rows(seed):
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, (60, 30))
-    y[0] = 1  # one class: undefined
-    s = np.where(rng.random((60, 30)) < 0.5, rng.integers(0, 3, (60, 30)), rng.normal(size=(60, 30)) + y)
-    s[1, 4] = np.nan  # a missing score: undefined
-    got = auroc_resamples(y, s)
-    want = np.array([auroc(y[i], s[i]) for i in range(60)])
-    assert np.isnan(got[:2]).all() and np.isnan(want[:2]).all()
-    np.testing.assert_allclose(got[2:], want[2:], rtol=0, atol=1e-12)
-    assert auroc_resamples([1, 1, 0, 0], [0.8, 0.4, 0.4, 0.1]).tolist() == [0.875]  # the hand-computed case
-    with pytest.raises(ParamsError, match="shape"):
-        auroc_resamples([[1, 0]], [[0.5, 0.2, 0.1]])
-
 
 @pytest.mark.parametrize("kind", ["positive", "confidence"])
 def test_ece_resamples_equals_ece_per_row(kind):

@@ -41,15 +41,15 @@ def test_prdc_indicators_average_to_prdc():
 def test_intervals_hold_the_point_values_and_are_seeded():
     rng = np.random.default_rng(3)
     x, y = rng.normal(size=(60, 12)), rng.normal(size=(50, 12)) + 0.4
-    t = fidelity_intervals(x, y, n_resamples=200, seed=7).set_index("metric")
+    t = fidelity_intervals(x, y, n_bootstrap=200, seed=7).set_index("metric")
     assert t.loc["fid", "estimate"] == pytest.approx(fid(x, y), rel=1e-6)
     assert t.loc["kid", "estimate"] == pytest.approx(mmd2_unbiased(x, y), rel=1e-9)
     assert t.loc["coverage", "estimate"] == pytest.approx(prdc(x, y)["coverage"])
     assert (t["low"] <= t["estimate"] + 1e-12).all() and (t["estimate"] <= t["high"] + 1e-12).all()
     assert t.loc["fid", "bias"] > 0  # resamples repeat rows: the FID of a resample is biased upwards
-    again = fidelity_intervals(x, y, n_resamples=200, seed=7).set_index("metric")
+    again = fidelity_intervals(x, y, n_bootstrap=200, seed=7).set_index("metric")
     assert t[["low", "high"]].equals(again[["low", "high"]])
-    far = fidelity_intervals(x, y + 3.0, metrics=("fid",), n_resamples=200).set_index("metric")
+    far = fidelity_intervals(x, y + 3.0, metrics=("fid",), n_bootstrap=200).set_index("metric")
     assert far.loc["fid", "low"] > t.loc["fid", "high"]  # a shifted set is clearly worse, CIs apart
 
 
@@ -57,7 +57,7 @@ def test_prdc_intervals_stay_inside_their_range():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(80, 6))
     y = x[:60] + rng.normal(scale=0.01, size=(60, 6))  # near-copies: precision ~ 1
-    t = fidelity_intervals(x, y, metrics=("precision", "recall", "coverage"), n_resamples=300, seed=1)
+    t = fidelity_intervals(x, y, metrics=("precision", "recall", "coverage"), n_bootstrap=300, seed=1)
     t = t.set_index("metric")
     assert t.loc["precision", "estimate"] == 1.0
     assert (t["high"] <= 1.0).all() and (t["low"] >= 0.0).all()
@@ -68,8 +68,8 @@ def test_bad_input_is_named():
     x = np.zeros((10, 3))
     with pytest.raises(ParamsError, match="Unknown metric"):
         fidelity_intervals(x, x, metrics=("is",))
-    with pytest.raises(ParamsError, match="n_resamples"):
-        fidelity_intervals(x, x, n_resamples=1)
+    with pytest.raises(ParamsError, match="n_bootstrap"):
+        fidelity_intervals(x, x, n_bootstrap=1)
 
 
 def test_intervals_do_not_depend_on_the_callers_blas_threads():
@@ -85,12 +85,12 @@ def test_intervals_do_not_depend_on_the_callers_blas_threads():
     tables = {}
     for threads in (1, 2):
         with threadpoolctl.threadpool_limits(threads, user_api="blas"):
-            tables[threads] = fidelity_intervals(x, y, metrics=("fid", "kid", "precision"), n_resamples=40)
+            tables[threads] = fidelity_intervals(x, y, metrics=("fid", "kid", "precision"), n_bootstrap=40)
             assert {i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"} == {threads}
     pd.testing.assert_frame_equal(tables[1], tables[2], check_exact=True)
     kxx, kyy, kxy = x @ x.T, y @ y.T, x @ y.T
     fids = {}
     for threads in (1, 2):
         with threadpoolctl.threadpool_limits(threads, user_api="blas"):
-            fids[threads] = u._fid_from_grams(kxx, kyy, kxy)
+            fids[threads] = u.fid_from_grams(kxx, kyy, kxy)
     assert fids[1] == pytest.approx(fids[2], rel=1e-6)

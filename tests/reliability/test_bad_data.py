@@ -110,7 +110,7 @@ def assoc_frame(groups: list[Any]) -> pd.DataFrame:
     return pd.DataFrame({"reference": (refs * 2)[:n], "prediction": (preds * 2)[:n], "group": groups})
 
 
-FAST_AUDIT = dict(n_resamples=20, n_permutations=20)
+FAST_AUDIT = dict(n_bootstrap=20, n_permutations=20)
 
 
 # --- entry points: each returns the observables its rows check -------------------------------------------

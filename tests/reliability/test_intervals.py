@@ -33,7 +33,7 @@ def noise_corpus():
 def _wae(df, method):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = association_audit(df, n_resamples=200, n_permutations=20, ci_method=method)
+        res = association_audit(df, n_bootstrap=200, n_permutations=20, ci_method=method)
     return res.wae.set_index("metric").loc[["WAE_pred", "WAE_ref"]]
 
 
@@ -55,5 +55,5 @@ def test_bootstrap_ci_holds_a_skewed_ratio(method):
     # a ratio of means on lognormal data: skewed, but unbiased enough that every method holds its estimate
     rng = np.random.default_rng(1)
     x, y = rng.lognormal(0, 1, 80), rng.lognormal(0.3, 1, 80)
-    ci = bootstrap_ci((x, y), lambda a, b: a.mean() / b.mean(), n_resamples=500, method=method, seed=0)
+    ci = bootstrap_ci((x, y), lambda a, b: a.mean() / b.mean(), n_bootstrap=500, method=method, seed=0)
     assert ci.low <= ci.estimate <= ci.high

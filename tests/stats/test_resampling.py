@@ -44,7 +44,7 @@ def test_a_generator_seed_continues_its_stream():
 
 def test_bootstrap_ci_evaluates_its_statistic_on_these_draws():
     x = np.random.default_rng(0).normal(size=23)
-    res = bootstrap_ci(x, np.mean, n_resamples=40, method="percentile", seed=7)
+    res = bootstrap_ci(x, np.mean, n_bootstrap=40, method="percentile", seed=7)
     want = np.array([x[row].mean() for row in _all(resample_indices(len(x), 40, seed=7))])
     assert np.array_equal(res.replicates, want)
 
@@ -130,3 +130,16 @@ def test_groups_draw_group_by_group_in_order():
 def test_bad_inputs_raise_when_called_naming_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()  # before any draw: the generators check their arguments eagerly
+
+
+def test_the_old_name_of_the_replicate_count_still_works_with_a_deprecation_warning():
+    from radaudit.stats import bootstrap_ci, paired_bootstrap
+
+    x = np.arange(20.0)
+    new = bootstrap_ci(x, np.mean, n_bootstrap=50, method="percentile", seed=1)
+    with pytest.warns(DeprecationWarning, match=r"bootstrap_ci\(n_resamples=\.\.\.\) is deprecated; pass n_bootstrap=50"):
+        old = bootstrap_ci(x, np.mean, n_resamples=50, method="percentile", seed=1)
+    assert (old.low, old.high, old.n_bootstrap) == (new.low, new.high, 50)
+    with pytest.warns(DeprecationWarning, match="paired_bootstrap"):
+        t = paired_bootstrap(x, {"mean": np.mean}, n_resamples=40, method="percentile")
+    assert t["n_bootstrap"].tolist() == [40]

@@ -33,12 +33,12 @@ def test_normal_mean_ci_matches_the_normal_approximation():
     x = rng.normal(10.0, 2.0, size=4000)
     half = 1.959964 * x.std(ddof=1) / math.sqrt(x.size)
     for method in METHODS:
-        r = bootstrap_ci(x, np.mean, n_resamples=4000, method=method, seed=1)
+        r = bootstrap_ci(x, np.mean, n_bootstrap=4000, method=method, seed=1)
         assert r.estimate == pytest.approx(x.mean())
         assert r.low == pytest.approx(x.mean() - half, abs=0.1 * half)
         assert r.high == pytest.approx(x.mean() + half, abs=0.1 * half)
         assert r.se == pytest.approx(x.std(ddof=1) / math.sqrt(x.size), rel=0.05)
-        assert (r.method, r.n_units, r.n_resamples, r.n_failed, r.confidence) == (method, 4000, 4000, 0, 0.95)
+        assert (r.method, r.n_units, r.n_bootstrap, r.n_failed, r.confidence) == (method, 4000, 4000, 0, 0.95)
 
 
 def _exact_percentiles(values, q):
@@ -55,9 +55,9 @@ def test_percentile_ci_of_an_enumerable_case():
     data = np.array([0.0, 1.0, 2.0])
     assert _exact_percentiles(data, [0.025, 0.975]) == [0.0, 2.0]
     assert _exact_percentiles(data, [0.05, 0.95]) == pytest.approx([1 / 3, 5 / 3])
-    r95 = bootstrap_ci(data, np.mean, method="percentile", n_resamples=20000, seed=0)
+    r95 = bootstrap_ci(data, np.mean, method="percentile", n_bootstrap=20000, seed=0)
     assert (r95.low, r95.high) == (0.0, 2.0)
-    r90 = bootstrap_ci(data, np.mean, method="percentile", confidence=0.90, n_resamples=20000, seed=0)
+    r90 = bootstrap_ci(data, np.mean, method="percentile", confidence=0.90, n_bootstrap=20000, seed=0)
     assert r90.low == pytest.approx(1 / 3)
     assert r90.high == pytest.approx(5 / 3)
 
@@ -65,7 +65,7 @@ def test_percentile_ci_of_an_enumerable_case():
 def test_percentile_ci_is_the_quantiles_of_the_replicates():
     rng = np.random.default_rng(3)
     x = rng.gamma(2.0, size=50)
-    r = bootstrap_ci(x, np.median, method="percentile", n_resamples=999, seed=5)
+    r = bootstrap_ci(x, np.median, method="percentile", n_bootstrap=999, seed=5)
     assert r.replicates.shape == (999,)
     assert (r.low, r.high) == tuple(np.quantile(r.replicates, [0.025, 0.975]))
     assert r.se == pytest.approx(np.std(r.replicates, ddof=1))
@@ -82,8 +82,8 @@ def test_bca_equals_percentile_for_symmetric_data():
     # symmetric around its mean: the jackknife skewness Σd³ is exactly 0, so a = 0, and z0 ≈ 0
     half = np.linspace(0.1, 3.0, 200)
     x = np.concatenate([-half, half]) + 5.0
-    bca = bootstrap_ci(x, np.mean, method="bca", n_resamples=20000, seed=2)
-    pct = bootstrap_ci(x, np.mean, method="percentile", n_resamples=20000, seed=2)
+    bca = bootstrap_ci(x, np.mean, method="bca", n_bootstrap=20000, seed=2)
+    pct = bootstrap_ci(x, np.mean, method="percentile", n_bootstrap=20000, seed=2)
     assert bca.acceleration == pytest.approx(0.0, abs=1e-12)
     assert abs(bca.z0) < 0.03
     np.testing.assert_array_equal(bca.replicates, pct.replicates)
@@ -96,7 +96,7 @@ def test_bca_equals_percentile_for_symmetric_data():
 def test_agrees_with_scipy_bootstrap_on_iid_data(method):
     rng = np.random.default_rng(11)
     x = rng.exponential(size=150)  # skewed: BCa and percentile differ
-    ours = bootstrap_ci(x, np.mean, method=method, n_resamples=20000, seed=7)
+    ours = bootstrap_ci(x, np.mean, method=method, n_bootstrap=20000, seed=7)
     ref = sps.bootstrap((x,), np.mean, method=method, n_resamples=20000, rng=np.random.default_rng(8))
     width = ref.confidence_interval.high - ref.confidence_interval.low
     assert ours.low == pytest.approx(ref.confidence_interval.low, abs=0.02 * width)
@@ -114,7 +114,7 @@ def test_agrees_with_scipy_on_paired_arrays():
         a, b = a - a.mean(-1, keepdims=True), b - b.mean(-1, keepdims=True)
         return (a * b).sum(-1) / np.sqrt((a * a).sum(-1) * (b * b).sum(-1))
 
-    ours = bootstrap_ci((x, y), corr, n_resamples=10000, seed=1)
+    ours = bootstrap_ci((x, y), corr, n_bootstrap=10000, seed=1)
     ref = sps.bootstrap((x, y), corr, paired=True, n_resamples=10000, rng=np.random.default_rng(2))
     width = ref.confidence_interval.high - ref.confidence_interval.low
     assert ours.estimate == pytest.approx(float(corr(x, y)))
@@ -124,7 +124,7 @@ def test_agrees_with_scipy_on_paired_arrays():
 
 def test_dataframe_input_and_units_by_column_name():
     df = pd.DataFrame({"study": [1, 1, 2, 2, 3, 3, 4, 4], "y": [1, 0, 1, 1, 0, 0, 1, 0]})
-    r = bootstrap_ci(df, lambda d: d["y"].mean(), units="study", n_resamples=200, seed=0)
+    r = bootstrap_ci(df, lambda d: d["y"].mean(), units="study", n_bootstrap=200, seed=0)
     assert r.n_units == 4
     assert r.estimate == 0.5
 
@@ -138,8 +138,8 @@ def test_cluster_with_identical_rows_equals_iid_over_one_row_per_unit(method):
     per_unit = rng.normal(size=40)
     rows = np.repeat(per_unit, 3)  # every unit has 3 identical rows
     units = np.repeat([f"s{i:02d}" for i in range(40)], 3)
-    cl = bootstrap_ci(rows, np.mean, units=units, method=method, n_resamples=3000, seed=9)
-    iid = bootstrap_ci(per_unit, np.mean, method=method, n_resamples=3000, seed=9)
+    cl = bootstrap_ci(rows, np.mean, units=units, method=method, n_bootstrap=3000, seed=9)
+    iid = bootstrap_ci(per_unit, np.mean, method=method, n_bootstrap=3000, seed=9)
     assert cl.n_units == iid.n_units == 40
     np.testing.assert_allclose(cl.replicates, iid.replicates, rtol=0, atol=1e-12)
     assert cl.high - cl.low == pytest.approx(iid.high - iid.low, abs=1e-12)
@@ -151,8 +151,8 @@ def test_cluster_result_does_not_depend_on_row_order():
     units = np.repeat(np.arange(30), rng.integers(1, 5, size=30))
     x = rng.normal(size=units.size) + units % 3
     perm = rng.permutation(units.size)
-    a = bootstrap_ci(x, np.mean, units=units, n_resamples=500, seed=4)
-    b = bootstrap_ci(x[perm], np.mean, units=units[perm], n_resamples=500, seed=4)
+    a = bootstrap_ci(x, np.mean, units=units, n_bootstrap=500, seed=4)
+    b = bootstrap_ci(x[perm], np.mean, units=units[perm], n_bootstrap=500, seed=4)
     np.testing.assert_allclose(a.replicates, b.replicates, atol=1e-12)
 
 
@@ -162,8 +162,8 @@ def test_strongly_clustered_data_gives_a_wider_cluster_ci():
     effect = rng.normal(0, 1.0, size=n_units)
     x = np.repeat(effect, k) + rng.normal(0, 0.1, size=n_units * k)
     units = np.repeat(np.arange(n_units), k)
-    naive = bootstrap_ci(x, np.mean, n_resamples=2000, seed=0)
-    cluster = bootstrap_ci(x, np.mean, units=units, n_resamples=2000, seed=0)
+    naive = bootstrap_ci(x, np.mean, n_bootstrap=2000, seed=0)
+    cluster = bootstrap_ci(x, np.mean, units=units, n_bootstrap=2000, seed=0)
     assert cluster.n_units == n_units and naive.n_units == n_units * k
     # the design effect here is ≈ 1 + (k - 1)·ICC ≈ 10, so the width ratio ≈ √10
     assert (cluster.high - cluster.low) > 2.0 * (naive.high - naive.low)
@@ -190,7 +190,7 @@ def test_failed_replicates_are_counted_and_dropped():
     def mean_x_of_positives(xs, ys):
         return xs[ys == 1].mean() if (ys == 1).any() else np.nan
 
-    r = bootstrap_ci((x, y), mean_x_of_positives, n_resamples=2000, method="percentile", seed=0)
+    r = bootstrap_ci((x, y), mean_x_of_positives, n_bootstrap=2000, method="percentile", seed=0)
     assert 0.02 * 2000 < r.n_failed < 0.07 * 2000
     assert np.isnan(r.replicates).sum() == r.n_failed
     ok = r.replicates[~np.isnan(r.replicates)]
@@ -206,14 +206,14 @@ def test_exceptions_in_replicates_count_as_failures():
             raise ValueError("only one class")
         return v.mean()
 
-    r = bootstrap_ci(y, needs_a_positive, n_resamples=1000, method="percentile", seed=0)
+    r = bootstrap_ci(y, needs_a_positive, n_bootstrap=1000, method="percentile", seed=0)
     assert 0.02 * 1000 < r.n_failed < 0.07 * 1000
 
 
 def test_too_many_failures_raise_a_clear_error():
     y = np.r_[np.ones(1), np.zeros(9)]  # no positive in 0.9^10 ≈ 35% of resamples
     with pytest.raises(BootstrapError, match=r"failed .* on \d+ of 1000 bootstrap replicates"):
-        bootstrap_ci(y, lambda v: v.mean() if v.any() else np.nan, n_resamples=1000, seed=0)
+        bootstrap_ci(y, lambda v: v.mean() if v.any() else np.nan, n_bootstrap=1000, seed=0)
 
 
 def test_nan_estimate_raises():
@@ -251,7 +251,7 @@ def test_bca_falls_back_to_percentile_when_undefined():
     x = np.arange(60.0)
     stat = lambda xs, ys: xs[ys == 1].mean() if (ys == 1).any() else np.nan  # noqa: E731
     with pytest.warns(BootstrapWarning, match="percentile"):
-        r = bootstrap_ci((x, y), stat, n_resamples=500, method="bca", seed=0, max_failed=0.5)
+        r = bootstrap_ci((x, y), stat, n_bootstrap=500, method="bca", seed=0, max_failed=0.5)
     assert r.method == "percentile"
 
 
@@ -270,9 +270,9 @@ def test_same_seed_same_replicates_different_seed_different():
 
 
 def test_result_to_dict_has_no_replicates():
-    d = bootstrap_ci(np.arange(10.0), np.mean, n_resamples=50).to_dict()
-    assert "replicates" not in d and d["n_resamples"] == 50
-    assert isinstance(bootstrap_ci(np.arange(10.0), np.mean, n_resamples=50), BootstrapResult)
+    d = bootstrap_ci(np.arange(10.0), np.mean, n_bootstrap=50).to_dict()
+    assert "replicates" not in d and d["n_bootstrap"] == 50
+    assert isinstance(bootstrap_ci(np.arange(10.0), np.mean, n_bootstrap=50), BootstrapResult)
 
 
 # ----------------------------------------------------------------------------- paired bootstrap
@@ -282,11 +282,11 @@ def test_paired_table_layout_and_agreement_with_bootstrap_ci():
     rng = np.random.default_rng(2)
     df = pd.DataFrame({"a": rng.normal(0.0, 1, 80), "b": rng.normal(0.5, 1, 80)})
     stats = {"A": lambda d: d["a"].mean(), "B": lambda d: d["b"].mean()}
-    t = paired_bootstrap(df, stats, n_resamples=1000, seed=3, differences=True)
+    t = paired_bootstrap(df, stats, n_bootstrap=1000, seed=3, differences=True)
     assert list(t.columns) == list(PAIRED_COLUMNS)
     assert list(t["metric"]) == ["A", "B", difference_label("A", "B")]
     assert difference_label("A", "B") == "A − B"
-    single = bootstrap_ci(df, stats["A"], n_resamples=1000, seed=3)
+    single = bootstrap_ci(df, stats["A"], n_bootstrap=1000, seed=3)
     row = t.iloc[0]
     assert (row.estimate, row.low, row.high, row.se) == (single.estimate, single.low, single.high, single.se)
     assert np.isnan(row.pvalue)
@@ -299,7 +299,7 @@ def test_paired_table_layout_and_agreement_with_bootstrap_ci():
 def test_identical_metrics_have_a_zero_difference_interval():
     x = np.random.default_rng(0).normal(size=50)
     for method in METHODS:
-        t = paired_bootstrap(x, {"m1": np.mean, "m2": np.mean}, n_resamples=500, method=method, differences=True)
+        t = paired_bootstrap(x, {"m1": np.mean, "m2": np.mean}, n_bootstrap=500, method=method, differences=True)
         d = t.set_index("metric").loc["m1 − m2"]
         assert (d.estimate, d.low, d.high, d.se) == (0.0, 0.0, 0.0, 0.0)
         assert d.pvalue == 1.0
@@ -310,7 +310,7 @@ def test_paired_difference_is_narrower_than_unpaired_for_correlated_systems():
     base = rng.normal(size=200)
     df = pd.DataFrame({"s1": base + rng.normal(0, 0.1, 200), "s2": base + 0.05 + rng.normal(0, 0.1, 200)})
     t = paired_bootstrap(
-        df, {"s1": lambda d: d.s1.mean(), "s2": lambda d: d.s2.mean()}, n_resamples=2000, differences=[("s2", "s1")]
+        df, {"s1": lambda d: d.s1.mean(), "s2": lambda d: d.s2.mean()}, n_bootstrap=2000, differences=[("s2", "s1")]
     ).set_index("metric")
     d = t.loc["s2 − s1"]
     assert d.se < 0.25 * math.hypot(t.loc["s1", "se"], t.loc["s2", "se"])
@@ -320,7 +320,7 @@ def test_paired_difference_is_narrower_than_unpaired_for_correlated_systems():
 def test_paired_pvalue_definition():
     # all replicate differences > 0: p = 2 (1 + 0) / (B + 1)
     x = np.arange(1.0, 21.0)
-    t = paired_bootstrap(x, {"hi": lambda v: v.mean() + 1, "lo": np.mean}, n_resamples=999, differences=True)
+    t = paired_bootstrap(x, {"hi": lambda v: v.mean() + 1, "lo": np.mean}, n_bootstrap=999, differences=True)
     assert t.iloc[2].pvalue == pytest.approx(2 / 1000)
 
 
@@ -337,7 +337,7 @@ def test_permutation_exact_unpaired_enumerable():
     r = permutation_test([1, 2, 3], [4, 5, 6])
     assert r.statistic == -3.0
     assert r.pvalue == pytest.approx(0.1)
-    assert r.exact and r.n_resamples == 20
+    assert r.exact and r.n_permutations == 20
 
 
 def test_permutation_exact_paired_sign_flips():
@@ -345,24 +345,24 @@ def test_permutation_exact_paired_sign_flips():
     r = permutation_test([2, 4, 6, 8], [1, 2, 3, 4], paired=True)
     assert r.statistic == 2.5
     assert r.pvalue == pytest.approx(2 / 16)
-    assert r.exact and r.n_resamples == 16
+    assert r.exact and r.n_permutations == 16
     assert permutation_test([2, 4, 6, 8], [1, 2, 3, 4], paired=True, alternative="greater").pvalue == pytest.approx(1 / 16)
 
 
 def test_permutation_separated_and_identical_samples():
     rng = np.random.default_rng(0)
     a = rng.normal(0, 1, 40)
-    assert permutation_test(a, a + 3.0, n_resamples=2000).pvalue < 0.01
-    assert permutation_test(a, rng.permutation(a), n_resamples=2000).pvalue > 0.9  # same values, shuffled
-    assert permutation_test(a, a, paired=True, n_resamples=2000).pvalue == 1.0
+    assert permutation_test(a, a + 3.0, n_permutations=2000).pvalue < 0.01
+    assert permutation_test(a, rng.permutation(a), n_permutations=2000).pvalue > 0.9  # same values, shuffled
+    assert permutation_test(a, a, paired=True, n_permutations=2000).pvalue == 1.0
 
 
 def test_permutation_reproducible_and_custom_statistic():
     rng = np.random.default_rng(1)
     x, y = rng.normal(size=30), rng.normal(0.3, 1, size=30)
-    a = permutation_test(x, y, statistic=lambda u, v: np.median(u) - np.median(v), n_resamples=500, seed=3)
-    b = permutation_test(x, y, statistic=lambda u, v: np.median(u) - np.median(v), n_resamples=500, seed=3)
-    assert a == b and not a.exact and a.n_resamples == 500
+    a = permutation_test(x, y, statistic=lambda u, v: np.median(u) - np.median(v), n_permutations=500, seed=3)
+    b = permutation_test(x, y, statistic=lambda u, v: np.median(u) - np.median(v), n_permutations=500, seed=3)
+    assert a == b and not a.exact and a.n_permutations == 500
     with pytest.raises(ValueError, match="allowed: mean_diff"):
         permutation_test(x, y, statistic="t")
     with pytest.raises(ValueError, match="same length"):
@@ -415,8 +415,8 @@ def test_basic_interval_reflects_the_percentile_quantiles_and_matches_scipy():
 
     rng = np.random.default_rng(3)
     x = rng.exponential(size=300)
-    ours = bootstrap_ci(x, np.mean, method="basic", n_resamples=4000, seed=11)
-    pct = bootstrap_ci(x, np.mean, method="percentile", n_resamples=4000, seed=11)
+    ours = bootstrap_ci(x, np.mean, method="basic", n_bootstrap=4000, seed=11)
+    pct = bootstrap_ci(x, np.mean, method="percentile", n_bootstrap=4000, seed=11)
     # same replicates: basic = reflection of the percentile bounds around the estimate
     assert ours.low == pytest.approx(2 * ours.estimate - pct.high)
     assert ours.high == pytest.approx(2 * ours.estimate - pct.low)
@@ -430,7 +430,7 @@ def test_basic_interval_contains_a_shifted_statistic():
     rng = np.random.default_rng(0)
     z = rng.normal(size=40)
     stat = lambda v: float(np.mean(v) ** 2 * len(v))  # noqa: E731  (a chi-square-like, upward-biased statistic)
-    basic = bootstrap_ci(z, stat, method="basic", n_resamples=2000, seed=0)
+    basic = bootstrap_ci(z, stat, method="basic", n_bootstrap=2000, seed=0)
     assert basic.low <= basic.estimate <= basic.high
 
 
@@ -449,7 +449,7 @@ def test_shifted_interval_brackets_an_upward_biased_statistic():
     rng = np.random.default_rng(0)
     z = rng.normal(size=40)
     stat = lambda v: float(np.mean(v) ** 2 * len(v))  # noqa: E731
-    r = bootstrap_ci(z, stat, method="shifted", n_resamples=2000, seed=0)
+    r = bootstrap_ci(z, stat, method="shifted", n_bootstrap=2000, seed=0)
     assert r.low <= r.estimate <= r.high and r.method == "shifted"
 
 
@@ -475,11 +475,11 @@ def test_permutation_test_with_several_statistics_tests_each_on_the_same_permuta
     def both(a, b, axis=-1):
         return np.stack([a.mean(axis) - b.mean(axis), np.median(a, axis) - np.median(b, axis)], axis=-1)
 
-    res = permutation_test(x, y, statistic=both, n_resamples=199, alternative="greater", seed=2, batch=50)
-    assert res.null_distribution.shape == (199, 2) and res.n_resamples == 199 and not res.exact
+    res = permutation_test(x, y, statistic=both, n_permutations=199, alternative="greater", seed=2, batch=50)
+    assert res.null_distribution.shape == (199, 2) and res.n_permutations == 199 and not res.exact
     for j, fn in enumerate((lambda a, b, axis=-1: a.mean(axis) - b.mean(axis),
                             lambda a, b, axis=-1: np.median(a, axis) - np.median(b, axis))):
-        one = permutation_test(x, y, statistic=fn, n_resamples=199, alternative="greater", seed=2)
+        one = permutation_test(x, y, statistic=fn, n_permutations=199, alternative="greater", seed=2)
         assert res.pvalue[j] == pytest.approx(one.pvalue) and res.statistic[j] == pytest.approx(one.statistic)
 
 
@@ -490,7 +490,7 @@ def test_exact_permutation_count_is_only_computed_when_it_could_be_reached():
     assert _n_distinct(50_000, 50_000, False, 1000) == math.inf  # C(100000, 50000) is never enumerated
     # an exact test still happens when the permutations fit: 6 relabellings of 2 + 2 reports
     from radaudit.stats import permutation_test
-    assert permutation_test([1.0, 2.0], [3.0, 4.0], n_resamples=1000).exact
+    assert permutation_test([1.0, 2.0], [3.0, 4.0], n_permutations=1000).exact
 
 
 def test_permutation_test_on_integer_data_equals_the_float_test():
@@ -504,8 +504,8 @@ def test_permutation_test_on_integer_data_equals_the_float_test():
         seen.append(a.dtype)
         return a.mean(axis) - b.mean(axis)
 
-    as_int = permutation_test(x, y, statistic=stat, n_resamples=199, seed=3)
-    as_float = permutation_test(x.astype(float), y.astype(float), statistic=stat, n_resamples=199, seed=3)
+    as_int = permutation_test(x, y, statistic=stat, n_permutations=199, seed=3)
+    as_float = permutation_test(x.astype(float), y.astype(float), statistic=stat, n_permutations=199, seed=3)
     assert np.issubdtype(seen[0], np.integer) and seen[-1] == np.float64
     assert as_int.pvalue == as_float.pvalue and as_int.statistic == pytest.approx(as_float.statistic)
     np.testing.assert_allclose(as_int.null_distribution, as_float.null_distribution)
@@ -519,8 +519,8 @@ def test_vectorized_statistic_gives_the_loops_interval(method):
     interval and (BCa) jackknife as the one-replicate-at-a-time loop, bit for bit."""
     rng = np.random.default_rng(3)
     x, y = rng.normal(size=37), rng.normal(size=37)
-    loop = bootstrap_ci((x, y), lambda u, v: np.mean(u - v), method=method, n_resamples=500, seed=4)
-    vec = bootstrap_ci((x, y), lambda u, v: np.mean(u - v, axis=-1), method=method, n_resamples=500, seed=4,
+    loop = bootstrap_ci((x, y), lambda u, v: np.mean(u - v), method=method, n_bootstrap=500, seed=4)
+    vec = bootstrap_ci((x, y), lambda u, v: np.mean(u - v, axis=-1), method=method, n_bootstrap=500, seed=4,
                        vectorized=True)
     assert (vec.estimate, vec.low, vec.high, vec.n_failed) == (loop.estimate, loop.low, loop.high, loop.n_failed)
     np.testing.assert_array_equal(vec.replicates, loop.replicates)
@@ -534,15 +534,15 @@ def test_vectorized_statistic_counts_nan_resamples_as_failed_and_refuses_what_it
         return np.where(s > 0, a.mean(axis=-1) / np.where(s > 0, s, 1), np.nan)
 
     loop = bootstrap_ci(x, lambda a: a.mean() / a.sum() if a.sum() else math.nan, method="percentile",
-                        n_resamples=400, seed=1, max_failed=0.2)
-    vec = bootstrap_ci(x, ratio, method="percentile", n_resamples=400, seed=1, max_failed=0.2, vectorized=True)
+                        n_bootstrap=400, seed=1, max_failed=0.2)
+    vec = bootstrap_ci(x, ratio, method="percentile", n_bootstrap=400, seed=1, max_failed=0.2, vectorized=True)
     assert vec.n_failed == loop.n_failed > 0 and (vec.low, vec.high) == (loop.low, loop.high)
     with pytest.raises(ValueError, match="not a DataFrame"):
         bootstrap_ci(pd.DataFrame({"a": x}), lambda f: f["a"].mean(), vectorized=True)
     with pytest.raises(ValueError, match="same number of rows"):
         bootstrap_ci(x, lambda a: a.mean(axis=-1), units=[0, 0, 0, 1], vectorized=True)
     with pytest.raises(TypeError, match="one number per resample"):
-        bootstrap_ci(x, lambda a: a.mean(), vectorized=True, method="percentile", n_resamples=10)
+        bootstrap_ci(x, lambda a: a.mean(), vectorized=True, method="percentile", n_bootstrap=10)
 
 
 def test_vectorized_statistic_in_several_batches_keeps_the_loops_draws(monkeypatch):
@@ -552,8 +552,8 @@ def test_vectorized_statistic_in_several_batches_keeps_the_loops_draws(monkeypat
     monkeypatch.setattr(stats_module, "_BATCH_ELEMENTS", 7 * 37)
     rng = np.random.default_rng(5)
     x = rng.normal(size=37)
-    loop = bootstrap_ci(x, np.mean, method="bca", n_resamples=100, seed=2)
-    vec = bootstrap_ci(x, lambda a: a.mean(axis=-1), method="bca", n_resamples=100, seed=2, vectorized=True)
+    loop = bootstrap_ci(x, np.mean, method="bca", n_bootstrap=100, seed=2)
+    vec = bootstrap_ci(x, lambda a: a.mean(axis=-1), method="bca", n_bootstrap=100, seed=2, vectorized=True)
     np.testing.assert_array_equal(vec.replicates, loop.replicates)
     assert (vec.low, vec.high) == (loop.low, loop.high)
 
@@ -571,14 +571,14 @@ def test_column_means_in_closed_form_equal_the_resampling_loop(method, clustered
     n = 300
     frame = pd.DataFrame({"F": rng.random(n) < 0.4, "M": rng.random(n) < 0.5, "age": rng.normal(60, 15, n)})
     units = rng.integers(0, 90, n).astype(str) if clustered else None  # clusters of 1 to ~8 rows
-    fast = paired_bootstrap(frame, {c: column_mean(c) for c in frame.columns}, units=units, n_resamples=400, seed=3,
+    fast = paired_bootstrap(frame, {c: column_mean(c) for c in frame.columns}, units=units, n_bootstrap=400, seed=3,
                             method=method, differences=[("F", "M")])
     loop = paired_bootstrap(frame, {c: (lambda d, c=c: float(d[c].to_numpy(dtype=float).mean())) for c in frame.columns},
-                            units=units, n_resamples=400, seed=3, method=method, differences=[("F", "M")])
+                            units=units, n_bootstrap=400, seed=3, method=method, differences=[("F", "M")])
     for col in ("estimate", "low", "high", "se", "pvalue"):
         np.testing.assert_allclose(fast[col].to_numpy(float), loop[col].to_numpy(float), rtol=0, atol=1e-12,
                                    equal_nan=True)
-    one = bootstrap_ci(frame, column_mean("age"), units=units, n_resamples=400, seed=3, method=method)
+    one = bootstrap_ci(frame, column_mean("age"), units=units, n_bootstrap=400, seed=3, method=method)
     assert one.low == pytest.approx(fast.set_index("metric").at["age", "low"], abs=1e-12)
 
 
@@ -587,7 +587,7 @@ def test_column_mean_with_missing_values_takes_the_loop_and_counts_failures():
 
     frame = pd.DataFrame({"x": [1.0, 2.0, np.nan, 4.0, 5.0, 6.0]})
     with pytest.raises(BootstrapError, match="nan on the full data"):
-        bootstrap_ci(frame, column_mean("x"), n_resamples=50)
+        bootstrap_ci(frame, column_mean("x"), n_bootstrap=50)
     assert column_mean("x")(frame.dropna()) == pytest.approx(3.6)
 
 
@@ -604,8 +604,8 @@ def test_vectorized_cluster_bootstrap_with_equal_clusters_equals_the_loop(method
         w = np.arange(1, a.shape[-1] + 1)
         return (a * w).sum(axis=-1) / w.sum()
 
-    loop = bootstrap_ci(x, weighted, units=units, n_resamples=300, seed=4, method=method)
-    vec = bootstrap_ci(x, weighted, units=units, n_resamples=300, seed=4, method=method, vectorized=True)
+    loop = bootstrap_ci(x, weighted, units=units, n_bootstrap=300, seed=4, method=method)
+    vec = bootstrap_ci(x, weighted, units=units, n_bootstrap=300, seed=4, method=method, vectorized=True)
     assert vec.estimate == pytest.approx(loop.estimate, abs=1e-12)
     assert (vec.low, vec.high) == (pytest.approx(loop.low, abs=1e-12), pytest.approx(loop.high, abs=1e-12))
     assert vec.n_units == loop.n_units == 20

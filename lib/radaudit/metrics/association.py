@@ -146,15 +146,16 @@ import pandas as pd
 from scipy import sparse, special, stats
 
 from radaudit.errors import RadauditError
-from radaudit.text.deid import strip_placeholders
 from radaudit.stats import (
     METHODS,
     BootstrapResult,
     PermutationResult,
-    interval_from_replicates as _stats_interval,  # the stats module's intervals (reused, not forked)
     benjamini_hochberg,
+    interval_from_replicates,
     permutation_test,
+    resample_weights,
 )
+from radaudit.text.deid import strip_placeholders
 
 __all__ = [
     "CATEGORIES",
@@ -194,7 +195,7 @@ STOPWORDS_FILE = "stopwords_english_nltk.txt"
 
 WAE_COLUMNS: tuple[str, ...] = (
     "metric", "weighting", "group", "estimate", "low", "high", "se", "bias", "confidence", "method", "n_units",
-    "n_resamples", "n_failed", "n_words", "perm_pvalue", "perm_alternative", "n_permutations", "perm_exact",
+    "n_bootstrap", "n_failed", "n_words", "perm_pvalue", "perm_alternative", "n_permutations", "perm_exact",
     "perm_n_undefined",
 )
 """Columns of the WAE table :func:`wae_inference` returns."""
@@ -814,31 +815,13 @@ class _Engine:
         return {k: (v[0] if single else v) for k, v in out.items()}
 
 
-def _bootstrap_multiplicities(n: int, n_resamples: int, seed: int | None, chunk: int) -> Iterable[np.ndarray]:
-    """Report multiplicities [k × n] per chunk, drawn exactly as radaudit.stats draws its resamples.
-
-    radaudit.stats draws ``rng.integers(0, n_units, size=n_units)`` once per replicate from
-    ``default_rng(seed)``; we make the same calls in the same order, so replicate b here is
-    replicate b of :func:`radaudit.stats.bootstrap_ci` with that seed.
-    """
-    rng = np.random.default_rng(seed)
-    done = 0
-    while done < n_resamples:
-        k = min(chunk, n_resamples - done)
-        W = np.empty((k, n))
-        for j in range(k):
-            W[j] = np.bincount(rng.integers(0, n, size=n), minlength=n)
-        done += k
-        yield W
-
-
 def wae_inference(
     counts: AssociationCounts,
     *,
     alpha: float = 0.1,
     assoc_z: float = 1.0,
     min_count: int = 1,
-    n_resamples: int = 1000,
+    n_bootstrap: int = 1000,
     confidence: float = 0.95,
     ci_method: Literal["percentile", "basic", "bca", "shifted"] = "shifted",
     bootstrap_seed: int | None = 0,
@@ -853,10 +836,11 @@ def wae_inference(
         counts: the corpus (:func:`count_reports`); ``min_count`` as in :func:`cad`.
         alpha: smoothing α of Eq. (1). assoc_z: τ, the |z_ref| a word needs to count as associated
             with a group in WAE_g (pass the CAD z_neutral; module docstring, item 5).
-        n_resamples, confidence, ci_method, bootstrap_seed, max_failed: the bootstrap over reports
-            (``n_resamples=0`` skips it). Replicates are identical to those of
-            :func:`radaudit.stats.bootstrap_ci` (``data=report indices``, same seed); the interval
-            is the stats module's percentile or BCa (leave-one-report-out jackknife) interval.
+        n_bootstrap, confidence, ci_method, bootstrap_seed, max_failed: the bootstrap over reports
+            (``n_bootstrap=0`` skips it). The resamples are :func:`radaudit.stats.resample_weights`'
+            report multiplicities, the draws of :func:`radaudit.stats.bootstrap_ci` (``data=report
+            indices``, same seed); the interval is the stats module's percentile or BCa
+            (leave-one-report-out jackknife) interval.
             Replicates where a statistic is undefined (NaN: an empty association set in the
             resample) count as failed; above ``max_failed`` the CI is NaN (not an error).
             Default percentile, not BCa: see the module docstring (item 6) for why; the ``bias``
@@ -903,14 +887,15 @@ def wae_inference(
         n_words[f"WAE_{wt}_{g[1]}"] = int(((w > 0) & a1).sum())
         n_words[f"delta_WAE_{wt}"] = n_words[f"WAE_{wt}_{g[0]}"] + n_words[f"WAE_{wt}_{g[1]}"]
 
-    if n_resamples and eng.n < 2:
+    if n_bootstrap and eng.n < 2:
         raise AssociationInputError(f"the bootstrap needs at least 2 reports, got {eng.n}")
     idx = np.arange(eng.n, dtype=np.int32 if eng.n < 2**31 else np.int64)  # permuted by scipy: int32 is lighter
     tested = [k for k in names if k in set(permuted)] if n_permutations else []
     live = [k for k in tested if math.isfinite(est[k])]
 
     def bootstrap_replicates() -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
-        parts = [eng.weighted(W) for W in _bootstrap_multiplicities(eng.n, n_resamples, bootstrap_seed, eng.chunk)]
+        # report multiplicities [k × n], k = eng.chunk replicates at a time: the draws of bootstrap_ci with this seed
+        parts = [eng.weighted(W) for W in resample_weights(eng.n, n_bootstrap, seed=bootstrap_seed, chunk=eng.chunk)]
         return eng._accumulate(parts), (eng.jackknife() if ci_method == "bca" else None)
 
     def permutations() -> PermutationResult:
@@ -920,21 +905,21 @@ def wae_inference(
             return np.stack([out[k] for k in live], axis=-1)
 
         return permutation_test(idx[counts.group == 0], idx[counts.group == 1], statistic=stat,
-                                n_resamples=n_permutations, alternative="greater", seed=permutation_seed,
+                                n_permutations=n_permutations, alternative="greater", seed=permutation_seed,
                                 batch=eng.chunk)
 
     # The bootstrap and the permutations are independent (own seeds) and spend their time in scipy's sparse
     # products, which release the GIL: on a large corpus they run side by side on two threads. Intervals,
     # p-values and warnings are formed here, in the calling thread, from what the threads return.
     boot_res = perm_res = None
-    if n_resamples and live and eng.n * (n_resamples + n_permutations) >= PARALLEL_WORK:
+    if n_bootstrap and live and eng.n * (n_bootstrap + n_permutations) >= PARALLEL_WORK:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=2) as pool:
             fb, fp = pool.submit(bootstrap_replicates), pool.submit(permutations)
             boot_res, perm_res = fb.result(), fp.result()
     else:
-        boot_res = bootstrap_replicates() if n_resamples else None
+        boot_res = bootstrap_replicates() if n_bootstrap else None
         perm_res = permutations() if live else None
 
     intervals: dict[str, BootstrapResult | None] = {k: None for k in names}
@@ -949,16 +934,16 @@ def wae_inference(
     if perm_res is not None:
         # each p-value is scipy's formula on its own column (_conditional_pvalue: equal to scipy's when every
         # null value is defined), with its own alternative
-        null = np.asarray(perm_res.null_distribution).reshape(perm_res.n_resamples, len(live))
+        null = np.asarray(perm_res.null_distribution).reshape(perm_res.n_permutations, len(live))
         for j, k in enumerate(live):
             alt = "two-sided" if k.startswith("delta_") else "greater"
             n_undef = int(np.count_nonzero(~np.isfinite(null[:, j])))
             pvalue = _conditional_pvalue(null[:, j], float(np.atleast_1d(perm_res.statistic)[j]), alt, perm_res.exact)
             if n_undef:
-                warnings.warn(f"{k}: undefined (NaN) in {n_undef} of {perm_res.n_resamples} relabellings (an empty "
+                warnings.warn(f"{k}: undefined (NaN) in {n_undef} of {perm_res.n_permutations} relabellings (an empty "
                               "association set); its p-value is over the defined ones only (see perm_n_undefined)",
                               RuntimeWarning, stacklevel=2)
-            perms[k] = (pvalue, alt, perm_res.n_resamples, perm_res.exact, n_undef)
+            perms[k] = (pvalue, alt, perm_res.n_permutations, perm_res.exact, n_undef)
 
     rows = []
     for k in names:
@@ -973,7 +958,7 @@ def wae_inference(
             "high": r.high if r else math.nan, "se": r.se if r else math.nan,
             "bias": float(np.nanmean(r.replicates)) - est[k] if r else math.nan,
             "confidence": confidence, "method": r.method if r else None, "n_units": eng.n,
-            "n_resamples": r.n_resamples if r else 0, "n_failed": r.n_failed if r else 0,
+            "n_bootstrap": r.n_bootstrap if r else 0, "n_failed": r.n_failed if r else 0,
             "n_words": n_words[k], "perm_pvalue": p[0], "perm_alternative": p[1], "n_permutations": p[2],
             "perm_exact": p[3], "perm_n_undefined": p[4],
         })
@@ -1011,7 +996,7 @@ def _ci(estimate: float, reps: np.ndarray, jack: np.ndarray | None, method: str,
         warnings.warn(f"{name}: {(~ok).sum()} of {len(reps)} bootstrap replicates are undefined (an empty association "
                       "set or no weight in the resample); its CI is reported as NaN", RuntimeWarning, stacklevel=3)
         return None
-    return _stats_interval(estimate, reps, jack, method, confidence, n, name, max_failed)
+    return interval_from_replicates(estimate, reps, jack, method, confidence, n, name, max_failed)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1073,7 +1058,7 @@ def association_audit(
     assoc_z: float | None = None,
     stopwords: Iterable[str] | None = None,
     min_length: int = 2,
-    n_resamples: int = 1000,
+    n_bootstrap: int = 1000,
     confidence: float = 0.95,
     ci_method: Literal["percentile", "basic", "bca", "shifted"] = "shifted",
     bootstrap_seed: int | None = 0,
@@ -1092,7 +1077,7 @@ def association_audit(
         alpha, p_star, z_neutral, z_strong, correction, min_count: CAD (:func:`cad`).
         assoc_z: τ of WAE_g (default ``z_neutral``). stopwords, min_length: tokenisation
             (:func:`tokenize_for_association`).
-        n_resamples, confidence, ci_method, bootstrap_seed, n_permutations, permutation_seed:
+        n_bootstrap, confidence, ci_method, bootstrap_seed, n_permutations, permutation_seed:
             inference (:func:`wae_inference`); the notebook derives the seeds from the run seed.
 
     Texts: a missing text (None/NaN) is an error naming the rows; ``""`` is a defined, empty
@@ -1139,7 +1124,7 @@ def association_audit(
     tau = z_neutral if assoc_z is None else assoc_z
     words = cad_from_counts(counts, alpha=alpha, p_star=p_star, z_neutral=z_neutral, z_strong=z_strong,
                             min_count=min_count, correction=correction)
-    wae_table = wae_inference(counts, alpha=alpha, assoc_z=tau, min_count=min_count, n_resamples=n_resamples,
+    wae_table = wae_inference(counts, alpha=alpha, assoc_z=tau, min_count=min_count, n_bootstrap=n_bootstrap,
                               confidence=confidence, ci_method=ci_method, bootstrap_seed=bootstrap_seed,
                               n_permutations=n_permutations, permutation_seed=permutation_seed)
     gs = (str(g[0]), str(g[1]))
@@ -1147,7 +1132,7 @@ def association_audit(
     params = dict(alpha=alpha, p_star=p_star, z_neutral=z_neutral, z_strong=z_strong, z_crit=words.attrs["z_crit"],
                   correction=correction, min_count=min_count, assoc_z=tau, min_length=min_length,
                   stopwords="nltk_english" if stopwords is None else "custom", V=int(words.attrs["V"]),
-                  n_resamples=n_resamples, confidence=confidence, ci_method=ci_method, bootstrap_seed=bootstrap_seed,
+                  n_bootstrap=n_bootstrap, confidence=confidence, ci_method=ci_method, bootstrap_seed=bootstrap_seed,
                   n_permutations=n_permutations, permutation_seed=permutation_seed)
     return AssociationAudit(words=words, categories=cad_summary(words), wae=wae_table, groups=gs, n_reports=sizes,
                             n_tokens=n_tokens, excluded=excluded, params=params)

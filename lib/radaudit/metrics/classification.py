@@ -1,9 +1,9 @@
-"""Classification metrics, once for the whole lab: AUROC, F1 from counts, reliability bins and ECE.
+"""Classification metrics, once for the whole lab: F1 from counts, reliability bins and ECE (and the AUROC name).
 
-The audits call these (modality_shift's P(yes) ranking and calibration, synthetic_cxr's per-label AUROC,
-the CheXpert/CheXbert label F1 of the report metrics, AtomiMed's F1) instead of writing their own;
-``tests/metrics/test_classification.py`` checks them against scikit-learn on random and tied inputs.
-Bootstrap CIs of any of them: :func:`radaudit.stats.bootstrap_ci`.
+The audits call these (modality_shift's calibration, the CheXpert/CheXbert label F1 of the report metrics,
+AtomiMed's F1) instead of writing their own; ``tests/metrics/test_classification.py`` checks them against
+scikit-learn on random and tied inputs. The AUROC lives in :mod:`radaudit.stats.ranks`; :func:`auroc` here
+only calls it, NaN where it is undefined. Bootstrap CIs of any of them: :func:`radaudit.stats.bootstrap_ci`.
 """
 
 from __future__ import annotations
@@ -15,46 +15,19 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import ParamsError
+from radaudit.stats import ranks
 
-__all__ = ["CALIBRATION_KINDS", "auroc", "auroc_resamples", "ece_resamples", "expected_calibration_error",
-           "f1_from_counts", "reliability_bins"]
+__all__ = ["CALIBRATION_KINDS", "auroc", "ece_resamples", "expected_calibration_error", "f1_from_counts",
+           "reliability_bins"]
 
 CALIBRATION_KINDS = ("positive", "confidence")
 
 
 def auroc(y_true: Any, score: Any) -> float:
-    """Area under the ROC curve of ``score`` for the binary ``y_true`` (``sklearn.metrics.roc_auc_score``):
-    ``AUROC = P(s+ > s-) + 0.5 P(s+ = s-)`` over all (positive, negative) pairs — the Mann-Whitney U
-    statistic over ``n+ n-``. A constant score gives exactly 0.5. NaN when one class is absent or a
-    score is missing (a row without first-token scores cannot be ranked)."""
-    from sklearn.metrics import roc_auc_score
-
-    y = np.asarray(y_true, dtype=float)
-    s = np.asarray(score, dtype=float)
-    if y.shape != s.shape:
-        raise ParamsError(f"auroc: y_true has shape {y.shape} but score has {s.shape}.")
-    if len(set(y.tolist())) < 2 or not np.isfinite(s).all():
-        return math.nan
-    return float(roc_auc_score(y.astype(int), s))
-
-
-def auroc_resamples(y_true: Any, score: Any) -> np.ndarray:
-    """:func:`auroc` of every row at once (a bootstrap's resamples: ``bootstrap_ci(vectorized=True)``): ``y_true``
-    and ``score`` are (resamples × items) matrices, one AUROC per row. The same Mann–Whitney form,
-    ``(Σ midranks of the positives − n+(n+ + 1)/2) / (n+ n-)`` (ranks per row, ties averaged), equal to
-    scikit-learn's trapezoid AUROC up to float rounding (~1e-16); NaN for a row with one class or a missing score.
-    A label counts as positive when it is non-zero."""
-    from scipy.stats import rankdata
-
-    y = np.atleast_2d(np.asarray(y_true, dtype=float)) != 0
-    s = np.atleast_2d(np.asarray(score, dtype=float))
-    if y.shape != s.shape:
-        raise ParamsError(f"auroc_resamples: y_true has shape {y.shape} but score has {s.shape}.")
-    n_pos = y.sum(axis=1)
-    n_neg = y.shape[1] - n_pos
-    u = np.where(y, rankdata(s, axis=1), 0.0).sum(axis=1) - n_pos * (n_pos + 1) / 2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where((n_pos > 0) & (n_neg > 0) & np.isfinite(s).all(axis=1), u / (n_pos * n_neg), np.nan)
+    """:func:`radaudit.stats.ranks.auroc` (``sklearn.metrics.roc_auc_score``; label 1 positive), NaN where it is
+    undefined: one class, or a missing score (a row without first-token scores cannot be ranked). Every resample
+    at once: :func:`radaudit.stats.ranks.auroc_replicates`."""
+    return ranks.auroc(y_true, score, undefined="nan")
 
 
 def ece_resamples(prob_yes: Any, y_true: Any, n_bins: int = 10, *, kind: str = "positive") -> np.ndarray:

@@ -89,7 +89,7 @@ from radaudit.errors import ParamsError
 from radaudit.metrics.base import MetricResult, MetricSpec, check_pairs
 from radaudit.metrics.classification import f1_from_counts as _f1
 
-__all__ = ["ChexpertF1", "make_chexpert_f1", "label_columns", "SPECS"]
+__all__ = ["ChexpertF1", "make_chexpert_f1", "label_columns", "binarize_labels", "SPECS"]
 
 AVERAGES = ("micro", "macro")
 LABEL_SETS = ("top5", "all14")
@@ -107,8 +107,11 @@ def label_columns(label_set: str) -> tuple[str, ...]:
     raise ParamsError(f"label_set={label_set!r} is not allowed: use one of {', '.join(map(repr, LABEL_SETS))}.")
 
 
-def _binarize(labels: np.ndarray, uncertain: str) -> tuple[np.ndarray, np.ndarray]:
-    """(positive, known) boolean arrays from 1/0/-1/NaN labels under the ``uncertain`` policy."""
+def binarize_labels(labels: np.ndarray, uncertain: str) -> tuple[np.ndarray, np.ndarray]:
+    """(positive, known) boolean arrays from CheXpert labels (1 positive, 0 negative, -1 uncertain, NaN
+    unmentioned) under the ``uncertain`` policy: ``"positive"`` counts -1 as positive, ``"negative"`` as
+    negative (both: every label known), ``"ignore"`` leaves -1 out (``known`` False). An unmentioned label
+    is a known negative. :class:`ChexpertF1` counts its tp/fp/fn on these arrays."""
     pos = labels == 1
     unc = labels == -1
     if uncertain == "positive":
@@ -135,7 +138,8 @@ class ChexpertF1:
     def __post_init__(self) -> None:
         for opt, allowed in (("average", AVERAGES), ("label_set", LABEL_SETS), ("uncertain", UNCERTAIN)):
             if getattr(self, opt) not in allowed:
-                raise ParamsError(f"{opt}={getattr(self, opt)!r} is not allowed: use one of {', '.join(map(repr, allowed))}.")
+                raise ParamsError(f"{opt}={getattr(self, opt)!r} is not allowed: use one of "
+                                  f"{', '.join(map(repr, allowed))}.")
         self.columns = label_columns(self.label_set)
         self.name = f"chexpert_f1_{self.average}_{self.label_set}"
 
@@ -168,8 +172,8 @@ class ChexpertF1:
         cand_lab = self._labels(cands) if n else pd.DataFrame(columns=cols)
         both_empty = np.array([not r.strip() and not c.strip() for r, c in zip(refs, cands)], dtype=bool)
 
-        r_pos, r_known = _binarize(ref_lab[cols].to_numpy(float).reshape(n, len(cols)), self.uncertain)
-        c_pos, c_known = _binarize(cand_lab[cols].to_numpy(float).reshape(n, len(cols)), self.uncertain)
+        r_pos, r_known = binarize_labels(ref_lab[cols].to_numpy(float).reshape(n, len(cols)), self.uncertain)
+        c_pos, c_known = binarize_labels(cand_lab[cols].to_numpy(float).reshape(n, len(cols)), self.uncertain)
         known = r_known & c_known & ~both_empty[:, None]
         tp = r_pos & c_pos & known
         fp = ~r_pos & c_pos & known
@@ -245,7 +249,8 @@ _M = "radaudit.metrics.clinical"
 
 SPECS: list[MetricSpec] = [
     MetricSpec(
-        name=f"chexpert_f1_{avg}_{ls}", label=f"CheXpert-label F1 ({avg}, {5 if ls == 'top5' else 14})", factory=f"{_M}:make_chexpert_f1", kind="clinical",
+        name=f"chexpert_f1_{avg}_{ls}", label=f"CheXpert-label F1 ({avg}, {5 if ls == 'top5' else 14})",
+        factory=f"{_M}:make_chexpert_f1", kind="clinical",
         options={"average": avg, "label_set": ls},
         description=(f"CheXpert-label {avg} F1 over {'the top-5' if ls == 'top5' else 'all 14'} observations "
                      "(rule-based CheXpert labeler; uncertain=positive by default); example-based F1 per pair"),

@@ -516,7 +516,7 @@ def semantic_diversity(reports: Sequence[str], *, encoder: Encoder | None = None
 
 
 TABLE_COLUMNS: tuple[str, ...] = ("metric", "estimate", "low", "high", "se", "confidence", "method", "n_units",
-                                  "n_resamples", "n_failed", "note")
+                                  "n_bootstrap", "n_failed", "note")
 
 
 def diversity_table(
@@ -578,7 +578,7 @@ def diversity_table(
             return lambda idx: f(np.bincount(idx, minlength=n).astype(float))
 
         table = paired_bootstrap(np.arange(n), {name: as_stat(parts[name]) for name in defined},
-                                 n_resamples=n_bootstrap, confidence=confidence, method=method, seed=seed)
+                                 n_bootstrap=n_bootstrap, confidence=confidence, method=method, seed=seed)
         for rec in table.drop(columns="pvalue").to_dict("records"):
             rows[rec["metric"]] = {**rec, "note": ""}
     for name in metrics:
@@ -586,6 +586,6 @@ def diversity_table(
             continue
         note = notes.get(name, "") if not math.isfinite(estimates[name]) else "a bootstrap needs at least 2 reports"
         rows[name] = {"metric": name, "estimate": estimates[name], "low": math.nan, "high": math.nan, "se": math.nan,
-                      "confidence": confidence, "method": method, "n_units": n, "n_resamples": 0, "n_failed": 0,
+                      "confidence": confidence, "method": method, "n_units": n, "n_bootstrap": 0, "n_failed": 0,
                       "note": note}
     return pd.DataFrame([rows[name] for name in metrics], columns=list(TABLE_COLUMNS))

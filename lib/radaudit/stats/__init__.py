@@ -5,13 +5,18 @@ package, resampling the unit the paper resamples (reports, pairs, studies, patie
 own resamples: it calls the engine in :mod:`radaudit.stats.resampling`.
 
 * :mod:`radaudit.stats.resampling` — the seeded bootstrap engine (iid, by cluster, paired across statistics):
-  :func:`bootstrap_ci`, :func:`paired_bootstrap`, :func:`stable_seed`;
+  :func:`bootstrap_ci`, :func:`paired_bootstrap`, :func:`stable_seed`, and the draws themselves for
+  statistics computed on all resamples at once: :func:`resample_indices` (iid or stratified index blocks),
+  :func:`resample_weights` (the same draws as count matrices), :func:`resample_groups` (independent samples);
 * :mod:`radaudit.stats.intervals` — intervals from replicates (percentile, basic, shifted, BCa), the bootstrap
   p-value of a paired difference, the Wilson interval;
-* :mod:`radaudit.stats.significance` — permutation tests and Benjamini–Hochberg.
+* :mod:`radaudit.stats.significance` — permutation tests and Benjamini–Hochberg;
+* :mod:`radaudit.stats.ranks` — rank statistics: :func:`auroc` (with its every-replicate and two-sample forms),
+  Kendall's τ-b and Spearman's ρ (of one pair of samples, or of every column pair at once).
 
-The knob for the number of bootstrap replicates is ``n_bootstrap`` in every experiment's params; the
-functions here call it ``n_resamples`` (scipy's name) where it is a plain argument.
+The knob for the number of bootstrap replicates is ``n_bootstrap`` in every experiment's params and in the
+resample generators; :func:`bootstrap_ci` and :func:`paired_bootstrap` still call it ``n_bootstrap`` (scipy's
+name).
 """
 
 from __future__ import annotations
@@ -26,6 +31,19 @@ from radaudit.stats.intervals import (
     interval_from_replicates,
     wilson_ci,
 )
+from radaudit.stats.ranks import (
+    auroc,
+    auroc_replicates,
+    auroc_two_sample,
+    average_ranks,
+    kendall_tau,
+    kendall_tau_columns,
+    kendall_test,
+    pairwise_signs,
+    spearman_rho,
+    spearman_rho_columns,
+    spearman_test,
+)
 from radaudit.stats.resampling import (
     DIFFERENCE_SEP,
     PAIRED_COLUMNS,
@@ -36,6 +54,9 @@ from radaudit.stats.resampling import (
     column_mean,
     difference_label,
     paired_bootstrap,
+    resample_groups,
+    resample_indices,
+    resample_weights,
     stable_seed,
 )
 from radaudit.stats.significance import PermutationResult, benjamini_hochberg, permutation_test
@@ -51,6 +72,10 @@ __all__ = [
     "ColumnMean",
     "PermutationResult",
     "Statistic",
+    "auroc",
+    "auroc_replicates",
+    "auroc_two_sample",
+    "average_ranks",
     "benjamini_hochberg",
     "bootstrap_ci",
     "bootstrap_pvalue",
@@ -58,8 +83,18 @@ __all__ = [
     "cover_rounding",
     "difference_label",
     "interval_from_replicates",
+    "kendall_tau",
+    "kendall_tau_columns",
+    "kendall_test",
     "paired_bootstrap",
+    "pairwise_signs",
     "permutation_test",
+    "resample_groups",
+    "resample_indices",
+    "resample_weights",
+    "spearman_rho",
+    "spearman_rho_columns",
+    "spearman_test",
     "stable_seed",
     "wilson_ci",
 ]

@@ -66,9 +66,9 @@ class BootstrapResult:
     """A bootstrap confidence interval.
 
     ``method`` is the method actually used: ``"bca"`` falls back to ``"percentile"`` (with a
-    :class:`BootstrapWarning`) when the BCa constants are undefined. ``n_resamples`` is the number
+    :class:`BootstrapWarning`) when the BCa constants are undefined. ``n_bootstrap`` is the number
     requested; ``n_failed`` of them gave a non-finite value or raised and were left out of the
-    interval. ``replicates`` holds all ``n_resamples`` values (NaN where a replicate failed), in
+    interval. ``replicates`` holds all ``n_bootstrap`` values (NaN where a replicate failed), in
     draw order. ``z0`` and ``acceleration`` are the BCa constants (NaN for the percentile method).
     """
 
@@ -79,7 +79,7 @@ class BootstrapResult:
     method: str
     confidence: float
     n_units: int
-    n_resamples: int
+    n_bootstrap: int
     n_failed: int = 0
     z0: float = math.nan
     acceleration: float = math.nan
@@ -128,12 +128,12 @@ def interval_from_replicates(
     Public so that code which computes its replicates vectorised (e.g. CAD/WAE over count matrices)
     gets exactly these intervals without re-implementing them.
     """
-    n_resamples = len(replicates)
+    n_bootstrap = len(replicates)
     ok = np.isfinite(replicates)
     n_failed = int((~ok).sum())
-    if n_failed > max_failed * n_resamples or n_failed == n_resamples:
+    if n_failed > max_failed * n_bootstrap or n_failed == n_bootstrap:
         msg = (
-            f"statistic {name!r} failed (NaN/inf or an exception) on {n_failed} of {n_resamples} bootstrap "
+            f"statistic {name!r} failed (NaN/inf or an exception) on {n_failed} of {n_bootstrap} bootstrap "
             f"replicates, more than the allowed {max_failed:.0%}; the CI would be biased. Resample a larger "
             "unit, pool groups, or use a statistic defined on every resample"
         )
@@ -172,7 +172,7 @@ def interval_from_replicates(
         method=used,
         confidence=float(confidence),
         n_units=int(n_units),
-        n_resamples=int(n_resamples),
+        n_bootstrap=int(n_bootstrap),
         n_failed=n_failed,
         z0=float(z0),
         acceleration=float(a),
@@ -220,9 +220,11 @@ def bootstrap_pvalue(diff: np.ndarray) -> float:
     """Two-sided percentile-inversion p-value of H0: difference = 0 from paired replicate differences (NaN = failed).
 
     ``p = min(1, 2 · min(1 + #{Δ*_b ≤ 0}, 1 + #{Δ*_b ≥ 0}) / (B' + 1))`` over the B' finite replicates; see
-    :func:`radaudit.stats.paired_bootstrap`.
+    :func:`radaudit.stats.paired_bootstrap`. NaN when no replicate is finite (B' = 0: nothing to test).
     """
     d = diff[np.isfinite(diff)]
+    if d.size == 0:
+        return math.nan
     below = np.count_nonzero(d <= 0)
     above = np.count_nonzero(d >= 0)
     return float(min(1.0, 2.0 * (1 + min(below, above)) / (d.size + 1)))

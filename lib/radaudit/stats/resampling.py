@@ -18,6 +18,17 @@ Randomness comes only from ``numpy.random.default_rng(seed)``; the same seed giv
 replicates, byte for byte. Each replicate draws ``n_units`` unit indices with
 ``rng.integers(0, n_units, n_units)``, so :func:`bootstrap_ci` and :func:`paired_bootstrap` with
 the same seed and data produce identical replicates for the same statistic.
+
+The draws themselves are public, for code that evaluates its statistic on all resamples at once
+(a weighted sum over a count matrix, a vectorised AUROC) instead of one resample at a time:
+
+* :func:`resample_indices` — ``(b, n)`` blocks of resampled unit indices, iid or within strata;
+* :func:`resample_weights` — the same draws as ``(b, n)`` count matrices (how often each unit was drawn);
+* :func:`resample_groups` — independent samples (e.g. real and synthetic images): one draw per group per
+  replicate, groups in the order given.
+
+They are the only places in radaudit that call ``rng.integers`` for a bootstrap; :func:`bootstrap_ci`
+and :func:`paired_bootstrap` draw through :func:`resample_indices` / :func:`resample_weights` too.
 """
 
 from __future__ import annotations
@@ -26,7 +37,7 @@ import hashlib
 import itertools
 import math
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -44,6 +55,9 @@ __all__ = [
     "column_mean",
     "difference_label",
     "paired_bootstrap",
+    "resample_groups",
+    "resample_indices",
+    "resample_weights",
     "stable_seed",
 ]
 
@@ -96,7 +110,8 @@ class _Rows:
             self.arrays = tuple(_as_array(a) for a in data)
             lengths = {len(a) for a in self.arrays}
             if len(lengths) != 1:
-                raise ValueError(f"the arrays in data must have the same length, got lengths {[len(a) for a in self.arrays]}")
+                raise ValueError("the arrays in data must have the same length, got lengths "
+                                 f"{[len(a) for a in self.arrays]}")
             self.n = lengths.pop()
         else:
             self.kind = "array"
@@ -126,6 +141,167 @@ def stable_seed(seed: int, *keys: object) -> int:
     """
     h = hashlib.sha256(repr((int(seed), *map(str, keys))).encode()).digest()
     return int.from_bytes(h[:4], "little")
+
+
+# --------------------------------------------------------------------------------------------
+# seeded draws: the resample streams every bootstrap in radaudit uses
+
+#: Most index-matrix elements one block of resamples holds (b × n int64: 16 MB). The default ``chunk`` of
+#: :func:`resample_indices` / :func:`resample_weights` is ``max(1, _BATCH_ELEMENTS // n)`` replicates.
+_BATCH_ELEMENTS = 2_000_000
+
+Seed = int | np.random.Generator | None
+"""A seed of ``numpy.random.default_rng`` (an int, or None for fresh entropy), or a ``Generator`` to draw
+from as it is (its stream continues where the caller left it)."""
+
+
+def _count(name: str, value: Any, minimum: int) -> int:
+    """``value`` as an int, or a ValueError naming ``name`` when it is not an integer ``>= minimum``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _strata_members(strata: Any, n: int) -> list[np.ndarray]:
+    """The row indices of each stratum (ascending), strata in sorted order of their keys (``numpy.unique``)."""
+    keys = strata.to_numpy() if isinstance(strata, (pd.Series, pd.DataFrame, pd.Index)) else np.asarray(strata)
+    if keys.ndim not in (1, 2) or len(keys) != n:
+        raise ValueError(f"strata must be one key per unit (1-D) or one key row per unit (2-D), aligned with the n={n} "
+                         f"units; got shape {keys.shape}")
+    if keys.dtype.kind in "fc" and np.isnan(keys).any():
+        raise ValueError("strata has missing (NaN) keys; every unit needs a stratum")
+    # 2-D: the distinct rows are the strata (e.g. the label sets of a label matrix); sorted either way
+    _, codes = np.unique(keys, axis=0, return_inverse=True) if keys.ndim == 2 else np.unique(keys, return_inverse=True)
+    codes = np.asarray(codes).ravel()
+    return [np.flatnonzero(codes == c) for c in range(int(codes.max()) + 1)]
+
+
+def resample_indices(n: int, n_bootstrap: int, *, seed: Seed = 0, strata: Any = None,
+                     chunk: int | None = None) -> Iterator[np.ndarray]:
+    """Bootstrap resamples of ``n`` units, as ``(b, n)`` blocks of unit indices (bounded memory), seeded.
+
+    The unit resampled is whatever index ``0 … n−1`` stands for: a report, a test image, a case (map a
+    cluster's draws to its rows with the codes of its ids, e.g. ``weights[:, codes]``). Row ``r`` of the
+    ``k``-th block is replicate ``k·chunk + r``; the blocks together hold ``n_bootstrap`` replicates.
+
+    Draw order (the contract every caller relies on, byte for byte):
+
+    * iid (``strata=None``): a block of ``b`` replicates is one call ``rng.integers(0, n, size=(b, n))``,
+      which numpy fills with the values of ``b`` successive calls ``rng.integers(0, n, n)``; so replicate
+      ``r`` is the ``r``-th such call, whatever ``chunk`` is — the draws of :func:`bootstrap_ci` with this
+      seed;
+    * stratified: within a block, stratum by stratum (strata in sorted order of their keys), stratum ``s``
+      with ``m_s`` units draws ``rng.integers(0, m_s, size=(b, m_s))`` and its members (ascending unit
+      indices) are indexed with them; a block's row lists stratum 0's draws, then stratum 1's, … (so
+      column ``j`` is not unit ``j``'s slot: use a row as a multiset, e.g. ``y[idx]`` or
+      :func:`resample_weights`). Here the stream depends on ``chunk``; callers that must reproduce a
+      stream keep the default.
+
+    Args:
+        n: the number of units (at least 2).
+        n_bootstrap: the number of replicates (at least 1).
+        seed: an int (or None) seeds ``numpy.random.default_rng``; a ``Generator`` is drawn from as it is.
+        strata: stratified bootstrap: each replicate resamples *within* each stratum, so it keeps every
+            stratum's size (pROC's stratified AUROC bootstrap keeps the numbers of positives and negatives).
+            One key per unit (1-D), or a 2-D array whose distinct rows are the strata (e.g. an ``[n, L]``
+            label matrix: the label sets). A stratum may hold a single unit (then it is drawn every time).
+        chunk: replicates per block; default ``max(1, 2_000_000 // n)`` (16 MB of int64 indices).
+
+    Yields:
+        int64 arrays of shape ``(b, n)``, ``b = chunk`` except in the last block.
+
+    Raises:
+        ValueError: ``n < 2``, ``n_bootstrap < 1``, ``chunk < 1`` (each message names the argument), or
+            ``strata`` not aligned with the ``n`` units or with missing keys.
+
+    Example::
+
+        >>> idx = next(resample_indices(5, 3, seed=0))
+        >>> bool((idx[0] == np.random.default_rng(0).integers(0, 5, 5)).all())
+        True
+    """
+    n = _count("n", n, 2)
+    n_bootstrap = _count("n_bootstrap", n_bootstrap, 1)
+    step = max(1, _BATCH_ELEMENTS // n) if chunk is None else _count("chunk", chunk, 1)
+    members = None if strata is None else _strata_members(strata, n)
+    return _index_blocks(n, n_bootstrap, np.random.default_rng(seed), members, step)  # checked now, drawn lazily
+
+
+def _index_blocks(n: int, n_bootstrap: int, rng: np.random.Generator, members: list[np.ndarray] | None,
+                  step: int) -> Iterator[np.ndarray]:
+    for start in range(0, n_bootstrap, step):
+        b = min(step, n_bootstrap - start)
+        if members is None:
+            yield rng.integers(0, n, size=(b, n))
+        else:
+            yield np.concatenate([m[rng.integers(0, len(m), size=(b, len(m)))] for m in members], axis=1)
+
+
+def resample_weights(n: int, n_bootstrap: int, *, seed: Seed = 0, strata: Any = None, chunk: int | None = None,
+                     dtype: Any = np.float64) -> Iterator[np.ndarray]:
+    """The resamples of :func:`resample_indices` (same arguments, same draws) as ``(b, n)`` count matrices.
+
+    ``W[r, i]`` is how often unit ``i`` was drawn in replicate ``r`` (each row sums to ``n``). A statistic
+    that is a weighted sum over units (a mean, a word count, a confusion count) is then ``W @ values`` for
+    all replicates at once, with no resampled copy of the data: a cluster bootstrap of rows takes
+    ``W[:, codes]`` (``codes``: each row's unit index).
+
+    ``dtype``: of the counts (float64 by default, ready for matrix products; small counts are exact in any
+    float type).
+
+    Example::
+
+        >>> w = next(resample_weights(4, 2, seed=1))
+        >>> w.sum(axis=1).tolist()
+        [4.0, 4.0]
+    """
+    return _counts(resample_indices(n, n_bootstrap, seed=seed, strata=strata, chunk=chunk), n, dtype)
+
+
+def _counts(blocks: Iterator[np.ndarray], n: int, dtype: Any) -> Iterator[np.ndarray]:
+    for idx in blocks:
+        b = len(idx)
+        flat = (idx + n * np.arange(b)[:, None]).ravel()
+        yield np.bincount(flat, minlength=b * n).reshape(b, n).astype(dtype)
+
+
+def resample_groups(sizes: Sequence[int], n_bootstrap: int, *, seed: Seed = 0) -> Iterator[tuple[np.ndarray, ...]]:
+    """Bootstrap of independent samples (groups): each replicate resamples every group on its own.
+
+    For statistics of two or more samples drawn independently — real test images and synthetic images
+    (FID, KID, PRDC), or one real set and two synthetic sets — the unit is the row *within its group*
+    and each group keeps its size.
+
+    Draw order: replicate by replicate, and within a replicate group by group in the order of ``sizes``,
+    ``rng.integers(0, sizes[g], sizes[g])``.
+
+    Args:
+        sizes: the number of units of each group (each at least 2).
+        n_bootstrap: the number of replicates (at least 1).
+        seed: as in :func:`resample_indices`.
+
+    Yields:
+        Per replicate, a tuple with one int64 index array per group (indices into that group).
+
+    Raises:
+        ValueError: no group, a group of fewer than 2 units (``sizes[g]``), ``n_bootstrap < 1``.
+
+    Example::
+
+        >>> real, synth = next(resample_groups([3, 4], 10, seed=0))
+        >>> len(real), len(synth)
+        (3, 4)
+    """
+    groups = [_count(f"sizes[{g}]", s, 2) for g, s in enumerate(sizes)]
+    if not groups:
+        raise ValueError("sizes is empty; pass the number of units of each group")
+    n_bootstrap = _count("n_bootstrap", n_bootstrap, 1)
+    return _group_draws(groups, n_bootstrap, np.random.default_rng(seed))
+
+
+def _group_draws(groups: list[int], n_bootstrap: int, rng: np.random.Generator) -> Iterator[tuple[np.ndarray, ...]]:
+    for _ in range(n_bootstrap):
+        yield tuple(rng.integers(0, s, s) for s in groups)
 
 
 def _as_array(a: Any) -> np.ndarray:
@@ -193,12 +369,12 @@ class _Units:
         return np.concatenate([self.order[:s], self.order[s + c :]])
 
 
-def _validate(method: str, n_resamples: int, confidence: float, max_failed: float) -> str:
+def _validate(method: str, n_bootstrap: int, confidence: float, max_failed: float) -> str:
     m = method.lower() if isinstance(method, str) else method
     if m not in METHODS:
         raise ValueError(f"unknown bootstrap method {method!r}; allowed: {', '.join(METHODS)}")
-    if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    if not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 1:
+        raise ValueError(f"n_bootstrap must be a positive integer, got {n_bootstrap!r}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     if not 0.0 <= max_failed < 1.0:
@@ -225,31 +401,32 @@ def _run(
     data: BootstrapData,
     statistics: Mapping[str, Statistic],
     units: Any,
-    n_resamples: int,
+    n_bootstrap: int,
     seed: int | None,
     jackknife: bool,
     vectorized: bool = False,
 ) -> tuple[int, dict[str, float], np.ndarray, np.ndarray | None, list[BaseException | None]]:
     """Estimates, replicates (B × k) and jackknife values (n_units × k) for k statistics, shared resamples."""
     if vectorized:
-        return _run_vectorized(data, statistics, units, n_resamples, seed, jackknife)
+        return _run_vectorized(data, statistics, units, n_bootstrap, seed, jackknife)
     if (isinstance(data, pd.DataFrame) and statistics and all(isinstance(f, ColumnMean) for f in statistics.values())
             and not data[[f.column for f in statistics.values()]].isna().to_numpy().any()):
-        return _run_means(data, statistics, units, n_resamples, seed, jackknife)
+        return _run_means(data, statistics, units, n_bootstrap, seed, jackknife)
     rows = _Rows(data)
     layout = _Units(units, rows.n, rows.frame if rows.kind == "frame" else None)
     _check_units(layout.n, units)
     names = list(statistics)
     estimates = _checked_estimates({name: rows.evaluate(statistics[name], None) for name in names})
 
-    rng = np.random.default_rng(seed)
-    reps = np.full((n_resamples, len(names)), np.nan)
+    reps = np.full((n_bootstrap, len(names)), np.nan)
     first_error: list[BaseException | None] = [None] * len(names)
+    # replicate b draws rng.integers(0, n_units, n_units), the b-th row of resample_indices' blocks
+    draws = (units for block in resample_indices(layout.n, n_bootstrap, seed=seed) for units in block)
     # Failed replicates are counted (and reported), so the numpy warnings they raise are noise here.
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for b in range(n_resamples):
-            idx = layout.rows(rng.integers(0, layout.n, size=layout.n))
+        for b, units_b in enumerate(draws):
+            idx = layout.rows(units_b)
             for j, name in enumerate(names):
                 reps[b, j] = _safe_eval(rows, statistics[name], idx, first_error, j)
         jack = None
@@ -262,10 +439,6 @@ def _run(
     return layout.n, estimates, reps, jack, first_error
 
 
-#: Most index-matrix elements one batch of a vectorized statistic gets (B × n int64: 16 MB).
-_BATCH_ELEMENTS = 2_000_000
-
-
 def _batched(rows: _Rows, statistic: Statistic, idx: np.ndarray) -> np.ndarray:
     """A vectorized ``statistic`` on each row of the index matrix ``idx`` (m × n_rows): one value per row."""
     value = np.asarray(statistic(*(a[idx] for a in rows.arrays)) if rows.kind == "tuple" else statistic(rows.array[idx]),
@@ -276,7 +449,7 @@ def _batched(rows: _Rows, statistic: Statistic, idx: np.ndarray) -> np.ndarray:
     return value
 
 
-def _run_vectorized(data, statistics, units, n_resamples, seed, jackknife):
+def _run_vectorized(data, statistics, units, n_bootstrap, seed, jackknife):
     """:func:`_run` for statistics that take every resample at once: each array arrives as a (resamples × rows)
     matrix and the statistic returns one value per resample (NaN for a failed one). The resamples are the
     same draws, in the same order, as the one-at-a-time loop's, so only the statistic's rounding can differ."""
@@ -303,18 +476,19 @@ def _run_vectorized(data, statistics, units, n_resamples, seed, jackknife):
     names = list(statistics)
     estimates = _checked_estimates({name: float(_batched(rows, statistics[name], np.arange(rows.n)[None, :])[0])
                                     for name in names})
-    rng = np.random.default_rng(seed)
     step = max(1, _BATCH_ELEMENTS // rows.n)  # resamples per batch: memory stays bounded however large B x n is
-    reps = np.full((n_resamples, len(names)), np.nan)
+    reps = np.full((n_bootstrap, len(names)), np.nan)
     jack = np.full((n, len(names)), np.nan) if jackknife else None
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for start in range(0, n_resamples, step):
-            # the loop's draws, in its order, one batch at a time: numpy's integers() fills a (m, n) array with the
-            # values m successive calls of size n return (tests compare the two paths' intervals)
-            draws = unit_rows(rng.integers(0, n, size=(min(step, n_resamples - start), n)))
+        start = 0
+        # the loop's draws, in its order, one batch at a time (resample_indices: a (m, n) block holds the values
+        # of m successive draws of size n; tests compare the two paths' intervals)
+        for block in resample_indices(n, n_bootstrap, seed=seed, chunk=step):
+            draws = unit_rows(block)
             for j, name in enumerate(names):
                 reps[start:start + len(draws), j] = _batched(rows, statistics[name], draws)
+            start += len(draws)
         if jack is not None:
             keep = np.arange(n - 1)[None, :]
             for start in range(0, n, step):
@@ -324,7 +498,7 @@ def _run_vectorized(data, statistics, units, n_resamples, seed, jackknife):
     return n, estimates, reps, jack, [None] * len(names)
 
 
-def _run_means(data: pd.DataFrame, statistics: Mapping[str, ColumnMean], units: Any, n_resamples: int, seed: int | None,
+def _run_means(data: pd.DataFrame, statistics: Mapping[str, ColumnMean], units: Any, n_bootstrap: int, seed: int | None,
                jackknife: bool):
     """:func:`_run` for column means (:class:`ColumnMean`) in closed form: per-unit sums and row counts, each
     replicate weighted by how often it drew each unit. The loop's draws, in its order."""
@@ -337,21 +511,20 @@ def _run_means(data: pd.DataFrame, statistics: Mapping[str, ColumnMean], units: 
         sums, counts = values, np.ones(layout.n)
     else:
         sums, counts = np.add.reduceat(values[layout.order], layout.starts, axis=0), layout.counts.astype(float)
-    rng = np.random.default_rng(seed)
-    step = max(1, _BATCH_ELEMENTS // layout.n)
-    reps = np.empty((n_resamples, len(names)))
+    reps = np.empty((n_bootstrap, len(names)))
     with np.errstate(all="ignore"):
-        for start in range(0, n_resamples, step):
-            m = min(step, n_resamples - start)
-            draws = rng.integers(0, layout.n, size=(m, layout.n))  # = m successive draws of the loop (see above)
-            w = np.bincount((np.arange(m)[:, None] * layout.n + draws).ravel(), minlength=m * layout.n)
-            w = w.reshape(m, layout.n).astype(float)
+        start = 0
+        # w[r, u]: how often replicate r drew unit u, from the loop's draws in its order (resample_weights)
+        for w in resample_weights(layout.n, n_bootstrap, seed=seed, chunk=max(1, _BATCH_ELEMENTS // layout.n)):
+            m = len(w)
             reps[start:start + m] = (w @ sums) / (w @ counts)[:, None]
+            start += m
         jack = ((sums.sum(0) - sums) / (counts.sum() - counts)[:, None]) if jackknife else None
     return layout.n, estimates, reps, jack, [None] * len(names)
 
 
-def _safe_eval(rows: _Rows, statistic: Statistic, idx: np.ndarray, errors: list[BaseException | None] | None, j: int) -> float:
+def _safe_eval(rows: _Rows, statistic: Statistic, idx: np.ndarray, errors: list[BaseException | None] | None,
+               j: int) -> float:
     # A replicate that raises (e.g. an AUC on a resample with one class) counts as failed, like NaN.
     # A statistic that is simply broken still surfaces: the full-data estimate is computed without
     # this guard, and if too many replicates fail the error names the first exception.
@@ -369,17 +542,31 @@ def _safe_eval(rows: _Rows, statistic: Statistic, idx: np.ndarray, errors: list[
 # public bootstrap API
 
 
+def _renamed_knob(n_bootstrap: int, n_resamples: int | None, where: str) -> int:
+    """The replicate count, read from the deprecated keyword ``n_resamples`` when a caller still passes it.
+
+    The lab's knob is ``n_bootstrap`` everywhere (params files, notebooks, functions); ``n_resamples`` (scipy's
+    name, used here before) still works for one release, with a ``DeprecationWarning`` that names the new one.
+    """
+    if n_resamples is None:
+        return n_bootstrap
+    warnings.warn(f"{where}(n_resamples=...) is deprecated; pass n_bootstrap={n_resamples} instead.",
+                  DeprecationWarning, stacklevel=3)
+    return n_resamples
+
+
 def bootstrap_ci(
     data: BootstrapData,
     statistic: Statistic,
     *,
     units: Any = None,
-    n_resamples: int = 2000,
+    n_bootstrap: int = 2000,
     confidence: float = 0.95,
     method: Literal["percentile", "bca", "basic", "shifted"] = "bca",
     seed: int | None = 0,
     max_failed: float = 0.1,
     vectorized: bool = False,
+    n_resamples: int | None = None,
 ) -> BootstrapResult:
     """Bootstrap confidence interval of ``statistic`` on ``data``, optionally resampling clusters.
 
@@ -392,7 +579,8 @@ def bootstrap_ci(
             DataFrame). Each replicate resamples *units* with replacement and takes all their rows
             (cluster bootstrap), and the BCa jackknife leaves one unit out at a time. Default: each
             row is its own unit (ordinary iid bootstrap).
-        n_resamples: bootstrap replicates B.
+        n_bootstrap: bootstrap replicates B.
+        n_resamples: deprecated old name of ``n_bootstrap`` (a ``DeprecationWarning``).
         confidence: two-sided coverage, e.g. 0.95.
         method: ``"percentile"``, ``"bca"``, ``"basic"`` or ``"shifted"`` (see the module docstring for the formulas).
         seed: seed of ``numpy.random.default_rng``.
@@ -413,10 +601,11 @@ def bootstrap_ci(
             misaligned units.
         BootstrapError: the statistic is not finite on the full data, or too many replicates fail.
 
-    Cost: ``n_resamples`` evaluations of the statistic, plus ``n_units`` more for BCa's jackknife.
+    Cost: ``n_bootstrap`` evaluations of the statistic, plus ``n_units`` more for BCa's jackknife.
     """
-    m = _validate(method, n_resamples, confidence, max_failed)
-    n_units, est, reps, jack, errs = _run(data, {"statistic": statistic}, units, n_resamples, seed, m == "bca", vectorized)
+    n_bootstrap = _renamed_knob(n_bootstrap, n_resamples, "bootstrap_ci")
+    m = _validate(method, n_bootstrap, confidence, max_failed)
+    n_units, est, reps, jack, errs = _run(data, {"statistic": statistic}, units, n_bootstrap, seed, m == "bca", vectorized)
     return interval_from_replicates(
         est["statistic"],
         reps[:, 0],
@@ -448,7 +637,7 @@ PAIRED_COLUMNS: tuple[str, ...] = (
     "confidence",
     "method",
     "n_units",
-    "n_resamples",
+    "n_bootstrap",
     "n_failed",
     "pvalue",
 )
@@ -460,12 +649,13 @@ def paired_bootstrap(
     statistics: Mapping[str, Statistic],
     *,
     units: Any = None,
-    n_resamples: int = 2000,
+    n_bootstrap: int = 2000,
     confidence: float = 0.95,
     method: Literal["percentile", "bca", "basic", "shifted"] = "bca",
     seed: int | None = 0,
     differences: bool | Sequence[tuple[str, str]] = False,
     max_failed: float = 0.1,
+    n_resamples: int | None = None,
 ) -> pd.DataFrame:
     """Bootstrap several statistics on the SAME resampled units, and optionally their paired differences.
 
@@ -487,7 +677,7 @@ def paired_bootstrap(
     the margin the two can disagree about whether 0 is excluded.
 
     Args:
-        data, units, n_resamples, confidence, method, seed, max_failed: as in :func:`bootstrap_ci`.
+        data, units, n_bootstrap, confidence, method, seed, max_failed: as in :func:`bootstrap_ci`.
         statistics: ``{metric name: statistic}``; the table keeps this order.
         differences: ``True`` for every pair ``(a, b)`` with ``a`` before ``b`` in ``statistics``,
             or an explicit list of ``(a, b)`` name pairs; ``False`` for none.
@@ -496,7 +686,8 @@ def paired_bootstrap(
         A tidy DataFrame with columns :data:`PAIRED_COLUMNS`: one row per metric (``pvalue`` NaN),
         then one row per difference labelled :func:`difference_label` ``(a, b)``.
     """
-    m = _validate(method, n_resamples, confidence, max_failed)
+    n_bootstrap = _renamed_knob(n_bootstrap, n_resamples, "paired_bootstrap")
+    m = _validate(method, n_bootstrap, confidence, max_failed)
     if not statistics:
         raise ValueError("statistics is empty; pass {name: callable}")
     names = list(statistics)
@@ -509,17 +700,19 @@ def paired_bootstrap(
         unknown = sorted({n for p in pairs for n in p} - set(names))
         if unknown or any(len(p) != 2 for p in pairs):
             raise ValueError(f"differences must be (a, b) pairs of names in statistics {names}; unknown: {unknown}")
-    n_units, est, reps, jack, errs = _run(data, statistics, units, n_resamples, seed, m == "bca")
+    n_units, est, reps, jack, errs = _run(data, statistics, units, n_bootstrap, seed, m == "bca")
 
     rows: list[dict[str, Any]] = []
     for j, name in enumerate(names):
-        r = interval_from_replicates(est[name], reps[:, j], None if jack is None else jack[:, j], m, confidence, n_units, name, max_failed, errs[j])
+        r = interval_from_replicates(est[name], reps[:, j], None if jack is None else jack[:, j], m, confidence, n_units,
+                                     name, max_failed, errs[j])
         rows.append({"metric": name, **r.to_dict(), "pvalue": math.nan})
     for a, b in pairs:
         ja, jb = names.index(a), names.index(b)
         label = difference_label(a, b)
         diff = reps[:, ja] - reps[:, jb]
         jdiff = None if jack is None else jack[:, ja] - jack[:, jb]
-        r = interval_from_replicates(est[a] - est[b], diff, jdiff, m, confidence, n_units, label, max_failed, errs[ja] or errs[jb])
+        r = interval_from_replicates(est[a] - est[b], diff, jdiff, m, confidence, n_units, label, max_failed,
+                                     errs[ja] or errs[jb])
         rows.append({"metric": label, **r.to_dict(), "pvalue": bootstrap_pvalue(diff)})
     return pd.DataFrame(rows, columns=list(PAIRED_COLUMNS))

@@ -18,12 +18,12 @@ class PermutationResult:
     """A permutation test: observed statistic, p-value, and how many permutations were evaluated.
 
     ``exact`` is True when every distinct permutation was enumerated (scipy does this when
-    ``n_resamples`` is at least their number); then ``n_resamples`` is that number.
+    ``n_permutations`` is at least their number); then ``n_permutations`` is that number.
     """
 
     statistic: float | np.ndarray
     pvalue: float | np.ndarray
-    n_resamples: int
+    n_permutations: int
     exact: bool = False
     null_distribution: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
 
@@ -52,7 +52,7 @@ def permutation_test(
     *,
     statistic: str | Callable[..., Any] = "mean_diff",
     paired: bool = False,
-    n_resamples: int = 10000,
+    n_permutations: int = 10000,
     alternative: Literal["two-sided", "less", "greater"] = "two-sided",
     seed: int | None = 0,
     batch: int | None = None,
@@ -67,13 +67,13 @@ def permutation_test(
 
     ``statistic="mean_diff"`` is ``mean(x) − mean(y)``; a callable gets ``(x, y)`` (and ``axis``
     if its signature has one, in which case scipy calls it vectorised). scipy enumerates every
-    distinct permutation (an exact test) when ``n_resamples`` is at least their number; otherwise
-    the p-value is ``(1 + #{null as or more extreme}) / (1 + n_resamples)`` per tail, doubled
+    distinct permutation (an exact test) when ``n_permutations`` is at least their number; otherwise
+    the p-value is ``(1 + #{null as or more extreme}) / (1 + n_permutations)`` per tail, doubled
     for two-sided and capped at 1.
 
     A vectorised callable may return several statistics at once, stacked on the LAST axis (``[..., K]``):
     all K are then tested on the same permutations, generated once, and ``statistic``/``pvalue`` are
-    arrays of K and ``null_distribution`` is ``[n_resamples, K]`` (scipy's own multi-output form).
+    arrays of K and ``null_distribution`` is ``[n_permutations, K]`` (scipy's own multi-output form).
     ``batch`` bounds how many permutations scipy materialises at once (memory: ``batch × (n_x + n_y)``).
     """
     if isinstance(statistic, str):
@@ -99,19 +99,19 @@ def permutation_test(
         (xa, ya),
         stat_fn,
         permutation_type="samples" if paired else "independent",
-        n_resamples=n_resamples,
+        n_resamples=n_permutations,  # scipy's keyword for the number of permutations
         alternative=alternative,
         rng=np.random.default_rng(seed),
         batch=batch,
     )
-    n_distinct = _n_distinct(xa.size, ya.size, paired, n_resamples)
+    n_distinct = _n_distinct(xa.size, ya.size, paired, n_permutations)
     null = np.asarray(res.null_distribution)
     scalar = np.ndim(res.statistic) == 0
     return PermutationResult(
         statistic=float(res.statistic) if scalar else np.asarray(res.statistic, dtype=float),
         pvalue=float(res.pvalue) if scalar else np.asarray(res.pvalue, dtype=float),
-        n_resamples=int(null.shape[0]) if null.ndim else 0,
-        exact=n_distinct <= n_resamples,
+        n_permutations=int(null.shape[0]) if null.ndim else 0,
+        exact=n_distinct <= n_permutations,
         null_distribution=null,
     )
 

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from radaudit.audits.atomic_facts.data import (
-    _NEGATED,
     INTER_RATER,
     MEAN_RATER,
+    NEGATED_TARGETS,
     SPLIT_PARTS,
     SPLIT_SEED,
     TARGETS,
@@ -25,6 +25,18 @@ from radaudit.audits.atomic_facts.data import (
 from radaudit.audits.atomic_facts.scores import METRIC_LABELS
 from radaudit.errors import ParamsError, RadauditError
 from radaudit.metrics.base import metric_label
+from radaudit.stats import (
+    BootstrapWarning,
+    benjamini_hochberg,
+    bootstrap_pvalue,
+    interval_from_replicates,
+    resample_weights,
+)
+from radaudit.stats.ranks import (
+    kendall_tau_columns,
+    pairwise_signs,  # the sign matrices of _tau_weighted (weighted τ-b)
+    spearman_rho_columns,
+)
 
 log = logging.getLogger(__name__)
 
@@ -33,58 +45,28 @@ CI_METHODS: tuple[str, ...] = ("percentile", "bca")
 
 
 # ----------------------------------------------------------------------------------------------
-# correlation coefficients (vectorised: every metric x every target in one pass)
-
-
-def _signs(a: np.ndarray) -> np.ndarray:
-    """(k, n, n) sign(a_i − a_j) per column of the (n, k) array; NaN rows give 0."""
-    d = a.T[:, :, None] - a.T[:, None, :]
-    return np.nan_to_num(np.sign(d), nan=0.0)
-
-
-def _ranks(a: np.ndarray) -> np.ndarray:
-    from scipy.stats import rankdata
-
-    return rankdata(a, axis=0, method="average")
+# correlation coefficients (vectorised: every metric x every target in one pass, by radaudit.stats.ranks)
 
 
 def agreement_coefficients(x: np.ndarray, y: np.ndarray, *, kendall: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
-    """Kendall τ-b and Spearman ρ of every column of ``x`` (n × m) with every column of ``y`` (n × t).
-
-    τ-b = Σ_{i<j} sx·sy / √(Σ sx² · Σ sy²), s = sign of the pairwise difference (ties give 0, so a
-    tie in either variable is excluded from its own denominator: Kendall 1945, the ``tau-b`` of
-    :func:`scipy.stats.kendalltau`). ρ = Pearson correlation of the average ranks. Both are NaN
-    when a column is constant. Rows must be complete (no NaN). Returns two (m × t) arrays
-    (τ is None with ``kendall=False``).
+    """Kendall τ-b and Spearman ρ of every column of ``x`` (n × m) with every column of ``y`` (n × t):
+    :func:`radaudit.stats.kendall_tau_columns` and :func:`radaudit.stats.spearman_rho_columns` (the formulas
+    are there; each equals scipy's coefficient per column up to float rounding). Both are NaN when a column is
+    constant. Rows must be complete (no NaN). Returns two (m × t) arrays (τ is None with ``kendall=False``).
     """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if x.ndim != 2 or y.ndim != 2 or len(x) != len(y):
-        raise ValueError(f"x and y must be 2-D with the same number of rows, got {x.shape} and {y.shape}")
-    if np.isnan(x).any() or np.isnan(y).any():
-        raise ValueError("agreement_coefficients needs complete rows; drop the NaN rows first")
-    n = len(x)
-    tau = None
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if kendall:
-            sx = _signs(x).reshape(x.shape[1], n * n)
-            sy = _signs(y).reshape(y.shape[1], n * n)
-            tau = (sx @ sy.T) / np.sqrt(np.outer((sx * sx).sum(1), (sy * sy).sum(1)))
-        rx, ry = _ranks(x), _ranks(y)
-        rx = rx - rx.mean(0)
-        ry = ry - ry.mean(0)
-        rho = (rx.T @ ry) / np.sqrt(np.outer((rx * rx).sum(0), (ry * ry).sum(0)))
-    return tau, rho
+    return (kendall_tau_columns(x, y) if kendall else None), spearman_rho_columns(x, y)
 
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
-    """Kendall's τ-b of two equal-length sequences (see :func:`agreement_coefficients`)."""
-    return float(agreement_coefficients(np.c_[np.asarray(x, float)], np.c_[np.asarray(y, float)])[0][0, 0])
+    """Kendall's τ-b of two equal-length sequences, by the column form of the tables
+    (:func:`radaudit.stats.kendall_tau_columns`; :func:`radaudit.stats.kendall_tau` agrees up to float rounding)."""
+    return float(kendall_tau_columns(np.c_[np.asarray(x, float)], np.c_[np.asarray(y, float)])[0, 0])
 
 
 def spearman_rho(x: Sequence[float], y: Sequence[float]) -> float:
-    """Spearman's ρ (average ranks) of two equal-length sequences (see :func:`agreement_coefficients`)."""
-    return float(agreement_coefficients(np.c_[np.asarray(x, float)], np.c_[np.asarray(y, float)])[1][0, 0])
+    """Spearman's ρ (average ranks) of two equal-length sequences, by the column form of the tables
+    (:func:`radaudit.stats.spearman_rho_columns`; :func:`radaudit.stats.spearman_rho` agrees up to float rounding)."""
+    return float(spearman_rho_columns(np.c_[np.asarray(x, float)], np.c_[np.asarray(y, float)])[0, 0])
 
 
 def target_matrix(study: ReaderStudy) -> pd.DataFrame:
@@ -97,7 +79,7 @@ def target_matrix(study: ReaderStudy) -> pd.DataFrame:
     for t in study.targets:
         wide = j.pivot_table(index=["case_id", "candidate"], columns="rater", values=t, aggfunc="mean")
         wide = keys.merge(wide.reset_index(), on=["case_id", "candidate"], how="left")
-        sign = -1.0 if t in _NEGATED else 1.0
+        sign = -1.0 if t in NEGATED_TARGETS else 1.0
         raters = [r for r in wide.columns if r not in ("case_id", "candidate")]
         for r in raters:
             cols[f"{t}@{r}"] = sign * wide[r].to_numpy(dtype=float)
@@ -112,13 +94,16 @@ def target_matrix(study: ReaderStudy) -> pd.DataFrame:
 
 def _bootstrap_weights(case_ids: Sequence[Any], n_bootstrap: int, seed: int) -> tuple[np.ndarray, int]:
     """(B × n_rows) multiplicities of each row in B cluster-bootstrap resamples of the cases (a case
-    keeps all its rows), and the number of cases. Replicate b draws ``rng.integers(0, U, U)``."""
+    keeps all its rows), and the number of cases: :func:`radaudit.stats.resample_weights` over the
+    cases (sorted by their ids as strings), replicate b drawing ``rng.integers(0, U, U)``. With one
+    case there is nothing to draw: every resample is that case."""
     codes, uniques = pd.factorize(pd.Series(list(case_ids)).astype(str), sort=True)
     n_units = len(uniques)
-    rng = np.random.default_rng(seed)
-    counts = np.stack([np.bincount(rng.integers(0, n_units, n_units), minlength=n_units) for _ in range(n_bootstrap)]) \
-        if n_bootstrap else np.zeros((0, n_units), dtype=int)
-    return counts[:, codes].astype(np.float32), n_units
+    if n_bootstrap and n_units >= 2:
+        counts = np.concatenate(list(resample_weights(n_units, n_bootstrap, seed=seed, dtype=np.float32)))
+    else:
+        counts = np.ones((n_bootstrap, n_units), dtype=np.float32)
+    return counts[:, codes], n_units
 
 
 def _jackknife_weights(case_ids: Sequence[Any]) -> np.ndarray:
@@ -141,8 +126,8 @@ def _tau_weighted(x: np.ndarray, y: np.ndarray, w: np.ndarray, diagonal: bool = 
     """
     m, t = x.shape[1], y.shape[1]
     valid = np.isfinite(x)
-    sx = _signs(x).astype(np.float32)
-    sy = _signs(y).astype(np.float32)
+    sx = pairwise_signs(x).astype(np.float32)
+    sy = pairwise_signs(y).astype(np.float32)
     sy2 = sy * sy
     B = w.shape[0]
 
@@ -199,8 +184,6 @@ def _interval(estimate: float, replicates: np.ndarray, confidence: float, n_unit
     ``jackknife`` values and falls back to the percentile interval where its constants are
     undefined, e.g. a jackknife sample with a constant variable), or NaNs when the statistic is
     undefined (a constant variable on the full data or on most resamples)."""
-    from radaudit.stats import BootstrapWarning, interval_from_replicates
-
     r = np.asarray(replicates, dtype=float)
     if not math.isfinite(estimate) or np.isfinite(r).sum() < 2:
         return math.nan, math.nan, math.nan, ""
@@ -217,14 +200,6 @@ def _interval(estimate: float, replicates: np.ndarray, confidence: float, n_unit
 def _check_ci_method(ci_method: str) -> None:
     if ci_method not in CI_METHODS:
         raise ParamsError(f"ci_method must be one of {list(CI_METHODS)}, got {ci_method!r}.")
-
-
-def _pvalue(diff: np.ndarray) -> float:
-    # two-sided percentile-inversion bootstrap p-value, as radaudit.stats.paired_bootstrap
-    d = diff[np.isfinite(diff)]
-    if d.size == 0:
-        return math.nan
-    return float(min(1.0, 2.0 * (1 + min(np.count_nonzero(d <= 0), np.count_nonzero(d >= 0))) / (d.size + 1)))
 
 
 def _coefficients(x: np.ndarray, y: np.ndarray, case_ids: Sequence[Any], n_bootstrap: int, seed: int,
@@ -259,8 +234,6 @@ def correlation_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequenc
     interval method actually used (``ci_method="bca"`` adds leave-one-case-out jackknife samples
     for the BCa acceleration and falls back to ``"percentile"`` cell by cell where BCa is undefined).
     """
-    from radaudit.stats import benjamini_hochberg
-
     _check_ci_method(ci_method)
     jack = ci_method == "bca"
 
@@ -313,7 +286,7 @@ def correlation_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequenc
                     de = float(est[ref_j, c] - e)
                     dl, dh, _, _ = _interval(de, d, confidence, n_units, f"{reference}-{m}",
                                              None if jk is None else jk[:, ref_j, c] - jk[:, j, c], ci_method)
-                    row.update(diff_vs_reference=de, diff_low=dl, diff_high=dh, diff_p=_pvalue(d))
+                    row.update(diff_vs_reference=de, diff_low=dl, diff_high=dh, diff_p=bootstrap_pvalue(d))
                 rows_out.append(row)
         if ceil:
             cest, creps, cjk = ceil[coef]
@@ -349,7 +322,7 @@ def human_preference(judgements: pd.DataFrame, source: str = "rating", rater: An
         raise RadauditError(f"no judgements{'' if rater is None else f' by rater {rater!r}'} to derive preferences from.")
     if j[source].isna().all():
         raise ParamsError(f"the judgements have no {source!r} values (ReXVal has no ratings: use total_errors).")
-    sign = -1.0 if source in _NEGATED else 1.0
+    sign = -1.0 if source in NEGATED_TARGETS else 1.0
     rows = []
     for case, g in j.groupby("case_id", sort=False):
         w = g.pivot_table(index="rater", columns="candidate", values=source, aggfunc="mean") * sign

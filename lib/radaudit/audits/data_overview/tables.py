@@ -93,7 +93,7 @@ def counts_table(data: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def sex_table(data: dict[str, pd.DataFrame], *, n_resamples: int, confidence: float, seed: int) -> pd.DataFrame:
+def sex_table(data: dict[str, pd.DataFrame], *, n_bootstrap: int, confidence: float, seed: int) -> pd.DataFrame:
     """Share of rows per sex category (F, M, O, not stated) with bootstrap CIs, per dataset.
 
     The shares of one dataset are bootstrapped jointly (the same resampled units for every category).
@@ -105,7 +105,7 @@ def sex_table(data: dict[str, pd.DataFrame], *, n_resamples: int, confidence: fl
         units, unit_name = resampling_units(df)
         frame = pd.DataFrame({c: sex == c for c in cats})
         stats = {c: column_mean(c) for c in cats}  # shares: means of indicators, bootstrapped in closed form
-        res = paired_bootstrap(frame, stats, units=units, n_resamples=n_resamples, confidence=confidence, seed=seed)
+        res = paired_bootstrap(frame, stats, units=units, n_bootstrap=n_bootstrap, confidence=confidence, seed=seed)
         for r in res.itertuples():
             out.append({"dataset": name, "sex": r.metric, "n": int((sex == r.metric).sum()),
                         "share": r.estimate, "low": r.low, "high": r.high, "unit": unit_name})
@@ -115,9 +115,9 @@ def sex_table(data: dict[str, pd.DataFrame], *, n_resamples: int, confidence: fl
     return t
 
 
-def _summary_with_ci(values: pd.Series, units: np.ndarray, *, n_resamples: int, confidence: float, seed: int) -> dict:
+def _summary_with_ci(values: pd.Series, units: np.ndarray, *, n_bootstrap: int, confidence: float, seed: int) -> dict:
     v = values.to_numpy(dtype=float)
-    ci = bootstrap_ci(pd.DataFrame({"value": v}), column_mean("value"), units=units, n_resamples=n_resamples,
+    ci = bootstrap_ci(pd.DataFrame({"value": v}), column_mean("value"), units=units, n_bootstrap=n_bootstrap,
                       confidence=confidence, seed=seed)
     return {
         "n": len(v), "mean": ci.estimate, "low": ci.low, "high": ci.high,
@@ -127,7 +127,7 @@ def _summary_with_ci(values: pd.Series, units: np.ndarray, *, n_resamples: int, 
     }
 
 
-def age_table(data: dict[str, pd.DataFrame], *, n_resamples: int, confidence: float, seed: int) -> pd.DataFrame:
+def age_table(data: dict[str, pd.DataFrame], *, n_bootstrap: int, confidence: float, seed: int) -> pd.DataFrame:
     """Age in years (rows with a stated age): mean with bootstrap CI, median, quartiles, range."""
     out = []
     for name, df in report_datasets(data).items():
@@ -135,7 +135,7 @@ def age_table(data: dict[str, pd.DataFrame], *, n_resamples: int, confidence: fl
         if len(known) < 2:
             continue
         units, unit_name = resampling_units(known)
-        out.append({"dataset": name, **_summary_with_ci(known["age"].astype(float), units, n_resamples=n_resamples,
+        out.append({"dataset": name, **_summary_with_ci(known["age"].astype(float), units, n_bootstrap=n_bootstrap,
                                                          confidence=confidence, seed=seed), "unit": unit_name})
     return pd.DataFrame(out)
 
@@ -169,7 +169,7 @@ def report_lengths(data: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return long[long["words"].notna() & (long["words"] > 0)].reset_index(drop=True)
 
 
-def length_table(lengths: pd.DataFrame, *, n_resamples: int, confidence: float, seed: int) -> pd.DataFrame:
+def length_table(lengths: pd.DataFrame, *, n_bootstrap: int, confidence: float, seed: int) -> pd.DataFrame:
     """Words per report by dataset and group: mean with bootstrap CI, median and quartiles."""
     out = []
     for (name, group), sub in lengths.groupby(["dataset", "group"], sort=False):
@@ -177,11 +177,11 @@ def length_table(lengths: pd.DataFrame, *, n_resamples: int, confidence: float, 
             continue
         units, unit_name = resampling_units(sub)
         out.append({"dataset": name, "group": group, **_summary_with_ci(sub["words"].astype(float), units,
-                    n_resamples=n_resamples, confidence=confidence, seed=seed), "unit": unit_name})
+                    n_bootstrap=n_bootstrap, confidence=confidence, seed=seed), "unit": unit_name})
     return pd.DataFrame(out)
 
 
-def label_prevalence(data: dict[str, pd.DataFrame], *, top_k: int, n_resamples: int, confidence: float,
+def label_prevalence(data: dict[str, pd.DataFrame], *, top_k: int, n_bootstrap: int, confidence: float,
                      seed: int) -> pd.DataFrame:
     """Prevalence of each dataset's own labels (the ``labels`` list column), top ``top_k`` per dataset.
 
@@ -202,7 +202,7 @@ def label_prevalence(data: dict[str, pd.DataFrame], *, top_k: int, n_resamples: 
         frame = pd.DataFrame({lab: labels.apply(lambda labs, lab=lab: lab in labs) for lab in top})
         units, unit_name = resampling_units(df)
         stats = {lab: column_mean(lab) for lab in top}
-        res = paired_bootstrap(frame, stats, units=units, n_resamples=n_resamples, confidence=confidence, seed=seed)
+        res = paired_bootstrap(frame, stats, units=units, n_bootstrap=n_bootstrap, confidence=confidence, seed=seed)
         for r in res.itertuples():
             out.append({"dataset": name, "label": r.metric, "n": int(counts[r.metric]), "prevalence": r.estimate,
                         "low": r.low, "high": r.high, "unit": unit_name})
@@ -213,7 +213,7 @@ def label_prevalence(data: dict[str, pd.DataFrame], *, top_k: int, n_resamples: 
     return t
 
 
-def rating_table(annotations: pd.DataFrame, *, n_resamples: int, confidence: float, seed: int) -> pd.DataFrame:
+def rating_table(annotations: pd.DataFrame, *, n_bootstrap: int, confidence: float, seed: int) -> pd.DataFrame:
     """RadPref: mean 1–5 rating and mean error counts per candidate source, bootstrapped over cases."""
     cols = {"rating_1to5": "rating (1-5)", "n_false_findings": "false findings", "n_missing_findings": "missing findings",
             "n_attribute_error_findings": "attribute errors"}
@@ -222,7 +222,7 @@ def rating_table(annotations: pd.DataFrame, *, n_resamples: int, confidence: flo
         units = sub["study_id"].to_numpy(dtype=object)
         stats = {label: (lambda d, c=c: float(d[c].astype(float).mean())) for c, label in cols.items()}
         res = paired_bootstrap(sub[list(cols)].reset_index(drop=True), stats, units=units,
-                               n_resamples=n_resamples, confidence=confidence, seed=seed)
+                               n_bootstrap=n_bootstrap, confidence=confidence, seed=seed)
         for r in res.itertuples():
             out.append({"candidate source": src, "measure": r.metric, "mean": r.estimate, "low": r.low, "high": r.high,
                         "mean [95% CI]": format_ci(r.estimate, r.low, r.high), "cases": sub["study_id"].nunique(),

@@ -123,7 +123,7 @@ def _surface(refs: list[str], preds: list[str], metrics: Sequence[str], options:
             est = float(ok.mean()) if ok.size else math.nan
             low = high = se = math.nan
             if ok.size >= 2 and n_bootstrap:
-                ci = bootstrap_ci(ok, np.mean, n_resamples=n_bootstrap, confidence=confidence, method="percentile",
+                ci = bootstrap_ci(ok, np.mean, n_bootstrap=n_bootstrap, confidence=confidence, method="percentile",
                                   seed=stable_seed(seed, "surface", key))
                 low, high, se = ci.low, ci.high, ci.se
             rows.append({"metric": key, "label": metric_label(key, SURFACE_LABELS), "estimate": est, "low": low,
@@ -215,7 +215,7 @@ def evaluate_corpus(
     s = int(stable_seed(seed, "decoding_erasure", name))
     # association first: it validates texts and groups with the clearest messages
     audit = association_audit(df, reference, prediction, group, g, alpha=alpha, p_star=p_star, z_neutral=z_neutral,
-                              z_strong=z_strong, correction=correction, min_count=min_count, n_resamples=n_bootstrap,
+                              z_strong=z_strong, correction=correction, min_count=min_count, n_bootstrap=n_bootstrap,
                               confidence=confidence, bootstrap_seed=stable_seed(s, "wae-bootstrap"),
                               n_permutations=n_permutations, permutation_seed=stable_seed(s, "wae-permutation"))
     refs, preds = df[reference].tolist(), df[prediction].tolist()
@@ -317,7 +317,7 @@ def collapse_floor(df: pd.DataFrame, *, reference: str = "reference", group: str
     refs = df[reference].to_numpy()
     d = pd.DataFrame({"reference": refs, "prediction": refs if template is None else template,
                       "group": df[group].to_numpy()})
-    a = association_audit(d, "reference", "prediction", "group", tuple(groups), n_resamples=0, n_permutations=0, **kw)
+    a = association_audit(d, "reference", "prediction", "group", tuple(groups), n_bootstrap=0, n_permutations=0, **kw)
     w = a.words
     counts = _category_counts(w)
     z_strong = float(w.attrs.get("z_strong", kw.get("z_strong", 2.0)))

@@ -14,7 +14,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from radaudit.errors import DataFormatError, ParamsError
-from radaudit.stats import bootstrap_ci, stable_seed
+from radaudit.stats import average_ranks, bootstrap_ci, spearman_test, stable_seed
 from radaudit.tables import format_ci, format_number
 
 log = logging.getLogger(__name__)
@@ -25,13 +25,16 @@ log = logging.getLogger(__name__)
 
 
 def _corr(x: np.ndarray, y: np.ndarray, method: str) -> float:
-    """Pearson or Spearman correlation of two aligned vectors; NaN when either is constant or n < 3."""
+    """Pearson or Spearman correlation of two aligned vectors; NaN when either is constant or n < 3.
+
+    Spearman's ρ is Pearson's r of the average ranks (:func:`radaudit.stats.average_ranks`), so both methods share
+    this Pearson computation, as :func:`_mean_pairwise` and :func:`_mean_pairwise_rows` do."""
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
     if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan
     if method == "spearman":
-        x, y = sps.rankdata(x), sps.rankdata(y)
+        x, y = average_ranks(x), average_ranks(y)
     elif method != "pearson":
         raise ParamsError(f"method must be 'pearson' or 'spearman', got {method!r}")
     x, y = x - x.mean(), y - y.mean()
@@ -49,7 +52,7 @@ def _mean_pairwise(mat: np.ndarray, method: str) -> float:
     if mat.shape[1] >= 2 and np.isfinite(mat).all():
         if mat.shape[0] < 3:
             return math.nan
-        x = sps.rankdata(mat, axis=0) if method == "spearman" else mat
+        x = average_ranks(mat, axis=0) if method == "spearman" else mat
         x = x - x.mean(axis=0)
         a, b = np.triu_indices(mat.shape[1], 1)
         keep = (np.ptp(mat, axis=0)[a] > 0) & (np.ptp(mat, axis=0)[b] > 0)  # a constant rater has no correlation
@@ -72,7 +75,7 @@ def _mean_pairwise_rows(mat: np.ndarray, idx: np.ndarray, method: str) -> np.nda
         return np.full(len(idx), np.nan)
     spread = np.ptp(x, axis=1)
     if method == "spearman":
-        x = sps.rankdata(x, axis=1)
+        x = average_ranks(x, axis=1)
     x = x - x.mean(axis=1, keepdims=True)
     a, b = np.triu_indices(mat.shape[1], 1)
     keep = (spread[:, a] > 0) & (spread[:, b] > 0)  # a constant rater has no correlation
@@ -112,9 +115,8 @@ def pairwise_rater_correlations(counts: pd.DataFrame, *, item: Sequence[str], ra
             row = {"value": v, "rater_a": a, "rater_b": b, "n": len(both), "pearson": math.nan, "pearson_p": math.nan,
                    "spearman": math.nan, "spearman_p": math.nan}
             if len(both) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0:
-                pr, sr = sps.pearsonr(x, y), sps.spearmanr(x, y)
-                row.update(pearson=float(pr.statistic), pearson_p=float(pr.pvalue), spearman=float(sr.statistic),
-                           spearman_p=float(sr.pvalue))
+                pr, (rho, rho_p) = sps.pearsonr(x, y), spearman_test(x, y)
+                row.update(pearson=float(pr.statistic), pearson_p=float(pr.pvalue), spearman=rho, spearman_p=rho_p)
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -143,11 +145,11 @@ def radpref_error_counts(folder: str | Path) -> pd.DataFrame:
         CANDIDATES,
         RATER_FILES,
         SIGNIFICANCE,
-        _read_cases,
+        read_cases,
     )
 
     folder = Path(folder)
-    cases = _read_cases(folder)
+    cases = read_cases(folder)
     rows = []
     for n, rel in RATER_FILES.items():
         data = read_json_checked(folder / rel, dataset="radpref_annotations", top_level=dict,
@@ -212,7 +214,7 @@ def _agreement_cells(groups: Mapping[str, pd.DataFrame], *, item: list[str], clu
                     stat = ((lambda idx, m=mat, meth=method: _mean_pairwise_rows(m, idx, meth)) if fast else
                             (lambda idx, m=mat, meth=method: _mean_pairwise(m[idx], meth)))
                     try:
-                        ci = bootstrap_ci(np.arange(len(mat)), stat, units=units, n_resamples=n_bootstrap,
+                        ci = bootstrap_ci(np.arange(len(mat)), stat, units=units, n_bootstrap=n_bootstrap,
                                           confidence=confidence, method="percentile", max_failed=0.5,
                                           seed=stable_seed(seed, "agree", gname, method, v), vectorized=fast)
                         row["low"], row["high"] = ci.low, ci.high
@@ -222,7 +224,8 @@ def _agreement_cells(groups: Mapping[str, pd.DataFrame], *, item: list[str], clu
     return pd.DataFrame(rows)
 
 
-def radpref_agreement(counts: pd.DataFrame, *, n_bootstrap: int = 0, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+def radpref_agreement(counts: pd.DataFrame, *, n_bootstrap: int = 0, confidence: float = 0.95,
+                      seed: int = 0) -> pd.DataFrame:
     """Table 1 analog on RadPref: mean pairwise Pearson / Spearman between the three radiologists, per
     candidate source (``gpt``, ``medgemma``, ``all``) x significance x error type (+ total). CI:
     bootstrap over cases (a case's two candidates stay together). Long form."""
@@ -243,7 +246,8 @@ def rexval_error_counts(errors: pd.DataFrame) -> pd.DataFrame:
     need = {"study_number", "candidate_type", "rater_index", "error_category", "num_errors_significant",
             "num_errors_insignificant"}
     if not need <= set(errors.columns):
-        raise DataFormatError(f"ReXVal errors need columns {sorted(need)}; load them with load_dataset('rexval', table='errors').")
+        raise DataFormatError(f"ReXVal errors need columns {sorted(need)}; load them with "
+                              "load_dataset('rexval', table='errors').")
     e = errors.assign(error_category=errors["error_category"].astype(int))
     keys = e[["study_number", "candidate_type", "rater_index"]].drop_duplicates()
     out = keys.copy()

@@ -1,4 +1,5 @@
-"""Scoring the pairs and the paper's measures: Discriminative/Robustness Scores (Tables 4-5), AUROC of harmful vs harmless rewrites, monotonicity (Fig. 4)."""
+"""Scoring the pairs and the paper's measures: Discriminative/Robustness Scores (Tables 4-5), AUROC of harmful vs
+harmless rewrites, monotonicity (Fig. 4)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,15 @@ from scipy import stats as sps
 
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.metrics.base import metric_label as registry_label
-from radaudit.metrics.classification import auroc_resamples
-from radaudit.stats import benjamini_hochberg, bootstrap_ci, stable_seed
+from radaudit.stats import (
+    auroc_replicates,
+    auroc_two_sample,
+    benjamini_hochberg,
+    bootstrap_ci,
+    kendall_test,
+    stable_seed,
+)
+from radaudit.stats import kendall_tau as _kendall_tau_b
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +238,7 @@ def _mean_ci(values: np.ndarray, rules: np.ndarray | None = None, *, n_bootstrap
     if v.size < 2 or np.ptp(v) == 0:
         return est, (est if v.size >= 2 else math.nan), (est if v.size >= 2 else math.nan)
     data = (v, _codes(r)) if r is not None else (v,)
-    ci = bootstrap_ci(data, _cell_mean_resamples, n_resamples=n_bootstrap, confidence=confidence, method="percentile",
+    ci = bootstrap_ci(data, _cell_mean_resamples, n_bootstrap=n_bootstrap, confidence=confidence, method="percentile",
                       seed=seed, vectorized=True)
     return est, ci.low, ci.high
 
@@ -316,12 +324,13 @@ def ds_rs_long(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: flo
             lo = hi = math.nan
             if ok.sum() >= 2 and np.ptp(vals[ok]) > 0:
                 data = (vals[ok], _codes(cols)) if rules is None else (vals[ok], _codes(cols), _codes(rules))
-                ci = bootstrap_ci(data, _overall_resamples, n_resamples=n_bootstrap, confidence=confidence,
+                ci = bootstrap_ci(data, _overall_resamples, n_bootstrap=n_bootstrap, confidence=confidence,
                                   method="percentile", seed=stable_seed(seed, "dsrs", metric, sig, "Overall"),
                                   vectorized=True)
                 lo, hi = ci.low, ci.high
         rows.append({**base, "column": "Overall", "estimate": est, "low": lo, "high": hi, "n": int(ok.sum()),
-                     "n_undefined": int((~ok).sum()), "n_rules": int(part.loc[ok, "rule"].nunique()) if "rule" in part.columns else 0,
+                     "n_undefined": int((~ok).sum()),
+                     "n_rules": int(part.loc[ok, "rule"].nunique()) if "rule" in part.columns else 0,
                      "ci_method": CI_LABELS[overall_ci]})
     return pd.DataFrame(rows)
 
@@ -374,17 +383,11 @@ def rules_per_cell(pairs: pd.DataFrame) -> pd.DataFrame:
 def auroc(insignificant: Sequence[float], significant: Sequence[float]) -> float:
     """``P(X > Y) + ½ P(X = Y)`` for X a score on an insignificant pair, Y on a significant pair.
 
-    = U / (n_x n_y) with U the Mann–Whitney statistic of X (midranks for ties). 1: every harmless
-    rewrite scores above every harmful one; 0.5: no separation. Empty or NaN inputs raise.
+    = U / (n_x n_y) with U the Mann–Whitney statistic of X (midranks for ties): the insignificant pairs are the
+    positives of :func:`radaudit.stats.auroc_two_sample`. 1: every harmless rewrite scores above every harmful
+    one; 0.5: no separation. Empty or NaN inputs raise.
     """
-    x, y = np.asarray(insignificant, dtype=float), np.asarray(significant, dtype=float)
-    if x.ndim != 1 or y.ndim != 1 or x.size == 0 or y.size == 0:
-        raise ValueError(f"auroc needs two non-empty 1-D samples, got {x.size} insignificant and {y.size} significant scores")
-    if np.isnan(x).any() or np.isnan(y).any():
-        raise ValueError("auroc got NaN scores; drop undefined scores first (and count them)")
-    ranks = sps.rankdata(np.concatenate([x, y]))
-    u = ranks[: x.size].sum() - x.size * (x.size + 1) / 2
-    return float(u / (x.size * y.size))
+    return auroc_two_sample(negatives=significant, positives=insignificant)
 
 
 def _auroc_labels(s: np.ndarray, is_insig: np.ndarray) -> float:
@@ -395,8 +398,8 @@ def _auroc_labels(s: np.ndarray, is_insig: np.ndarray) -> float:
 def _auroc_resamples(s: np.ndarray, is_insig: np.ndarray) -> np.ndarray:
     """:func:`auroc` of every resample at once (``bootstrap_ci(vectorized=True)``; resamples × pairs matrices):
     the same midrank U statistic with the insignificant pairs as positives
-    (:func:`radaudit.metrics.classification.auroc_resamples`), NaN for a resample without both kinds of pair."""
-    return auroc_resamples(is_insig, s)
+    (:func:`radaudit.stats.auroc_replicates`), NaN for a resample without both kinds of pair."""
+    return auroc_replicates(is_insig, s)
 
 
 def auroc_table(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0,
@@ -428,7 +431,7 @@ def auroc_table(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: fl
                 row["pvalue"] = float(sps.mannwhitneyu(s[lab_ok], s[~lab_ok], alternative="two-sided").pvalue) \
                     if np.ptp(s) > 0 else 1.0
                 if n_i + n_s >= 4 and min(n_i, n_s) >= 2:
-                    ci = bootstrap_ci((s, lab_ok), _auroc_resamples, n_resamples=n_bootstrap, confidence=confidence,
+                    ci = bootstrap_ci((s, lab_ok), _auroc_resamples, n_bootstrap=n_bootstrap, confidence=confidence,
                                       method="percentile", seed=stable_seed(seed, "auroc", metric, aspect), max_failed=0.5,
                                       vectorized=True)
                     row["low"], row["high"] = ci.low, ci.high
@@ -447,7 +450,8 @@ def n_discrimination_pairs(scores: pd.DataFrame) -> int:
     return int(df["pair_id"].nunique())
 
 
-def median_auroc(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
+def median_auroc(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: float = 0.95,
+                 seed: int = 0) -> dict[str, Any]:
     """The median over metrics of the overall harmful-vs-harmless AUROC (:func:`auroc_table`'s
     ``Overall`` rows), with a BCa bootstrap CI over *pairs*: each replicate resamples the pairs once,
     recomputes every metric's AUROC on that same resample, and takes the median — so the interval
@@ -476,7 +480,7 @@ def median_auroc(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: f
         return float(np.median(per)) if per else math.nan
 
     est = stat(values, insig)
-    ci = bootstrap_ci((values, insig), stat, n_resamples=n_bootstrap, confidence=confidence, method="bca",
+    ci = bootstrap_ci((values, insig), stat, n_bootstrap=n_bootstrap, confidence=confidence, method="bca",
                       seed=stable_seed(seed, "median_auroc"), max_failed=0.5)
     return {"median": est, "low": ci.low, "high": ci.high, "n_metrics": int(values.shape[1]),
             "n_pairs": int(values.shape[0]), "method": "bca"}
@@ -505,9 +509,7 @@ def kendall_tau(groups: Sequence[float], scores: Sequence[float]) -> float:
     if g.shape != s.shape or g.ndim != 1:
         raise ValueError(f"groups and scores must be 1-D and aligned, got {g.shape} and {s.shape}")
     ok = np.isfinite(g) & np.isfinite(s)
-    if ok.sum() < 2 or np.ptp(g[ok]) == 0 or np.ptp(s[ok]) == 0:
-        return math.nan
-    return float(sps.kendalltau(g[ok], -s[ok]).statistic)
+    return _kendall_tau_b(g[ok], -s[ok]) if ok.sum() >= 2 else math.nan  # radaudit.stats: NaN when one is constant
 
 
 def _mono_frame(scores: pd.DataFrame) -> pd.DataFrame:
@@ -524,7 +526,8 @@ def monotonicity_long(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confiden
     rows = []
     for (metric, g), part in df.groupby(["metric", "group"], sort=True):
         vals = part["score_100"].to_numpy(float)
-        est, lo, hi = _mean_ci(vals, n_bootstrap=n_bootstrap, confidence=confidence, seed=stable_seed(seed, "mono", metric, g))
+        est, lo, hi = _mean_ci(vals, n_bootstrap=n_bootstrap, confidence=confidence,
+                               seed=stable_seed(seed, "mono", metric, g))
         rows.append({"metric": metric, "label": metric_label(metric), "group": int(g), "estimate": est, "low": lo,
                      "high": hi, "n": int(np.isfinite(vals).sum()), "n_undefined": int((~np.isfinite(vals)).sum())})
     order = list(dict.fromkeys(df["metric"]))
@@ -560,10 +563,9 @@ def monotonicity_summary(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confi
         t = np.asarray(taus, dtype=float)
         est, lo, hi = _mean_ci(t, n_bootstrap=n_bootstrap, confidence=confidence, seed=stable_seed(seed, "tau", metric))
         ok = np.isfinite(s)
-        pooled = sps.kendalltau(g[ok], -s[ok]) if ok.sum() >= 2 and np.ptp(s[ok]) > 0 else None
+        pooled = kendall_test(g[ok], -s[ok]) if ok.sum() >= 2 and np.ptp(s[ok]) > 0 else (math.nan, math.nan)
         row.update(tau=est, tau_low=lo, tau_high=hi, n_reports=len(t), n_reports_undefined_tau=int(np.isnan(t).sum()),
-                   tau_pooled=float(pooled.statistic) if pooled is not None else math.nan,
-                   pvalue=float(pooled.pvalue) if pooled is not None else math.nan,
+                   tau_pooled=pooled[0], pvalue=pooled[1],
                    n_undefined=int((~ok).sum()))
         rows.append(row)
     out = pd.DataFrame(rows)

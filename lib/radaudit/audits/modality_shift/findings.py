@@ -126,7 +126,7 @@ def _natural_only_image(auroc: pd.DataFrame, model: str, probe: Mapping[str, Any
     return Finding(fid, label, r["estimate"], verdict, ci=_ci(r), note=note)
 
 
-def marker_saliency(shares: pd.DataFrame | None, model: str, *, n_resamples: int = 1000, seed: int = 0) -> Finding:
+def marker_saliency(shares: pd.DataFrame | None, model: str, *, n_bootstrap: int = 1000, seed: int = 0) -> Finding:
     """``marker_saliency_share`` from :func:`radaudit.audits.modality_shift.marker.marker_share` of gradient maps."""
     from radaudit.stats import bootstrap_ci
 
@@ -139,7 +139,7 @@ def marker_saliency(shares: pd.DataFrame | None, model: str, *, n_resamples: int
         return Finding(fid, label, None, "n/a", note="fewer than 2 marked Only Image gradient maps")
     values = sel["marker_share"].to_numpy(float)
     uniform = float(sel["uniform_share"].iloc[0])
-    ci = bootstrap_ci(values, lambda v: float(v.mean()), n_resamples=n_resamples, seed=seed, method="bca")
+    ci = bootstrap_ci(values, lambda v: float(v.mean()), n_bootstrap=n_bootstrap, seed=seed, method="bca")
     ok = ci.low > SALIENCY_FACTOR * uniform
     natural = shares[(shares["model"] == model) & (shares["condition"] == "only_image")]["marker_share"]
     note = (f"{len(sel)} samples; the marker's {int(sel['n_patches'].iloc[0])} patches are {uniform:.3f} of the grid "
@@ -229,7 +229,7 @@ def _nfr(nfr: pd.DataFrame, model: str, image_used: bool = True) -> list[Finding
 
 def headline_findings(auroc: pd.DataFrame, changed: pd.DataFrame, nfr: pd.DataFrame, *, model: str,
                       probe: Mapping[str, Any] | None = None, marker_shares: pd.DataFrame | None = None,
-                      n_resamples: int = 1000, seed: int = 0) -> list[Finding]:
+                      n_bootstrap: int = 1000, seed: int = 0) -> list[Finding]:
     """Every finding of the module docstring for one model, in reading order.
 
     ``auroc``: :func:`~radaudit.audits.modality_shift.metrics.auroc_table`; ``changed``:
@@ -237,7 +237,7 @@ def headline_findings(auroc: pd.DataFrame, changed: pd.DataFrame, nfr: pd.DataFr
     :func:`~radaudit.audits.modality_shift.metrics.nfr_table`; ``probe``:
     :func:`~radaudit.audits.modality_shift.probe.image_probe` (``None``: not run); ``marker_shares``:
     :func:`~radaudit.audits.modality_shift.marker.marker_share` of the gradient maps (``None``: not run;
-    ``n_resamples`` / ``seed`` for its CI). The positive controls read the marked conditions when
+    ``n_bootstrap`` / ``seed`` for its CI). The positive controls read the marked conditions when
     ``auroc`` holds ``marked_only_image`` for ``model``.
     """
     marked = _row(auroc, model, condition="marked_only_image") is not None
@@ -245,6 +245,6 @@ def headline_findings(auroc: pd.DataFrame, changed: pd.DataFrame, nfr: pd.DataFr
     natural = ([_natural_only_image(auroc, model, probe), _changed(changed, model, marked=False, natural=True)]
                if marked else [])
     if marked:
-        controls.append(marker_saliency(marker_shares, model, n_resamples=n_resamples, seed=seed))
+        controls.append(marker_saliency(marker_shares, model, n_bootstrap=n_bootstrap, seed=seed))
     image_used = any(f.verdict == "shown" for f in (controls[1], *natural[1:]))
     return [*controls, *natural, _probe(probe), _no_input(auroc, model), *_nfr(nfr, model, image_used)]

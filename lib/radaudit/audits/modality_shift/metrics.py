@@ -41,16 +41,16 @@ from radaudit.errors import ParamsError
 from radaudit.metrics.classification import (  # noqa: F401  (re-exported: the notebook and tests use them here)
     CALIBRATION_KINDS,
     auroc,
-    auroc_resamples,
     ece_resamples,
     expected_calibration_error,
     reliability_bins,
 )
-from radaudit.stats import BootstrapError, bootstrap_ci, cover_rounding, paired_bootstrap, wilson_ci
+from radaudit.stats import BootstrapError, auroc_replicates, bootstrap_ci, cover_rounding, paired_bootstrap, wilson_ci
 
 __all__ = [
     "CLASSIFICATION_METRICS", "UNKNOWN_POLICIES", "answer_change_rate", "answer_rates", "auroc", "auroc_table",
-    "changed_table", "classification_metrics", "confusion_counts", "ece_table", "expected_calibration_error", "metrics_table", "negative_flip_rate", "nfr_table",
+    "changed_table", "classification_metrics", "confusion_counts", "ece_table", "expected_calibration_error",
+    "metrics_table", "negative_flip_rate", "nfr_table",
     "reliability_bins", "reliability_table",
 ]
 
@@ -155,7 +155,7 @@ def _metric_fn(name: str, unknown: str) -> Callable[[np.ndarray, np.ndarray], fl
     return fn
 
 
-def _ci_rows(data: tuple[np.ndarray, ...], stats: Mapping[str, Callable[..., float]], *, units: Any, n_resamples: int,
+def _ci_rows(data: tuple[np.ndarray, ...], stats: Mapping[str, Callable[..., float]], *, units: Any, n_bootstrap: int,
              seed: int, confidence: float, method: str,
              vectorized: Mapping[str, Callable[..., np.ndarray]] | None = None) -> dict[str, dict[str, float]]:
     """Point estimate and bootstrap CI per statistic, all on the same resamples where possible.
@@ -163,7 +163,7 @@ def _ci_rows(data: tuple[np.ndarray, ...], stats: Mapping[str, Callable[..., flo
     A statistic that is undefined on the full data (e.g. precision when the model never says yes)
     gets NaN everywhere; one whose replicates fail too often gets its estimate and a NaN interval.
     ``vectorized``: for a single statistic without ``units``, its every-resample-at-once form
-    (``bootstrap_ci(vectorized=True)``: the same resamples, one call instead of ``n_resamples``); the estimate
+    (``bootstrap_ci(vectorized=True)``: the same resamples, one call instead of ``n_bootstrap``); the estimate
     stays the one-row statistic's, the interval widened to it where they differ only by float rounding.
     """
     est = {k: float(f(*data)) for k, f in stats.items()}
@@ -174,21 +174,21 @@ def _ci_rows(data: tuple[np.ndarray, ...], stats: Mapping[str, Callable[..., flo
     if vectorized and units is None and len(ok) == 1 and set(ok) <= set(vectorized):
         (k,) = ok
         try:
-            r = bootstrap_ci(data, vectorized[k], n_resamples=n_resamples, seed=seed, confidence=confidence,
+            r = bootstrap_ci(data, vectorized[k], n_bootstrap=n_bootstrap, seed=seed, confidence=confidence,
                              method=method, vectorized=True)
             out[k]["low"], out[k]["high"] = cover_rounding(est[k], r.low, r.high)
         except BootstrapError as err:
             log.info("No bootstrap CI for %s: %s", k, err)
         return out
     try:
-        table = paired_bootstrap(data, ok, units=units, n_resamples=n_resamples, seed=seed, confidence=confidence,
+        table = paired_bootstrap(data, ok, units=units, n_bootstrap=n_bootstrap, seed=seed, confidence=confidence,
                                  method=method)
         for r in table.itertuples():
             out[r.metric].update(low=float(r.low), high=float(r.high))
     except BootstrapError:
         for k, f in ok.items():
             try:
-                r = bootstrap_ci(data, f, units=units, n_resamples=n_resamples, seed=seed, confidence=confidence,
+                r = bootstrap_ci(data, f, units=units, n_bootstrap=n_bootstrap, seed=seed, confidence=confidence,
                                  method=method)
                 out[k].update(low=r.low, high=r.high)
             except BootstrapError as err:
@@ -198,7 +198,7 @@ def _ci_rows(data: tuple[np.ndarray, ...], stats: Mapping[str, Callable[..., flo
 
 def metrics_table(results: pd.DataFrame, *, by: Sequence[str] = ("model", "condition"),
                   metrics: Sequence[str] = CLASSIFICATION_METRICS, unknown: str = "wrong", units: str | None = None,
-                  n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
+                  n_bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95,
                   method: str = "percentile") -> pd.DataFrame:
     """Paper Fig. 2a/b: each metric per model x condition with a bootstrap CI over samples.
 
@@ -219,7 +219,7 @@ def metrics_table(results: pd.DataFrame, *, by: Sequence[str] = ("model", "condi
             g = g[g["prediction"].notna()]
         data = (g["label"].to_numpy(dtype=float), g["prediction"].to_numpy(dtype=float))
         stats = {m: _metric_fn(m, unknown) for m in metrics}
-        cis = _ci_rows(data, stats, units=None if units is None else g[units].to_numpy(), n_resamples=n_resamples,
+        cis = _ci_rows(data, stats, units=None if units is None else g[units].to_numpy(), n_bootstrap=n_bootstrap,
                        seed=seed, confidence=confidence, method=method)
         n_unknown = int(g["prediction"].isna().sum())
         for m in metrics:
@@ -287,7 +287,7 @@ def _paired(results: pd.DataFrame, base: str, shift: str, by: Sequence[str]) -> 
 
 
 def nfr_table(results: pd.DataFrame, *, base: str | None = None, shifts: Sequence[str] | None = None,
-              by: Sequence[str] = ("model",), units: str | None = None, n_resamples: int = 1000, seed: int = 0,
+              by: Sequence[str] = ("model",), units: str | None = None, n_bootstrap: int = 1000, seed: int = 0,
               confidence: float = 0.95, method: str = "percentile") -> pd.DataFrame:
     """Paper Fig. 2c/d: NFR of every shift against ``base`` per model, both forms, with bootstrap CIs.
 
@@ -312,7 +312,7 @@ def nfr_table(results: pd.DataFrame, *, base: str | None = None, shifts: Sequenc
                     g["prediction_shift"].to_numpy(float))
             counts = negative_flip_rate(*data)
             stats = {m: (lambda y, b, s, m=m: negative_flip_rate(y, b, s)[m]) for m in ("nfr", "nfr_base_correct")}
-            cis = _ci_rows(data, stats, units=None if units is None else g[units].to_numpy(), n_resamples=n_resamples,
+            cis = _ci_rows(data, stats, units=None if units is None else g[units].to_numpy(), n_bootstrap=n_bootstrap,
                            seed=seed, confidence=confidence, method=method)
             for m in ("nfr", "nfr_base_correct"):
                 rows.append({**dict(zip(by, key)), "condition": shift, "measure": m, **cis[m], "n": counts["n"],
@@ -327,12 +327,16 @@ def nfr_table(results: pd.DataFrame, *, base: str | None = None, shifts: Sequenc
 
 
 def auroc_table(results: pd.DataFrame, *, score: str = "p_yes", by: Sequence[str] = ("model", "condition"),
-                units: str | None = None, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
+                units: str | None = None, n_bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95,
                 method: str = "percentile") -> pd.DataFrame:
     """AUROC of the first-token P(yes) per model x condition, with a bootstrap CI over samples.
 
     The ranking uses the model's probability (paper §2.4), not its parsed answer, so it does not
     depend on the unknown-answer policy. Long table: ``by..., estimate, low, high, n, n_positive``.
+    The estimate is :func:`auroc` (:func:`radaudit.stats.auroc`, label 1 positive; NaN for a group with
+    one class or a missing score); the interval comes from :func:`radaudit.stats.bootstrap_ci` with every
+    resample at once (:func:`radaudit.stats.auroc_replicates`), or, with ``units``, from
+    :func:`radaudit.stats.paired_bootstrap` on :func:`auroc` one cluster resample at a time.
     """
     _check_columns(results, [*by, "label", score] + ([units] if units else []), "auroc_table")
     rows = []
@@ -340,8 +344,8 @@ def auroc_table(results: pd.DataFrame, *, score: str = "p_yes", by: Sequence[str
         key = key if isinstance(key, tuple) else (key,)
         data = (g["label"].to_numpy(dtype=float), g[score].to_numpy(dtype=float))
         cis = _ci_rows(data, {"auroc": auroc}, units=None if units is None else g[units].to_numpy(),
-                       n_resamples=n_resamples, seed=seed, confidence=confidence, method=method,
-                       vectorized={"auroc": auroc_resamples})
+                       n_bootstrap=n_bootstrap, seed=seed, confidence=confidence, method=method,
+                       vectorized={"auroc": auroc_replicates})
         rows.append({**dict(zip(by, key)), **cis["auroc"], "n": len(g), "n_positive": int(g["label"].sum())})
     return pd.DataFrame(rows)
 
@@ -408,7 +412,7 @@ def reliability_table(results: pd.DataFrame, *, by: Sequence[str] = ("model", "c
 
 
 def ece_table(results: pd.DataFrame, *, by: Sequence[str] = ("model", "condition"), n_bins: int = 10,
-              prob_column: str = "p_yes", kind: str = "positive", units: str | None = None, n_resamples: int = 1000,
+              prob_column: str = "p_yes", kind: str = "positive", units: str | None = None, n_bootstrap: int = 1000,
               seed: int = 0, confidence: float = 0.95, method: str = "percentile") -> pd.DataFrame:
     """Paper Fig. 3a,b: ECE per model x condition with a bootstrap CI over samples.
 
@@ -422,7 +426,7 @@ def ece_table(results: pd.DataFrame, *, by: Sequence[str] = ("model", "condition
         key = key if isinstance(key, tuple) else (key,)
         data = (g[prob_column].to_numpy(float), g["label"].to_numpy(float))
         stats = {"ece": lambda p, y: expected_calibration_error(p, y, n_bins, kind=kind)}
-        cis = _ci_rows(data, stats, units=None if units is None else g[units].to_numpy(), n_resamples=n_resamples,
+        cis = _ci_rows(data, stats, units=None if units is None else g[units].to_numpy(), n_bootstrap=n_bootstrap,
                        seed=seed, confidence=confidence, method=method,
                        vectorized={"ece": lambda p, y: ece_resamples(p, y, n_bins, kind=kind)})
         rows.append({**dict(zip(by, key)), "metric": "ece", **cis["ece"], "n": len(g), "n_bins": int(n_bins),

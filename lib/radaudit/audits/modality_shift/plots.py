@@ -59,12 +59,12 @@ def _label(cond: str) -> str:
 
 
 def plot_metric_bars(results: pd.DataFrame, metrics: Sequence[str] = ("accuracy", "f1"), *, unknown: str = "wrong",
-                     n_resamples: int = 1000, seed: int = 0, units: str | None = None) -> Any:
+                     n_bootstrap: int = 1000, seed: int = 0, units: str | None = None) -> Any:
     """Fig. 2a/b: one panel per metric; bars = models x conditions, error bars = 95% bootstrap CIs.
 
     The unknown-answer rate is printed under each panel's title, as the metrics depend on its policy.
     """
-    table = metrics_table(results, metrics=metrics, unknown=unknown, n_resamples=n_resamples, seed=seed, units=units)
+    table = metrics_table(results, metrics=metrics, unknown=unknown, n_bootstrap=n_bootstrap, seed=seed, units=units)
     conds = _conditions_present(table)
     table = table.assign(condition_label=table["condition"].map(_label))
     unk = results.groupby("condition")["prediction"].apply(lambda s: s.isna().mean())
@@ -86,12 +86,12 @@ def plot_metric_bars(results: pd.DataFrame, metrics: Sequence[str] = ("accuracy"
 
 
 def plot_nfr_heatmap(results: pd.DataFrame, measures: Sequence[str] = ("nfr", "nfr_base_correct"), *,
-                     base: str = "no_shift", n_resamples: int = 1000, seed: int = 0, units: str | None = None) -> Any:
+                     base: str = "no_shift", n_bootstrap: int = 1000, seed: int = 0, units: str | None = None) -> Any:
     """Fig. 2c/d: heatmaps (rows = models, columns = shifts) of each NFR measure, annotated with the
     estimate and its CI; colour map ``YlGnBu_r`` as the anchor's ``plot_nfr_heatmap``."""
     import seaborn as sns
 
-    table = nfr_table(results, base=base, n_resamples=n_resamples, seed=seed, units=units)
+    table = nfr_table(results, base=base, n_bootstrap=n_bootstrap, seed=seed, units=units)
     if table.empty:
         raise ParamsError(f"No shifted condition to compare with {base!r} in the results.")
     conds = _conditions_present(table)
@@ -113,9 +113,9 @@ def plot_nfr_heatmap(results: pd.DataFrame, measures: Sequence[str] = ("nfr", "n
 
 
 def plot_ece_bars(results: pd.DataFrame, *, n_bins: int = 10, prob_column: str = "p_yes", kind: str = "positive",
-                  n_resamples: int = 1000, seed: int = 0, units: str | None = None) -> Any:
+                  n_bootstrap: int = 1000, seed: int = 0, units: str | None = None) -> Any:
     """Fig. 3a/b: ECE (10 uniform bins on the first-token P(yes)) per model x condition with CIs."""
-    table = ece_table(results, n_bins=n_bins, prob_column=prob_column, kind=kind, n_resamples=n_resamples, seed=seed,
+    table = ece_table(results, n_bins=n_bins, prob_column=prob_column, kind=kind, n_bootstrap=n_bootstrap, seed=seed,
                       units=units)
     conds = _conditions_present(table)
     table = table.assign(condition_label=table["condition"].map(_label))

@@ -37,7 +37,7 @@ def pixel_features(paths: Sequence[str], size: int = 32) -> np.ndarray:
 
 
 def image_probe(train: pd.DataFrame, test: pd.DataFrame, *, size: int = 32, C: float = 0.01, max_train: int | None = None,
-                n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict[str, Any]:
+                n_bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict[str, Any]:
     """AUROC of a pixel logistic regression fitted on ``train`` and scored on ``test`` (see the module docstring).
 
     ``train`` / ``test``: SMS samples (``image_path``, ``label``); ``max_train`` caps the training rows
@@ -60,7 +60,7 @@ def image_probe(train: pd.DataFrame, test: pd.DataFrame, *, size: int = 32, C: f
     score = clf.predict_proba(pixel_features(test["image_path"].tolist(), size))[:, 1]
     frame = pd.DataFrame({"model": "pixel probe", "condition": "only_image", "label": test["label"].astype(int).to_numpy(),
                           "p_yes": score})
-    row = auroc_table(frame, n_resamples=n_resamples, seed=seed, confidence=confidence).iloc[0]
+    row = auroc_table(frame, n_bootstrap=n_bootstrap, seed=seed, confidence=confidence).iloc[0]
     return {"estimate": float(row["estimate"]), "low": float(row["low"]), "high": float(row["high"]), "n": len(test),
             "n_train": len(train),
             "description": (f"logistic regression (C={C}, balanced) on {size}x{size} grayscale pixels, fitted on "

@@ -99,6 +99,7 @@ import pandas as pd
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.models.resolver import DEFAULT_TEXT_ENCODER
 from radaudit.paths import atomic_dir
+from radaudit.stats import auroc
 
 __all__ = [
     "CARD_FILE",
@@ -109,6 +110,7 @@ __all__ = [
     "augment",
     "binary_auroc",
     "config_hash",
+    "cosine_knn",
     "data_fingerprint",
     "demo_clip_path",
     "demo_encoder_path",
@@ -380,14 +382,13 @@ def model_card(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 def binary_auroc(y_true: Any, scores: Any) -> float:
     """Area under the ROC curve = P(score of a positive > score of a negative) + ½ P(tie) (Mann–Whitney U):
-    :func:`radaudit.metrics.classification.auroc` on ``y_true`` read as booleans. NaN when it holds one class."""
-    from radaudit.metrics.classification import auroc
-
+    :func:`radaudit.stats.auroc` on ``y_true`` read as booleans (any non-zero label is positive: the conversion
+    is made here). NaN when it holds one class or a score is missing."""
     y = np.asarray(y_true).astype(bool).reshape(-1)
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
     if len(y) != len(s):
         raise DataFormatError(f"{len(y)} labels but {len(s)} scores.")
-    return auroc(y.astype(int), s)
+    return auroc(y, s, undefined="nan")
 
 
 # --- augmentation (torch; random numbers from torch's global generator, seeded by train_model) ---------
@@ -533,7 +534,7 @@ def train_demo_encoder(train_images: np.ndarray, train_meta: pd.DataFrame, eval_
     import torch
     import torch.nn.functional as F
 
-    from radaudit.models.cxr_nets import _classes
+    from radaudit.models.cxr_nets import model_classes
 
     hp = _hyperparameters("encoder", seed, hyperparameters)
     (x_tr, m_tr), held = _inputs("encoder", train_images, train_meta, eval_images, eval_meta)
@@ -554,7 +555,7 @@ def train_demo_encoder(train_images: np.ndarray, train_meta: pd.DataFrame, eval_
     pos = y_tr.sum(axis=0)
     pos_weight = np.clip((len(y_tr) - pos) / np.maximum(pos, 1.0), 1.0, hp["max_pos_weight"]) if names else np.zeros(0)
     size = x_tr.shape[1]
-    classes = _classes()
+    classes = model_classes()
     config = classes["CXREncoderConfig"](label_names=names, view_names=view_names, ssl_dim=hp["ssl_dim"],
                                          **_backbone_config(hp, size))
     X, Y, V = _tensor(x_tr), torch.from_numpy(y_tr), torch.from_numpy(v_tr)
@@ -606,7 +607,7 @@ def train_demo_encoder(train_images: np.ndarray, train_meta: pd.DataFrame, eval_
                 defined = [a for a in aucs.values() if not math.isnan(a)]
                 if defined:
                     metrics["label_auroc_macro"] = float(np.mean(defined))
-            nn_idx = _knn(feats_tr, feats_ev, hp["knn_k"])
+            nn_idx = cosine_knn(feats_tr, feats_ev, hp["knn_k"])
             if names:
                 knn_scores = y_tr[nn_idx].mean(axis=1)
                 knn_aucs = [binary_auroc(y_ev[:, j], knn_scores[:, j]) for j in range(len(names))]
@@ -642,8 +643,14 @@ def train_demo_encoder(train_images: np.ndarray, train_meta: pd.DataFrame, eval_
                    "pos_weight": [float(p) for p in pos_weight]}, finalize=finalize)
 
 
-def _knn(ref: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
-    """Indices ``[n_query, k]`` of the ``k`` nearest reference rows by cosine similarity (ties: lower index)."""
+def cosine_knn(ref: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
+    """Indices ``[n_query, k]`` of the ``k`` nearest reference rows by cosine similarity (ties: lower index).
+
+    Rows are L2-normalised (a zero row counts as norm 1e-12), ``k`` is clipped to ``[1, len(ref)]``. The demo
+    encoder's k-NN evaluation uses it, and so does the report-retrieval stand-in of
+    :func:`radaudit.audits.synthetic_cxr.reports.nearest_train_index` (``k = 1``). Memory: the full
+    ``[n_query, n_ref]`` similarity matrix; pass queries in blocks for large sets.
+    """
     a = ref / np.maximum(np.linalg.norm(ref, axis=1, keepdims=True), 1e-12)
     b = query / np.maximum(np.linalg.norm(query, axis=1, keepdims=True), 1e-12)
     sim = b @ a.T
@@ -710,7 +717,7 @@ def train_demo_clip(train_images: np.ndarray, train_meta: pd.DataFrame, eval_ima
     """
     import torch
 
-    from radaudit.models.cxr_nets import _classes
+    from radaudit.models.cxr_nets import model_classes
 
     hp = _hyperparameters("clip", seed, hyperparameters)
     (x_tr, m_tr), held = _inputs("clip", train_images, train_meta, eval_images, eval_meta)
@@ -723,7 +730,7 @@ def train_demo_clip(train_images: np.ndarray, train_meta: pd.DataFrame, eval_ima
     uniq, feats = _text_features(hp["text_encoder"], cap_tr + cap_ev)
     pos = {c: i for i, c in enumerate(uniq)}
     size = x_tr.shape[1]
-    classes = _classes()
+    classes = model_classes()
     config = classes["CXRClipConfig"](text_encoder=hp["text_encoder"], text_dim=int(feats.shape[1]),
                                       proj_dim=hp["proj_dim"], text_hidden=hp["text_hidden"],
                                       logit_scale_init=math.log(1.0 / hp["temperature_init"]),
@@ -843,7 +850,7 @@ def train_demo_reid(train_images: np.ndarray, train_meta: pd.DataFrame, eval_ima
     import torch
     import torch.nn.functional as F
 
-    from radaudit.models.cxr_nets import _classes
+    from radaudit.models.cxr_nets import model_classes
 
     hp = _hyperparameters("reid", seed, hyperparameters)
     (x_tr, m_tr), held = _inputs("reid", train_images, train_meta, eval_images, eval_meta)
@@ -874,7 +881,7 @@ def train_demo_reid(train_images: np.ndarray, train_meta: pd.DataFrame, eval_ima
             mates[i, :len(others)] = others
             n_mates[i] = len(others)
     size = x_tr.shape[1]
-    classes = _classes()
+    classes = model_classes()
     config = classes["SiameseReIDConfig"](n_features=hp["n_features"], source="radaudit demo (covid-chestxray)",
                                           monotone_head=bool(hp["monotone_head"]),
                                           **_backbone_config(hp, size))

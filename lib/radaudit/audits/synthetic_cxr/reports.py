@@ -115,11 +115,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.audits.synthetic_cxr.models import cosine_knn
 from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
+from radaudit.metrics.base import MetricUnavailableError, build_metric, check_texts
+from radaudit.metrics.clinical import binarize_labels, label_columns
+from radaudit.stats import (
+    BootstrapError,
+    benjamini_hochberg,
+    bootstrap_pvalue,
+    interval_from_replicates,
+    resample_weights,
+)
+from radaudit.tables import format_ci
 
 __all__ = ["BASE_METRICS", "DEFAULT_METRICS", "F1_METRICS", "LABEL_MODES", "LONG_COLUMNS", "METRIC_LABELS",
-           "PAPER_ORDER", "GeneratedReports", "bars_frame", "expand_metrics", "nearest_train_index", "read_generated_reports",
-           "report_utility_long", "retrieval_reports", "table5"]
+           "PAPER_ORDER", "GeneratedReports", "bars_frame", "expand_metrics", "nearest_train_index",
+           "read_generated_reports", "report_utility_long", "retrieval_reports", "table5"]
 
 #: How a report's findings are read for the label F1: CheXpert labeler (prose) or label-name phrases (captions).
 LABEL_MODES: tuple[str, ...] = ("chexpert", "labels")
@@ -168,17 +179,15 @@ def nearest_train_index(train_features: Any, query_features: Any, *, block: int 
 
     Computed in blocks of queries so that at most ``block`` similarities are held at once (20,000
     training × 5,000 test features would otherwise be an 800 MB matrix); each block uses
-    :func:`radaudit.audits.synthetic_cxr.models._knn` (the encoder's k-NN evaluation, ``k = 1``).
+    :func:`radaudit.audits.synthetic_cxr.models.cosine_knn` (the encoder's k-NN evaluation, ``k = 1``).
     """
-    from radaudit.audits.synthetic_cxr.models import _knn
-
     train = _features(train_features, "train_features")
     query = _features(query_features, "query_features")
     if train.shape[1] != query.shape[1]:
         raise DataFormatError(f"train_features have {train.shape[1]} dimensions but query_features "
                               f"{query.shape[1]}: use the same encoder for both.")
     step = max(1, int(block) // len(train))
-    return np.concatenate([_knn(train, query[i:i + step], 1)[:, 0] for i in range(0, len(query), step)])
+    return np.concatenate([cosine_knn(train, query[i:i + step], 1)[:, 0] for i in range(0, len(query), step)])
 
 
 def retrieval_reports(train_features: Any, train_texts: Sequence[str], query_features: Any, k: int = 1) -> list[str]:
@@ -389,9 +398,6 @@ def _chexpert_counts(refs: list[str], cands: dict[str, list[str]], data_root: An
     text once), and the per-label counts are rebuilt from its raw ``ref_labels``/``cand_labels`` with
     the metric's own uncertain policy and empty-pair rule, so they sum to its ``tp/fp/fn``.
     """
-    from radaudit.metrics.base import build_metric
-    from radaudit.metrics.clinical import _binarize, label_columns
-
     metric = build_metric("chexpert_f1_micro_all14", data_root=data_root)
     sources = list(cands)
     n = len(refs)
@@ -406,8 +412,8 @@ def _chexpert_counts(refs: list[str], cands: dict[str, list[str]], data_root: An
         out[src] = {}
         for key, label_set in (("5", "top5"), ("14", "all14")):
             cols = list(label_columns(label_set))
-            r_pos, r_known = _binarize(det["ref_labels"][cols].to_numpy(float)[sl], metric.uncertain)
-            c_pos, c_known = _binarize(det["cand_labels"][cols].to_numpy(float)[sl], metric.uncertain)
+            r_pos, r_known = binarize_labels(det["ref_labels"][cols].to_numpy(float)[sl], metric.uncertain)
+            c_pos, c_known = binarize_labels(det["cand_labels"][cols].to_numpy(float)[sl], metric.uncertain)
             out[src][key] = _confusion(r_pos, c_pos, r_known & c_known & ~both_empty[:, None])
     return out
 
@@ -443,24 +449,19 @@ def _values(stats: _SourceStats, metric: str, w: np.ndarray) -> np.ndarray:
 def _count_blocks(n: int, n_bootstrap: int, seed: int, strata: np.ndarray | None = None) -> Iterator[np.ndarray]:
     """``[b, n]`` float count matrices (how often each test report is drawn) of resampled test reports.
 
-    The indices are :func:`radaudit.audits.synthetic_cxr.utility._resample_chunks`'s (seeded
-    ``default_rng(seed)``, blocks of bounded memory): iid over all ``n`` reports, or — with
-    ``strata`` (an ``[n, L]`` 0/1 matrix of reference labels) — within each distinct label set.
+    :func:`radaudit.stats.resample_weights` (seeded ``default_rng(seed)``, blocks of bounded memory): iid
+    over all ``n`` reports, or — with ``strata`` (an ``[n, L]`` 0/1 matrix of reference labels) — within
+    each distinct label set, the draws of Table 4's stratified AUROC bootstrap. One test report: every
+    resample is that report (nothing to draw).
     """
-    from radaudit.audits.synthetic_cxr.utility import _resample_chunks
-
-    y = np.empty((n, 0)) if strata is None else strata
-    for idx in _resample_chunks(y, n_bootstrap, seed, strata is not None):
-        b = len(idx)
-        flat = (idx + n * np.arange(b)[:, None]).ravel()
-        yield np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64)
+    if n == 1:
+        return iter([np.ones((n_bootstrap, 1))])
+    return resample_weights(n, n_bootstrap, seed=seed, strata=strata)
 
 
 def _check_args(references: Any, candidates_by_source: Any, baseline: str, n_bootstrap: Any, seed: Any,
                 confidence: Any, label_mode: str,
                 label_names: Any) -> tuple[list[str], dict[str, list[str]], list[str]]:
-    from radaudit.metrics.base import check_texts
-
     if label_mode not in LABEL_MODES:
         raise ParamsError(f"label_mode={label_mode!r} is not allowed: use one of {', '.join(LABEL_MODES)}.")
     if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, numbers.Integral) or n_bootstrap < 1:
@@ -510,8 +511,6 @@ def _check_args(references: Any, candidates_by_source: Any, baseline: str, n_boo
 def _source_stats(refs: list[str], cands: dict[str, list[str]], metrics: list[str], label_mode: str,
                   label_names: list[str], data_root: Any) -> tuple[dict[str, _SourceStats], dict[str, str]]:
     """Per source, the per-report statistics of the requested metrics; and notes of metrics that cannot run."""
-    from radaudit.metrics.base import MetricUnavailableError, build_metric
-
     stats = {src: _SourceStats(means={}) for src in cands}
     unavailable: dict[str, str] = {}
     if "bleu1" in metrics or "bleu4" in metrics:
@@ -563,7 +562,7 @@ def report_utility_long(references: Sequence[str], candidates_by_source: Mapping
         baseline: the source trained on real data; other sources get ``diff = source − baseline``.
         n_bootstrap, seed, confidence: the bootstrap over test reports (shared by every source).
         stratify: resample the test reports within each set of reference labels (the label F1's
-            labels; :func:`radaudit.audits.synthetic_cxr.utility._resample_chunks`, as Table 4 does),
+            labels; :func:`radaudit.stats.resample_weights` with ``strata``, as Table 4 does),
             so every resample keeps each label's number of reference positives. ``None`` (default):
             ``True`` for ``label_mode="labels"`` (a handful of label sets; the demo test set has 2
             ARDS cases, which iid resampling loses in ~13 % of the resamples, leaving the macro F1's
@@ -586,9 +585,6 @@ def report_utility_long(references: Sequence[str], candidates_by_source: Mapping
         settings are in ``attrs`` (``baseline``, ``label_mode``, ``label_names``, ``n_bootstrap``,
         ``seed``, ``confidence``, ``metrics``). Formulas: module docstring.
     """
-    from radaudit.audits.synthetic_cxr.utility import _bootstrap_pvalue
-    from radaudit.stats import BootstrapError, benjamini_hochberg, interval_from_replicates
-
     refs, cands, names = _check_args(references, candidates_by_source, baseline, n_bootstrap, seed, confidence,
                                      label_mode, label_names)
     mets = expand_metrics(metrics, label_mode)
@@ -646,7 +642,7 @@ def report_utility_long(references: Sequence[str], candidates_by_source: Mapping
                     row["diff"] = est[(s, m)] - est[(baseline, m)]
                     row["diff_low"], row["diff_high"], why = interval(row["diff"], d, f"{m}: {s} - {baseline}")
                     notes.append(why)
-                    row["p_value"] = _bootstrap_pvalue(d) if math.isfinite(row["diff_low"]) else math.nan
+                    row["p_value"] = bootstrap_pvalue(d) if math.isfinite(row["diff_low"]) else math.nan
                     if m.startswith("f1_macro") and min_positives:
                         parts = m.split("_")
                         tp, _, fn = stats[baseline].counts[parts[2] if len(parts) == 3 else ""]
@@ -686,8 +682,6 @@ def table5(long: pd.DataFrame, decimals: int = 3, *, baseline: str | None = None
     ``long.attrs["baseline"]``, else the first source of ``long`` (where :func:`report_utility_long`
     puts it). The legend is in ``attrs["legend"]``.
     """
-    from radaudit.tables import format_ci
-
     if not isinstance(long, pd.DataFrame):
         raise DataFormatError(f"long must be a DataFrame (report_utility_long output), got {type(long).__name__}.")
     missing = [c for c in ("source", "metric", "estimate", "low", "high", "p_bh") if c not in long.columns]

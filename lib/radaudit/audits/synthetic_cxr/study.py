@@ -32,6 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from radaudit.config import BaseParams, Requirement, validate_params
 from radaudit.data.covid_cxr import DEMO_LABELS
 from radaudit.errors import DataFormatError, ParamsError
+from radaudit.metrics.image.uncertainty import fid_from_grams, one_blas_thread
+from radaudit.stats import resample_groups
+from radaudit.stats.ranks import kendall_tau, spearman_rho
 
 __all__ = [
     "alignment_table", "card_table", "DEFAULT_DOSE_LEVELS", "dose_response", "dose_spearman", "encoder_agreement",
@@ -649,7 +652,7 @@ def report_utility(params: Params, study: Study, reports: Mapping[str, Sequence[
 # --- Table 1: fidelity ------------------------------------------------------------------------------
 
 def fidelity_long(real_features: Mapping[str, np.ndarray], synth_features: Mapping[str, Mapping[str, np.ndarray]], *,
-                  n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95, nearest_k: int = 5) -> pd.DataFrame:
+                  n_bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95, nearest_k: int = 5) -> pd.DataFrame:
     """Every fidelity metric per generator x encoder with a bootstrap CI over images (Table 1, long).
 
     ``real_features``: ``{encoder: [n, d]}`` of the real test images; ``synth_features``:
@@ -665,7 +668,7 @@ def fidelity_long(real_features: Mapping[str, np.ndarray], synth_features: Mappi
     for gen, feats in synth_features.items():
         for enc, real in real_features.items():
             metrics = ("fid", "kid", "precision", "recall", "density", "coverage") if enc != "inception" else ("fid", "kid")
-            t = fidelity_intervals(real, feats[enc], metrics=metrics, n_resamples=n_resamples,
+            t = fidelity_intervals(real, feats[enc], metrics=metrics, n_bootstrap=n_bootstrap,
                                    seed=stable_seed(seed, "fidelity", gen, enc), confidence=confidence,
                                    nearest_k=nearest_k)
             parts.append(t.assign(generator=gen, encoder=enc))
@@ -673,7 +676,7 @@ def fidelity_long(real_features: Mapping[str, np.ndarray], synth_features: Mappi
     return out[["generator", "encoder"] + [c for c in out.columns if c not in ("generator", "encoder")]]
 
 
-def alignment_table(scores: Mapping[str, np.ndarray], *, n_resamples: int = 1000, seed: int = 0,
+def alignment_table(scores: Mapping[str, np.ndarray], *, n_bootstrap: int = 1000, seed: int = 0,
                     confidence: float = 0.95) -> pd.DataFrame:
     """Mean image–text alignment per generator (Table 1's "Alignment Score") with a bootstrap CI over images."""
     from radaudit.stats import bootstrap_ci, stable_seed
@@ -681,7 +684,7 @@ def alignment_table(scores: Mapping[str, np.ndarray], *, n_resamples: int = 1000
     rows = []
     for gen, s in scores.items():
         s = np.asarray(s, dtype=float)
-        r = bootstrap_ci(s, np.mean, n_resamples=n_resamples, seed=stable_seed(seed, "alignment", gen),
+        r = bootstrap_ci(s, np.mean, n_bootstrap=n_bootstrap, seed=stable_seed(seed, "alignment", gen),
                          confidence=confidence, method="percentile")
         rows.append({"generator": gen, "encoder": "alignment", "metric": "alignment", "estimate": r.estimate,
                      "low": r.low, "high": r.high, "n_synth": len(s)})
@@ -731,7 +734,7 @@ _PRIVACY = {"avg_reid": ("max_reid", np.mean), "avg_latent_distance": ("min_late
             "avg_pixel_distance": ("min_pixel_distance", np.mean)}
 
 
-def privacy_long(per_prompt: Mapping[str, pd.DataFrame], *, delta: float = 0.85, n_resamples: int = 1000, seed: int = 0,
+def privacy_long(per_prompt: Mapping[str, pd.DataFrame], *, delta: float = 0.85, n_bootstrap: int = 1000, seed: int = 0,
                  confidence: float = 0.95, calibrated_threshold: float | None = None) -> pd.DataFrame:
     """Table 3 (long) per generator: Avg. Re-ID (mean of per-prompt maxima), Avg. latent and pixel distance
     (means of per-prompt minima), Max. Re-ID and Count Re-ID > δ, with bootstrap CIs over prompts
@@ -752,14 +755,14 @@ def privacy_long(per_prompt: Mapping[str, pd.DataFrame], *, delta: float = 0.85,
             if len(vals) < 2:
                 rows.append({"generator": gen, "metric": metric, "estimate": summ[metric], "low": np.nan, "high": np.nan})
                 continue
-            r = bootstrap_ci(vals, fn, n_resamples=n_resamples, seed=stable_seed(seed, "privacy", gen, metric),
+            r = bootstrap_ci(vals, fn, n_bootstrap=n_bootstrap, seed=stable_seed(seed, "privacy", gen, metric),
                              confidence=confidence, method="percentile")
             rows.append({"generator": gen, "metric": metric, "estimate": r.estimate, "low": r.low, "high": r.high})
         rows.append({"generator": gen, "metric": "max_reid", "estimate": summ["max_reid"], "low": np.nan, "high": np.nan})
         mx = pp["max_reid"].to_numpy(float)
         mx = mx[np.isfinite(mx)]
         if len(mx) >= 2:
-            r = bootstrap_ci(mx, lambda x: float((x > delta).sum()), n_resamples=n_resamples,
+            r = bootstrap_ci(mx, lambda x: float((x > delta).sum()), n_bootstrap=n_bootstrap,
                              seed=stable_seed(seed, "privacy", gen, "count"), confidence=confidence, method="percentile")
             lo, hi = r.low, r.high
         else:
@@ -769,7 +772,7 @@ def privacy_long(per_prompt: Mapping[str, pd.DataFrame], *, delta: float = 0.85,
         n_rows = 5
         if calibrated_threshold is not None and len(mx) >= 2:
             thr = float(calibrated_threshold)
-            r = bootstrap_ci(mx, lambda x, thr=thr: float((x > thr).sum()), n_resamples=n_resamples,
+            r = bootstrap_ci(mx, lambda x, thr=thr: float((x > thr).sum()), n_bootstrap=n_bootstrap,
                              seed=stable_seed(seed, "privacy", gen, "count_calibrated"), confidence=confidence,
                              method="percentile")
             rows.append({"generator": gen, "metric": "count_reid_above_calibrated", "estimate": float((mx > thr).sum()),
@@ -977,7 +980,7 @@ def dose_response(params: Params, study: Study, encoders: Mapping[str, Any], rea
         for enc_name, enc in encoders.items():
             feats = image_features(enc, imgs, cache=params.cache)
             t = fidelity_intervals(real_features[enc_name], feats, metrics=("fid", "kid", "precision"),
-                                   n_resamples=params.n_bootstrap, seed=stable_seed(params.seed, "dose", i, enc_name),
+                                   n_bootstrap=params.n_bootstrap, seed=stable_seed(params.seed, "dose", i, enc_name),
                                    confidence=params.confidence, nearest_k=params.nearest_k)
             parts.append(t.assign(level=i, level_label=label, blur_sigma=float(lvl.get("blur_sigma", 0.0)),
                                   noise_sigma=float(lvl.get("noise_sigma", 0.0)), encoder=enc_name))
@@ -1008,15 +1011,14 @@ def dose_sets(params: Params, study: Study, cache_dir: str | os.PathLike | None 
 
 def dose_spearman(dose: pd.DataFrame) -> pd.DataFrame:
     """Spearman's ρ between dose level and each metric per encoder (FID/KID should rise: ρ = +1; precision
-    should fall: ρ = −1), with ``monotone`` = every step in the expected direction."""
-    from scipy.stats import spearmanr
-
+    should fall: ρ = −1), with ``monotone`` = every step in the expected direction. ρ:
+    :func:`radaudit.stats.spearman_rho`."""
     rows = []
     for (enc, met), g_ in dose.groupby(["encoder", "metric"], sort=False):
         g_ = g_.sort_values("level")
         est = g_["estimate"].to_numpy(float)
         sign = -1.0 if met == "precision" else 1.0
-        rho = (round(float(spearmanr(g_["level"], est).statistic), 12) if len(g_) >= 2 and np.ptp(est) > 0
+        rho = (round(spearman_rho(g_["level"], est), 12) if len(g_) >= 2 and np.ptp(est) > 0
                else float("nan"))  # rounded: a perfect rank agreement is 1.0, not 0.9999999999999999
         steps = np.diff(est) * sign
         rows.append({"encoder": enc, "metric": met, "n_levels": len(g_), "spearman": rho, "expected": sign,
@@ -1028,7 +1030,7 @@ def dose_spearman(dose: pd.DataFrame) -> pd.DataFrame:
 
 def per_label_intervals(real_features: np.ndarray, real_labels: Sequence[Any],
                         synth: Mapping[str, tuple[np.ndarray, Sequence[Any]]], labels: Sequence[str], *,
-                        min_images: int = 5, n_resamples: int = 1000, seed: int = 0,
+                        min_images: int = 5, n_bootstrap: int = 1000, seed: int = 0,
                         confidence: float = 0.95) -> pd.DataFrame:
     """Table 2 (long) with a bootstrap CI over images (real and synthetic resampled independently, shifted
     interval as Table 1): per generator x label, ``fid, fid_low, fid_high, n_real, n_synth, note``. A label
@@ -1052,7 +1054,7 @@ def per_label_intervals(real_features: np.ndarray, real_labels: Sequence[Any],
             if min(rm.sum(), sm.sum()) < max(2, min_images):
                 row["note"] = f"fewer than {max(2, min_images)} images"
             else:
-                t = fidelity_intervals(x[rm], y[sm], metrics=("fid",), n_resamples=n_resamples,
+                t = fidelity_intervals(x[rm], y[sm], metrics=("fid",), n_bootstrap=n_bootstrap,
                                        seed=stable_seed(seed, "per-label", gen, lab), confidence=confidence)
                 r = t.iloc[0]
                 row.update(fid=float(r["estimate"]), fid_low=float(r["low"]), fid_high=float(r["high"]))
@@ -1071,25 +1073,22 @@ def per_label_wide(long: pd.DataFrame, labels: Sequence[str], digits: int = 1) -
     return wide.reindex(list(dict.fromkeys(long["generator"])))
 
 
-def fid_gap(real: np.ndarray, synth_a: np.ndarray, synth_b: np.ndarray, *, n_resamples: int = 1000, seed: int = 0,
+def fid_gap(real: np.ndarray, synth_a: np.ndarray, synth_b: np.ndarray, *, n_bootstrap: int = 1000, seed: int = 0,
             confidence: float = 0.95) -> dict[str, float]:
     """FID(a) − FID(b) against the same real set, with a paired bootstrap CI: each replicate resamples the real
     images once (shared by both) and each synthetic set independently; the interval is the percentile interval
     of the replicate gaps re-centred on the estimate (both FIDs carry a similar resampling bias, which the
     re-centring removes). On one BLAS thread, as :func:`~radaudit.metrics.image.uncertainty.fidelity_intervals`."""
-    from radaudit.metrics.image.uncertainty import _fid_from_grams, one_blas_thread
-
     x, a, b = (np.asarray(v, dtype=np.float64) for v in (real, synth_a, synth_b))
-    rng = np.random.default_rng(seed)
-    reps = np.empty(int(n_resamples))
+    reps = np.empty(int(n_bootstrap))
     with one_blas_thread():
         kxx, kaa, kbb, kxa, kxb = x @ x.T, a @ a.T, b @ b.T, x @ a.T, x @ b.T
-        est = _fid_from_grams(kxx, kaa, kxa) - _fid_from_grams(kxx, kbb, kxb)
-        for i in range(int(n_resamples)):
-            ix, ia, ib = rng.integers(0, len(x), len(x)), rng.integers(0, len(a), len(a)), rng.integers(0, len(b), len(b))
+        est = fid_from_grams(kxx, kaa, kxa) - fid_from_grams(kxx, kbb, kxb)
+        # three independent samples, one draw each per replicate (real, then a, then b): the real draw is shared
+        for i, (ix, ia, ib) in enumerate(resample_groups((len(x), len(a), len(b)), int(n_bootstrap), seed=seed)):
             gx = kxx[np.ix_(ix, ix)]
-            reps[i] = (_fid_from_grams(gx, kaa[np.ix_(ia, ia)], kxa[np.ix_(ix, ia)])
-                       - _fid_from_grams(gx, kbb[np.ix_(ib, ib)], kxb[np.ix_(ix, ib)]))
+            reps[i] = (fid_from_grams(gx, kaa[np.ix_(ia, ia)], kxa[np.ix_(ix, ia)])
+                       - fid_from_grams(gx, kbb[np.ix_(ib, ib)], kxb[np.ix_(ix, ib)]))
     centred = reps - reps.mean() + est
     alpha = (1 - confidence) / 2
     return {"gap": float(est), "low": float(np.quantile(centred, alpha)), "high": float(np.quantile(centred, 1 - alpha))}
@@ -1098,14 +1097,14 @@ def fid_gap(real: np.ndarray, synth_a: np.ndarray, synth_b: np.ndarray, *, n_res
 def encoder_agreement(fidelity: pd.DataFrame, a: str = "cxr", b: str = "inception", metric: str = "fid") -> dict[str, float]:
     """Do two encoders order the generators the same way? Spearman's ρ and Kendall's τ between their
     ``metric`` estimates over the generators of Table 1, and the number of generator pairs they order
-    differently."""
-    from scipy.stats import kendalltau, spearmanr
-
+    differently. ρ and τ-b: :func:`radaudit.stats.spearman_rho`, :func:`radaudit.stats.kendall_tau` (NaN when an
+    encoder's estimate is missing for a generator, or constant)."""
     f = fidelity[fidelity["metric"] == metric].pivot(index="generator", columns="encoder", values="estimate")
     if a not in f or b not in f or len(f) < 2:
         return {"spearman": float("nan"), "kendall": float("nan"), "discordant_pairs": float("nan"), "n": len(f)}
     va, vb = f[a].to_numpy(float), f[b].to_numpy(float)
     disc = sum(1 for i in range(len(va)) for j in range(i + 1, len(va)) if (va[i] - va[j]) * (vb[i] - vb[j]) < 0)
-    return {"spearman": round(float(spearmanr(va, vb).statistic), 12),
-            "kendall": round(float(kendalltau(va, vb).statistic), 12),
+    complete = not (np.isnan(va).any() or np.isnan(vb).any())  # a missing estimate: no ranking (NaN, as scipy's)
+    return {"spearman": round(spearman_rho(va, vb), 12) if complete else float("nan"),
+            "kendall": round(kendall_tau(va, vb), 12) if complete else float("nan"),
             "discordant_pairs": float(disc), "n": len(f)}

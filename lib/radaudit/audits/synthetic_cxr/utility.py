@@ -79,7 +79,9 @@ import pandas as pd
 
 from radaudit.data.covid_cxr import DEMO_LABELS
 from radaudit.errors import DataFormatError, ParamsError
-from radaudit.stats import stable_seed
+from radaudit.stats import BootstrapError, bootstrap_pvalue, interval_from_replicates, resample_indices, stable_seed
+from radaudit.stats.ranks import auroc as stats_auroc
+from radaudit.stats.ranks import auroc_replicates
 
 __all__ = [
     "ARCHITECTURES", "BOOTSTRAP_METHODS", "DEMO_ARCHITECTURE", "DEMO_LABELS", "MACRO", "RECIPE_VERSION",
@@ -216,19 +218,19 @@ def _as_scores(scores: Any, n: int, n_labels: int, name: str = "scores") -> np.n
 
 def auroc(y_true: Any, scores: Any) -> float:
     """Area under the ROC curve of one label (paper §2.4 "AUROC"): the lab's one implementation,
-    :func:`radaudit.metrics.classification.auroc` (``sklearn.metrics.roc_auc_score``), after a shape check.
+    :func:`radaudit.stats.auroc` (``sklearn.metrics.roc_auc_score``), after a shape check.
 
     In Mann–Whitney form ``AUROC = (R₊ − n₊(n₊+1)/2) / (n₊ n₋)``, ``R₊`` the sum of the positives' mid-ranks
     (a positive–negative tie counts ½; :func:`_auroc_rows` vectorises this form for the bootstrap). A label is
-    positive where ``y_true == 1``. NaN when the labels have a single class (undefined; callers report it).
+    positive where ``y_true == 1``; any other value (0, −1 for uncertain, NaN for unmentioned) is negative — the
+    conversion is made here, before the statistic. NaN when the labels have a single class (undefined; callers
+    report it).
     """
-    from radaudit.metrics.classification import auroc as _auroc
-
     y = np.asarray(y_true)
     s = np.asarray(scores, dtype=np.float64)
     if y.ndim != 1 or s.shape != y.shape:
         raise DataFormatError(f"auroc: y_true and scores must be 1-D of equal length; got {y.shape} and {s.shape}.")
-    return _auroc((y.astype(np.float64) == 1).astype(int), s)
+    return stats_auroc(y.astype(np.float64) == 1, s, undefined="nan")
 
 
 def roc_curve_points(y_true: Any, scores: Any, label_names: Sequence[str]) -> pd.DataFrame:
@@ -322,44 +324,24 @@ def _check_bootstrap(n_bootstrap: Any, confidence: Any, method: str = "percentil
         raise ParamsError(f"method={method!r} is not allowed: use one of {', '.join(BOOTSTRAP_METHODS)}.")
 
 
-def _resample_chunks(y: np.ndarray, n_bootstrap: int, seed: int, stratify: bool) -> Iterator[np.ndarray]:
-    """Bootstrap resamples of the test images as ``[b, N]`` index blocks (bounded memory), seeded.
-
-    ``stratify``: resample within each *label set* (the distinct rows of the ``[N, L]`` label
-    matrix), so every resample keeps each label's numbers of positives and negatives — pROC's
-    stratified AUROC bootstrap (its default), generalised to multi-label data — and no resample
-    has a single class. Otherwise images are drawn iid from all N (``rng.integers(0, N, N)``).
-    """
-    rng = np.random.default_rng(seed)
-    n = len(y)
-    if stratify:
-        _, codes = np.unique(y, axis=0, return_inverse=True)
-        codes = np.asarray(codes).ravel()
-        strata = [np.flatnonzero(codes == c) for c in range(int(codes.max()) + 1)]
-    block = max(1, 2_000_000 // max(n, 1))
-    done = 0
-    while done < n_bootstrap:
-        b = min(block, n_bootstrap - done)
-        if stratify:
-            yield np.concatenate([m[rng.integers(0, len(m), size=(b, len(m)))] for m in strata], axis=1)
-        else:
-            yield rng.integers(0, n, size=(b, n))
-        done += b
-
-
 def _auroc_rows(yb: np.ndarray, sb: np.ndarray) -> np.ndarray:
-    """:func:`auroc` of each row of ``[b, N]`` labels/scores (label 1 = positive; the mid-rank formula of
-    :func:`radaudit.metrics.classification.auroc_resamples`); NaN if single-class."""
-    from radaudit.metrics.classification import auroc_resamples
-
-    return auroc_resamples(yb == 1, sb)
+    """:func:`auroc` of each row of ``[b, N]`` labels/scores (label 1 = positive, converted here as in
+    :func:`auroc`; the mid-rank formula of :func:`radaudit.stats.auroc_replicates`); NaN if single-class."""
+    return auroc_replicates(yb == 1, sb)
 
 
 def _bootstrap_aurocs(y: np.ndarray, scores: Mapping[str, np.ndarray], n_bootstrap: int, seed: int,
                       stratify: bool) -> dict[str, np.ndarray]:
-    """Per source, the ``[B, L]`` replicate AUROCs on the SAME resampled test images (paired by construction)."""
+    """Per source, the ``[B, L]`` replicate AUROCs on the SAME resampled test images (paired by construction).
+
+    The resamples are :func:`radaudit.stats.resample_indices`' ``[b, N]`` blocks of test images, seeded.
+    ``stratify``: resample within each *label set* (the distinct rows of the ``[N, L]`` label matrix,
+    ``strata=y``), so every resample keeps each label's numbers of positives and negatives — pROC's
+    stratified AUROC bootstrap (its default), generalised to multi-label data — and no resample has a
+    single class. Otherwise images are drawn iid from all N (``rng.integers(0, N, N)``).
+    """
     reps: dict[str, list[np.ndarray]] = {k: [] for k in scores}
-    for idx in _resample_chunks(y, n_bootstrap, seed, stratify):
+    for idx in resample_indices(len(y), n_bootstrap, seed=seed, strata=y if stratify else None):
         yb = y[idx]  # [b, N, L]
         for k, s in scores.items():
             sb = s[idx]
@@ -375,28 +357,15 @@ def _macro_rows(reps: np.ndarray, cols: Sequence[int]) -> np.ndarray:
 def _interval(estimate: float, replicates: np.ndarray, method: str, confidence: float, n_units: int,
               name: str) -> tuple[float, float, int, str]:
     """``(low, high, n_failed, note)`` via :func:`radaudit.stats.interval_from_replicates`; NaN + note on failure."""
-    from radaudit.stats import BootstrapError, interval_from_replicates
-
     try:
         res = interval_from_replicates(estimate, replicates, None, method, confidence, n_units, name, MAX_FAILED)
     except BootstrapError:
         n_failed = int((~np.isfinite(replicates)).sum())
         return (math.nan, math.nan, n_failed, f"CI not computed: {n_failed} of {len(replicates)} resamples had a "
                 f"single class (more than {MAX_FAILED:.0%}); use stratify=True")
-    note = (f"{res.n_failed} of {res.n_resamples} resamples had a single class and were left out of the CI"
+    note = (f"{res.n_failed} of {res.n_bootstrap} resamples had a single class and were left out of the CI"
             if res.n_failed else "")
     return res.low, res.high, res.n_failed, note
-
-
-def _bootstrap_pvalue(diff: np.ndarray) -> float:
-    """Two-sided p of H0: difference = 0, inverting the percentile interval (as ``stats.paired_bootstrap``).
-
-    ``p = min(1, 2·min(1 + #{Δ* ≤ 0}, 1 + #{Δ* ≥ 0}) / (B' + 1))`` over the B' finite replicates.
-    """
-    d = diff[np.isfinite(diff)]
-    if d.size == 0:
-        return math.nan
-    return float(min(1.0, 2.0 * (1 + min(np.count_nonzero(d <= 0), np.count_nonzero(d >= 0))) / (d.size + 1)))
 
 
 def per_label_auroc(y_true: Any, scores: Any, label_names: Sequence[str], *, n_bootstrap: int = 1000, seed: int = 0,
@@ -540,7 +509,7 @@ def paired_auroc_differences(y_true: Any, scores_by_source: Mapping[str, Any], l
                 d = _macro_rows(reps[src], cols) - _macro_rows(reps[baseline], cols)
                 lo, hi, n_failed, note = _interval(a - b, d, method, confidence, len(y), f"{src} - {baseline}")
                 row.update(diff_low=lo, diff_high=hi, n_failed=n_failed, note=note,
-                           pvalue=_bootstrap_pvalue(d) if math.isfinite(lo) and not few else math.nan)
+                           pvalue=bootstrap_pvalue(d) if math.isfinite(lo) and not few else math.nan)
             if few:
                 row["note"] = _join(row["note"], "significance n/a: " + ", ".join(
                     f"{lab} has {k} positive(s)" for lab, k in few) + f" (< {min_positives})")

@@ -35,9 +35,9 @@ The unbiased estimator of the squared MMD with the cubic polynomial kernel
 
 averaged over ``n_subsets`` random subsets of ``subset_size`` rows drawn without replacement from
 each set (torchmetrics' ``KernelInceptionDistance``, which CheXGenBench calls: 100 subsets, subset
-size 1000, capped here at ``min(n_real, n_synth)`` where torchmetrics raises — CheXGenBench passes ``min(n_real, n_synth)``, so with
-equal subset and set sizes every subset is the whole set). Returns the mean and the standard
-deviation over subsets (population std, ddof = 0, as torchmetrics). Being unbiased, KID can be
+size 1000, capped here at ``min(n_real, n_synth)`` where torchmetrics raises — CheXGenBench passes
+``min(n_real, n_synth)``, so with equal subset and set sizes every subset is the whole set). Returns the mean
+and the standard deviation over subsets (population std, ddof = 0, as torchmetrics). Being unbiased, KID can be
 slightly negative when the sets come from one distribution. Randomness: ``numpy.random.default_rng(seed)``.
 
 Precision, recall, density, coverage (Naeem et al. 2020, ICML, paper ref. "prdc")
@@ -83,12 +83,16 @@ __all__ = [
     "FIDELITY_METRICS",
     "FeatureStats",
     "KIDResult",
+    "as_features",
+    "check_same_dim",
     "feature_stats",
     "fid",
     "frechet_distance",
     "kid",
+    "kth_nn_radii",
     "label_matrix",
     "mmd2_unbiased",
+    "pairwise_euclidean",
     "per_label_fidelity",
     "poly_kernel",
     "prdc",
@@ -103,7 +107,12 @@ FIDELITY_METRICS: tuple[str, ...] = ("fid", "kid", "kid_std", "precision", "reca
 """What :func:`per_label_fidelity` can compute (``kid`` also gives ``kid_std``)."""
 
 
-def _as_features(x: Any, name: str, min_rows: int = 2) -> np.ndarray:
+def as_features(x: Any, name: str, min_rows: int = 2) -> np.ndarray:
+    """``x`` as a float64 ``[n_images, n_features]`` array, checked: 2-D, at least ``min_rows`` rows, finite.
+
+    ``name`` is how the error messages call it (e.g. ``"real features"``). Raises
+    :class:`~radaudit.errors.DataFormatError`. Every fidelity metric reads its feature sets through it.
+    """
     arr = np.asarray(x, dtype=np.float64)
     if arr.ndim != 2:
         raise DataFormatError(f"{name} must be a 2-D array [n_images, n_features]; got shape {arr.shape}.")
@@ -114,7 +123,9 @@ def _as_features(x: Any, name: str, min_rows: int = 2) -> np.ndarray:
     return arr
 
 
-def _same_dim(a: np.ndarray, b: np.ndarray) -> None:
+def check_same_dim(a: np.ndarray, b: np.ndarray) -> None:
+    """A :class:`~radaudit.errors.DataFormatError` unless the real (``a``) and synthetic (``b``) feature
+    arrays have the same number of columns (features from one encoder)."""
     if a.shape[1] != b.shape[1]:
         raise DataFormatError(f"Real and synthetic features have different dimensions ({a.shape[1]} vs "
                               f"{b.shape[1]}): use the same encoder for both sets.")
@@ -260,7 +271,7 @@ def fid(real: Any, synth: Any, eps: float = FID_EPS, method: Literal["sqrtm", "e
         if isinstance(x, FeatureStats):
             stats.append(x)
         else:
-            arr = _as_features(x, name)
+            arr = as_features(x, name)
             stats.append(FeatureStats(arr.shape[1]).update(arr))
     if stats[0].dim != stats[1].dim:
         raise DataFormatError(f"Real and synthetic features have different dimensions ({stats[0].dim} vs "
@@ -293,7 +304,8 @@ def poly_kernel(x: np.ndarray, y: np.ndarray, degree: int = 3, gamma: float | No
 def mmd2_unbiased(x: np.ndarray, y: np.ndarray, degree: int = 3, gamma: float | None = None, coef: float = 1.0) -> float:
     """Unbiased MMD² between rows of ``x`` (m ≥ 2) and ``y`` (n ≥ 2) with the polynomial kernel."""
     m, n = len(x), len(y)
-    kxx, kyy, kxy = poly_kernel(x, x, degree, gamma, coef), poly_kernel(y, y, degree, gamma, coef), poly_kernel(x, y, degree, gamma, coef)
+    kxx, kyy = poly_kernel(x, x, degree, gamma, coef), poly_kernel(y, y, degree, gamma, coef)
+    kxy = poly_kernel(x, y, degree, gamma, coef)
     return float((kxx.sum() - np.trace(kxx)) / (m * (m - 1)) + (kyy.sum() - np.trace(kyy)) / (n * (n - 1))
                  - 2.0 * kxy.sum() / (m * n))
 
@@ -306,8 +318,8 @@ def kid(real: Any, synth: Any, *, n_subsets: int = 100, subset_size: int | None 
     choice). Subset ``b`` draws ``subset_size`` rows of each set without replacement with
     ``default_rng(seed)``.
     """
-    x, y = _as_features(real, "real features"), _as_features(synth, "synthetic features")
-    _same_dim(x, y)
+    x, y = as_features(real, "real features"), as_features(synth, "synthetic features")
+    check_same_dim(x, y)
     if int(n_subsets) < 1:
         raise ParamsError(f"n_subsets must be a positive integer, got {n_subsets!r}.")
     cap = min(len(x), len(y))
@@ -325,18 +337,20 @@ def kid(real: Any, synth: Any, *, n_subsets: int = 100, subset_size: int | None 
 
 # --- PRDC ----------------------------------------------------------------------------------------
 
-def _pairwise_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def pairwise_euclidean(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Euclidean distances ``[len(a), len(b)]`` (float64, via the Gram expansion, clipped at 0)."""
     d2 = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * (a @ b.T)
     return np.sqrt(np.maximum(d2, 0.0))
 
 
-def _kth_nn_radii(x: np.ndarray, k: int, block: int) -> np.ndarray:
+def kth_nn_radii(x: np.ndarray, k: int, block: int) -> np.ndarray:
     """Per row of ``x``: the (k+1)-th smallest distance to rows of ``x`` (itself included at 0), i.e.
-    the distance to its k-th nearest other row — prdc's ``get_kth_value(d, k + 1)``."""
+    the distance to its k-th nearest other row — prdc's ``get_kth_value(d, k + 1)``: the radius of the
+    row's k-NN ball in PRDC (Naeem et al. 2020). Distances :func:`pairwise_euclidean`, ``block`` rows of
+    ``x`` at a time (memory ``O(block × len(x))``)."""
     out = np.empty(len(x))
     for s in range(0, len(x), block):
-        d = _pairwise_dist(x[s:s + block], x)
+        d = pairwise_euclidean(x[s:s + block], x)
         d[np.arange(d.shape[0]), np.arange(s, s + d.shape[0])] = 0.0  # exact self-distance (Gram rounding)
         out[s:s + block] = np.partition(d, k, axis=1)[:, k]
     return out
@@ -352,16 +366,16 @@ def prdc(real: Any, synth: Any, nearest_k: int = 5, block: int = 2048) -> dict[s
     k = int(nearest_k)
     if k < 1 or k != nearest_k:
         raise ParamsError(f"nearest_k must be a positive integer, got {nearest_k!r}.")
-    x = _as_features(real, "real features", min_rows=k + 1)
-    y = _as_features(synth, "synthetic features", min_rows=k + 1)
-    _same_dim(x, y)
-    r_real = _kth_nn_radii(x, k, block)
-    r_synth = _kth_nn_radii(y, k, block)
+    x = as_features(real, "real features", min_rows=k + 1)
+    y = as_features(synth, "synthetic features", min_rows=k + 1)
+    check_same_dim(x, y)
+    r_real = kth_nn_radii(x, k, block)
+    r_synth = kth_nn_radii(y, k, block)
     inside_count = np.zeros(len(y))  # per synthetic row: how many real balls contain it
     recalled = np.zeros(len(x), dtype=bool)
     covered = np.zeros(len(x), dtype=bool)
     for s in range(0, len(x), block):
-        d = _pairwise_dist(x[s:s + block], y)  # real block × synthetic
+        d = pairwise_euclidean(x[s:s + block], y)  # real block × synthetic
         inside = d < r_real[s:s + block, None]
         inside_count += inside.sum(axis=0)
         covered[s:s + block] = d.min(axis=1) < r_real[s:s + block]
@@ -394,7 +408,7 @@ def label_matrix(labels: Any, n: int, name: str, label_names: Sequence[str] | No
         missing_row = [v is None or (isinstance(v, float) and np.isnan(v)) for v in labels]
         rows = [[] if m else ([v] if isinstance(v, str) else list(v)) for v, m in zip(labels, missing_row)]
         n_missing = int(sum(missing_row))
-        names = list(label_names) if label_names is not None else sorted({str(l) for r in rows for l in r})
+        names = list(label_names) if label_names is not None else sorted({str(lab) for r in rows for lab in r})
         mat = pd.DataFrame([[c in set(map(str, r)) for c in names] for r in rows], columns=names, dtype=bool)
     if len(mat) != n:
         raise DataFormatError(f"{name} has {len(mat)} rows but there are {n} feature rows.")

@@ -41,9 +41,10 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from radaudit.errors import ParamsError
-from radaudit.metrics.image.fidelity import _as_features, _kth_nn_radii, _pairwise_dist, _same_dim
+from radaudit.metrics.image.fidelity import as_features, check_same_dim, kth_nn_radii, pairwise_euclidean
+from radaudit.stats import interval_from_replicates, resample_groups
 
-__all__ = ["fid_gram", "fidelity_intervals", "prdc_indicators"]
+__all__ = ["fid_from_grams", "fid_gram", "fidelity_intervals", "one_blas_thread", "prdc_indicators"]
 
 _PRDC = ("precision", "recall", "density", "coverage")
 
@@ -53,8 +54,8 @@ _METRICS = ("fid", "kid", "precision", "recall", "density", "coverage")
 def fid_gram(real: Any, synth: Any) -> float:
     """FID of two feature sets by the Gram identity (module docstring); the same value as
     :func:`~radaudit.metrics.image.fidelity.fid` up to rounding."""
-    x, y = _as_features(real, "real features"), _as_features(synth, "synthetic features")
-    _same_dim(x, y)
+    x, y = as_features(real, "real features"), as_features(synth, "synthetic features")
+    check_same_dim(x, y)
     return _fid_gram(x, y)
 
 
@@ -73,15 +74,15 @@ def prdc_indicators(real: Any, synth: Any, nearest_k: int = 5, block: int = 2048
     :func:`~radaudit.metrics.image.fidelity.prdc`'s values (precision = mean(inside_count > 0),
     density = mean(inside_count)/k, recall = mean(recalled), coverage = mean(covered))."""
     k = int(nearest_k)
-    x = _as_features(real, "real features", min_rows=k + 1)
-    y = _as_features(synth, "synthetic features", min_rows=k + 1)
-    _same_dim(x, y)
-    r_real, r_synth = _kth_nn_radii(x, k, block), _kth_nn_radii(y, k, block)
+    x = as_features(real, "real features", min_rows=k + 1)
+    y = as_features(synth, "synthetic features", min_rows=k + 1)
+    check_same_dim(x, y)
+    r_real, r_synth = kth_nn_radii(x, k, block), kth_nn_radii(y, k, block)
     inside_count = np.zeros(len(y))
     recalled = np.zeros(len(x), dtype=bool)
     covered = np.zeros(len(x), dtype=bool)
     for s in range(0, len(x), block):
-        d = _pairwise_dist(x[s:s + block], y)
+        d = pairwise_euclidean(x[s:s + block], y)
         inside_count += (d < r_real[s:s + block, None]).sum(axis=0)
         covered[s:s + block] = d.min(axis=1) < r_real[s:s + block]
         recalled[s:s + block] = (d < r_synth[None, :]).any(axis=1)
@@ -95,12 +96,15 @@ def _nuclear_norm(m: np.ndarray) -> float:
     return float(np.sqrt(np.clip(np.linalg.eigvalsh(g), 0.0, None)).sum())
 
 
-def _fid_from_grams(kxx: np.ndarray, kyy: np.ndarray, kxy: np.ndarray) -> float:
+def fid_from_grams(kxx: np.ndarray, kyy: np.ndarray, kxy: np.ndarray) -> float:
     """FID from the (uncentred) Gram matrices of the two sets: ``kxx = X Xᵀ``, ``kyy = Y Yᵀ``, ``kxy = X Yᵀ``.
 
     Centring ``C = I − 11ᵀ/n`` on both sides: ``‖A‖²_F = tr(C kxx C)``, ``A Bᵀ = C_r kxy C_s`` and
     ``‖μ_r − μ_s‖² = mean(kxx) − 2 mean(kxy) + mean(kyy)``, so a bootstrap replicate only indexes
-    these ``n × n`` matrices (no ``d``-dimensional work)."""
+    these ``n × n`` matrices (no ``d``-dimensional work): with resampled rows ``ir`` (real) and ``is_``
+    (synthetic), ``fid_from_grams(kxx[np.ix_(ir, ir)], kyy[np.ix_(is_, is_)], kxy[np.ix_(ir, is_)])`` is the
+    FID of the resampled sets (the Gram identity of the module docstring; equal to
+    :func:`~radaudit.metrics.image.fidelity.fid` up to rounding). Each set needs at least 2 rows."""
     nr, ns = len(kxx), len(kyy)
     tr_a = float(np.trace(kxx) - nr * kxx.mean())
     tr_b = float(np.trace(kyy) - ns * kyy.mean())
@@ -125,12 +129,12 @@ def one_blas_thread() -> Any:
     return threadpool_limits(1, user_api="blas")
 
 
-def fidelity_intervals(real: Any, synth: Any, *, metrics: Sequence[str] = _METRICS, n_resamples: int = 1000,
+def fidelity_intervals(real: Any, synth: Any, *, metrics: Sequence[str] = _METRICS, n_bootstrap: int = 1000,
                        seed: int = 0, confidence: float = 0.95, nearest_k: int = 5,
                        method: str = "shifted") -> pd.DataFrame:
     """Each fidelity metric with a bootstrap CI over images (see the module docstring).
 
-    Long table: ``metric, estimate, low, high, bias, se, n_real, n_synth, n_resamples, method``. KID
+    Long table: ``metric, estimate, low, high, bias, se, n_real, n_synth, n_bootstrap, method``. KID
     here is the unbiased MMD² of the full sets (CheXGenBench's subset size is ``min(n_real,
     n_synth)``, so with equal sizes its single-subset value is this one); the subset-mean ± std
     form is :func:`~radaudit.metrics.image.fidelity.kid`. ``method``: ``"shifted"`` (default),
@@ -144,25 +148,22 @@ def fidelity_intervals(real: Any, synth: Any, *, metrics: Sequence[str] = _METRI
     caller's thread settings (tested); they differ from a two-thread run's in the eighth significant digit
     (BLAS sums in another order).
     """
-    from radaudit.stats import interval_from_replicates
-
     bad = [m for m in metrics if m not in _METRICS]
     if bad:
         raise ParamsError(f"Unknown metric(s) {bad}; use any of {', '.join(_METRICS)}.")
-    if int(n_resamples) < 2:
-        raise ParamsError(f"n_resamples must be >= 2, got {n_resamples}.")
-    x, y = _as_features(real, "real features"), _as_features(synth, "synthetic features")
-    _same_dim(x, y)
-    rng = np.random.default_rng(seed)
+    if int(n_bootstrap) < 2:
+        raise ParamsError(f"n_bootstrap must be >= 2, got {n_bootstrap}.")
+    x, y = as_features(real, "real features"), as_features(synth, "synthetic features")
+    check_same_dim(x, y)
     n_r, n_s, d = len(x), len(y), x.shape[1]
     estimates: dict[str, float] = {}
-    reps: dict[str, np.ndarray] = {m: np.empty(int(n_resamples)) for m in metrics}
+    reps: dict[str, np.ndarray] = {m: np.empty(int(n_bootstrap)) for m in metrics}
     want_prdc = [m for m in metrics if m in _PRDC]
     with one_blas_thread():  # for the Gram matrices and the replicates (docstring)
         kxx, kyy, kxy = x @ x.T, y @ y.T, x @ y.T
         ind = prdc_indicators(x, y, nearest_k) if want_prdc else None
         if "fid" in metrics:
-            estimates["fid"] = _fid_from_grams(kxx, kyy, kxy)
+            estimates["fid"] = fid_from_grams(kxx, kyy, kxy)
         if "kid" in metrics:
             estimates["kid"] = _mmd2_from_grams(kxx, kyy, kxy, d)
         if ind is not None:
@@ -170,12 +171,12 @@ def fidelity_intervals(real: Any, synth: Any, *, metrics: Sequence[str] = _METRI
             estimates.update(precision=float((ind["inside_count"] > 0).mean()),
                              density=float(ind["inside_count"].mean() / k),
                              recall=float(ind["recalled"].mean()), coverage=float(ind["covered"].mean()))
-        for b in range(int(n_resamples)):
-            ir, is_ = rng.integers(0, n_r, n_r), rng.integers(0, n_s, n_s)
+        # the two sets are independent samples: each replicate resamples the real rows, then the synthetic ones
+        for b, (ir, is_) in enumerate(resample_groups((n_r, n_s), int(n_bootstrap), seed=seed)):
             if "fid" in metrics or "kid" in metrics:
                 gxx, gyy, gxy = kxx[np.ix_(ir, ir)], kyy[np.ix_(is_, is_)], kxy[np.ix_(ir, is_)]
                 if "fid" in metrics:
-                    reps["fid"][b] = _fid_from_grams(gxx, gyy, gxy)
+                    reps["fid"][b] = fid_from_grams(gxx, gyy, gxy)
                 if "kid" in metrics:
                     reps["kid"][b] = _mmd2_from_grams(gxx, gyy, gxy, d)
             if ind is not None:
@@ -195,5 +196,5 @@ def fidelity_intervals(real: Any, synth: Any, *, metrics: Sequence[str] = _METRI
             low, high = max(low, 0.0), max(high, 0.0)
         rows.append({"metric": m, "estimate": estimates[m], "low": low, "high": high,
                      "bias": float(np.nanmean(reps[m]) - estimates[m]), "se": r.se, "n_real": n_r, "n_synth": n_s,
-                     "n_resamples": int(n_resamples), "method": r.method})
+                     "n_bootstrap": int(n_bootstrap), "method": r.method})
     return pd.DataFrame(rows)

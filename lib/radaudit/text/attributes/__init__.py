@@ -76,6 +76,9 @@ from radaudit.text.attributes.vocabulary import (
 )
 
 __all__ = [
+    "CERTAINTY_PATTERNS",
+    "DEVICE_PATTERNS",
+    "TEMPORAL_PATTERNS",
     "Attribute",
     "Certainty",
     "Device",
