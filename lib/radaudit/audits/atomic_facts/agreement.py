@@ -1,4 +1,5 @@
-"""Agreement of a metric with radiologists: Kendall tau-b / Spearman rho against error counts and ratings (Table 2), pairwise preference (Table 3), with case-bootstrap CIs."""
+"""Agreement of a metric with radiologists: Kendall tau-b / Spearman rho against error counts and ratings (Table 2), pairwise
+preference (Table 3), with case-bootstrap CIs."""
 
 from __future__ import annotations
 
@@ -245,7 +246,8 @@ def correlation_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequenc
         raise ParamsError(f"metric(s) {unknown} are not columns of scores ({list(scores.columns)}).")
     if len(scores) != len(study.candidates) or not (
             scores["case_id"].astype(str).to_numpy() == study.candidates["case_id"].astype(str).to_numpy()).all():
-        raise RadauditError("scores are not aligned with study.candidates (same rows, same order): score the study's candidates.")
+        raise RadauditError(
+            "scores are not aligned with study.candidates (same rows, same order): score the study's candidates.")
     Y = target_matrix(study)
     tcols = list(Y.columns)
     X = scores[metrics].to_numpy(dtype=float)
@@ -278,9 +280,10 @@ def correlation_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequenc
                 e = float(est[j, c])
                 low, high, se, used = _interval(e, reps[:, j, c], confidence, n_units, f"{m}/{col}/{coef}",
                                                 None if jk is None else jk[:, j, c], ci_method)
-                row = {"metric": m, "label": metric_label(m, METRIC_LABELS), "target": t, "rater": rater, "coefficient": coef,
-                       "estimate": e, "low": low, "high": high, "se": se, "n_candidates": int(n_cand[j]),
-                       "n_cases": n_units, "n_undefined": int(len(X) - n_cand[j]), **nan4, "ci_method": used}
+                row = {"metric": m, "label": metric_label(m, METRIC_LABELS), "target": t, "rater": rater,
+                       "coefficient": coef, "estimate": e, "low": low, "high": high, "se": se,
+                       "n_candidates": int(n_cand[j]), "n_cases": n_units, "n_undefined": int(len(X) - n_cand[j]),
+                       **nan4, "ci_method": used}
                 if ref_j is not None and j != ref_j and rater == MEAN_RATER:
                     d = reps[:, ref_j, c] - reps[:, j, c]
                     de = float(est[ref_j, c] - e)
@@ -492,7 +495,8 @@ def agreement_by_split(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequen
     """
     if len(scores) != len(study.candidates) or not (
             scores["case_id"].astype(str).to_numpy() == study.candidates["case_id"].astype(str).to_numpy()).all():
-        raise RadauditError("scores are not aligned with study.candidates (same rows, same order): score the study's candidates.")
+        raise RadauditError(
+            "scores are not aligned with study.candidates (same rows, same order): score the study's candidates.")
     if isinstance(parts, Mapping):
         chosen = {str(k): {str(c) for c in v} for k, v in parts.items()}
     else:

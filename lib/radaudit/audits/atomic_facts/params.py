@@ -26,34 +26,122 @@ VLLM_ONLY_OPTIONS = frozenset({"tensor_parallel_size", "pipeline_parallel_size",
 class Params(BaseParams):
     """Parameters of the atomic_facts experiment (``params/atomic_facts/*.yaml``)."""
 
-    dataset: Literal["radpref", "rexval"] = Field("radpref", description="Reader study: radpref (public; 100 cases x 2 candidates x 3 radiologists) or rexval (credentialed PhysioNet; 50 studies x 4 candidates x 6 radiologists).")
-    dataset_path: str | None = Field(None, description="Folder of the dataset (default: under the data root); for rexval the folder holding 50_samples_gt_and_candidates.csv.")
-    max_cases: int | None = Field(None, ge=4, description="Use only the first N cases (null = all; the smoke preset uses a few).")
-    backend: Literal["rule", "llm"] = Field("rule", description="AtomiMed backend: rule (text toolkit; deterministic, offline) or llm (llm_model; paper: Qwen3-235B-A22B, temperature 0) on the engine llm_engine. The one-param spelling hf | vllm means llm on that engine (backend: vllm = backend: llm + llm_engine: vllm; it sets llm_engine) and is stored that way ('transformers' reads as hf).")
-    theta: float = Field(0.8, ge=0, le=1, description="Fuzzy name-similarity threshold θ for aligning findings (paper: 0.8). It acts on an LLM's free-text finding names; with the rule backend every name comes from one canonical vocabulary and two different canonical names are never merged, so θ has no effect there.")
-    scorer: Literal["ratio", "token_set_ratio", "token_sort_ratio", "partial_ratio"] = Field("ratio", description="rapidfuzz scorer behind the name similarity.")
+    dataset: Literal["radpref", "rexval"] = Field(
+        "radpref",
+        description="Reader study: radpref (public; 100 cases x 2 candidates x 3 radiologists) or rexval (credentialed "
+                    "PhysioNet; 50 studies x 4 candidates x 6 radiologists).",
+    )
+    dataset_path: str | None = Field(
+        None,
+        description="Folder of the dataset (default: under the data root); for rexval the folder holding "
+                    "50_samples_gt_and_candidates.csv.",
+    )
+    max_cases: int | None = Field(
+        None, ge=4,
+        description="Use only the first N cases (null = all; the smoke preset uses a few).",
+    )
+    backend: Literal["rule", "llm"] = Field(
+        "rule",
+        description="AtomiMed backend: rule (text toolkit; deterministic, offline) or llm (llm_model; paper: "
+                    "Qwen3-235B-A22B, temperature 0) on the engine llm_engine. The one-param spelling hf | vllm means llm "
+                    "on that engine (backend: vllm = backend: llm + llm_engine: vllm; it sets llm_engine) and is stored "
+                    "that way ('transformers' reads as hf).",
+    )
+    theta: float = Field(
+        0.8, ge=0, le=1,
+        description="Fuzzy name-similarity threshold θ for aligning findings (paper: 0.8). It acts on an LLM's free-text "
+                    "finding names; with the rule backend every name comes from one canonical vocabulary and two different "
+                    "canonical names are never merged, so θ has no effect there.",
+    )
+    scorer: Literal["ratio", "token_set_ratio", "token_sort_ratio", "partial_ratio"] = Field(
+        "ratio",
+        description="rapidfuzz scorer behind the name similarity.",
+    )
     weight: float = Field(0.5, ge=0, le=1, description="Weight of the disease level in Eq. 4 (paper: equal weights, 0.5).")
-    unmentioned: Literal["no", "mismatch"] = Field("no", description="A disease question the other report does not address reads as 'no' (default) or as a mismatch.")
-    uncertain: Literal["yes", "no", "drop"] = Field("yes", description="Rule backend: a hedged finding ('possible pneumonia') is read as present (yes), absent (no) or dropped.")
-    llm_model: str | None = Field(None, description="Instruct model for backend=llm (hub id | local folder | pypi:...), e.g. Qwen/Qwen3-235B-A22B.")
-    llm_engine: Literal["transformers", "vllm"] = Field("transformers", description="Generation engine of the model layer for llm_model: transformers (alias hf) or vllm (paper; a GPU and `pip install vllm`). Both get the same prompts and share cache entries. The longer spelling of backend: hf | vllm.")
-    llm_dtype: str | None = Field(None, description="dtype of llm_model: null (float32, on either engine) | bf16 | fp16 (paper: bf16).")
-    llm_options: dict[str, Any] = Field(default_factory=dict, description="Extra keyword arguments for the generation backend (e.g. tensor_parallel_size for vLLM).")
+    unmentioned: Literal["no", "mismatch"] = Field(
+        "no",
+        description="A disease question the other report does not address reads as 'no' (default) or as a mismatch.",
+    )
+    uncertain: Literal["yes", "no", "drop"] = Field(
+        "yes",
+        description="Rule backend: a hedged finding ('possible pneumonia') is read as present (yes), absent (no) or "
+                    "dropped.",
+    )
+    llm_model: str | None = Field(
+        None,
+        description="Instruct model for backend=llm (hub id | local folder | pypi:...), e.g. Qwen/Qwen3-235B-A22B.",
+    )
+    llm_engine: Literal["transformers", "vllm"] = Field(
+        "transformers",
+        description="Generation engine of the model layer for llm_model: transformers (alias hf) or vllm (paper; a GPU and "
+                    "`pip install vllm`). Both get the same prompts and share cache entries. The longer spelling of "
+                    "backend: hf | vllm.",
+    )
+    llm_dtype: str | None = Field(
+        None,
+        description="dtype of llm_model: null (float32, on either engine) | bf16 | fp16 (paper: bf16).",
+    )
+    llm_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra keyword arguments for the generation backend (e.g. tensor_parallel_size for vLLM).",
+    )
     llm_max_new_tokens: int = Field(1024, ge=16, description="Token limit of each JSON answer.")
     llm_batch_size: int = Field(8, ge=1, description="Prompts per generation batch.")
-    max_retries: int = Field(2, ge=0, description="Re-asks after an unparseable JSON answer (then it is counted, never dropped).")
-    decompose_prompt: str | None = Field(None, description="Decomposition prompt template with {report}; null = radaudit.atomic.DEFAULT_DECOMPOSE_PROMPT.")
-    disease_prompt: str | None = Field(None, description="Disease-level reader prompt with {report} and {questions}; null = radaudit.atomic.DEFAULT_DISEASE_READER_PROMPT.")
-    attribute_prompt: str | None = Field(None, description="Attribute-level reader prompt with {report} and {questions}; null = radaudit.atomic.DEFAULT_ATTRIBUTE_READER_PROMPT.")
-    baselines: list[str] = Field(default_factory=lambda: ["all"], description="Registry metrics compared with AtomiMed; 'all' = every registered metric. Ones that cannot run here are skipped with the reason recorded.")
-    headline: list[str] = Field(default_factory=lambda: ["bleu4", "bertscore", "chexpert_f1_micro_all14"], description="Baselines named in the plain-words summary (BLEU, BERTScore, label F1).")
-    text_encoder: str | None = Field(None, description="Encoder for BERTScore / embedding similarity (model spec); null = the all-MiniLM-L6-v2 shipped on PyPI.")
-    preference_from: Literal["rating", "total_errors", "significant_errors"] = Field("rating", description="What makes a radiologist prefer a candidate: the higher 1-5 rating, or fewer errors (rexval has no ratings: errors are used).")
-    tie_tolerance: float = Field(1e-9, ge=0, description="Two metric scores closer than this are a tie in the preference analysis.")
-    present_only: bool = Field(True, description="Granular analysis: count only findings asserted present (pertinent negatives excluded).")
+    max_retries: int = Field(
+        2, ge=0,
+        description="Re-asks after an unparseable JSON answer (then it is counted, never dropped).",
+    )
+    decompose_prompt: str | None = Field(
+        None,
+        description="Decomposition prompt template with {report}; null = radaudit.atomic.DEFAULT_DECOMPOSE_PROMPT.",
+    )
+    disease_prompt: str | None = Field(
+        None,
+        description="Disease-level reader prompt with {report} and {questions}; null = "
+                    "radaudit.atomic.DEFAULT_DISEASE_READER_PROMPT.",
+    )
+    attribute_prompt: str | None = Field(
+        None,
+        description="Attribute-level reader prompt with {report} and {questions}; null = "
+                    "radaudit.atomic.DEFAULT_ATTRIBUTE_READER_PROMPT.",
+    )
+    baselines: list[str] = Field(
+        default_factory=lambda: ["all"],
+        description="Registry metrics compared with AtomiMed; 'all' = every registered metric. Ones that cannot run here "
+                    "are skipped with the reason recorded.",
+    )
+    headline: list[str] = Field(
+        default_factory=lambda: ["bleu4", "bertscore", "chexpert_f1_micro_all14"],
+        description="Baselines named in the plain-words summary (BLEU, BERTScore, label F1).",
+    )
+    text_encoder: str | None = Field(
+        None,
+        description="Encoder for BERTScore / embedding similarity (model spec); null = the all-MiniLM-L6-v2 shipped on "
+                    "PyPI.",
+    )
+    preference_from: Literal["rating", "total_errors", "significant_errors"] = Field(
+        "rating",
+        description="What makes a radiologist prefer a candidate: the higher 1-5 rating, or fewer errors (rexval has no "
+                    "ratings: errors are used).",
+    )
+    tie_tolerance: float = Field(
+        1e-9, ge=0,
+        description="Two metric scores closer than this are a tie in the preference analysis.",
+    )
+    present_only: bool = Field(
+        True,
+        description="Granular analysis: count only findings asserted present (pertinent negatives excluded).",
+    )
     min_questions: int = Field(5, ge=1, description="Granular heatmaps leave a cell blank below this many questions.")
-    strategy_generations: str | None = Field(None, description="Optional table (CSV/Parquet/JSONL) of decoding_erasure generations with columns strategy, reference, prediction: its strategies join the granular heatmaps. null = off.")
-    max_strategy_reports: int | None = Field(None, ge=1, description="Use only the first N reports per strategy of strategy_generations (null = all).")
+    strategy_generations: str | None = Field(
+        None,
+        description="Optional table (CSV/Parquet/JSONL) of decoding_erasure generations with columns strategy, reference, "
+                    "prediction: its strategies join the granular heatmaps. null = off.",
+    )
+    max_strategy_reports: int | None = Field(
+        None, ge=1,
+        description="Use only the first N reports per strategy of strategy_generations (null = all).",
+    )
     trace_case: int = Field(0, ge=0, description="Position of the case whose audit trace the notebook prints.")
 
     @model_validator(mode="before")
@@ -117,13 +205,13 @@ class Params(BaseParams):
         Replaced: the decomposer/reader LLM (``llm_model``, paper: Qwen3-235B-A22B) and the ``text_encoder`` when one is
         named, by tiny random-weight twins of the same class (:mod:`radaudit.models.twins`); ReXVal (credentialed; with
         ``dataset=rexval``) by :func:`radaudit.data.fixtures.write_rexval`. RadPref is public and read as it is.
-        **vLLM needs a GPU**, so ``llm_engine: vllm`` (``backend: vllm``) becomes the transformers backend on the twin, and the ``llm_options``
-        that only ``vllm.LLM`` takes (``tensor_parallel_size``, ``gpu_memory_utilization``, ...) are left out; both are
-        recorded in the returned dict. Both backends render prompts with the same :meth:`Backend.render` (chat
+        **vLLM needs a GPU**, so ``llm_engine: vllm`` (``backend: vllm``) becomes the transformers backend on the twin, and
+        the ``llm_options`` that only ``vllm.LLM`` takes (``tensor_parallel_size``, ``gpu_memory_utilization``, ...) are left
+        out; both are recorded in the returned dict. Both backends render prompts with the same :meth:`Backend.render` (chat
         template, ``enable_thinking=False`` for Qwen3) and vLLM is given exactly those token ids
-        (``tests/models/test_generate.py::test_vllm_backend_maps_the_strategies``), so the prompts rehearsed are the
-        paper run's. Cut: 4 cases, 20 bootstrap resamples, 16-token answers. Everything else (backend, θ, scorer,
-        weights, batch size, retries, prompts, baselines) is the preset's.
+        (``tests/models/test_generate.py::test_vllm_backend_maps_the_strategies``), so the prompts rehearsed are the paper
+        run's. Cut: 4 cases, 20 bootstrap resamples, 16-token answers. Everything else (backend, θ, scorer, weights, batch
+        size, retries, prompts, baselines) is the preset's.
 
         The twin's replies are noise: every decomposition is unparseable, counted (``atomimed_failures``), and no
         candidate gets an AtomiMed score (NaN, left out of the agreement and counted, never read as a perfect match);

@@ -18,8 +18,8 @@ log = logging.getLogger(__name__)
 
 
 METRIC_LABELS: dict[str, str] = {
-    "atomimed": "AtomiMed F1 (paper)", "atomimed_disease": "AtomiMed disease F1", "atomimed_attribute": "AtomiMed attribute F1",
-    "cider": "CIDEr",
+    "atomimed": "AtomiMed F1 (paper)", "atomimed_disease": "AtomiMed disease F1",
+    "atomimed_attribute": "AtomiMed attribute F1", "cider": "CIDEr",
 }
 """Display names of AtomiMed's sub-scores and those that differ from the registry's labels
 (:func:`radaudit.metrics.base.metric_label`)."""

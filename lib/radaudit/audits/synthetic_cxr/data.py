@@ -35,9 +35,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
-
-log = logging.getLogger(__name__)
 from radaudit.data.covid_cxr import DEMO_LABELS, LABEL_GROUPS, group_findings
 from radaudit.data.image_sets import (
     META_COLUMNS,
@@ -52,6 +49,9 @@ from radaudit.data.image_sets import (
     read_synthetic_set,
     write_synthetic_set,
 )
+from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "DEMO_LABELS", "FRONTAL_VIEWS", "LABEL_GROUPS", "META_COLUMNS", "RESIZE_POLICIES", "SPLITS",

@@ -78,7 +78,8 @@ def encoder_view(card: Mapping[str, Any] | None) -> Finding:
 
 
 def fid_order(agreement: Mapping[str, float]) -> Finding:
-    fid, label = "encoder_fid_order_agreement", "Spearman ρ between chest X-ray encoder FID and Inception FID over the generators"
+    fid, label = ("encoder_fid_order_agreement",
+                  "Spearman ρ between chest X-ray encoder FID and Inception FID over the generators")
     rho = agreement.get("spearman", float("nan"))
     if not np.isfinite(rho):
         return _na(fid, label, "needs Inception (use_inception) and at least two generators")
@@ -109,14 +110,16 @@ def dose(spearman: pd.DataFrame | None, cxr: str = "cxr") -> Finding:
 
 
 def overlap(table: pd.DataFrame) -> Finding:
-    fid, label = "privacy_reference_overlap", "Audited privacy images sharing a patient with the prompt's image (non-memorising generators)"
+    fid, label = ("privacy_reference_overlap",
+                  "Audited privacy images sharing a patient with the prompt's image (non-memorising generators)")
     counted = table[table["counts_toward_overlap"]]
     total = int(counted["same_patient"].sum())
     per = ", ".join(f"{g} {int(p)}/{int(n)}" for g, p, n in zip(counted["generator"], counted["same_patient"],
                                                                counted["n_images"]))
     mem = table[~table["counts_toward_overlap"]]
-    note = f"per generator: {per}" + (f"; the memoriser copies the prompt's image by design ({int(mem['same_patient'].sum())}/"
-                                      f"{int(mem['n_images'].sum())}, the positive control)" if len(mem) else "")
+    note = f"per generator: {per}" + (f"; the memoriser copies the prompt's image by design "
+                                      f"({int(mem['same_patient'].sum())}/{int(mem['n_images'].sum())}, "
+                                      f"the positive control)" if len(mem) else "")
     return Finding(fid, label, total, "shown" if total == 0 else "not shown",
                    note=note if total == 0 else note + ": the reference is contaminated")
 
@@ -139,7 +142,8 @@ def flagged(fid: str, label: str, share: Mapping[str, float] | None, threshold: 
 
 def gap(fidelity: pd.DataFrame, gap_cxr: Mapping[str, float] | None, diffusion: str | None, heldout: str | None,
         cxr: str = "cxr") -> Finding:
-    fid, label = "diffusion_vs_heldout_fid_gap_cxr", "FID gap: diffusion model minus held-out real images (chest X-ray encoder)"
+    fid, label = ("diffusion_vs_heldout_fid_gap_cxr",
+                  "FID gap: diffusion model minus held-out real images (chest X-ray encoder)")
     if gap_cxr is None or diffusion is None or heldout is None:
         return _na(fid, label, "needs a diffusion generator and the held-out real reference")
     f = fidelity[fidelity["metric"] == "fid"].set_index(["generator", "encoder"])

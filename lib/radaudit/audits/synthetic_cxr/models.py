@@ -128,7 +128,8 @@ log = logging.getLogger(__name__)
 #: Written last into a model folder; its ``config_hash`` decides whether a folder can be reused.
 CARD_FILE = "radaudit_cxr_model.json"
 #: Bump when a recipe changes in a way the hyperparameters do not show.
-RECIPE_VERSION = 3  # 2: encoder view target = projection (PA/AP), EMA weights, 400 steps, lighter SSL (issue 21); 3: card adds the pixel probe
+RECIPE_VERSION = 3  # 2: encoder view target = projection (PA/AP), EMA weights, 400 steps, lighter SSL (issue 21);
+#                     3: card adds the pixel probe
 
 _BACKBONE = {"embedding_size": 16, "hidden_sizes": [16, 32, 64, 128], "depths": [1, 1, 1, 1], "layer_type": "basic"}
 _AUGMENT = {"max_shift": 0.06, "max_rotate": 7.0, "scale_min": 0.9, "scale_max": 1.1, "brightness": 0.08,
@@ -365,7 +366,8 @@ def _inputs(kind: str, train_images: Any, train_meta: Any, eval_images: Any, eva
 def _is_trained(folder: Path, digest: str) -> bool:
     from radaudit.paths import reusable_model_dir
 
-    return reusable_model_dir(folder, CARD_FILE, digest, required=('config.json', 'model.safetensors'), required_globs=(), key='config_hash')
+    return reusable_model_dir(folder, CARD_FILE, digest, required=('config.json', 'model.safetensors'), required_globs=(),
+                              key='config_hash')
 
 
 def model_card(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -37,8 +37,8 @@ from radaudit.errors import DataFormatError, ParamsError
 from radaudit.plots import PALETTE
 
 __all__ = ["BASELINE_COLOR", "plot_dose_response", "plot_fidelity_bars", "plot_nearest_pairs",
-           "plot_per_label_heatmap", "plot_privacy_distributions", "plot_reid_calibration", "plot_rank_scatter", "plot_roc_curves", "plot_sample_grid",
-           "plot_utility", "source_colors"]
+           "plot_per_label_heatmap", "plot_privacy_distributions", "plot_reid_calibration", "plot_rank_scatter",
+           "plot_roc_curves", "plot_sample_grid", "plot_utility", "source_colors"]
 
 #: The real-data row/baseline is drawn in black; generators take the Okabe–Ito colours in order.
 BASELINE_COLOR = "#000000"
@@ -432,8 +432,8 @@ def plot_utility(long_table: pd.DataFrame, *, baseline: str = "real", order: Seq
             lo = pd.to_numeric(sub["ci_low"], errors="coerce").to_numpy(float)
             hi = pd.to_numeric(sub["ci_high"], errors="coerce").to_numpy(float)
             ci = ok & np.isfinite(lo) & np.isfinite(hi)
-            ax.errorbar(x[ci], y[ci], yerr=[np.clip(y[ci] - lo[ci], 0, None), np.clip(hi[ci] - y[ci], 0, None)], fmt="none", ecolor=colors[src],
-                        elinewidth=1.2, capsize=2)
+            ax.errorbar(x[ci], y[ci], yerr=[np.clip(y[ci] - lo[ci], 0, None), np.clip(hi[ci] - y[ci], 0, None)],
+                        fmt="none", ecolor=colors[src], elinewidth=1.2, capsize=2)
         ax.plot(x[ok], y[ok], linestyle="none", marker="o" if src == baseline else "s", markersize=5,
                 color=colors[src], label=src)
         if src == baseline:

@@ -63,7 +63,10 @@ class GeneratorEntry(BaseModel):
 
     name: str = Field(..., description="Name in tables and figures.")
     kind: str = Field(..., description="Registered generator: diffusion | memoriser | degrader | heldout_real | folder.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the generator kind (see radaudit.audits.synthetic_cxr.generators.GENERATORS).")
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Parameters of the generator kind (see radaudit.audits.synthetic_cxr.generators.GENERATORS).",
+    )
 
 
 #: The degrader's dose levels: level 0 = the source images untouched, then blur and noise grow together.
@@ -86,10 +89,26 @@ class ReportUtility(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = Field(True, description="Compute Table 5.")
-    label_mode: Literal["labels", "chexpert"] = Field("labels", description="Label F1: 'labels' = the experiment's labels found by name in the text (label-list captions, demo); 'chexpert' = the rule-based CheXpert labeler, F1-5 and F1-14 (free-text reports, paper).")
-    metrics: list[str] = Field(default_factory=lambda: ["bleu1", "bleu4", "rougeL", "f1"], description="Table 5 metrics: bleu1, bleu4, rougeL, radgraph_f1 (needs the radgraph extra and the hub), f1 (expanded by label_mode).")
-    reference_column: str = Field("prompt", description="Column of the real test metadata that holds the reference report (demo: the caption).")
-    files: dict[str, str] = Field(default_factory=dict, description="{source: CSV with study_id, report} of the reports YOUR report model (fine-tuned on that source, e.g. LLaVA-Rad) wrote for the real test studies; 'real' = trained on real images. A source without a file gets the retrieval stand-in.")
+    label_mode: Literal["labels", "chexpert"] = Field(
+        "labels",
+        description="Label F1: 'labels' = the experiment's labels found by name in the text (label-list captions, demo); "
+                    "'chexpert' = the rule-based CheXpert labeler, F1-5 and F1-14 (free-text reports, paper).",
+    )
+    metrics: list[str] = Field(
+        default_factory=lambda: ["bleu1", "bleu4", "rougeL", "f1"],
+        description="Table 5 metrics: bleu1, bleu4, rougeL, radgraph_f1 (needs the radgraph extra and the hub), f1 "
+                    "(expanded by label_mode).",
+    )
+    reference_column: str = Field(
+        "prompt",
+        description="Column of the real test metadata that holds the reference report (demo: the caption).",
+    )
+    files: dict[str, str] = Field(
+        default_factory=dict,
+        description="{source: CSV with study_id, report} of the reports YOUR report model (fine-tuned on that source, e.g. "
+                    "LLaVA-Rad) wrote for the real test studies; 'real' = trained on real images. A source without a file "
+                    "gets the retrieval stand-in.",
+    )
 
     @model_validator(mode="after")
     def _known_metrics(self) -> ReportUtility:
@@ -105,36 +124,128 @@ class ReportUtility(BaseModel):
 class Params(BaseParams):
     """Parameters of the synthetic_cxr experiment (``params/synthetic_cxr/*.yaml``)."""
 
-    dataset: Literal["covid_cxr", "mimic_cxr"] = Field("covid_cxr", description="Real images: covid_cxr (demo, public) or mimic_cxr (paper; credentialed, by local path).")
+    dataset: Literal["covid_cxr", "mimic_cxr"] = Field(
+        "covid_cxr",
+        description="Real images: covid_cxr (demo, public) or mimic_cxr (paper; credentialed, by local path).",
+    )
     dataset_path: str | None = Field(None, description="Folder of the dataset (default: under the data root).")
-    dataset_options: dict[str, Any] = Field(default_factory=dict, description="Options of the prompt builder (mimic_cxr: annotations_csv = the LLaVA-Rad annotations, images_dir, ...).")
-    labels: list[str] = Field(default_factory=lambda: list(DEMO_LABELS), description="Labels of the per-label tables (Table 2, Table 4); paper: the 14 CheXpert labels.")
-    image_size: int = Field(64, ge=16, description="Side of every image compared (real and synthetic), pixels (paper: 512 generated, 299/224/518 per encoder).")
-    resize: Literal["squash", "center_crop", "pad"] = Field("squash", description="How a non-square image becomes square: 'squash' (the benchmark's: CheXGenBench resizes every image to a square, torchvision Resize((299, 299)) for fidelity, Resize((224, 224)) for re-ID, .resize((512, 512)) for privacy, keeping the whole field of view), 'center_crop' (the central square; the demo's) or 'pad' (black borders).")
-    fractions: list[float] = Field(default_factory=lambda: [0.6, 0.2, 0.2], description="Patient shares of train / test / holdout (covid_cxr): the generators learn from train, fidelity and utility are measured on test, held-out real images come from holdout.")
+    dataset_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Options of the prompt builder (mimic_cxr: annotations_csv = the LLaVA-Rad annotations, images_dir, "
+                    "...).",
+    )
+    labels: list[str] = Field(
+        default_factory=lambda: list(DEMO_LABELS),
+        description="Labels of the per-label tables (Table 2, Table 4); paper: the 14 CheXpert labels.",
+    )
+    image_size: int = Field(
+        64, ge=16,
+        description="Side of every image compared (real and synthetic), pixels (paper: 512 generated, 299/224/518 per "
+                    "encoder).",
+    )
+    resize: Literal["squash", "center_crop", "pad"] = Field(
+        "squash",
+        description="How a non-square image becomes square: 'squash' (the benchmark's: CheXGenBench resizes every image to "
+                    "a square, torchvision Resize((299, 299)) for fidelity, Resize((224, 224)) for re-ID, .resize((512, "
+                    "512)) for privacy, keeping the whole field of view), 'center_crop' (the central square; the demo's) or "
+                    "'pad' (black borders).",
+    )
+    fractions: list[float] = Field(
+        default_factory=lambda: [0.6, 0.2, 0.2],
+        description="Patient shares of train / test / holdout (covid_cxr): the generators learn from train, fidelity and "
+                    "utility are measured on test, held-out real images come from holdout.",
+    )
     split_seed: int = Field(0, description="Seed of the patient split.")
-    heldout_split: str | None = Field(None, description="Split the held-out real generator draws from: real images of patients no generator trains on, disjoint from the test split the fidelity metrics compare with (else that generator would return the reference set itself, and its utility classifier would train on the test images). null = the dataset's: 'holdout' (covid_cxr's patient split) or 'validate' (MIMIC-CXR: CheXGenBench trains on the train split and evaluates on test, so validate is the held-out set that is neither). Names as the dataset spells them: covid_cxr train/test/holdout, mimic_cxr train/validate/test.")
-    generators: list[GeneratorEntry] = Field(default_factory=_demo_generators, description="Generators to benchmark (demo: the small diffusion model and three references whose verdict is known in advance).")
+    heldout_split: str | None = Field(
+        None,
+        description="Split the held-out real generator draws from: real images of patients no generator trains on, disjoint "
+                    "from the test split the fidelity metrics compare with (else that generator would return the reference "
+                    "set itself, and its utility classifier would train on the test images). null = the dataset's: "
+                    "'holdout' (covid_cxr's patient split) or 'validate' (MIMIC-CXR: CheXGenBench trains on the train split "
+                    "and evaluates on test, so validate is the held-out set that is neither). Names as the dataset spells "
+                    "them: covid_cxr train/test/holdout, mimic_cxr train/validate/test.",
+    )
+    generators: list[GeneratorEntry] = Field(
+        default_factory=_demo_generators,
+        description="Generators to benchmark (demo: the small diffusion model and three references whose verdict is known "
+                    "in advance).",
+    )
     fidelity_k: int = Field(1, ge=1, description="Synthetic images per test prompt for the fidelity metrics.")
-    cxr_encoder: str = Field("demo", description="Chest X-ray encoder for FID/KID/PRDC and latent distances: 'demo' (trained here) | a folder | microsoft/rad-dino (paper).")
-    use_inception: bool = Field(True, description="Also compute FID/KID on the InceptionV3 FID network shipped on PyPI (2048-d).")
-    alignment_model: str = Field("demo", description="Image-text alignment: 'demo' (CLIP-style model trained here) | 'biovil-t' (paper; needs hi-ml-multimodal) | 'none'.")
-    reid_model: str = Field("demo", description="Re-identification network: 'demo' (Siamese net trained here) | path to the Packhäuser ResNet-50 checkpoint (paper).")
-    demo_models: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Overrides of the demo models' training configs, keyed encoder / clip / reid / diffusion.")
+    cxr_encoder: str = Field(
+        "demo",
+        description="Chest X-ray encoder for FID/KID/PRDC and latent distances: 'demo' (trained here) | a folder | "
+                    "microsoft/rad-dino (paper).",
+    )
+    use_inception: bool = Field(
+        True,
+        description="Also compute FID/KID on the InceptionV3 FID network shipped on PyPI (2048-d).",
+    )
+    alignment_model: str = Field(
+        "demo",
+        description="Image-text alignment: 'demo' (CLIP-style model trained here) | 'biovil-t' (paper; needs "
+                    "hi-ml-multimodal) | 'none'.",
+    )
+    reid_model: str = Field(
+        "demo",
+        description="Re-identification network: 'demo' (Siamese net trained here) | path to the Packhäuser ResNet-50 "
+                    "checkpoint (paper).",
+    )
+    demo_models: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Overrides of the demo models' training configs, keyed encoder / clip / reid / diffusion.",
+    )
     nearest_k: int = Field(5, ge=1, description="k of precision/recall/density/coverage (paper: 5).")
-    min_label_images: int = Field(5, ge=2, description="Per-label FID is left blank (with a note) below this many real or synthetic images of the label.")
+    min_label_images: int = Field(
+        5, ge=2,
+        description="Per-label FID is left blank (with a note) below this many real or synthetic images of the label.",
+    )
     privacy_prompts: int = Field(60, ge=1, description="Training prompts audited for privacy (paper: 2000).")
     privacy_seeds: int = Field(5, ge=1, description="Synthetic images per audited prompt, one seed each (paper: 10).")
     delta: float = Field(0.85, gt=0, lt=1, description="Re-identification threshold δ of the Table 3 count (paper: 0.85).")
-    reid_fpr: float = Field(0.01, gt=0, lt=0.5, description="False-positive rate of the calibrated re-ID threshold: the share of held-out prompts of OTHER patients (test split, label/view-matched, privacy_seeds images each) whose max re-ID over seeds exceeds it — the statistic the audit applies it to.")
-    reid_null_rounds: int = Field(5, ge=1, description="Null prompts per test image for the re-ID threshold (each = privacy_seeds images of other test patients).")
-    degrader_levels: list[dict[str, float]] = Field(default_factory=lambda: [dict(v) for v in DEFAULT_DOSE_LEVELS], description="Dose-response of the degrader: graded (blur_sigma, noise_sigma) levels applied to the same source images (>= 4 for degrader_dose_spearman); [] skips it.")
-    min_positives_test: int = Field(10, ge=0, description="Tables 4/5: a label (or a macro over labels) with fewer positive test images gets CIs but no significance test (n/a).")
-    privacy_reference: Literal["own", "nearest"] = Field("own", description="Compare each synthetic image with its prompt's training image (paper §3.2) or with the nearest training image of the pool.")
-    utility_n: int | None = Field(None, ge=8, description="Synthetic images per generator for the utility classifier (paper: 20,000; null = as many as real training images).")
-    utility: dict[str, Any] = Field(default_factory=lambda: {"epochs": 20, "batch_size": 32, "n_repeats": 1}, description="Classifier settings (synthetic_cxr.utility.train_classifier: epochs, batch_size, lr, architecture, n_repeats, ...).")
-    report_generation: ReportUtility = Field(default_factory=lambda: ReportUtility(), description="Report-generation utility (Table 5): retrieval stand-in or your model's reports per source.")
-    cache: bool = Field(True, description="Keep generated sets, features and models in the content-addressed cache (an interrupted run resumes).")
+    reid_fpr: float = Field(
+        0.01, gt=0, lt=0.5,
+        description="False-positive rate of the calibrated re-ID threshold: the share of held-out prompts of OTHER patients "
+                    "(test split, label/view-matched, privacy_seeds images each) whose max re-ID over seeds exceeds it — "
+                    "the statistic the audit applies it to.",
+    )
+    reid_null_rounds: int = Field(
+        5, ge=1,
+        description="Null prompts per test image for the re-ID threshold (each = privacy_seeds images of other test "
+                    "patients).",
+    )
+    degrader_levels: list[dict[str, float]] = Field(
+        default_factory=lambda: [dict(v) for v in DEFAULT_DOSE_LEVELS],
+        description="Dose-response of the degrader: graded (blur_sigma, noise_sigma) levels applied to the same source "
+                    "images (>= 4 for degrader_dose_spearman); [] skips it.",
+    )
+    min_positives_test: int = Field(
+        10, ge=0,
+        description="Tables 4/5: a label (or a macro over labels) with fewer positive test images gets CIs but no "
+                    "significance test (n/a).",
+    )
+    privacy_reference: Literal["own", "nearest"] = Field(
+        "own",
+        description="Compare each synthetic image with its prompt's training image (paper §3.2) or with the nearest "
+                    "training image of the pool.",
+    )
+    utility_n: int | None = Field(
+        None, ge=8,
+        description="Synthetic images per generator for the utility classifier (paper: 20,000; null = as many as real "
+                    "training images).",
+    )
+    utility: dict[str, Any] = Field(
+        default_factory=lambda: {"epochs": 20, "batch_size": 32, "n_repeats": 1},
+        description="Classifier settings (synthetic_cxr.utility.train_classifier: epochs, batch_size, lr, architecture, "
+                    "n_repeats, ...).",
+    )
+    report_generation: ReportUtility = Field(
+        default_factory=lambda: ReportUtility(),
+        description="Report-generation utility (Table 5): retrieval stand-in or your model's reports per source.",
+    )
+    cache: bool = Field(
+        True,
+        description="Keep generated sets, features and models in the content-addressed cache (an interrupted run resumes).",
+    )
 
     @model_validator(mode="after")
     def _heldout_split_known(self) -> Params:
@@ -706,14 +817,16 @@ def table1(long: pd.DataFrame, encoder_names: Mapping[str, str] | None = None) -
     df["column"] = [m.upper() if m in ("fid", "kid") else m.capitalize() for m in df["metric"]]
     df["column"] = [c if e == "alignment" or m not in ("fid", "kid") else f"{c} ({names.get(e, e)})"
                     for c, e, m in zip(df["column"], df["encoder"], df["metric"])]
-    df["cell"] = [_fmt(e, lo, hi, _DIGITS.get(m, 3)) for e, lo, hi, m in zip(df["estimate"], df["low"], df["high"], df["metric"])]
+    df["cell"] = [_fmt(e, lo, hi, _DIGITS.get(m, 3))
+                  for e, lo, hi, m in zip(df["estimate"], df["low"], df["high"], df["metric"])]
     order = list(dict.fromkeys(df["column"]))
     wide = df.pivot(index="generator", columns="column", values="cell").reindex(columns=order)
     return wide.reindex(list(dict.fromkeys(long["generator"]))).reset_index()
 
 
-def per_label_table(real_features: np.ndarray, real_labels: Sequence[Any], synth: Mapping[str, tuple[np.ndarray, Sequence[Any]]],
-                    labels: Sequence[str], *, min_images: int = 5) -> pd.DataFrame:
+def per_label_table(real_features: np.ndarray, real_labels: Sequence[Any],
+                    synth: Mapping[str, tuple[np.ndarray, Sequence[Any]]], labels: Sequence[str], *,
+                    min_images: int = 5) -> pd.DataFrame:
     """Table 2 (long): per generator x label, FID on the chest X-ray encoder features of the label's real test
     images and of the synthetic images generated from prompts carrying it, with the counts and a note
     when a label has fewer than ``min_images`` on either side."""

@@ -986,7 +986,8 @@ def classifier_fingerprint(images: Any, y: Any, label_names: Sequence[str], seed
 def _is_trained(folder: Path, digest: str) -> bool:
     from radaudit.paths import reusable_model_dir
 
-    return reusable_model_dir(folder, META_FILE, digest, required=('config.json', 'model.safetensors'), required_globs=(), key='fingerprint')
+    return reusable_model_dir(folder, META_FILE, digest, required=('config.json', 'model.safetensors'), required_globs=(),
+                              key='fingerprint')
 
 
 def _slug(name: str) -> str:

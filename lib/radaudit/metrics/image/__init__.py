@@ -46,6 +46,7 @@ from radaudit.metrics.image.uncertainty import fid_gram, fidelity_intervals, prd
 __all__ = [
     "DELTA", "FIDELITY_METRICS", "FID_EPS", "HIGHER_IS_BETTER", "FeatureStats", "KIDResult", "PairScorer",
     "as_float_image", "extract_features", "feature_stats", "fid", "frechet_distance", "iter_features", "kid",
-    "fid_gram", "fidelity_intervals", "label_matrix", "latent_distance", "prdc_indicators", "per_label_fidelity", "per_prompt_privacy", "pixel_distance", "prdc",
+    "fid_gram", "fidelity_intervals", "label_matrix", "latent_distance", "prdc_indicators", "per_label_fidelity",
+    "per_prompt_privacy", "pixel_distance", "prdc",
     "privacy_pairs", "privacy_summary", "rank_correlation", "rank_table", "reid_scores",
 ]

@@ -358,5 +358,6 @@ def privacy_summary(pairs_or_per_prompt: pd.DataFrame, delta: float = DELTA,
         "max_reid": float(mx.max()) if n_scored else float("nan"),
         "count_reid_above_delta": count if n_scored else float("nan"),
         "fraction_reid_above_delta": count / n_scored if n_scored else float("nan"),
-        "delta": float(delta), "n_prompts": int(len(pp)), "n_images": int(pp["n_seeds"].sum()) if "n_seeds" in pp else float("nan"),
+        "delta": float(delta), "n_prompts": int(len(pp)),
+        "n_images": int(pp["n_seeds"].sum()) if "n_seeds" in pp else float("nan"),
     }
