@@ -155,7 +155,7 @@ def _compare(a: np.ndarray, b: np.ndarray, *, what: str, rule: str, n_bootstrap:
     if not np.isfinite(k):
         row["note"] = "kappa undefined (fewer than 2 pairs, or one class only)"
     elif n >= 4:
-        ci = bootstrap_ci((a, b), _kappa, n_resamples=n_bootstrap, confidence=confidence, method="percentile",
+        ci = bootstrap_ci((a, b), _kappa, n_bootstrap=n_bootstrap, confidence=confidence, method="percentile",
                           seed=seed, max_failed=0.5)
         row["kappa_low"], row["kappa_high"] = ci.low, ci.high
     return row

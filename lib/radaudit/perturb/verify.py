@@ -36,7 +36,7 @@ from radaudit.text.sections import sentences
 
 __all__ = [
     "CheckContext", "VerificationResult", "check_outside", "changed_envelope", "describe_changes",
-    "verify_rewrite", "verify_declared_span", "labels", "local_attr", "severity_shift", "size_ratio",
+    "verify_rewrite", "verify_declared_span", "labels", "local_attr", "local_measure", "severity_shift", "size_ratio",
     "max_edit_distance", "same_sentences", "all_of", "label_vector",
 ]
 
@@ -199,19 +199,25 @@ def _values(text: str, kind: str) -> Counter:
     return Counter(a.value for a in extract_attributes(text, kinds=[kind]))
 
 
-def local_attr(kind: str, expect: str) -> Check:
-    """The ``kind`` attribute values (:mod:`radaudit.text.attributes`) of the edited parts are
-    ``"same"`` or ``"differ"`` between GT and ME."""
+def local_measure(measure: Callable[[str], Any], expect: str, what: str) -> Check:
+    """``measure`` of the edited parts is ``"same"`` or ``"differ"`` between GT and ME; ``what`` names it in the
+    message."""
 
     def check(ctx: CheckContext) -> str | None:
-        same = _values(ctx.gt_part, kind) == _values(ctx.me_part, kind)
+        same = measure(ctx.gt_part) == measure(ctx.me_part)
         if expect == "same" and not same:
-            return f"{kind} changed in the edited span ({ctx.gt_part!r} -> {ctx.me_part!r}) but should not"
+            return f"{what} changed in the edited span ({ctx.gt_part!r} -> {ctx.me_part!r}) but should not"
         if expect == "differ" and same:
-            return f"{kind} did not change in the edited span ({ctx.gt_part!r} -> {ctx.me_part!r})"
+            return f"{what} did not change in the edited span ({ctx.gt_part!r} -> {ctx.me_part!r})"
         return None
 
     return check
+
+
+def local_attr(kind: str, expect: str) -> Check:
+    """The ``kind`` attribute values (:mod:`radaudit.text.attributes`) of the edited parts are
+    ``"same"`` or ``"differ"`` between GT and ME."""
+    return local_measure(lambda part: _values(part, kind), expect, kind)
 
 
 def severity_shift(lo: float, hi: float) -> Check:

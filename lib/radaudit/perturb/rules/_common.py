@@ -12,12 +12,16 @@ from radaudit.perturb.textops import (
     delete_word,
     find_all,
     fix_article,
+    insert_at_np,
     is_positive,
     match_case,
     np_start,
     pick,
+    sentence_at,
+    sentence_end_insert,
 )
 from radaudit.text.attributes import SEVERITY_SYNONYMS
+from radaudit.text.sections import sentences
 
 
 def one_edit(text: str, a: int, b: int, new: str, explanation: str) -> Rewrite:
@@ -43,6 +47,51 @@ def delete_edit(text: str, a: int, b: int, explanation: str) -> Rewrite | None:
     indefinite article before it agreed; ``None`` when no word follows it."""
     e = delete_word(text, a, b)
     return None if e is None else one_edit(text, *e, explanation)
+
+
+def add_deletion(cands: list[tuple[int, int, str, str]], text: str, a: int, b: int, old: str) -> None:
+    """Append to ``cands`` (:func:`pick_edit`'s ``(start, end, new, old)``) the edit deleting ``text[a:b]`` and the
+    space after it (:func:`~radaudit.perturb.textops.delete_word`); nothing when no word follows it."""
+    e = delete_word(text, a, b)
+    if e is not None:
+        cands.append((*e, old))
+
+
+def pick_deletion(text: str, rng: random.Random, matches: list[re.Match[str]],
+                  explain: Callable[[str], str]) -> Rewrite | None:
+    """Delete one of ``matches`` (chosen by ``rng`` in their order) with :func:`delete_edit`, explained by
+    ``explain(matched text)``; ``None`` when there is none (or no word follows it)."""
+    m = pick(rng, matches)
+    if m is None:
+        return None
+    return delete_edit(text, m.start(), m.end(), explain(m.group(0)))
+
+
+def add_to_np(text: str, rng: random.Random, findings: list[re.Match[str]], word: str | Callable[[re.Match[str]], str],
+              explanation: str) -> Rewrite | None:
+    """Add ``word`` to the noun phrase of one of the ``findings`` (noun matches, chosen by ``rng`` in their order;
+    :func:`~radaudit.perturb.textops.insert_at_np`). ``word`` may be a function of the chosen match (called after the
+    choice); ``explanation`` is formatted with ``word`` and ``finding`` (the noun). ``None`` when there is none."""
+    m = pick(rng, findings)
+    if m is None:
+        return None
+    w = word if isinstance(word, str) else word(m)
+    a, b, new = insert_at_np(text, m.start(), w)
+    return one_edit(text, a, b, new, explanation.format(word=w, finding=m.group(0)))
+
+
+def append_unstated(text: str, rng: random.Random, additions, explanation: str) -> Rewrite | None:
+    """Append after the report's last sentence one of the ``(sentence, pattern)`` ``additions`` whose pattern the
+    report does not mention (case-insensitive; chosen by ``rng`` in their order); ``explanation`` is formatted with
+    ``new`` (the sentence). ``None`` for an empty report or when the report mentions them all."""
+    sents = sentences(text)
+    if not sents:
+        return None
+    new = pick(rng, [s for s, pat in additions if not re.search(pat, text, re.I)])
+    if new is None:
+        return None
+    a, b, ins = sentence_end_insert(text, sents[-1], new)
+    return one_edit(text, a, b, ins, explanation.format(new=new))
 
 
 def swap_word(text: str, rng: random.Random, table: dict[str, str | tuple[str, ...]], *, positive: bool = True,
@@ -92,6 +141,18 @@ DESCRIPTORS = {"calcified", "noncalcified", "non-calcified", "spiculated", "irre
                "streaky", "linear", "subsegmental", "plate-like", "platelike", "hazy", "faint", "subtle", "nodular",
                "reticular", "ill-defined", "well-defined", "round", "rounded", "discoid", "bandlike", "coarse",
                "smooth", "focal", "diffuse", "interstitial", "alveolar", "granulomatous"}
+
+
+def unqualified_findings(text: str, nouns: str, extract: Callable[[str], list], words) -> list[re.Match[str]]:
+    """Asserted findings ``nouns`` (:func:`finding_nps`) whose sentence has nothing ``extract`` finds and whose
+    modifiers include none of ``words``: where a rule may add such a qualifier (a change, a hedge)."""
+    out = []
+    for m, _a, mods in finding_nps(text, nouns):
+        sent = sentence_at(text, m.start(), m.end())
+        if sent is None or extract(sent.text) or any(w in words for w in mods):
+            continue
+        out.append(m)
+    return out
 
 
 def is_prenominal(text: str, m: re.Match[str]) -> bool:

@@ -9,18 +9,19 @@ import re
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
     TEMPORAL_WORDS,
-    delete_edit,
+    add_deletion,
+    add_to_np,
     finding_nps,
     is_prenominal,
     one_edit,
+    pick_deletion,
     pick_edit,
+    unqualified_findings,
 )
 from radaudit.perturb.textops import (
     CRITICAL_NOUN,
     FINDING_NOUN,
-    delete_word,
     find_all,
-    insert_at_np,
     is_plural_before,
     is_positive,
     match_case,
@@ -104,11 +105,8 @@ def cmp_drop_change(text: str, rng: random.Random) -> Rewrite | None:
     category (f), omission of a change from the previous study)."""
     cands = [m for m in find_all(text, rf"\b(?:{_CHANGE_ADJ})\b") if is_prenominal(text, m)
              and is_positive(text, m.start(), m.end()) and _CHANGE_HEAD.match(text, m.end())]
-    m = pick(rng, cands)
-    if m is None:
-        return None
-    return delete_edit(text, m.start(), m.end(), f"The change {m.group(0)!r} is omitted; the progression of the finding "
-                                                 "is lost (§2, ReXVal error (f); Comparison S).")
+    return pick_deletion(text, rng, cands, lambda old: f"The change {old!r} is omitted; the progression of the finding "
+                                                       "is lost (§2, ReXVal error (f); Comparison S).")
 
 
 @rule("comparison", "insignificant", "omission", check=labels("same"))
@@ -125,9 +123,7 @@ def cmp_drop_stable(text: str, rng: random.Random) -> Rewrite | None:
         if is_prenominal(text, m) \
                 and not re.match(r"(?i)[\s-]+(?:from|since|and|compared|in|to|appearance)\b", text[m.end():]) \
                 and is_positive(text, m.start(), m.end()):
-            e = delete_word(text, m.start(), m.end())
-            if e is not None:
-                cands.append((*e, m.group(0)))
+            add_deletion(cands, text, m.start(), m.end(), m.group(0))
     # The stability or persistence of a pertinent finding is left to the significant omissions.
     pertinent = [(a, b) for a, b, _n, _o in _lesion_stable_cands(text) + _persistence_cands(text)]
     cands = [c for c in cands if not any(c[0] < b and a < c[1] for a, b in pertinent)]
@@ -140,20 +136,11 @@ def cmp_drop_stable(text: str, rng: random.Random) -> Rewrite | None:
 def cmp_add_change(text: str, rng: random.Random) -> Rewrite | None:
     """Add a change that the GT does not state ("left pleural effusion" -> "worsening left pleural
     effusion"; ReXVal (e), a comparison not in the reference)."""
-    cands = []
-    for m, _a, mods in finding_nps(text, CRITICAL_NOUN + r"|opacit(?:y|ies)|atelectasis|cardiomegaly"):
-        sent = sentence_at(text, m.start(), m.end())
-        if sent is None or extract_temporal(sent.text) or any(w in TEMPORAL_WORDS for w in mods):
-            continue
-        cands.append(m)
-    m = pick(rng, cands)
-    if m is None:
-        return None
-    word = ("new", "worsening", "increasing")[rng.randrange(3)]
-    a, b, new = insert_at_np(text, m.start(), word)
-    return one_edit(text, a, b, new,
-                    f"A fabricated change {word!r} is added to {m.group(0)!r}; it implies progression and may "
-                    "escalate care (§2, ReXVal (e); Comparison S).")
+    findings = unqualified_findings(text, CRITICAL_NOUN + r"|opacit(?:y|ies)|atelectasis|cardiomegaly", extract_temporal,
+                                    TEMPORAL_WORDS)
+    return add_to_np(text, rng, findings, lambda _m: ("new", "worsening", "increasing")[rng.randrange(3)],
+                     "A fabricated change {word!r} is added to {finding!r}; it implies progression and may "
+                     "escalate care (§2, ReXVal (e); Comparison S).")
 
 
 _CHRONIC = (r"granulomas?|degenerative|scarring|osteophytes?|calcifications?|sternotomy|clips|emphysema|hyperexpan\w+|"
@@ -163,19 +150,9 @@ _CHRONIC = (r"granulomas?|degenerative|scarring|osteophytes?|calcifications?|ste
 @rule("comparison", "insignificant", "fabrication", check=labels("same"))
 def cmp_add_stable(text: str, rng: random.Random) -> Rewrite | None:
     """Add "stable" to a chronic benign finding ("calcified granuloma" -> "stable calcified granuloma")."""
-    cands = []
-    for m, _a, mods in finding_nps(text, _CHRONIC):
-        sent = sentence_at(text, m.start(), m.end())
-        if sent is None or extract_temporal(sent.text) or any(w in TEMPORAL_WORDS for w in mods):
-            continue
-        cands.append(m)
-    m = pick(rng, cands)
-    if m is None:
-        return None
-    a, b, new = insert_at_np(text, m.start(), "stable")
-    return one_edit(text, a, b, new,
-                    f"'stable' is added to the chronic finding {m.group(0)!r}; nothing in management depends "
-                    "on it (Comparison I).")
+    return add_to_np(text, rng, unqualified_findings(text, _CHRONIC, extract_temporal, TEMPORAL_WORDS), "stable",
+                     "'stable' is added to the chronic finding {finding!r}; nothing in management depends "
+                     "on it (Comparison I).")
 
 
 # --------------------------------------------------------------------------- more rules per cell
@@ -509,9 +486,7 @@ def _lesion_stable_cands(text: str) -> list[tuple[int, int, str, str]]:
             continue
         w = _np_word(text, m, r"stable|unchanged")
         if w is not None:
-            e = delete_word(text, w[0], w[1])
-            if e is not None:
-                cands.append((*e, w[2]))
+            add_deletion(cands, text, w[0], w[1], w[2])
     clause = (rf"(,|\s+and|\s+(is|are))\s+(?:(?:is|are|largely|essentially|grossly)\s+)*(?:stable|unchanged)"
               rf"(?:\s+in\s+(?:size|appearance))?(?:\s+(?:since|from|compared\s+(?:to|with)|when\s+compared\s+to)\s+{_REF}"
               rf"|\s+in\s+the\s+interval)?(?=\s*[.;]|\s*$)")
@@ -549,9 +524,7 @@ def _persistence_cands(text: str) -> list[tuple[int, int, str, str]]:
             continue
         w = _np_word(text, m, r"persistent|residual|redemonstrated")
         if w is not None and alone(w[0], w[1]) and not re.search(r",\s*$", text[max(0, w[0] - 3):w[0]]):
-            e = delete_word(text, w[0], w[1])
-            if e is not None:
-                cands.append((*e, w[2]))
+            add_deletion(cands, text, w[0], w[1], w[2])
     for m in find_all(text, r"\bagain\s+(seen|noted|demonstrated|identified|visualized)\b"):
         if _pertinent_before(text, m.start()) and alone(m.start(), m.end()):
             cands.append((m.start(), m.end(), m.group(1), m.group(0)))
@@ -562,9 +535,7 @@ def _persistence_cands(text: str) -> list[tuple[int, int, str, str]]:
     for m in find_all(text, r"\bredemonstration\s+of\s+(?:the\s+)?"):
         nxt = re.match(rf"(?i)(?:[\w-]+\s+){{0,4}}?({_PERTINENT})\b", text[m.end():m.end() + 60])
         if nxt and is_positive(text, m.end() + nxt.start(1), m.end() + nxt.end(1)) and alone(m.start(), m.end()):
-            e = delete_word(text, m.start(), m.start() + len(m.group(0).rstrip()))
-            if e is not None:
-                cands.append((*e, m.group(0).strip()))
+            add_deletion(cands, text, m.start(), m.start() + len(m.group(0).rstrip()), m.group(0).strip())
     return cands
 
 
@@ -594,9 +565,7 @@ def cmp_drop_prior_ref(text: str, rng: random.Random) -> Rewrite | None:
     for s in sentences(text):
         m = re.match(opening, s.text)
         if m and re.search(r"\w", s.text[m.end():]):
-            e = delete_word(text, s.start, s.start + len(m.group(0).rstrip()))
-            if e is not None:
-                cands.append((*e, m.group(0).strip(" ,")))
+            add_deletion(cands, text, s.start, s.start + len(m.group(0).rstrip()), m.group(0).strip(" ,"))
     for m in find_all(text, rf"\b(?:stable|unchanged|changed?|changes|improved|improvement|worsened|worsening|resolved|"
                             rf"cleared|new|progressed|inserted|placed|placement|removed)(\s+(?:when\s+)?(?:since|from|"
                             rf"compared\s+(?:to|with)|relative\s+to|in\s+comparison\s+(?:to|with))\s+{_REF}"
@@ -621,15 +590,11 @@ def cmp_drop_device_new(text: str, rng: random.Random) -> Rewrite | None:
         if head.lower().startswith("there"):
             cands.append((m.start(), m.start() + len(head), match_case(head, "there is"), head))
             continue
-        e = delete_word(text, m.start(), m.start() + len(head))
-        if e is not None:
-            cands.append((*e, head))
+        add_deletion(cands, text, m.start(), m.start() + len(head), head)
     for m in find_all(text, rf"\bnew\s+(?:[\w-]+\s+){{0,3}}?(?:{_DEVICE})\b"):
         if re.search(rf"(?i)\b(?:{_PERTINENT})\b", m.group(0)):
             continue
-        e = delete_word(text, m.start(), m.start() + 3)
-        if e is not None:
-            cands.append((*e, "new"))
+        add_deletion(cands, text, m.start(), m.start() + 3, "new")
     cands = [c for c in cands if not re.search(r"(?i)\bnew(?:ly)?\b|\binterval\b", _sentence_rest(text, c[0], c[1]))]
     return pick_edit(text, rng, cands, lambda old: (
         f"That the device is new ({old!r}) is omitted; the device and its position are still reported, and the "
@@ -689,12 +654,8 @@ def cmp_add_lesion_stable(text: str, rng: random.Random) -> Rewrite | None:
                 or mods[:1] == ["few"]:
             continue
         cands.append(m)
-    m = pick(rng, cands)
-    if m is None:
-        return None
-    a, b, new = insert_at_np(text, m.start(), "stable")
-    return one_edit(text, a, b, new, f"A fabricated stability is added to {m.group(0)!r}: a new finding reads as known "
-                                     "and its work-up or treatment may be withheld (Comparison S).")
+    return add_to_np(text, rng, cands, "stable", "A fabricated stability is added to {finding!r}: a new finding reads as "
+                                                 "known and its work-up or treatment may be withheld (Comparison S).")
 
 
 # Comparison I, fabrication ------------------------------------------------------------------

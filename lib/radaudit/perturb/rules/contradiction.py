@@ -7,6 +7,7 @@ import re
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
+    add_deletion,
     finding_nps,
     one_edit,
     pick_edit,
@@ -14,7 +15,6 @@ from radaudit.perturb.rules._common import (
 from radaudit.perturb.textops import (
     CRITICAL_NOUN,
     FINDING_NOUN,
-    delete_word,
     find_all,
     is_positive,
     pick,
@@ -52,18 +52,24 @@ def _negated_topics(text: str) -> list[tuple[object, str]]:
     return out
 
 
+def _add_after_negated(text: str, rng: random.Random, table: dict[str, str], explanation: str) -> Rewrite | None:
+    """Right after a sentence that rules out a topic of ``table``, insert the table's sentence for it (one
+    chosen by ``rng``); ``explanation`` is formatted with ``new`` (the sentence) and ``sent`` (the negative one)."""
+    c = pick(rng, [(s, t) for s, t in _negated_topics(text) if t in table])
+    if c is None:
+        return None
+    sent, topic = c
+    new = table[topic]
+    a, b, ins = sentence_end_insert(text, sent, new)
+    return one_edit(text, a, b, ins, explanation.format(new=new, sent=sent.text))
+
+
 @rule("contradiction", "significant", "fabrication", check=labels("differ"))
 def contra_assert(text: str, rng: random.Random) -> Rewrite | None:
     """Right after a sentence that rules a finding out, assert it ("The lungs are clear." -> "The lungs
     are clear. There is consolidation in the right base."; Table 2, Internal Contradiction S)."""
-    c = pick(rng, _negated_topics(text))
-    if c is None:
-        return None
-    sent, topic = c
-    new = _ASSERT[topic]
-    a, b, ins = sentence_end_insert(text, sent, new)
-    return one_edit(text, a, b, ins, f"{new!r} contradicts {sent.text!r}; the report can no longer be trusted (Table 2, "
-                               "Internal Contradiction S).")
+    return _add_after_negated(text, rng, _ASSERT, "{new!r} contradicts {sent!r}; the report can no longer be trusted "
+                                                  "(Table 2, Internal Contradiction S).")
 
 
 @rule("contradiction", "significant", "inaccuracy")
@@ -95,14 +101,9 @@ _HEDGED_MINOR = {"effusion": "A trace pleural effusion may be present.",
 def contra_hedged(text: str, rng: random.Random) -> Rewrite | None:
     """After ruling out a finding, hedge a trace amount of it ("No current evidence of larger pleural
     effusions. Minimal pleural effusions may exist"; Table 2, Internal Contradiction I)."""
-    c = pick(rng, [(s, t) for s, t in _negated_topics(text) if t in _HEDGED_MINOR])
-    if c is None:
-        return None
-    sent, topic = c
-    new = _HEDGED_MINOR[topic]
-    a, b, ins = sentence_end_insert(text, sent, new)
-    return one_edit(text, a, b, ins, f"{new!r} mildly qualifies {sent.text!r}: an inconsistency, not a true contradiction "
-                               "(Table 2 and Appendix A, Internal Contradiction I).")
+    return _add_after_negated(text, rng, _HEDGED_MINOR, "{new!r} mildly qualifies {sent!r}: an inconsistency, not a "
+                                                        "true contradiction (Table 2 and Appendix A, Internal "
+                                                        "Contradiction I).")
 
 
 #: Asserted finding -> how a negative list names it, and the pattern of any mention of that topic.
@@ -195,9 +196,7 @@ def contra_drop_otherwise(text: str, rng: random.Random) -> Rewrite | None:
             word = comma.group(1)
             cands.append((m.start(), m.end() + comma.end(), word[:1].upper() + word[1:], m.group(0)))
             continue
-        e = delete_word(text, m.start(), m.end())
-        if e is not None:
-            cands.append((*e, m.group(0)))
+        add_deletion(cands, text, m.start(), m.end(), m.group(0))
     return pick_edit(text, rng, cands,
                      lambda old: f"{old!r} is omitted: the normal statement now also covers the benign finding described "
                                  "before it, a mild inconsistency that changes no decision (Appendix A, Internal "

@@ -8,10 +8,10 @@ import re
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
     DESCRIPTORS,
-    delete_edit,
     finding_nps,
     is_prenominal,
     one_edit,
+    pick_deletion,
     pick_edit,
     swap_word,
 )
@@ -72,11 +72,9 @@ def desc_drop_key(text: str, rng: random.Random) -> Rewrite | None:
     cands = [m for m in find_all(text, rf"\b(?:{_KEY_DESC})\b(?=[\s-]+(?:\w+\s+){{0,2}}"
                                        r"(?:nodules?|mass(?:es)?|lesions?|opacit(?:y|ies)|densit(?:y|ies))\b)")
              if is_positive(text, m.start(), m.end())]
-    m = pick(rng, cands)
-    if m is None:
-        return None
-    return delete_edit(text, m.start(), m.end(), f"The descriptor {m.group(0)!r} is omitted; without it the lesion's "
-                                                 "benign or malignant character is unknown (Appendix A, Description S).")
+    return pick_deletion(text, rng, cands,
+                         lambda old: f"The descriptor {old!r} is omitted; without it the lesion's benign or malignant "
+                                     "character is unknown (Appendix A, Description S).")
 
 
 @rule("description", "insignificant", "omission", check=labels("same"))
@@ -84,22 +82,20 @@ def desc_drop_minor(text: str, rng: random.Random) -> Rewrite | None:
     """Omit a descriptor that does not change the reading ("streaky opacities" -> "opacities")."""
     cands = [m for m in find_all(text, rf"\b(?:{_MINOR_DESC})\b")
              if is_prenominal(text, m) and is_positive(text, m.start(), m.end())]
-    m = pick(rng, cands)
-    if m is None:
-        return None
-    return delete_edit(text, m.start(), m.end(), f"The descriptor {m.group(0)!r} is omitted; the finding and its "
-                                                 "implications are unchanged (Description I).")
+    return pick_deletion(text, rng, cands,
+                         lambda old: f"The descriptor {old!r} is omitted; the finding and its implications are "
+                                     "unchanged (Description I).")
+
+
+def _undescribed(text: str, nouns: str) -> list[re.Match[str]]:
+    """Asserted findings ``nouns`` without a morphology descriptor (:data:`DESCRIPTORS`) among their modifiers."""
+    return [m for m, _a, mods in finding_nps(text, nouns) if not any(w in DESCRIPTORS for w in mods)]
 
 
 @rule("description", "significant", "fabrication", check=labels("same"))
 def desc_add_malignant(text: str, rng: random.Random) -> Rewrite | None:
     """Add a malignancy-suggesting descriptor ("nodule" -> "spiculated nodule", "opacity" -> "cavitary opacity")."""
-    cands = []
-    for m, _a, mods in finding_nps(text, r"nodules?|mass(?:es)?|lesions?|opacit(?:y|ies)|consolidation"):
-        if any(w in DESCRIPTORS for w in mods):
-            continue
-        cands.append(m)
-    m = pick(rng, cands)
+    m = pick(rng, _undescribed(text, r"nodules?|mass(?:es)?|lesions?|opacit(?:y|ies)|consolidation"))
     if m is None:
         return None
     word = "cavitary" if m.group(0).lower().startswith(("opac", "consol")) else "spiculated"
@@ -117,12 +113,7 @@ _BENIGN_DESC = {"atelectasis": "subsegmental", "scarring": "linear", "granuloma"
 def desc_add_benign(text: str, rng: random.Random) -> Rewrite | None:
     """Add the usual benign descriptor of a benign finding ("atelectasis" -> "subsegmental atelectasis",
     "granuloma" -> "calcified granuloma")."""
-    cands = []
-    for m, _a, mods in finding_nps(text, "|".join(_BENIGN_DESC)):
-        if any(w in DESCRIPTORS for w in mods):
-            continue
-        cands.append(m)
-    m = pick(rng, cands)
+    m = pick(rng, _undescribed(text, "|".join(_BENIGN_DESC)))
     if m is None:
         return None
     word = _BENIGN_DESC[m.group(0).lower()]
@@ -293,13 +284,10 @@ def desc_drop_fracture_age(text: str, rng: random.Random) -> Rewrite | None:
         if re.search(r"corticat|callus|heal|\bold\b|remote|chronic|sclero", rest, re.I):
             continue  # the fracture would still read as old ("corticated deformity ..., remote fracture")
         cands.append(m)
-    m = pick(rng, cands)
-    if m is None:
-        return None
-    return delete_edit(text, m.start(), m.end(),
-                       f"The healed appearance {m.group(0)!r} of the fracture is omitted; it now reads "
-                       "as possibly acute, which calls for trauma work-up, pain control and a search "
-                       "for pneumothorax (Description S).")
+    return pick_deletion(text, rng, cands,
+                         lambda old: f"The healed appearance {old!r} of the fracture is omitted; it now reads "
+                                     "as possibly acute, which calls for trauma work-up, pain control and a search "
+                                     "for pneumothorax (Description S).")
 
 
 _PATTERN = r"interstitial|air[\s-]?space|alveolar"
@@ -316,13 +304,10 @@ def desc_drop_pattern(text: str, rng: random.Random) -> Rewrite | None:
     cands = [m for m in find_all(text, pat)
              if is_positive(text, m.start(), m.end()) and not re.search(r"(?:\band|\bor|/)\s*$", text[:m.start()], re.I)
              and not _sentence_has(text, m.start(), m.end(), _NAMED_PROCESS)]
-    m = pick(rng, cands)
-    if m is None:
-        return None
-    return delete_edit(text, m.start(), m.end(),
-                       f"The pattern {m.group(0)!r} of the opacity is omitted; interstitial "
-                       "(edema, atypical infection, fibrosis) and airspace (pneumonia, aspiration) "
-                       "opacities are treated differently (Description S).")
+    return pick_deletion(text, rng, cands,
+                         lambda old: f"The pattern {old!r} of the opacity is omitted; interstitial "
+                                     "(edema, atypical infection, fibrosis) and airspace (pneumonia, aspiration) "
+                                     "opacities are treated differently (Description S).")
 
 
 # ---- insignificant omission
@@ -339,12 +324,9 @@ def desc_drop_granuloma_calcification(text: str, rng: random.Random) -> Rewrite 
                 or any(w in _NOT_IN_NP or re.match(r"nodul|mass|opacit|densit|lesion|lymph|node", w) for w in between)):
             continue
         cands.append(m)
-    m = pick(rng, cands)
-    if m is None:
-        return None
-    return delete_edit(text, m.start(), m.end(),
-                       "The calcification of the granuloma is omitted; a granuloma is a healed benign "
-                       "lesion either way and needs no follow-up (Description I).")
+    return pick_deletion(text, rng, cands,
+                         lambda _old: "The calcification of the granuloma is omitted; a granuloma is a healed benign "
+                                      "lesion either way and needs no follow-up (Description I).")
 
 
 @rule("description", "insignificant", "omission",
@@ -355,13 +337,10 @@ def desc_drop_granulomatous_age(text: str, rng: random.Random) -> Rewrite | None
     of an old infection.)"""
     cands = [m for m in find_all(text, r"(?<![\w-])(?:old|prior|previous|remote|healed)(?=\s+granulomatous\b)")
              if is_positive(text, m.start(), m.end())]
-    m = pick(rng, cands)
-    if m is None:
-        return None
-    return delete_edit(text, m.start(), m.end(),
-                       f"The qualifier {m.group(0)!r} of granulomatous disease is omitted; calcified "
-                       "granulomas and nodes are the healed sequela of an old infection either way "
-                       "(Description I).")
+    return pick_deletion(text, rng, cands,
+                         lambda old: f"The qualifier {old!r} of granulomatous disease is omitted; calcified "
+                                     "granulomas and nodes are the healed sequela of an old infection either way "
+                                     "(Description I).")
 
 
 # ---- significant fabrication

@@ -8,6 +8,7 @@ from collections import Counter
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
+    add_deletion,
     one_edit,
     pick_edit,
 )
@@ -28,6 +29,7 @@ from radaudit.perturb.verify import (
     all_of,
     labels,
     local_attr,
+    local_measure,
 )
 from radaudit.text.attributes import (
     extract_devices,
@@ -105,15 +107,7 @@ def _terms(pattern: str, expect: str):
     def count(s: str) -> Counter:
         return Counter(" ".join(m.group(0).lower().split()) for m in rx.finditer(s))
 
-    def check(ctx: CheckContext) -> str | None:
-        same = count(ctx.gt_part) == count(ctx.me_part)
-        if expect == "same" and not same:
-            return f"the site terms changed in the edited span ({ctx.gt_part!r} -> {ctx.me_part!r}) but should not"
-        if expect == "differ" and same:
-            return f"the site terms did not change in the edited span ({ctx.gt_part!r} -> {ctx.me_part!r})"
-        return None
-
-    return check
+    return local_measure(count, expect, "the site terms")
 
 
 def _same_site_side():
@@ -272,9 +266,7 @@ def loc_drop_lobe(text: str, rng: random.Random) -> Rewrite | None:
             a = max(0, loc.start - 40) + pm.start()
             cands.append((a, loc.end, "", loc.text))
             continue
-        e = delete_word(text, loc.start, loc.end)
-        if e is not None:
-            cands.append((*e, loc.text))
+        add_deletion(cands, text, loc.start, loc.end, loc.text)
     return pick_edit(text, rng, cands, lambda old: (
         f"The site {old!r} of the finding is omitted; the lesion can no longer be localised "
         "for follow-up or intervention (§3.1, Location)."))
@@ -302,9 +294,7 @@ def loc_drop_side(text: str, rng: random.Random) -> Rewrite | None:
     for lat in extract_laterality(text):
         if lat.value in ("left", "right") and len(lat.text) > 1 and _ZONE_AFTER.match(text[lat.end:]) \
                 and is_positive(text, lat.start, lat.end) and not critical(lat.start, lat.end):
-            e = delete_word(text, lat.start, lat.end)
-            if e is not None:
-                cands.append((*e, lat.text))
+            add_deletion(cands, text, lat.start, lat.end, lat.text)
     return pick_edit(text, rng, cands, lambda old: (
         f"The side {old!r} of a zone-level finding is omitted; it is evident on the image and "
         "does not change management (Appendix A, Location I)."))
@@ -749,9 +739,7 @@ def loc_drop_spine_region(text: str, rng: random.Random) -> Rewrite | None:
             continue
         if not is_positive(text, m.start("r"), m.end("r")):
             continue
-        e = delete_word(text, m.start("r"), m.end("r"))
-        if e is not None:
-            cands.append((*e, m.group("r")))
+        add_deletion(cands, text, m.start("r"), m.end("r"), m.group("r"))
     return pick_edit(text, rng, cands, lambda old: (
         f"The spinal region {old!r} of a degenerative change is omitted: it is evident on a chest radiograph and "
         "the incidental finding needs no action (Appendix A, Location I)."))

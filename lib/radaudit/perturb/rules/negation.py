@@ -7,6 +7,7 @@ import re
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
+    append_unstated,
     finding_nps,
     one_edit,
     pick_edit,
@@ -19,7 +20,6 @@ from radaudit.perturb.textops import (
     match_case,
     pick,
     sentence_at,
-    sentence_end_insert,
     status_at,
     styled,
 )
@@ -121,21 +121,15 @@ def neg_drop_benign(text: str, rng: random.Random) -> Rewrite | None:
                               "treatment (Appendix A, Negation I).")
 
 
+_UNSTATED_NEGATIVES = (("No pneumothorax.", r"pneumothora"), ("No pleural effusion.", r"effusion"),
+                       ("No acute osseous abnormality.", r"osseous|bony|bones|fracture"))
+
+
 @rule("negation", "insignificant", "fabrication")
 def neg_add_negative(text: str, rng: random.Random) -> Rewrite | None:
     """Add a negative statement about a finding the GT does not mention ("No pneumothorax.")."""
-    sents = sentences(text)
-    if not sents:
-        return None
-    options = [s for s, pat in (("No pneumothorax.", r"pneumothora"), ("No pleural effusion.", r"effusion"),
-                                ("No acute osseous abnormality.", r"osseous|bony|bones|fracture"))
-               if not re.search(pat, text, re.I)]
-    new = pick(rng, options)
-    if new is None:
-        return None
-    a, b, ins = sentence_end_insert(text, sents[-1], new)
-    return one_edit(text, a, b, ins, f"An unstated negative is added ({new!r}); it states the usual default and changes no "
-                               "decision (Negation I).")
+    return append_unstated(text, rng, _UNSTATED_NEGATIVES, "An unstated negative is added ({new!r}); it states the "
+                                                           "usual default and changes no decision (Negation I).")
 
 
 _DENY_NOUN = (r"pneumothorax|effusions?|consolidations?|edema|pneumonia|mass(?:es)?|nodules?|opacit(?:y|ies)|"

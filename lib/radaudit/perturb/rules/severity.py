@@ -8,6 +8,9 @@ import re
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
     SEVERITY_WORDS,
+    add_deletion,
+    add_to_np,
+    append_unstated,
     delete_edit,
     finding_nps,
     one_edit,
@@ -15,8 +18,6 @@ from radaudit.perturb.rules._common import (
 )
 from radaudit.perturb.textops import (
     CRITICAL_NOUN,
-    delete_word,
-    insert_at_np,
     is_positive,
     is_upper_context,
     match_case,
@@ -36,7 +37,6 @@ from radaudit.perturb.verify import (
     severity_shift,
 )
 from radaudit.text.attributes import extract_severity, extract_size
-from radaudit.text.sections import sentences
 
 _SIZE_CLASS = {2: "tiny", 3: "small", 4: "moderate", 5: "large"}
 _DEGREE_CLASS = {1: "trace", 2: "minimal", 3: "mild", 4: "moderate", 5: "severe"}
@@ -166,14 +166,9 @@ def sev_add_severe(text: str, rng: random.Random) -> Rewrite | None:
         if _GRADED_BEFORE.search(text[max(0, a - 30):a]):
             continue  # "Small volume effusions" is graded already ("Small volume large effusions" would contradict it)
         cands.append(m)
-    m = pick(rng, cands)
-    if m is None:
-        return None
-    word = _SEVERE_FOR[m.group(0).lower()]
-    a, b, new = insert_at_np(text, m.start(), word)
-    return one_edit(text, a, b, new,
-                    f"A fabricated grade {word!r} is added to {m.group(0)!r}; it suggests a severe process and "
-                    "may escalate treatment (Appendix A, Severity S).")
+    return add_to_np(text, rng, cands, lambda m: _SEVERE_FOR[m.group(0).lower()],
+                     "A fabricated grade {word!r} is added to {finding!r}; it suggests a severe process and "
+                     "may escalate treatment (Appendix A, Severity S).")
 
 
 _BENIGN_ADDITIONS = (
@@ -187,16 +182,9 @@ _BENIGN_ADDITIONS = (
 def sev_add_benign(text: str, rng: random.Random) -> Rewrite | None:
     """Append a mild, common, non-specific finding ("Mild elevation of the right hemidiaphragm."; Appendix
     A, Severity I)."""
-    sents = sentences(text)
-    if not sents:
-        return None
-    options = [s for s, pat in _BENIGN_ADDITIONS if not re.search(pat, text, re.I)]
-    new = pick(rng, options)
-    if new is None:
-        return None
-    a, b, ins = sentence_end_insert(text, sents[-1], new)
-    return one_edit(text, a, b, ins, f"A mild benign finding is added ({new!r}); it rarely needs intervention and does not "
-                               "alter management (Appendix A, Severity I).")
+    return append_unstated(text, rng, _BENIGN_ADDITIONS, "A mild benign finding is added ({new!r}); it rarely needs "
+                                                         "intervention and does not alter management (Appendix A, "
+                                                         "Severity I).")
 
 
 # --------------------------------------------------------------------------- more kinds of severity edit
@@ -410,9 +398,7 @@ def sev_drop_borderline(text: str, rng: random.Random) -> Rewrite | None:
     cands = []
     for m in _BORDERLINE_ENLARGED.finditer(text):
         if _heart_context(text, m.start(), m.end()):
-            e = delete_word(text, m.start("q"), m.end("q"))
-            if e is not None:
-                cands.append((*e, m.group("q")))
+            add_deletion(cands, text, m.start("q"), m.end("q"), m.group("q"))
     return pick_edit(text, rng, cands, lambda old: (
         f"The qualifier {old!r} of the heart size is omitted, so a borderline heart reads as definite cardiomegaly: "
         "it prompts echocardiography and a heart-failure work-up that the GT does not call for (§3.1, Severity)."))
@@ -438,9 +424,7 @@ def sev_drop_extent(text: str, rng: random.Random) -> Rewrite | None:
         if len(re.findall(_EXTENT_AGAIN, text, re.IGNORECASE)) > 1:
             break  # "Innumerable nodules ... seen diffusely throughout both lungs": the extent is still stated
         if is_positive(text, m.start(), m.end()):
-            e = delete_word(text, m.start("w"), m.end("w"))
-            if e is not None:
-                cands.append((*e, m.group("w")))
+            add_deletion(cands, text, m.start("w"), m.end("w"), m.group("w"))
     return pick_edit(text, rng, cands, lambda old: (
         f"The extent {old!r} of a lung process is omitted: diffuse or innumerable disease (edema, miliary or metastatic "
         "spread, fibrosis) has another differential and urgency than a limited one (§3.1, Severity)."))
@@ -463,9 +447,7 @@ def sev_drop_upper_normal(text: str, rng: random.Random) -> Rewrite | None:
         if (m.group("tail") or "").lower().strip() == "limits":  # "near top normal limits" -> "within normal limits"
             cands.append((qa, m.end("q"), match_case(q, "within "), q))
             continue
-        e = delete_word(text, qa, qa + len(q.rstrip(" -")))
-        if e is not None:
-            cands.append((*e, q.strip()))
+        add_deletion(cands, text, qa, qa + len(q.rstrip(" -")), q.strip())
     return pick_edit(text, rng, cands, lambda old: (
         f"The qualifier {old!r} of a normal heart size is omitted: an upper-normal heart is a normal heart and nothing "
         "is done about it (Severity I)."))
@@ -489,9 +471,7 @@ def sev_drop_negated_grade(text: str, rng: random.Random) -> Rewrite | None:
         if any(status_at(text, o.start(), o.end()) != "negative"
                for o in re.finditer(rf"(?i)\b(?:{root})\w*", text)):
             continue  # "small left effusion (or costophrenic blunting) ... no large effusion": "no effusion" contradicts it
-        e = delete_word(text, m.start("g"), m.end("g"))
-        if e is not None:
-            cands.append((*e, m.group("g")))
+        add_deletion(cands, text, m.start("g"), m.end("g"), m.group("g"))
     return pick_edit(text, rng, cands, lambda old: (
         f"The grade {old!r} of a negated finding is omitted: the GT leaves a small collection open, the ME excludes "
         "any; a small effusion or pneumothorax would not change management here (Table 2, Severity I)."))

@@ -7,12 +7,12 @@ import re
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
+    add_deletion,
     finding_nps,
     one_edit,
     pick_edit,
 )
 from radaudit.perturb.textops import (
-    delete_word,
     pick,
     sentence_at,
     sentence_end_insert,
@@ -87,9 +87,7 @@ def size_drop(text: str, rng: random.Random) -> Rewrite | None:
         if pm:
             cands.append((max(0, sz.start - 30) + pm.start(), sz.end, "", sz.text))
             continue
-        e = delete_word(text, sz.start, sz.end)
-        if e is not None:
-            cands.append((*e, sz.text))
+        add_deletion(cands, text, sz.start, sz.end, sz.text)
     return pick_edit(text, rng, cands, lambda old: (
         f"The measurement {old!r} is omitted; staging and follow-up intervals depend on it "
         "(Fleischner; §3.1, Size/Distance)."))

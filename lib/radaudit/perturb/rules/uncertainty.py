@@ -7,18 +7,19 @@ import re
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
-    finding_nps,
+    add_deletion,
+    add_to_np,
     one_edit,
     pick_edit,
     sentence_deletion_span,
     swap_word,
+    unqualified_findings,
 )
 from radaudit.perturb.textops import (
     CRITICAL_NOUN,
     FINDING_NOUN,
     delete_word,
     find_all,
-    insert_at_np,
     is_plural_before,
     is_positive,
     is_upper_context,
@@ -107,19 +108,10 @@ def unc_add(text: str, rng: random.Random) -> Rewrite | None:
     """Hedge a definite critical finding ("right pneumothorax" -> "possible right pneumothorax"): doubt
     that delays an indicated treatment. (Choice: the paper's Uncertainty S example removes doubt;
     adding it to a definite critical finding is the mirror error.)"""
-    cands = []
-    for m, _a, mods in finding_nps(text, CRITICAL_NOUN):
-        sent = sentence_at(text, m.start(), m.end())
-        if sent is None or extract_certainty(sent.text) or any(w in ("possible", "probable", "likely") for w in mods):
-            continue
-        cands.append(m)
-    m = pick(rng, cands)
-    if m is None:
-        return None
-    a, b, new = insert_at_np(text, m.start(), "possible")
-    return one_edit(text, a, b, new,
-                    f"A definite {m.group(0)!r} is reported as only possible; an indicated treatment may be "
-                    "delayed (§3.1, Uncertainty).")
+    findings = unqualified_findings(text, CRITICAL_NOUN, extract_certainty, ("possible", "probable", "likely"))
+    return add_to_np(text, rng, findings, "possible",
+                     "A definite {finding!r} is reported as only possible; an indicated treatment may be "
+                     "delayed (§3.1, Uncertainty).")
 
 
 #: Diagnoses whose dismissal changes management (infection, malignancy, fluid, air).
@@ -222,9 +214,7 @@ def unc_drop_negative_hedge(text: str, rng: random.Random) -> Rewrite | None:
     cands = []
     for m in _NEG_HEDGE.finditer(text):
         g = 1 if m.group(1) else 2
-        e = delete_word(text, m.start(g), m.end(g))
-        if e is not None:
-            cands.append((*e, m.group(g)))
+        add_deletion(cands, text, m.start(g), m.end(g), m.group(g))
     return pick_edit(text, rng, cands,
                      lambda old: f"The hedge {old!r} of a negative or normal statement is omitted; the finding is still "
                                  "reported as absent, and nothing downstream changes (Table 2, Negation I; Uncertainty I).")
@@ -274,10 +264,6 @@ def unc_hedge_benign(text: str, rng: random.Random) -> Rewrite | None:
         else:
             a, b, new = a, a, "probable "
         cands.append((a, b, new, text[a:m.end()]))
-    c = pick(rng, sorted(set(cands)))
-    if c is None:
-        return None
-    a, b, new, old = c
-    return one_edit(text, a, b, new,
-                    f"The definite benign finding {old!r} is reported as only probable; it needs no work-up "
-                    "either way (Appendix A, Uncertainty I).")
+    return pick_edit(text, rng, cands,
+                     lambda old: f"The definite benign finding {old!r} is reported as only probable; it needs no work-up "
+                                 "either way (Appendix A, Uncertainty I).")
