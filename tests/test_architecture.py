@@ -77,6 +77,20 @@ def test_one_package_per_registered_experiment():
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_params_are_schemas_and_each_package_has_one_layout(name):
+    """Params only validate (the rehearsal is the package's rehearsal.py, found through the registry), and modules
+    are named the same way in every package: no ``model.py`` beside ``models.py``, no module named like a layer."""
+    exp = EXPERIMENTS[name]
+    assert not hasattr(exp.params_model(), "rehearse"), "a rehearsal is rehearsal.py's rehearse(params, workdir)"
+    modules = {p.name for p in (LIB / "audits" / name).glob("*.py")}
+    assert "params.py" in modules and not modules & {"model.py", "metrics.py", "stats.py", "data_io.py"}
+    if exp.rehearsal is None:
+        assert "rehearsal.py" not in modules
+    else:
+        assert exp.rehearsal == f"radaudit.audits.{name}.rehearsal:rehearse" and callable(exp.rehearsal_function())
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
 def test_package_exports_resolve(name):
     import importlib
 

@@ -46,10 +46,11 @@ def test_atomic_facts_paper_rehearsal_counts_every_failed_decomposition(tmp_path
 
 def test_atomic_facts_rehearsal_replaces_rexval_and_refuses_the_rule_backend(tmp_path):
     from radaudit.audits.atomic_facts import Params, rexval_study
+    from radaudit.audits.atomic_facts.rehearsal import rehearse
 
     with pytest.raises(ParamsError, match="needs neither"):
         run_experiment("atomic_facts", "demo", out=tmp_path, progress=False, rehearse=True)
-    params, rehearsal = Params(dataset="rexval", preference_from="total_errors", backend="rule").rehearse(tmp_path)
+    params, rehearsal = rehearse(Params(dataset="rexval", preference_from="total_errors", backend="rule"), tmp_path)
     assert rehearsal == {"dataset_path": "invented ReXVal fixture (12 studies)"}
     study = rexval_study(params.dataset_path, None, params.max_cases)
     assert study.candidates["case_id"].nunique() == 4 and len(study.raters) == 6

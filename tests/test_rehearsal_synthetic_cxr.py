@@ -79,6 +79,7 @@ def test_paper_rehearsal_keeps_the_papers_other_params(rehearsal):
 
 
 def test_rehearsal_refuses_the_demo_data_and_a_folder_generator(tmp_path):
+    from radaudit.audits.synthetic_cxr.rehearsal import rehearse
     from radaudit.errors import ParamsError
 
     with pytest.raises(ParamsError, match="needs neither"):
@@ -88,5 +89,5 @@ def test_rehearsal_refuses_the_demo_data_and_a_folder_generator(tmp_path):
     values["generators"] = values["generators"][:1] + [{"name": "mine", "kind": "folder", "params": {}}]
     folder = type(paper).model_validate(values)
     with pytest.raises(ParamsError, match="folders of your images"):
-        folder.rehearse(tmp_path)
+        rehearse(folder, tmp_path)
     assert not any(tmp_path.iterdir())  # refused before writing anything

@@ -76,13 +76,6 @@ class BaseParams(BaseModel):
         """Every dataset path, model, adapter and checkpoint these parameters need (``radaudit preflight``)."""
         return []
 
-    def rehearse(self, workdir: Path) -> tuple[BaseParams, dict[str, str]]:
-        """These parameters for a CPU dress rehearsal (``radaudit run ... --rehearse``): every model replaced
-        by a tiny random-weight twin of the same class (:mod:`radaudit.models.twins`), every credentialed
-        dataset by an invented fixture in its real layout (:mod:`radaudit.data.fixtures`), written under
-        ``workdir``, sizes cut to a handful. Returns ``(params, {model id: twin class})``."""
-        raise ParamsError("This experiment has no rehearsal yet (see issue 19): run its smoke preset instead.")
-
 
 # ----------------------------------------------------------------------------- error formatting
 

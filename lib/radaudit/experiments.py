@@ -1,7 +1,7 @@
-"""The experiment registry: name -> notebook, params schema, one-line description.
+"""The experiment registry: name -> notebook, params schema, rehearsal, one-line description.
 
 Adding an experiment is one entry here, one notebook in ``notebooks/`` and its presets in
-``params/<name>/``. The schema class is imported only when the experiment is used.
+``params/<name>/``. The schema class (and the rehearsal function) is imported only when the experiment is used.
 """
 
 from __future__ import annotations
@@ -27,6 +27,12 @@ class Experiment:
     #: :mod:`radaudit.shards`): ``step(params, shard=(i, n)) -> dict`` of counts, writing into the shared cache
     #: exactly the entries the notebook's full run looks up. None: the experiment cannot be sharded.
     shard_step: str | None = None
+    #: "module:function" of the CPU dress rehearsal (``radaudit run <e> --preset paper --rehearse``), imported lazily:
+    #: ``rehearse(params, workdir) -> (params, {model id: twin class})`` gives these parameters for the rehearsal: every
+    #: model replaced by a tiny random-weight twin of the same class (:mod:`radaudit.models.twins`), every credentialed
+    #: dataset by an invented fixture in its real layout (:mod:`radaudit.data.fixtures`), written under ``workdir``,
+    #: sizes cut to a handful. None: the experiment has no rehearsal (run its smoke preset instead).
+    rehearsal: str | None = None
     #: How heavy a run is when nothing is cached yet (the stand-in models are trained then): a larger value runs
     #: first among the experiments never run before (``radaudit run all --jobs``, :func:`radaudit.run_many.run_order`),
     #: so the longest start first on a fresh clone. An ordinal hint, not a timing: on the fresh-clone demo of
@@ -38,6 +44,13 @@ class Experiment:
             return self.params
         module, cls = self.params.split(":")
         return getattr(importlib.import_module(module), cls)
+
+    def rehearsal_function(self):
+        """The imported :attr:`rehearsal` (``None`` when the experiment has none)."""
+        if self.rehearsal is None:
+            return None
+        module, fn = self.rehearsal.split(":")
+        return getattr(importlib.import_module(module), fn)
 
     def shard_function(self):
         """The imported :attr:`shard_step` (``None`` when the experiment has none)."""
@@ -63,6 +76,7 @@ register(Experiment(
     name="decoding_erasure",
     notebook="01_decoding_erasure.ipynb",
     params="radaudit.audits.decoding_erasure:Params",
+    rehearsal="radaudit.audits.decoding_erasure.rehearsal:rehearse",
     shard_step="radaudit.audits.decoding_erasure.shards:generation_step",
     first_run_rank=1,  # three report writers
     description="Does the decoding strategy erase sex-associated clinical terms? CAD, WAE, diversity, WEAT, ΔDIR "
@@ -83,6 +97,7 @@ register(Experiment(
     name="metric_metaeval",
     notebook="02_metric_metaeval.ipynb",
     params="radaudit.audits.metric_metaeval:Params",
+    rehearsal="radaudit.audits.metric_metaeval.rehearsal:rehearse",
     description="Are report metrics clinically sound? Discriminative and Robustness Scores, AUROC, monotonicity "
                 "and inter-radiologist agreement on GT-ME report pairs (Li et al., 'ReEvalMed').",
     paper="001_d2362e1e05417774.txt",
@@ -101,6 +116,7 @@ register(Experiment(
     name="atomic_facts",
     notebook="03_atomic_facts.ipynb",
     params="radaudit.audits.atomic_facts:Params",
+    rehearsal="radaudit.audits.atomic_facts.rehearsal:rehearse",
     description="Hierarchical atomic fact-checking (AtomiMed): disease/attribute facts verified both ways, with an "
                 "audit trace, and its agreement with radiologists' error counts, ratings and preferences "
                 "(Chang et al., 'AtomiMed').",
@@ -119,6 +135,7 @@ register(Experiment(
     name="modality_shift",
     notebook="04_modality_shift.ipynb",
     params="radaudit.audits.modality_shift:Params",
+    rehearsal="radaudit.audits.modality_shift.rehearsal:rehearse",
     description="Does a vision-language model use the image or the text? Selective Modality Shifting: swap the image "
                 "or the text for an opposite-label sample's, then accuracy/F1, negative flip rate, calibration (ECE) "
                 "and attention by modality (Restrepo et al., 'On the Risk of Misleading Reports').",
@@ -138,6 +155,7 @@ register(Experiment(
     name="synthetic_cxr",
     notebook="05_synthetic_cxr.ipynb",
     params="radaudit.audits.synthetic_cxr:Params",
+    rehearsal="radaudit.audits.synthetic_cxr.rehearsal:rehearse",
     shard_step="radaudit.audits.synthetic_cxr.shards:feature_step",
     first_run_rank=3,  # a diffusion model, three image networks, utility classifiers
     description="Fidelity, privacy and utility of synthetic chest X-rays (CheXGenBench): FID/KID/PRDC on two encoders "

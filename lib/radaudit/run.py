@@ -207,10 +207,13 @@ def run_experiment(
         check_component(name, "run name")
     exp, params = prepared or prepare(experiment, preset, overrides, data_root, params_files)
     rehearsal = None
-    if rehearse:  # the same notebook and code, tiny twins and invented fixtures (see BaseParams.rehearse)
+    if rehearse:  # the same notebook and code, tiny twins and invented fixtures (see Experiment.rehearsal)
         from radaudit.models.cache import default_cache_dir
 
-        params, rehearsal = params.rehearse(default_cache_dir() / "rehearsal")
+        rehearse_params = exp.rehearsal_function()
+        if rehearse_params is None:
+            raise ParamsError("This experiment has no rehearsal yet (see issue 19): run its smoke preset instead.")
+        params, rehearsal = rehearse_params(params, default_cache_dir() / "rehearsal")
     project = project_root()
     notebook = notebooks_dir() / exp.notebook
     if not notebook.exists():

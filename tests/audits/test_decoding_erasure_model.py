@@ -8,8 +8,8 @@ import time
 import pandas as pd
 import pytest
 
-from radaudit.audits.decoding_erasure import model as dem
-from radaudit.audits.decoding_erasure.model import (
+from radaudit.audits.decoding_erasure import models as dem
+from radaudit.audits.decoding_erasure.models import (
     CONFIG_FILE,
     DEMO_CONFIG,
     PAPER_SKEWS,

@@ -1,6 +1,6 @@
 """decoding_erasure's paper path (issue 19): the Qwen3-VL twin, the ReXGradient fixture, the split filter, the 512 px
-resize, thinking off, the LoRA adapter and ``Params.rehearse`` — each without running the notebook (that is
-``tests/test_rehearsal_decoding_erasure.py``)."""
+resize, thinking off, the LoRA adapter and the rehearsal (``decoding_erasure.rehearsal.rehearse``) — each without
+running the notebook (that is ``tests/test_rehearsal_decoding_erasure.py``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from radaudit.audits import decoding_erasure as de
 from radaudit.audits.decoding_erasure import study as st
+from radaudit.audits.decoding_erasure.rehearsal import rehearse
 from radaudit.config import resolve_params, validate_params
 from radaudit.data.fixtures import write_rexgradient
 from radaudit.errors import ParamsError
@@ -180,11 +181,11 @@ def test_the_rehearsal_adapter_is_applied_and_changes_the_twins_output(twin, wor
     assert np.isfinite(s1).all() and not np.allclose(s0, s1)
 
 
-# --- Params.rehearse ----------------------------------------------------------------------------
+# --- rehearsal.rehearse --------------------------------------------------------------------------
 
 def test_rehearse_swaps_models_data_and_sizes_and_keeps_the_rest(workdir):
     paper = _paper().model_copy(update={"skew_models": {"0.67": "/my/rex-mb", "0.33": "/my/rex-fb"}})
-    params, rehearsal = paper.rehearse(workdir)
+    params, rehearsal = rehearse(paper, workdir)
     assert rehearsal[PAPER_ID] == "Qwen3VLForConditionalGeneration"
     assert "random LoRA" in rehearsal["report_adapter"] and rehearsal["report_adapter"].endswith("null")
     assert rehearsal["skew_models.0.67"].endswith("/my/rex-mb")
@@ -197,4 +198,4 @@ def test_rehearse_swaps_models_data_and_sizes_and_keeps_the_rest(workdir):
     assert {k: getattr(params, k) for k in kept} == {k: getattr(paper, k) for k in kept}
     assert params.model_dtype == "bf16" and params.batch_size == 16 and len(params.strategies) == 6
     with pytest.raises(ParamsError, match="needs neither"):
-        de.Params().rehearse(workdir)
+        rehearse(de.Params(), workdir)

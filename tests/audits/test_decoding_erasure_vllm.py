@@ -12,6 +12,7 @@ import pytest
 import fake_vllm
 from radaudit.audits import decoding_erasure as de
 from radaudit.audits.decoding_erasure import study as st
+from radaudit.audits.decoding_erasure.rehearsal import rehearse
 from radaudit.config import resolve_params
 from radaudit.paths import params_dir
 
@@ -25,7 +26,7 @@ for _pkg in ("transformers", "peft"):
 def rehearsed(tmp_path_factory):
     """The paper params rehearsed (twin, random LoRA adapter, ReXGradient fixture), cut to 4 reports x 2 strategies."""
     paper = resolve_params(de.Params, params_dir(), "decoding_erasure", "paper", ["backend=vllm"])
-    params, rehearsal = paper.rehearse(tmp_path_factory.mktemp("de_vllm"))
+    params, rehearsal = rehearse(paper, tmp_path_factory.mktemp("de_vllm"))
     assert params.backend == "hf" and rehearsal["backend"].startswith("vllm -> hf")
     return params.model_copy(update={"n_reports": 4, "max_new_tokens": 3, "image_size": 64,
                                      "strategies": ["greedy", next(s for s in params.strategies if s.startswith("t"))]})

@@ -17,6 +17,11 @@ def params(experiment: str, preset: str, *overrides: str):
                           list(overrides))
 
 
+def rehearse(experiment: str, p, workdir):
+    """The experiment's rehearsal (its registry entry's ``rehearsal`` function) of the parameters ``p``."""
+    return EXPERIMENTS.lookup(experiment).rehearsal_function()(p, workdir)
+
+
 @pytest.mark.parametrize("experiment", ["decoding_erasure", "metric_metaeval"])
 def test_backend_param_accepts_hf_vllm_and_the_transformers_spelling(experiment):
     assert params(experiment, "demo").backend == "hf"
@@ -46,25 +51,25 @@ def test_atomic_facts_backend_vllm_is_the_llm_backend_on_vllm():
 
 def test_atomic_facts_rehearsal_runs_backend_vllm_on_transformers(tmp_path):
     p = params("atomic_facts", "paper", "backend=vllm", "llm_options={tensor_parallel_size: 8, max_num_seqs: 4}")
-    rehearsed, rehearsal = p.rehearse(tmp_path)
+    rehearsed, rehearsal = rehearse("atomic_facts", p, tmp_path)
     assert (rehearsed.backend, rehearsed.llm_engine, rehearsed.llm_options) == ("llm", "transformers", {})
     assert rehearsal["llm_engine"] == "vllm -> transformers (vLLM needs a GPU)"
     assert rehearsal["llm_options"] == "max_num_seqs, tensor_parallel_size left out (vllm.LLM options)"
     assert rehearsed.llm_dtype == "bf16"  # the paper's dtype is kept
-    _, plain = params("atomic_facts", "paper", "backend=hf").rehearse(tmp_path)
+    _, plain = rehearse("atomic_facts", params("atomic_facts", "paper", "backend=hf"), tmp_path)
     assert "llm_engine" not in plain
 
 
 def test_metric_metaeval_rehearsal_runs_backend_vllm_as_hf(tmp_path):
-    rehearsed, rehearsal = params("metric_metaeval", "paper", "backend=vllm").rehearse(tmp_path)
+    rehearsed, rehearsal = rehearse("metric_metaeval", params("metric_metaeval", "paper", "backend=vllm"), tmp_path)
     assert rehearsed.backend == "hf" and rehearsal["backend"] == "vllm -> hf (vLLM needs a GPU)"
     assert rehearsed.engine == "llm" and rehearsed.llm_dtype == "bf16"
-    rehearsed, rehearsal = params("metric_metaeval", "paper").rehearse(tmp_path)
+    rehearsed, rehearsal = rehearse("metric_metaeval", params("metric_metaeval", "paper"), tmp_path)
     assert rehearsed.backend == "hf" and "backend" not in rehearsal
 
 
 def test_decoding_erasure_rehearsal_runs_backend_vllm_as_hf(tmp_path):
     pytest.importorskip("peft")
-    rehearsed, rehearsal = params("decoding_erasure", "paper", "backend=vllm").rehearse(tmp_path)
+    rehearsed, rehearsal = rehearse("decoding_erasure", params("decoding_erasure", "paper", "backend=vllm"), tmp_path)
     assert rehearsed.backend == "hf" and rehearsal["backend"] == "vllm -> hf (vLLM needs a GPU)"
     assert rehearsed.model_dtype == "bf16"

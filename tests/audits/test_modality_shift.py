@@ -27,7 +27,7 @@ from radaudit.audits.modality_shift.conditions import (  # noqa: E402
     run_conditions,
     split_by_patient,
 )
-from radaudit.audits.modality_shift.metrics import (  # noqa: E402
+from radaudit.audits.modality_shift.tables import (  # noqa: E402
     answer_rates,
     classification_metrics,
     ece_table,

@@ -34,7 +34,9 @@ def test_backend_param_spellings_and_errors():
 
 
 def test_rehearsal_runs_backend_vllm_as_hf_and_records_it(tmp_path):
-    rehearsed, rehearsal = params("paper", "backend=vllm").rehearse(tmp_path)
+    from radaudit.audits.modality_shift.rehearsal import rehearse
+
+    rehearsed, rehearsal = rehearse(params("paper", "backend=vllm"), tmp_path)
     assert rehearsed.backend == "hf" and rehearsal["backend"] == "vllm -> hf (vLLM needs a GPU)"
     assert all(m.device == "cpu" for m in rehearsed.models)
 

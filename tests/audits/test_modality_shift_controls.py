@@ -11,7 +11,7 @@ import pytest
 
 from radaudit.audits.modality_shift.conditions import CONDITIONS, build_items, format_prompt, get_template
 from radaudit.audits.modality_shift.findings import control_verdict, headline_findings
-from radaudit.audits.modality_shift.metrics import answer_change_rate, auroc, auroc_table, changed_table, nfr_table
+from radaudit.audits.modality_shift.tables import answer_change_rate, auroc, auroc_table, changed_table, nfr_table
 from radaudit.errors import ParamsError
 from radaudit.stats import wilson_ci
 
@@ -61,7 +61,7 @@ def test_auroc_table_per_condition_with_ci():
 def test_auroc_and_ece_ci_equal_the_one_replicate_at_a_time_bootstrap():
     """auroc_table / ece_table take every resample at once; their intervals are those of the plain loop over
     the same resamples with the one-row statistics (scikit-learn's AUROC, the binned ECE), to float rounding."""
-    from radaudit.audits.modality_shift.metrics import ece_table, expected_calibration_error
+    from radaudit.audits.modality_shift.tables import ece_table, expected_calibration_error
     from radaudit.stats import bootstrap_ci
 
     rng = np.random.default_rng(3)

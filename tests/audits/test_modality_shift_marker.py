@@ -23,7 +23,7 @@ from radaudit.audits.modality_shift.marker import (
     marker_box,
     marker_patches,
 )
-from radaudit.audits.modality_shift.metrics import changed_table, nfr_table
+from radaudit.audits.modality_shift.tables import changed_table, nfr_table
 from radaudit.errors import DataFormatError, ParamsError
 
 COVID = get_template("covid_cxr")

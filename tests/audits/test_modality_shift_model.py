@@ -8,7 +8,7 @@ import pytest
 from safetensors.torch import load_file
 
 from radaudit.audits.modality_shift.conditions import build_items, covid_samples, draw_partners, run_conditions
-from radaudit.audits.modality_shift.model import (
+from radaudit.audits.modality_shift.models import (
     CONFIG_FILE,
     DEMO_VLM_CONFIG,
     config_hash,
@@ -106,7 +106,7 @@ def test_bad_settings_are_named(samples, tmp_path):
 
 
 def test_decoy_items_carry_another_samples_text_and_the_samples_own_image(samples):
-    from radaudit.audits.modality_shift.model import _decoy_items
+    from radaudit.audits.modality_shift.models import _decoy_items
 
     train = samples[samples["split"] == "train"].head(6)
     items = _decoy_items(train, "covid_cxr", seed=0)

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from radaudit.audits.modality_shift import metrics as msm
+from radaudit.audits.modality_shift import tables as msm
 from radaudit.session import stable_seed
 
 

@@ -1,4 +1,4 @@
-"""modality_shift.study: params validation, attention-sample choice and the computed summary."""
+"""modality_shift.params and .study: params validation, attention-sample choice and the computed summary."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from radaudit.audits.modality_shift.study import Params, pick_attention_samples, summary_lines
+from radaudit.audits.modality_shift.params import Params
+from radaudit.audits.modality_shift.study import pick_attention_samples, summary_lines
 from radaudit.errors import ParamsError
 
 

@@ -14,6 +14,7 @@ import pytest
 from radaudit.audits.synthetic_cxr import data as D
 from radaudit.audits.synthetic_cxr import findings as F
 from radaudit.audits.synthetic_cxr import generators as G
+from radaudit.audits.synthetic_cxr import params as P
 from radaudit.audits.synthetic_cxr import study as S
 from radaudit.audits.synthetic_cxr.models import _views
 from radaudit.audits.synthetic_cxr.utility import paired_auroc_differences
@@ -145,9 +146,9 @@ def test_degrader_levels_are_graded_on_the_same_sources(ctx, frame):
     req = G.assign_sources("degrader", G.fidelity_requests(frame, "test").iloc[:8], context=ctx)
     src = ctx.pixels(req["pool_study_id"])
     dist = [float(np.sqrt(((G.generate("degrader", req, context=ctx, **lvl) - src) ** 2).mean()))
-            for lvl in S.DEFAULT_DOSE_LEVELS]
+            for lvl in P.DEFAULT_DOSE_LEVELS]
     assert dist[0] == 0.0 and all(b > a for a, b in zip(dist, dist[1:]))  # level 0 = the source, then worse
-    assert len(S.DEFAULT_DOSE_LEVELS) >= 4
+    assert len(P.DEFAULT_DOSE_LEVELS) >= 4
 
 
 def test_per_label_fid_has_intervals_and_blank_small_labels():

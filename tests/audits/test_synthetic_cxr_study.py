@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from radaudit.audits.synthetic_cxr import params as scp
 from radaudit.audits.synthetic_cxr import study as sc
 from radaudit.errors import DataFormatError, ParamsError
 
@@ -75,8 +76,8 @@ def test_sample_grid_rows_show_the_same_prompts_with_their_real_image(study, set
 
 
 def test_generators_to_inspect_worst_first_then_models():
-    gens = [sc.GeneratorEntry(name="model", kind="diffusion"), sc.GeneratorEntry(name="copy", kind="memoriser"),
-            sc.GeneratorEntry(name="real", kind="heldout_real")]
+    gens = [scp.GeneratorEntry(name="model", kind="diffusion"), scp.GeneratorEntry(name="copy", kind="memoriser"),
+            scp.GeneratorEntry(name="real", kind="heldout_real")]
     pairs = {"model": pd.DataFrame({"reid": [0.2, 0.3]}), "copy": pd.DataFrame({"reid": [0.9, 0.8]}),
              "real": pd.DataFrame({"reid": [0.1, 0.1]})}
     assert sc.generators_to_inspect(pairs, gens) == ["copy", "model"]
@@ -96,7 +97,7 @@ def test_closest_pairs_figure_puts_each_image_over_its_own_training_image(study,
 
 
 def _params(**kw):
-    return sc.Params(labels=["X", "Y"], n_bootstrap=40, report_generation=kw)
+    return scp.Params(labels=["X", "Y"], n_bootstrap=40, report_generation=kw)
 
 
 def test_report_sources_retrieve_or_read_a_file(study, sets, tmp_path):
@@ -135,7 +136,7 @@ def test_report_utility_scores_sources_and_leaves_out_studies_without_reference(
 
 def test_utility_classifiers_are_cached_under_the_cache_root_unless_cache_is_off(tmp_path, monkeypatch):
     monkeypatch.setenv("RADAUDIT_CACHE", str(tmp_path))
-    assert sc.utility_cache_dir(sc.Params(labels=["X", "Y"])) == tmp_path.resolve() / "utility_classifiers"
-    assert sc.utility_cache_dir(sc.Params(labels=["X", "Y"]), tmp_path / "elsewhere") == \
+    assert sc.utility_cache_dir(scp.Params(labels=["X", "Y"])) == tmp_path.resolve() / "utility_classifiers"
+    assert sc.utility_cache_dir(scp.Params(labels=["X", "Y"]), tmp_path / "elsewhere") == \
         tmp_path / "elsewhere" / "utility_classifiers"
-    assert sc.utility_cache_dir(sc.Params(labels=["X", "Y"], cache=False)) is None
+    assert sc.utility_cache_dir(scp.Params(labels=["X", "Y"], cache=False)) is None

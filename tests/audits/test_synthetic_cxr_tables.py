@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
+from radaudit.audits.synthetic_cxr import params as scp
 from radaudit.audits.synthetic_cxr import study as sc
 from radaudit.errors import ParamsError
 
@@ -59,13 +60,13 @@ def test_table1_cells_and_rank_summary():
 
 def test_params_validation():
     with pytest.raises(ValidationError, match="Unknown metric 'bleu2' for label_mode='labels'"):
-        sc.Params(report_generation={"metrics": ["bleu1", "bleu2"]})
+        scp.Params(report_generation={"metrics": ["bleu1", "bleu2"]})
     with pytest.raises(ValidationError, match="f1_micro_5"):
-        sc.Params(report_generation={"metrics": ["f1_micro_5"]})  # a chexpert-mode metric in labels mode
-    assert sc.Params(report_generation={"label_mode": "chexpert", "metrics": ["f1_micro_5"]}).report_generation
+        scp.Params(report_generation={"metrics": ["f1_micro_5"]})  # a chexpert-mode metric in labels mode
+    assert scp.Params(report_generation={"label_mode": "chexpert", "metrics": ["f1_micro_5"]}).report_generation
     with pytest.raises(ValidationError, match="fractions"):
-        sc.Params(fractions=[0.5, 0.5])
+        scp.Params(fractions=[0.5, 0.5])
     with pytest.raises(ValidationError, match="unknown generator kind"):
-        sc.Params(generators=[{"name": "x", "kind": "gan"}])
+        scp.Params(generators=[{"name": "x", "kind": "gan"}])
     with pytest.raises(ParamsError, match="demo encoders are trained on covid_cxr"):
-        sc.Params(dataset="mimic_cxr").preflight()
+        scp.Params(dataset="mimic_cxr").preflight()

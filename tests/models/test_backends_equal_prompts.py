@@ -266,7 +266,7 @@ def test_metric_metaeval_rewrites_parse_the_same_on_both_engines(r1, monkeypatch
 def test_decoding_erasure_demo_reports_are_the_same_table_on_both_engines(tiny_causal_lm, monkeypatch):
     from transformers import LlamaForCausalLM
 
-    from radaudit.audits.decoding_erasure.model import generate_reports
+    from radaudit.audits.decoding_erasure.models import generate_reports
 
     tok = TransformersBackend(str(tiny_causal_lm)).tokenizer
     book = answer_book(tok, lambda text: ("no acute cardiopulmonary process", True))

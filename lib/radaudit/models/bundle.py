@@ -4,7 +4,7 @@ one file that another clone imports, so it skips the training and generation (is
 A lab trains the demo's stand-ins once (on its GPU box, or on the teacher's laptop) and hands the bundle out;
 a new clone then runs ``make demo`` in the time of a cached run, and every number equals the exporter's, because
 the models *are* the exporter's. Without a bundle the stand-ins are trained on the new machine, and float
-rounding differs between CPUs (see :data:`radaudit.audits.modality_shift.model.DEMO_VLM_CONFIG`).
+rounding differs between CPUs (see :data:`radaudit.audits.modality_shift.models.DEMO_VLM_CONFIG`).
 
 **Nothing is trusted by name.** Every cache entry is content-addressed: its folder name or SQLite key is a hash of
 the data, settings, seed and recipe version it was made from. A run computes the key from *its own* data and

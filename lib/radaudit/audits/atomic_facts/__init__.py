@@ -55,17 +55,16 @@ Choices where the paper is silent
   out (``n_undefined``), and :func:`failures_table` counts it beside every failed, repaired and
   retried call of each stage and every unusable answer (scored as a non-match).
 
-Where things are
-----------------
+Where things are (one line per module)
+--------------------------------------
 - ``params.py``: :class:`Params`, the schema of ``params/atomic_facts/*.yaml``.
-- ``data.py``: reader studies (RadPref, ReXVal, your own generations) as candidates + judgements;
-  the seeded dev/test halves of a study's cases (:func:`split_cases`).
+- ``data.py``: reader studies (RadPref, ReXVal, your generations) as candidates + judgements; their dev/test halves.
 - ``scores.py``: AtomiMed and the baseline metrics on a study's candidates.
-- ``agreement.py``: Kendall tau-b / Spearman rho against radiologists and pairwise preference, case-bootstrap CIs
-  (percentile or BCa); the same per half of the cases (:func:`agreement_by_split`).
-- ``tables.py``: Table 2, Table 3, granular accuracy per anatomical system, the LLM backend's failed
-  and repaired outputs (:func:`failures_table`), the run summary.
+- ``agreement.py``: tau-b / rho against radiologists and pairwise preference, case-bootstrap CIs, per half of the cases.
+- ``tables.py``: Table 2, Table 3, granular accuracy per anatomical system, the LLM backend's failures, the run summary.
+- ``findings.py``: :func:`headline_findings`, the run's ``findings.json``.
 - ``plots.py``: the figures.
+- ``rehearsal.py``: :func:`rehearse`, the paper preset on CPU (tiny twins, invented fixtures; ``--rehearse``).
 """
 
 from radaudit.audits.atomic_facts.agreement import (

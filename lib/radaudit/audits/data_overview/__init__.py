@@ -16,13 +16,14 @@ Choices
 - Label prevalence uses the labels each dataset ships (IU X-ray Problems terms, the COVID image
   collection's finding, MIMIC-CXR/CheXpert labels) — no labeler is run here.
 
-Where things are
-----------------
+Where things are (one line per module)
+--------------------------------------
 - ``params.py``: :class:`Params`, the schema of ``params/data_overview/*.yaml``.
-- ``tables.py``: loading the datasets (:func:`load_all`) and every table (counts, sex, age, report
-  length, label prevalence, RadPref ratings, examples).
+- ``tables.py``: loading the datasets (:func:`load_all`) and every table (counts, sex, age, lengths, labels, examples).
 - ``plots.py``: the figures, one function each.
 - ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (descriptive: sex, age, report length).
+
+No ``rehearsal.py``: the registry's ``rehearsal`` is None, so ``--rehearse`` is refused (run the smoke preset).
 """
 
 from radaudit.audits.data_overview.findings import headline_findings

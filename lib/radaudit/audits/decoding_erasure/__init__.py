@@ -29,16 +29,17 @@ Choices (where the paper is silent)
 - **Seeds.** Each random step gets its own seed derived from ``seed`` and the corpus name
   (:func:`radaudit.stats.stable_seed`), so results do not depend on the order corpora are run in.
 
-Where things are
-----------------
+Where things are (one line per module)
+--------------------------------------
 - ``params.py``: :class:`Params`, the schema of ``params/decoding_erasure/*.yaml``.
-- ``corpus.py``: :func:`evaluate_corpus` (any corpus of reference/prediction/group rows -> every number
-  of Table 1/2 as a :class:`CorpusResult`), the real-system baselines, the collapse floor.
-- ``model.py``: the demo report writers (training corpus per sex skew, training, generation).
-- ``study.py``: generations per decoding strategy (demo model or the paper's VLM + LoRA), the skew study.
+- ``corpus.py``: :func:`evaluate_corpus` (any corpus -> every number of Table 1/2), the real-system baselines, the floor.
+- ``models.py``: the demo report writers (training corpus per sex skew, training, generation).
+- ``study.py``: the experiment's steps as the notebook runs them: generations per decoding strategy, the skew study.
+- ``shards.py``: the shard step (``--shard i/n``): report generation.
 - ``tables.py``: Table 1 / Table 2 layouts, the p* sweep, skews, words, the run summary.
 - ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (each number, its control, a verdict).
 - ``plots.py``: Fig. 1, 2a, 2c, 3 and the vocabulary transitions.
+- ``rehearsal.py``: :func:`rehearse`, the paper preset on CPU (tiny twins, invented fixtures; ``--rehearse``).
 """
 
 from radaudit.audits.decoding_erasure.corpus import (
@@ -53,7 +54,7 @@ from radaudit.audits.decoding_erasure.corpus import (
     evaluate_corpus,
 )
 from radaudit.audits.decoding_erasure.findings import headline_findings, real_word_vocabulary
-from radaudit.audits.decoding_erasure.model import (
+from radaudit.audits.decoding_erasure.models import (
     DEMO_CONFIG,
     PAPER_SKEWS,
     build_training_corpus,

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -106,7 +103,7 @@ class Params(BaseParams):
     )
     demo_model: dict[str, Any] = Field(
         default_factory=dict,
-        description="Overrides of the demo model's training config (decoding_erasure.model.DEMO_CONFIG: steps, "
+        description="Overrides of the demo model's training config (decoding_erasure.models.DEMO_CONFIG: steps, "
                     "n_layer, d_model, ...).",
     )
     n_reports: int = Field(100, ge=4, description="Studies whose reports are generated per strategy, balanced by sex "
@@ -177,7 +174,7 @@ class Params(BaseParams):
     @field_validator("demo_model")
     @classmethod
     def _demo_model(cls, v: dict[str, Any]) -> dict[str, Any]:
-        from radaudit.audits.decoding_erasure.model import DEMO_CONFIG
+        from radaudit.audits.decoding_erasure.models import DEMO_CONFIG
 
         bad = sorted(set(v) - set(DEMO_CONFIG))
         if bad:
@@ -198,61 +195,6 @@ class Params(BaseParams):
         if bad:
             raise ValueError(f"unknown diversity metrics {bad}; allowed: {list(DIVERSITY_METRICS)}")
         return v
-
-    def rehearse(self, workdir: Path) -> tuple[Params, dict[str, str]]:
-        """The paper run on CPU (``radaudit run decoding_erasure --preset paper --rehearse``, issue 19).
-
-        ``report_model`` becomes its tiny twin (same class and processor type, :mod:`radaudit.models.twins`),
-        ``image_dataset`` an invented fixture in its real layout (:mod:`radaudit.data.fixtures`), and the
-        adapter path always runs: ``report_adapter`` (the preset's, or null) becomes a random LoRA adapter of
-        the twin shaped by the preset's ``lora`` block (the same folder for the same block), and each
-        ``skew_models`` entry another one. Cut: 12 reports (one batch; with fewer, too many bootstrap
-        resamples of the twin's noise hold a single distinct sentence and semantic diversity fails the run),
-        8 new tokens, 20 bootstrap resamples, 10 permutations, a p* sweep of three values (the grid's ends
-        and ``p_star``), and no real-system baselines (Table 2's public corpora are read and scored the same
-        way by every preset, so the smoke run covers them; here they would cost a fifth of the time).
-        **vLLM needs a GPU**, so ``backend: vllm`` runs as ``hf`` (transformers) on the twin, recorded as
-        ``rehearsal["backend"]``; both engines are given the same prompts (``tests/models/test_backends_equal_prompts.py``).
-        Everything else is the paper's (dtype, batch size, strategies, image size, split, prompt). Returns
-        ``(params, {model id: twin class, "report_adapter": what replaced it, ...})``.
-        """
-        from radaudit.audits.decoding_erasure.study import write_random_adapter
-        from radaudit.data.fixtures import write_mimic_cxr, write_rexgradient
-        from radaudit.models.twins import twin_folder
-
-        if self.report_model is None:
-            raise ParamsError("--rehearse replaces credentialed data and hub models; this preset needs neither "
-                              "(run it as it is).")
-        workdir = Path(workdir)
-        writers = {"rexgradient": write_rexgradient, "mimic_cxr": write_mimic_cxr}
-        data = writers[self.image_dataset](workdir / "data" / self.image_dataset, n_studies=48)
-        folder, cls = twin_folder(self.report_model, workdir / "twins")
-        rehearsal = {self.report_model: cls}
-        lora = ", ".join(f"{k}={v}" for k, v in sorted(self.lora.items()) if k != "target_modules")
-        what = f"a random LoRA adapter of the twin (peft; {lora}; target_modules {self.lora.get('target_modules')})"
-
-        shape = hashlib.sha256(json.dumps(self.lora, sort_keys=True).encode()).hexdigest()[:8]
-
-        def adapter(name: str, seed: int) -> str:
-            out = workdir / "adapters" / f"{folder.name}-lora{shape}-{name}"
-            return str(write_random_adapter(folder, self.lora, out, seed=seed))
-
-        rehearsal["report_adapter"] = f"{what}; the preset's: {self.report_adapter or 'null'}"
-        skew_models = {}
-        for i, (skew, spec) in enumerate(sorted(self.skew_models.items())):
-            skew_models[skew] = adapter(f"skew{skew}", i + 1)
-            rehearsal[f"skew_models.{skew}"] = f"{what}; the preset's: {spec}"
-        update: dict[str, Any] = {}
-        if self.backend == "vllm":
-            update["backend"] = "hf"
-            rehearsal["backend"] = "vllm -> hf (vLLM needs a GPU)"
-        params = self.model_copy(update={
-            **update,
-            "report_model": str(folder), "report_adapter": adapter("report", 0), "skew_models": skew_models,
-            "dataset_path": str(data), "n_reports": 12, "max_new_tokens": min(self.max_new_tokens, 8),
-            "n_bootstrap": min(self.n_bootstrap, 20), "n_permutations": min(self.n_permutations, 10),
-            "baselines": False, "p_grid": sorted({self.p_grid[0], self.p_star, self.p_grid[-1]})})
-        return params, rehearsal
 
     def requirements(self) -> list[Requirement]:
         """The report model, its adapter, the skew models (Fig. 2c), the image dataset and the BERTScore encoder."""

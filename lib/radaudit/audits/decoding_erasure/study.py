@@ -1,4 +1,5 @@
-"""The decoding study of Experiment 1: generate reports under each strategy, evaluate them, vary the training skew.
+"""The decoding study of Experiment 1, the experiment's steps as the notebook runs them: generate reports under each
+strategy, evaluate them, vary the training skew.
 
 Paper: Parikh et al., "Measuring What VLMs Don't Say" (``../shared/papers/000_c11b3b836ef0a58a.txt``), §3
 ("Inference Strategy Study", "Models") and §4 (Table 1, Fig. 2c "Robustness").
@@ -6,7 +7,7 @@ Paper: Parikh et al., "Measuring What VLMs Don't Say" (``../shared/papers/000_c1
 Two report writers, one code path (only the params differ):
 
 * ``report_model = None`` (``demo``): the small language model the project trains on public report text
-  (:mod:`radaudit.audits.decoding_erasure.model`), prompted with the indication and the patient's
+  (:mod:`radaudit.audits.decoding_erasure.models`), prompted with the indication and the patient's
   sex. The evaluated reports are its held-out test split (balanced by sex, the same prompts for
   every training skew); the references are the radiologists' reports of those studies.
 * ``report_model = <hub id | folder>`` (``paper``): a vision-language model (e.g. Qwen3-VL-8B-Instruct,
@@ -90,7 +91,7 @@ def _cache(cache: Any) -> Any:
 
 def _demo_generations(P: Any, skew: float | None, strategies: Sequence[str], data_root: Any, cache: Any,
                       model_dir: Any, shard: tuple[int, int] | None = None) -> pd.DataFrame:
-    from radaudit.audits.decoding_erasure.model import (
+    from radaudit.audits.decoding_erasure.models import (
         build_training_corpus,
         demo_model_path,
         generate_reports,

@@ -48,8 +48,8 @@ Choices where the paper is silent or ambiguous
   has 0 errors there. A rater pair's correlation uses the reports both rated; a constant count
   vector has no correlation (NaN, counted in ``n_pairs_undefined``, left out of the average).
 
-Where things are
-----------------
+Where things are (one line per module)
+--------------------------------------
 - ``params.py``: :class:`Params`, the schema of ``params/metric_metaeval/*.yaml``.
 - ``data.py``: the GT-ME pairs and the monotonicity set (:func:`build_datasets`, rule or LLM engine).
 - ``scores.py``: scoring the pairs; DS/RS, AUROC of harmful vs harmless rewrites, monotonicity.
@@ -57,6 +57,7 @@ Where things are
 - ``tables.py``: the DS/RS tables, whole-report vs trimmed AUROC, the run summary.
 - ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (the context ablation first).
 - ``plots.py``: the figures.
+- ``rehearsal.py``: :func:`rehearse`, the paper preset on CPU (tiny twins, invented fixtures; ``--rehearse``).
 """
 
 from radaudit.audits.metric_metaeval.agreement import (

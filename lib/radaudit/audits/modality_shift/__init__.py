@@ -5,20 +5,20 @@ AI" (``../shared/papers/003_528df7f4b7accfa0.txt``). Selective Modality Shifting
 the text of each sample is swapped for an opposite-label sample's (seeded), or removed, and the
 model's answers are compared across the five conditions.
 
-Where things are
-----------------
-- ``study.py``: :class:`Params` (schema of ``params/modality_shift/*.yaml``), loading the models and
-  running every condition as the notebook does; the run summary.
-- ``conditions.py``: the five conditions, prompts, swap partners, items, answer parsing, and running a
-  model on them (answers + first-token P(yes)); attention by modality.
+Where things are (one line per module)
+--------------------------------------
+- ``params.py``: :class:`Params` (schema of ``params/modality_shift/*.yaml``) and its :class:`ModelSpec` entries.
 - ``data.py``: the paper's datasets (MIMIC-CXR, FairVLMed) as SMS samples.
-- ``model.py``: the demo stand-in VLM, trained here on covid-chestxray.
-- ``metrics.py``: accuracy/F1 with CIs, negative flip rate, ECE and reliability, answer rates, AUROC of
-  P(yes) and the share of answers a shift changes.
+- ``conditions.py``: the five conditions, prompts, swap partners, items, answer parsing, running a model on them.
+- ``marker.py``: the marked images (the label burned in), the image pathway's positive control.
+- ``models.py``: the demo stand-in VLM (``DEMO_MODEL``), trained here on covid-chestxray.
+- ``study.py``: the experiment's steps as the notebook runs them: loading the models, every condition, the summary.
+- ``tables.py``: the metric tables with CIs: accuracy/F1, NFR, ECE and reliability, answer rates, AUROC, answers changed.
 - ``heatmap.py``: the answer token's attention by modality per layer and over the image patches.
-- ``probe.py``: a pixel probe — how much of the label the images carry (the positive control's ceiling).
+- ``probe.py``: a pixel probe: how much of the label the images carry (the positive control's ceiling).
 - ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (controls first).
 - ``plots.py``: Fig. 2-4, the per-layer modality attention and the patch heatmaps.
+- ``rehearsal.py``: :func:`rehearse`, the paper preset on CPU (tiny twins, invented fixtures; ``--rehearse``).
 """
 
 from radaudit.audits.modality_shift.conditions import (
@@ -60,7 +60,45 @@ from radaudit.audits.modality_shift.heatmap import (
     patch_heatmap,
 )
 from radaudit.audits.modality_shift.marker import add_marked_images, marker_share
-from radaudit.audits.modality_shift.metrics import (
+from radaudit.audits.modality_shift.models import (
+    CHAT_TEMPLATE,
+    DEMO_MODEL,
+    DEMO_VLM_CONFIG,
+    TRAIN_CONDITIONS,
+    config_hash,
+    demo_vlm_path,
+    samples_fingerprint,
+    train_demo_vlm,
+    vllm_unservable,
+)
+from radaudit.audits.modality_shift.params import ModelSpec, Params
+from radaudit.audits.modality_shift.plots import (
+    CONDITION_COLORS,
+    model_view,
+    plot_attention_shares,
+    plot_ece_bars,
+    plot_layer_shares,
+    plot_metric_bars,
+    plot_nfr_heatmap,
+    plot_patch_heatmaps,
+    plot_reliability,
+    plot_text_attention,
+)
+from radaudit.audits.modality_shift.probe import image_probe, pixel_features
+from radaudit.audits.modality_shift.study import (
+    all_samples,
+    build_run_items,
+    condition_order,
+    evaluation_samples,
+    load_engine,
+    load_model,
+    pick_attention_samples,
+    run_models,
+    save_results,
+    summary_lines,
+    template,
+)
+from radaudit.audits.modality_shift.tables import (
     CLASSIFICATION_METRICS,
     UNKNOWN_POLICIES,
     answer_change_rate,
@@ -77,45 +115,6 @@ from radaudit.audits.modality_shift.metrics import (
     nfr_table,
     reliability_bins,
     reliability_table,
-)
-from radaudit.audits.modality_shift.model import (
-    CHAT_TEMPLATE,
-    DEMO_VLM_CONFIG,
-    TRAIN_CONDITIONS,
-    config_hash,
-    demo_vlm_path,
-    samples_fingerprint,
-    train_demo_vlm,
-)
-from radaudit.audits.modality_shift.plots import (
-    CONDITION_COLORS,
-    model_view,
-    plot_attention_shares,
-    plot_ece_bars,
-    plot_layer_shares,
-    plot_metric_bars,
-    plot_nfr_heatmap,
-    plot_patch_heatmaps,
-    plot_reliability,
-    plot_text_attention,
-)
-from radaudit.audits.modality_shift.probe import image_probe, pixel_features
-from radaudit.audits.modality_shift.study import (
-    DEMO_MODEL,
-    ModelSpec,
-    Params,
-    all_samples,
-    build_run_items,
-    condition_order,
-    evaluation_samples,
-    load_engine,
-    load_model,
-    pick_attention_samples,
-    run_models,
-    save_results,
-    summary_lines,
-    template,
-    vllm_unservable,
 )
 
 __all__ = [

@@ -7,7 +7,7 @@ not copy: unseeded swaps, an NFR denominator over all pairs only, unknown answer
 figures typed in by hand.
 
 This module builds the inputs and runs the model; metrics are in
-:mod:`radaudit.audits.modality_shift.metrics`, figures in :mod:`radaudit.audits.modality_shift.plots`.
+:mod:`radaudit.audits.modality_shift.tables`, figures in :mod:`radaudit.audits.modality_shift.plots`.
 
 Pipeline (every step a pure function over tidy tables)::
 
@@ -485,7 +485,7 @@ def parse_answer(text: str | None, *, no_patterns: Sequence[str] = (), yes_patte
     4. the dataset's ``no_patterns`` (checked first, as the anchor does), then ``yes_patterns``,
        searched case-insensitively anywhere in the answer.
     5. otherwise ``unknown``. Unknown answers are kept in the results and counted
-       (:func:`radaudit.audits.modality_shift.metrics.answer_rates`), never dropped.
+       (:func:`radaudit.audits.modality_shift.tables.answer_rates`), never dropped.
     """
     if text is None or not str(text).strip():
         return "unknown"

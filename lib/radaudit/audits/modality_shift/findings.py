@@ -35,7 +35,7 @@ claim can only be read from a model that *can* use the image, so the demo carrie
   ``*image_shift_changed`` findings *shown*: otherwise the ordering is true by construction,
   *partly*); *partly* when higher with overlapping CIs, else *not shown*.
 
-Every value is computed by the run's tables (:mod:`radaudit.audits.modality_shift.metrics`); the
+Every value is computed by the run's tables (:mod:`radaudit.audits.modality_shift.tables`); the
 thresholds are the constants below. A condition the preset does not run gives ``None`` and *n/a*.
 """
 
@@ -232,9 +232,9 @@ def headline_findings(auroc: pd.DataFrame, changed: pd.DataFrame, nfr: pd.DataFr
                       n_bootstrap: int = 1000, seed: int = 0) -> list[Finding]:
     """Every finding of the module docstring for one model, in reading order.
 
-    ``auroc``: :func:`~radaudit.audits.modality_shift.metrics.auroc_table`; ``changed``:
-    :func:`~radaudit.audits.modality_shift.metrics.changed_table`; ``nfr``:
-    :func:`~radaudit.audits.modality_shift.metrics.nfr_table`; ``probe``:
+    ``auroc``: :func:`~radaudit.audits.modality_shift.tables.auroc_table`; ``changed``:
+    :func:`~radaudit.audits.modality_shift.tables.changed_table`; ``nfr``:
+    :func:`~radaudit.audits.modality_shift.tables.nfr_table`; ``probe``:
     :func:`~radaudit.audits.modality_shift.probe.image_probe` (``None``: not run); ``marker_shares``:
     :func:`~radaudit.audits.modality_shift.marker.marker_share` of the gradient maps (``None``: not run;
     ``n_bootstrap`` / ``seed`` for its CI). The positive controls read the marked conditions when

@@ -27,7 +27,7 @@ from radaudit.audits.modality_shift.conditions import (
     MARKED_CONDITIONS,
     base_condition,
 )
-from radaudit.audits.modality_shift.metrics import ece_table, metrics_table, nfr_table, reliability_table
+from radaudit.audits.modality_shift.tables import ece_table, metrics_table, nfr_table, reliability_table
 from radaudit.errors import ParamsError
 from radaudit.plots import PALETTE, bar_with_ci
 

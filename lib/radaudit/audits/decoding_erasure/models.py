@@ -13,8 +13,8 @@ and trained to continue with the report (findings + impression). Everything is r
 
 ::
 
-    from radaudit.audits.decoding_erasure.model import (build_training_corpus, demo_model_path,
-                                                         generate_reports)
+    from radaudit.audits.decoding_erasure.models import (build_training_corpus, demo_model_path,
+                                                          generate_reports)
 
     path = demo_model_path(data_root, skew=0.5, seed=0)            # trains on first use (<= 5 min)
     corpus = build_training_corpus(data_root, skew=0.5, seed=0)
