@@ -13,7 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from radaudit.data.root import ENV_VAR, default_candidates
+#: What the caller's shell may have exported that changes what the library does: hub access, where the hub caches
+#: live, and the lab's own switches. The suite owns its environment: these are cleared before anything is imported
+#: (huggingface_hub reads HF_HUB_OFFLINE once, at import), so `HF_HUB_OFFLINE=1 make test` (the usual setting on a
+#: GPU cluster without internet) runs the same tests as a bare shell. A test that needs one sets it itself
+#: (monkeypatch.setenv). Kept: RADAUDIT_DATA (where the real data is) and RADAUDIT_STRICT (CI's no-skip switch).
+CALLER_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HOME", "HF_HUB_CACHE",
+              "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE", "HF_ENDPOINT", "HF_TOKEN")
+KEPT_RADAUDIT_ENV = ("RADAUDIT_DATA", "RADAUDIT_STRICT")
+for _var in [*CALLER_ENV, *(v for v in os.environ if v.startswith("RADAUDIT_") and v not in KEPT_RADAUDIT_ENV)]:
+    os.environ.pop(_var, None)
+
+from radaudit.data.root import ENV_VAR, default_candidates  # noqa: E402  (after the environment is cleared)
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
