@@ -164,3 +164,18 @@ def test_notebook_steps_sums_sections(tmp_path):
         c.metadata["papermill"] = {"duration": d}
     nbformat.write(nb, tmp_path / "x.ipynb")
     assert notebook_steps(tmp_path / "x.ipynb") == {"setup": 0.5, "Load data": 3.25}
+
+
+def test_cli_takes_papermills_param_form_beside_key_equals_value():
+    from radaudit.cli import papermill_params
+
+    assert papermill_params(["run", "x", "-p", "seed", "3", "--param", "offset", "-1", "-p", "a=b", "--preset", "s"]) \
+        == ["run", "x", "-p", "seed=3", "--param", "offset=-1", "-p", "a=b", "--preset", "s"]
+    # a name followed by the next option is left alone: the override parser then names the form it wants
+    assert papermill_params(["-p", "seed", "--preset", "demo"]) == ["-p", "seed", "--preset", "demo"]
+    for args in (["-p", "seed", "3", "-p", "n_bootstrap=50"], ["-p", "seed=3", "--param", "n_bootstrap", "50"]):
+        r = CliRunner().invoke(main, ["params", "data_overview", "--preset", "smoke", *args])
+        assert r.exit_code == 0, r.output
+        assert "\nseed: 3\n" in "\n" + r.output and "\nn_bootstrap: 50\n" in "\n" + r.output
+    r = CliRunner().invoke(main, ["params", "data_overview", "-p", "seed"])
+    assert r.exit_code == 2 and "must look like key=value" in r.output

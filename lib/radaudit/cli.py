@@ -35,7 +35,44 @@ def _fail(err: Exception, code: int) -> None:
     sys.exit(code)
 
 
+PARAM_FLAGS = ("-p", "--param")
+
+
+def _is_value(token: str) -> bool:
+    """Whether ``token`` can be a parameter's value rather than the next option (``-1`` and ``-0.5`` are values)."""
+    if not token.startswith("-"):
+        return True
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+def papermill_params(args: list[str]) -> list[str]:
+    """``-p name value`` (papermill's form) as ``-p name=value``; ``-p name=value`` and everything else unchanged.
+
+    >>> papermill_params(["run", "x", "-p", "seed", "3", "--param", "offset", "-1", "-p", "a=b"])
+    ['run', 'x', '-p', 'seed=3', '--param', 'offset=-1', '-p', 'a=b']
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if (token in PARAM_FLAGS and i + 2 < len(args) and "=" not in args[i + 1]
+                and not args[i + 1].startswith("-") and _is_value(args[i + 2])):
+            out += [token, f"{args[i + 1]}={args[i + 2]}"]
+            i += 3
+            continue
+        out.append(token)
+        i += 1
+    return out
+
+
 class _Group(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, papermill_params(list(args)))
+
     def invoke(self, ctx: click.Context):  # one place that turns user errors into clean messages
         try:
             return super().invoke(ctx)
@@ -95,7 +132,8 @@ def params_cmd(experiment: str, preset: str, overrides: tuple[str, ...], params_
 @main.command("preflight")
 @click.argument("experiment")
 @click.option("--preset", default="paper", show_default=True, help="params/<experiment>/<preset>.yaml")
-@click.option("-p", "--param", "overrides", multiple=True, metavar="KEY=VALUE", help="Override one parameter (repeatable).")
+@click.option("-p", "--param", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override one parameter (repeatable): -p key=value, or papermill's -p key value.")
 @click.option("-f", "--params-file", "params_files", multiple=True, type=click.Path(dir_okay=False),
               help="A YAML of parameters merged over the preset (repeatable; -p overrides come after).")
 def preflight_cmd(experiment: str, preset: str, overrides: tuple[str, ...], params_files: tuple[str, ...]) -> None:
@@ -119,7 +157,8 @@ def preflight_cmd(experiment: str, preset: str, overrides: tuple[str, ...], para
 @main.command("run")
 @click.argument("experiment")
 @click.option("--preset", default="demo", show_default=True, help="params/<experiment>/<preset>.yaml")
-@click.option("-p", "--param", "overrides", multiple=True, metavar="KEY=VALUE", help="Override one parameter (repeatable).")
+@click.option("-p", "--param", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override one parameter (repeatable): -p key=value, or papermill's -p key value.")
 @click.option("--data-root", type=click.Path(file_okay=False), default=None, help="Folder that holds the datasets.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Outputs root (default: <project>/outputs).")
 @click.option("--name", default=None, help="Run folder name (default: <time>_<preset>); letters, digits, '.', '_', '-'.")
