@@ -9,6 +9,7 @@
 - :mod:`~radaudit.models.vlm`: vision-language inference and first-token yes/no scoring.
 - :mod:`~radaudit.models.attention`: attention share on image vs text tokens (paper 003 §2.3).
 - :mod:`~radaudit.models.llm_json`: prompt -> schema-validated JSON with repair, retries, counts.
+- :mod:`~radaudit.models.json_extract`: JSON out of a reply: reasoning blocks, extraction, the named repairs.
 - :mod:`~radaudit.models.encoders`: text and image encoders (MiniLM, InceptionV3-FID, any HF vision backbone).
 - :mod:`~radaudit.models.train`: a small deterministic training loop with a model card.
 

@@ -257,14 +257,10 @@ def _backbone_kwargs(config: Any) -> dict[str, Any]:
             "downsample_in_bottleneck": False}
 
 
-@functools.cache
-def model_classes() -> dict[str, type]:
-    """This module's network classes by name (:data:`CXR_MODEL_TYPES`' classes and their configs:
-    ``CXREncoderConfig``/``CXREncoderModel``, ``CXRClipConfig``/``CXRClipModel``,
-    ``SiameseReIDConfig``/``SiameseReIDModel``), built on the first call (which imports torch and transformers)
-    and the same objects on every later call. Code that trains or loads these networks takes the classes from
-    here, so that importing this module stays free of torch."""
-    import torch
+def _backbone_bases() -> tuple[type, type]:
+    """``(config base, model base)`` shared by the three networks: a transformers ``ResNetModel`` backbone
+    with its input conventions, and the heads' initialisation."""
+    import torch  # lazy: torch/transformers only when the classes are built (see model_classes)
     from torch import nn
     from transformers import PretrainedConfig, PreTrainedModel, ResNetConfig, ResNetModel
     from transformers import initialization as init
@@ -314,8 +310,14 @@ def model_classes() -> dict[str, type]:
             """Global average pool of the backbone's last stage: ``[n, hidden_sizes[-1]]``."""
             return self.backbone(pixel_values=pixel_values).pooler_output.flatten(1)
 
-    # -- encoder ---------------------------------------------------------------------------------
-    class CXREncoderConfig(_BackboneConfig):
+    return _BackboneConfig, _Base
+
+
+def _encoder_classes(config_base: type, model_base: type) -> dict[str, type]:
+    """``CXREncoderConfig``/``CXREncoderModel``: the demo RadDino stand-in."""
+    from torch import nn  # lazy: see model_classes
+
+    class CXREncoderConfig(config_base):
         """The demo chest X-ray encoder: backbone + label / view / SimCLR heads (heads unused for features)."""
 
         model_type = "radaudit_cxr_encoder"
@@ -327,7 +329,7 @@ def model_classes() -> dict[str, type]:
             self.ssl_dim = int(ssl_dim)
             super().__init__(**kwargs)
 
-    class CXREncoderModel(_Base):
+    class CXREncoderModel(model_base):
         """Features = ``pooled(x)`` (``hidden_sizes[-1]``-d); heads: multi-label logits, view logits, SimCLR projection."""
 
         config_class = CXREncoderConfig
@@ -350,8 +352,16 @@ def model_classes() -> dict[str, type]:
                     "view_logits": self.view_head(feats) if self.view_head is not None else None,
                     "ssl": self.ssl_head(feats) if self.ssl_head is not None else None}
 
-    # -- CLIP-style alignment model ---------------------------------------------------------------
-    class CXRClipConfig(_BackboneConfig):
+    return {"CXREncoderConfig": CXREncoderConfig, "CXREncoderModel": CXREncoderModel}
+
+
+def _clip_classes(config_base: type, model_base: type) -> dict[str, type]:
+    """``CXRClipConfig``/``CXRClipModel``: the demo BioViL-T stand-in (CLIP-style alignment)."""
+    import torch  # lazy: see model_classes
+    from torch import nn
+    from transformers import initialization as init
+
+    class CXRClipConfig(config_base):
         """Image tower (backbone + linear projection) and a projection of frozen sentence embeddings."""
 
         model_type = "radaudit_cxr_clip"
@@ -367,7 +377,7 @@ def model_classes() -> dict[str, type]:
             self.max_logit_scale = float(max_logit_scale)
             super().__init__(**kwargs)
 
-    class CXRClipModel(_Base):
+    class CXRClipModel(model_base):
         """``image_embeds(x)`` and ``text_embeds(t)`` (L2-normalised, ``proj_dim``); ``t`` = the frozen text
         encoder's pooled sentence embeddings (``config.text_encoder``, mean pooling, normalised)."""
 
@@ -405,8 +415,15 @@ def model_classes() -> dict[str, type]:
             img, txt = self.image_embeds(pixel_values), self.text_embeds(text_features)
             return {"image_embeds": img, "text_embeds": txt, "logits_per_image": self.scale() * img @ txt.t()}
 
-    # -- Siamese re-identification network ---------------------------------------------------------
-    class SiameseReIDConfig(_BackboneConfig):
+    return {"CXRClipConfig": CXRClipConfig, "CXRClipModel": CXRClipModel}
+
+
+def _siamese_classes(config_base: type, model_base: type) -> dict[str, type]:
+    """``SiameseReIDConfig``/``SiameseReIDModel``: Packhäuser et al.'s Siamese re-identification network."""
+    import torch  # lazy: see model_classes
+    from torch import nn
+
+    class SiameseReIDConfig(config_base):
         """Packhäuser et al.'s Siamese network: backbone → ``fc`` → sigmoid → ``|e1−e2|`` → ``fc_end``.
 
         ``monotone_head`` (demo networks only; False for the paper checkpoint): ``fc_end``'s weights are
@@ -424,7 +441,7 @@ def model_classes() -> dict[str, type]:
             kwargs.setdefault("resize", "squash")
             super().__init__(**kwargs)
 
-    class SiameseReIDModel(_Base):
+    class SiameseReIDModel(model_base):
         """``forward(x1, x2)`` → logits ``[n]``; the re-ID score is ``sigmoid(logit)`` (CheXGenBench's
         ``get_reidentification_score``). ``embed(x)`` = ``sigmoid(fc(pool(backbone(x))))`` (``forward_once``)."""
 
@@ -454,10 +471,21 @@ def model_classes() -> dict[str, type]:
             e = self.embed(torch.cat([pixel_values, pixel_values_2]))  # one pass: eval-mode BN makes it identical
             return self.head(e[:n], e[n:])
 
-    out = {"CXREncoderConfig": CXREncoderConfig, "CXREncoderModel": CXREncoderModel,
-           "CXRClipConfig": CXRClipConfig, "CXRClipModel": CXRClipModel,
-           "SiameseReIDConfig": SiameseReIDConfig, "SiameseReIDModel": SiameseReIDModel}
-    for name, cls in out.items():
+    return {"SiameseReIDConfig": SiameseReIDConfig, "SiameseReIDModel": SiameseReIDModel}
+
+
+@functools.cache
+def model_classes() -> dict[str, type]:
+    """This module's network classes by name (:data:`CXR_MODEL_TYPES`' classes and their configs:
+    ``CXREncoderConfig``/``CXREncoderModel``, ``CXRClipConfig``/``CXRClipModel``,
+    ``SiameseReIDConfig``/``SiameseReIDModel``), built on the first call (which imports torch and transformers)
+    and the same objects on every later call. Code that trains or loads these networks takes the classes from
+    here, so that importing this module stays free of torch."""
+    config_base, model_base = _backbone_bases()
+    out = {**_encoder_classes(config_base, model_base), **_clip_classes(config_base, model_base),
+           **_siamese_classes(config_base, model_base)}
+    for name, cls in out.items():  # as if defined at this module's top level: model cards, training logs and
+        # pickles name them radaudit.models.cxr_nets.<name>
         cls.__module__ = __name__
         cls.__qualname__ = name
     return out

@@ -51,13 +51,25 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from radaudit.data.covid_cxr import DEMO_LABELS
+from radaudit.data.image_sets import frame_fingerprint, load_images, parse_labels
 from radaudit.errors import DataFormatError, ParamsError, RadauditError
+from radaudit.models.cache import default_cache_dir
+from radaudit.models.resolver import (
+    ModelUnavailableError,
+    load_failed_message,
+    resolve_device,
+    resolve_dtype,
+    resolve_model,
+)
+from radaudit.paths import atomic_dir, reusable_model_dir
 from radaudit.progress import track
 
 __all__ = [
@@ -190,8 +202,6 @@ def pipeline_settings(family: str, **overrides: Any) -> dict[str, Any]:
 def _torch_dtype(dtype: Any, device: str) -> Any:
     import torch
 
-    from radaudit.models.resolver import resolve_dtype
-
     td = resolve_dtype(dtype)
     if device == "cpu" and td in (torch.float16,):
         log.warning("fp16 is not supported for diffusion on CPU; using float32 instead.")
@@ -246,8 +256,6 @@ def load_pipeline(model_id: str | os.PathLike, family: str | None = None, dtype:
     :func:`_needs_remote_code`).
     """
     require_diffusers()
-    from radaudit.models.resolver import ModelUnavailableError, load_failed_message, resolve_device, resolve_model
-
     dev = resolve_device(device)
     fam = family or infer_family(model_id)
     if fam not in PIPELINE_DEFAULTS:
@@ -405,8 +413,6 @@ def generate_images(pipeline: Any, prompts: Sequence[str] | pd.DataFrame | None,
 
 def _vocab_from(conditions: pd.DataFrame) -> dict[str, list[str]]:
     """Views (sorted) and labels (:data:`DEMO_LABELS` order, then any other alphabetically) seen in training."""
-    from radaudit.data.covid_cxr import DEMO_LABELS
-
     labels: set[str] = set()
     for labs in conditions["labels"]:
         labels.update(labs)
@@ -443,8 +449,6 @@ def condition_vectors(requests: pd.DataFrame | Sequence[str], vocab: Mapping[str
     seen: it still samples, as an average view). A label outside the vocabulary raises
     :class:`ParamsError` (the model was never told what it looks like).
     """
-    from radaudit.data.image_sets import parse_labels
-
     views, labels = list(vocab["views"]), list(vocab["labels"])
     if isinstance(requests, pd.DataFrame):
         if "labels" not in requests.columns:
@@ -535,8 +539,6 @@ def _hyperparameters(seed: int = 0, **hp: Any) -> dict[str, Any]:
 
 
 def _conditions_frame(conditions: Any, n: int) -> pd.DataFrame:
-    from radaudit.data.image_sets import parse_labels
-
     if not isinstance(conditions, pd.DataFrame):
         raise ParamsError(f"conditions must be a DataFrame with 'labels' (and 'view'), got {type(conditions).__name__}.")
     if "labels" not in conditions.columns:
@@ -579,8 +581,6 @@ def diffusion_config_hash(fingerprint: str, seed: int = 0, **hp: Any) -> str:
 
 
 def _is_trained(folder: Path, digest: str) -> bool:
-    from radaudit.paths import reusable_model_dir
-
     return reusable_model_dir(folder, CONFIG_FILE, digest,
                               required=('unet/config.json', 'scheduler/scheduler_config.json'),
                               required_globs=('unet/diffusion_pytorch_model.*',), key='config_hash')
@@ -649,10 +649,6 @@ def train_demo_diffusion(images: np.ndarray, conditions: pd.DataFrame, out_dir: 
     model: same data fingerprint and settings). The folder is written all at once (:func:`atomic_dir`).
     """
     require_diffusers()
-    import torch
-
-    from radaudit.paths import atomic_dir
-
     hpv = _hyperparameters(seed, **hp)
     arr = _check_images(images, hpv["image_size"])
     cond = _conditions_frame(conditions, len(arr))
@@ -668,9 +664,37 @@ def train_demo_diffusion(images: np.ndarray, conditions: pd.DataFrame, out_dir: 
     if out.exists() and any(out.iterdir()):
         raise ParamsError(f"{str(out)!r} exists and holds something else (not this demo model); delete it or "
                           "choose another folder.")
-    cvec = condition_vectors(cond, vocab)
-    null = torch.from_numpy(_null_vector(vocab))
-    p = hpv["patch_size"]
+    run = _train_unet(arr, condition_vectors(cond, vocab), _null_vector(vocab), hpv)
+    meta = _training_record(run, hpv, digest=digest, fingerprint=fingerprint, vocab=vocab, n_train=len(arr))
+    with atomic_dir(out) as tmp:
+        run.unet.save_pretrained(tmp / "unet")
+        run.scheduler.save_pretrained(tmp / "scheduler")
+        (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+    log.info("Demo diffusion model trained in %.0f s (%d steps, final loss %.4f): %s", run.train_seconds,
+             run.steps_done, meta["final_loss"], out)
+    return out
+
+
+@dataclass
+class _TrainedUNet:
+    """What :func:`_train_unet` returns: the UNet (EMA weights, eval mode), its noise scheduler and the run's record."""
+
+    unet: Any
+    scheduler: Any
+    losses: list[float]
+    steps_done: int
+    stop_reason: str | None
+    n_parameters: int
+    train_seconds: float
+
+
+def _train_unet(arr: np.ndarray, cvec: np.ndarray, null_vector: np.ndarray, hpv: Mapping[str, Any]) -> _TrainedUNet:
+    """Train the UNet on the pixels ``arr`` ``[N, S, S]`` and condition vectors ``cvec``: AdamW with a linear
+    warm-up, an EMA of the weights (loaded at the end), at most ``max_seconds``. The initial weights and every
+    draw come from ``hpv["seed"]``, inside a forked torch RNG (the caller's RNG state is left as it was)."""
+    import torch  # lazy: torch only when training
+
+    null = torch.from_numpy(null_vector)
     t0 = time.monotonic()
     losses: list[float] = []
     stop_reason = None
@@ -687,40 +711,9 @@ def train_demo_diffusion(images: np.ndarray, conditions: pd.DataFrame, out_dir: 
         unet.train()
         step = 0
         for step in track(range(1, hpv["steps"] + 1), "train diffusion UNet", unit="steps"):
-            idx = torch.randint(0, len(x_all), (hpv["batch_size"],), generator=gen)
-            x0 = _shift(x_all[idx], hpv["augment_shift"], gen)
-            c = c_all[idx].clone()
-            drop = torch.rand(len(idx), generator=gen) < hpv["cond_dropout"]
-            c[drop] = null
-            noise = torch.randn(x0.shape, generator=gen)
-            t = torch.randint(0, hpv["num_train_timesteps"], (len(idx),), generator=gen)
-            xt = sched.add_noise(x0, noise, t)
-            if hpv["prediction_type"] == "epsilon":
-                target = noise
-            elif hpv["prediction_type"] == "v_prediction":
-                target = sched.get_velocity(x0, noise, t)
-            else:
-                target = x0
-            for g in opt.param_groups:
-                g["lr"] = hpv["lr"] * min(1.0, step / max(1, hpv["warmup_steps"]))
-            pred = _unpatchify(unet(_patchify(xt, p), t, encoder_hidden_states=None, class_labels=c).sample, p)
-            loss = torch.nn.functional.mse_loss(pred, target)
-            value = float(loss.detach())
-            if not math.isfinite(value):
-                raise RadauditError(f"The diffusion training loss is {value} at step {step}; lower lr (now {hpv['lr']}).")
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if hpv["max_grad_norm"] is not None:
-                torch.nn.utils.clip_grad_norm_(unet.parameters(), hpv["max_grad_norm"])
-            opt.step()
-            losses.append(value)
-            with torch.no_grad():  # EMA with the usual warm-up: decay = min(ema_decay, (1 + step) / (10 + step))
-                d = min(hpv["ema_decay"], (1 + step) / (10 + step))
-                for k, v in unet.state_dict().items():
-                    if v.dtype.is_floating_point:
-                        ema[k].mul_(d).add_(v.detach(), alpha=1 - d)
-                    else:
-                        ema[k].copy_(v)
+            xt, t, c, target = _training_batch(x_all, c_all, null, sched, hpv, gen)
+            losses.append(_optimizer_step(unet, opt, xt, t, c, target, hpv, step))
+            _update_ema(ema, unet, hpv["ema_decay"], step)
             if step % 100 == 0:
                 log.info("demo diffusion: step %d/%d, loss %.4f (mean of last 100), %.0f s", step, hpv["steps"],
                          float(np.mean(losses[-100:])), time.monotonic() - t0)
@@ -730,13 +723,82 @@ def train_demo_diffusion(images: np.ndarray, conditions: pd.DataFrame, out_dir: 
                 break
         unet.load_state_dict(ema)
         unet.eval()
-    train_seconds = time.monotonic() - t0
+    return _TrainedUNet(unet=unet, scheduler=sched, losses=losses, steps_done=step, stop_reason=stop_reason,
+                        n_parameters=n_params, train_seconds=time.monotonic() - t0)
+
+
+def _training_batch(x_all: Any, c_all: Any, null: Any, sched: Any, hpv: Mapping[str, Any], gen: Any
+                    ) -> tuple[Any, Any, Any, Any]:
+    """One batch ``(noised images, timesteps, conditions, target)``: ``batch_size`` images drawn with replacement
+    and shifted, each condition replaced by ``null`` with probability ``cond_dropout``, noise added at uniform
+    timesteps; the target is what ``prediction_type`` predicts. Draws from ``gen`` in this order: indices,
+    shifts, dropout, noise, timesteps."""
+    import torch  # lazy: torch only when training
+
+    idx = torch.randint(0, len(x_all), (hpv["batch_size"],), generator=gen)
+    x0 = _shift(x_all[idx], hpv["augment_shift"], gen)
+    c = c_all[idx].clone()
+    drop = torch.rand(len(idx), generator=gen) < hpv["cond_dropout"]
+    c[drop] = null
+    noise = torch.randn(x0.shape, generator=gen)
+    t = torch.randint(0, hpv["num_train_timesteps"], (len(idx),), generator=gen)
+    xt = sched.add_noise(x0, noise, t)
+    if hpv["prediction_type"] == "epsilon":
+        target = noise
+    elif hpv["prediction_type"] == "v_prediction":
+        target = sched.get_velocity(x0, noise, t)
+    else:
+        target = x0
+    return xt, t, c, target
+
+
+def _optimizer_step(unet: Any, opt: Any, xt: Any, t: Any, c: Any, target: Any, hpv: Mapping[str, Any],
+                    step: int) -> float:
+    """One AdamW step (learning rate warmed up linearly over ``warmup_steps``) on the MSE between the UNet's
+    prediction and ``target``, gradients clipped to ``max_grad_norm``; returns the loss (raises if not finite)."""
+    import torch  # lazy: torch only when training
+
+    for g in opt.param_groups:
+        g["lr"] = hpv["lr"] * min(1.0, step / max(1, hpv["warmup_steps"]))
+    p = hpv["patch_size"]
+    pred = _unpatchify(unet(_patchify(xt, p), t, encoder_hidden_states=None, class_labels=c).sample, p)
+    loss = torch.nn.functional.mse_loss(pred, target)
+    value = float(loss.detach())
+    if not math.isfinite(value):
+        raise RadauditError(f"The diffusion training loss is {value} at step {step}; lower lr (now {hpv['lr']}).")
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if hpv["max_grad_norm"] is not None:
+        torch.nn.utils.clip_grad_norm_(unet.parameters(), hpv["max_grad_norm"])
+    opt.step()
+    return value
+
+
+def _update_ema(ema: dict[str, Any], unet: Any, ema_decay: float, step: int) -> None:
+    """EMA of the UNet's weights with the usual warm-up: decay = min(ema_decay, (1 + step) / (10 + step));
+    integer buffers are copied."""
+    import torch  # lazy: torch only when training
+
+    with torch.no_grad():
+        d = min(ema_decay, (1 + step) / (10 + step))
+        for k, v in unet.state_dict().items():
+            if v.dtype.is_floating_point:
+                ema[k].mul_(d).add_(v.detach(), alpha=1 - d)
+            else:
+                ema[k].copy_(v)
+
+
+def _training_record(run: _TrainedUNet, hpv: Mapping[str, Any], *, digest: str, fingerprint: str,
+                     vocab: Mapping[str, Any], n_train: int) -> dict[str, Any]:
+    """The folder's ``CONFIG_FILE``: settings, data fingerprint, vocabulary, the run and its loss curve."""
+    losses = run.losses
     every = max(1, len(losses) // 200)
-    meta = {
+    return {
         "config_hash": digest, "data_fingerprint": fingerprint, "hyperparameters": hpv, "vocab": vocab,
-        "patch_size": p, "image_size": hpv["image_size"], "n_train": int(len(arr)), "n_parameters": int(n_params),
-        "steps_done": int(step), "stopped_early": stop_reason is not None, "stop_reason": stop_reason,
-        "train_seconds": round(train_seconds, 2), "final_loss": float(np.mean(losses[-100:])),
+        "patch_size": hpv["patch_size"], "image_size": hpv["image_size"], "n_train": int(n_train),
+        "n_parameters": int(run.n_parameters), "steps_done": int(run.steps_done),
+        "stopped_early": run.stop_reason is not None, "stop_reason": run.stop_reason,
+        "train_seconds": round(run.train_seconds, 2), "final_loss": float(np.mean(losses[-100:])),
         "loss_curve": {"every": every, "loss": [round(float(np.mean(losses[i:i + every])), 5)
                                                  for i in range(0, len(losses), every)]},
         "versions": _versions(),
@@ -744,13 +806,6 @@ def train_demo_diffusion(images: np.ndarray, conditions: pd.DataFrame, out_dir: 
                   "pixel-space DDPM (diffusers UNet2DConditionModel) trained here in minutes on the demo "
                   "training images. Not a clinical model."),
     }
-    with atomic_dir(out) as tmp:
-        unet.save_pretrained(tmp / "unet")
-        sched.save_pretrained(tmp / "scheduler")
-        (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
-    log.info("Demo diffusion model trained in %.0f s (%d steps, final loss %.4f): %s", train_seconds, step,
-             meta["final_loss"], out)
-    return out
 
 
 def _versions() -> dict[str, str]:
@@ -777,9 +832,6 @@ def demo_diffusion_path(frame: pd.DataFrame, seed: int = 0, cache_dir: str | os.
     :data:`RECIPE_VERSION`: a changed image, split or setting gives a new folder.
     ``cache_dir`` defaults to :func:`radaudit.models.cache.default_cache_dir`.
     """
-    from radaudit.data.image_sets import frame_fingerprint, load_images
-    from radaudit.models.cache import default_cache_dir
-
     hpv = _hyperparameters(seed, **hp)  # validate before any work
     if not isinstance(frame, pd.DataFrame):
         raise ParamsError(f"frame must be a DataFrame (demo_frame(...)), got {type(frame).__name__}.")
@@ -825,8 +877,6 @@ class DemoDiffusionPipeline:
         """Load a folder written by :func:`train_demo_diffusion`."""
         require_diffusers()
         from diffusers import DDPMScheduler, UNet2DConditionModel
-
-        from radaudit.models.resolver import ModelUnavailableError, resolve_device
 
         f = Path(folder)
         if not (f / CONFIG_FILE).is_file():

@@ -914,11 +914,7 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
     prompts, images = _as_items(prompts, images)
     cands = candidate_tokens(processor, candidates)
     cand_list = [int(t) for t in cands["token_id"]]
-    first_of = {}
-    for r in cands.itertuples():
-        first_of.setdefault(r.token_id, r.candidate)
     greedy = decoding_strategy("greedy", max_new_tokens)
-    tok = processor_tokenizer(processor)
     pil, hashes = load_images(images)
     texts = [render_prompt(processor, p, im, system=system) for p, im in zip(prompts, pil)]
     engine = _engine(model)
@@ -928,16 +924,7 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
     parts: list[dict[str, Any] | None] = [None] * len(prompts)
     try:
         if store is not None:
-            spec, revision = model_identity(model)
-            spec = portable_model_name(spec, store.root)  # a stand-in in the cache: the same key in every clone
-            dtype = _dtype_name(model)
-            for i in range(len(prompts)):
-                parts[i] = _key_parts(model=spec, revision=revision, prompt=texts[i], strategy=greedy, seed=None,
-                                      max_new_tokens=greedy.max_new_tokens, dtype=dtype, image_hash=hashes[i],
-                                      extra={"input": "vlm_chat_template", "kind": "first_token_scores",
-                                             "scores": "candidate_logprobs",
-                                             "candidates": cands[["candidate", "token_id"]].to_dict("records")})
-                keys[i] = content_key(parts[i])
+            keys, parts = _first_token_keys(store, model, texts, hashes, greedy, cands)
         logger.info("first_token_scores: %d items (%s)", len(prompts), engine_name(model))
 
         if engine is not None:
@@ -945,54 +932,110 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
                 return model.first_token_records(processor, [texts[i] for i in batch], [pil[i] for i in batch],
                                                  cand_list, greedy.max_new_tokens)
         else:
-            import torch
-
-            eos_ids, pad_id = special_token_ids(processor, model)
-            cand_ids = torch.tensor(cand_list)
-
-            def compute(batch: list[int]) -> list[dict[str, Any]]:
-                inputs = _encode(processor, model, [texts[i] for i in batch], [pil[i] for i in batch])
-                out = generate_with_strategy(model, inputs, greedy, [0] * len(batch), eos_ids, pad_id, output_logits=True,
-                                    return_dict_in_generate=True)
-                first = out.logits[0].float().cpu()  # [batch, vocab], raw logits of the first generated position
-                check_finite_logits(first, model, [prompts[i] for i in batch])
-                cand_logits = first[:, cand_ids].double()
-                logprobs = cand_logits - torch.logsumexp(first.double(), dim=1, keepdim=True)  # log-softmax
-                unique = torch.unique(cand_ids)
-                mass = torch.exp(torch.logsumexp(first[:, unique].double(), dim=1)
-                                 - torch.logsumexp(first.double(), dim=1))
-                new = out.sequences[:, inputs["input_ids"].shape[1]:]
-                decoded = _decode_new(processor, new, eos_ids)
-                return [{"logits": [float(v) for v in cand_logits[j]], "logprobs": [float(v) for v in logprobs[j]],
-                         "mass_candidates": float(mass[j]), "first_token_id": int(new[j, 0]),
-                         "text": decoded[j]["text"], "n_generated_tokens": decoded[j]["n_generated_tokens"],
-                         "finish": decoded[j]["finish"], "engine": "transformers"}
-                        for j in range(len(batch))]
+            compute = _first_token_batches(processor, model, texts, pil, prompts, cand_list, greedy)
 
         run_batch = model.batch_size if engine is not None else batch_size
         records, cached = _run_cached(keys, parts, store, run_batch, compute, "first-token scores")
     finally:
         if owns_cache and store is not None:
             store.close()
+    first_of: dict[int, str] = {}
+    for r in cands.itertuples():
+        first_of.setdefault(r.token_id, r.candidate)
+    tok = processor_tokenizer(processor)
     rows: list[dict[str, Any]] = []
     for i, (p, im) in enumerate(zip(prompts, pil)):
         key = keys[i] if keys[i] is not None else i
-        rec = records[key]
-        ft = int(rec["first_token_id"])
         row = {"item": i, "prompt": p, "has_image": im is not None, "image_hash": hashes[i], "kind": _kind(p, im)}
-        raw = rec.get("logits")
-        row.update({f"logit_{c}": float(raw[k]) if raw is not None else np.nan
-                    for k, c in enumerate(cands["candidate"])})
-        row.update({f"logprob_{c}": float(rec["logprobs"][k]) for k, c in enumerate(cands["candidate"])})
-        text = rec["text"]
-        row.update({"mass_candidates": float(rec["mass_candidates"]), "first_token_id": ft,
-                    "first_token": tok.decode([ft], skip_special_tokens=False),
-                    "first_token_candidate": first_of.get(ft), "generated": text,
-                    "answer": parse_yes_no(text, no_patterns=no_patterns, yes_patterns=yes_patterns),
-                    "n_generated_tokens": int(rec["n_generated_tokens"]), "finish": rec["finish"],
-                    "engine": rec.get("engine", "transformers"),
-                    "cached": keys[i] is not None and keys[i] in cached})
+        row.update(_first_token_row(records[key], list(cands["candidate"]), tok, first_of, no_patterns, yes_patterns))
+        row["cached"] = keys[i] is not None and keys[i] in cached
         rows.append(row)
+    return _first_token_frame(rows, cands, pair)
+
+
+def _first_token_keys(store: Any, model: Any, texts: Sequence[str], hashes: Sequence[str | None], greedy: Any,
+                      cands: pd.DataFrame) -> tuple[list[str | None], list[dict[str, Any] | None]]:
+    """The cache key and key parts of each item of :func:`first_token_scores`: the model + revision (the model
+    name made portable for ``store``), the rendered prompt, the image hash, ``max_new_tokens``, the dtype and
+    the candidates' token ids."""
+    spec, revision = model_identity(model)
+    spec = portable_model_name(spec, store.root)  # a stand-in in the cache: the same key in every clone
+    dtype = _dtype_name(model)
+    keys: list[str | None] = [None] * len(texts)
+    parts: list[dict[str, Any] | None] = [None] * len(texts)
+    for i in range(len(texts)):
+        parts[i] = _key_parts(model=spec, revision=revision, prompt=texts[i], strategy=greedy, seed=None,
+                              max_new_tokens=greedy.max_new_tokens, dtype=dtype, image_hash=hashes[i],
+                              extra={"input": "vlm_chat_template", "kind": "first_token_scores",
+                                     "scores": "candidate_logprobs",
+                                     "candidates": cands[["candidate", "token_id"]].to_dict("records")})
+        keys[i] = content_key(parts[i])
+    return keys, parts
+
+
+def _first_token_batches(processor: Any, model: Any, texts: Sequence[str], pil: Sequence[Any],
+                         prompts: Sequence[str | None], cand_list: Sequence[int], greedy: Any) -> Any:
+    """``compute(batch of item indices) -> records`` for a transformers model: one greedy ``generate`` per
+    left-padded batch with the raw logits of the first generated position, read at the candidates' tokens
+    (:func:`_candidate_scores`)."""
+    import torch  # lazy: torch only when a transformers model is run
+
+    eos_ids, pad_id = special_token_ids(processor, model)
+    cand_ids = torch.tensor(cand_list)
+
+    def compute(batch: list[int]) -> list[dict[str, Any]]:
+        inputs = _encode(processor, model, [texts[i] for i in batch], [pil[i] for i in batch])
+        out = generate_with_strategy(model, inputs, greedy, [0] * len(batch), eos_ids, pad_id, output_logits=True,
+                                     return_dict_in_generate=True)
+        first = out.logits[0].float().cpu()  # [batch, vocab], raw logits of the first generated position
+        check_finite_logits(first, model, [prompts[i] for i in batch])
+        cand_logits, logprobs, mass = _candidate_scores(first, cand_ids)
+        new = out.sequences[:, inputs["input_ids"].shape[1]:]
+        decoded = _decode_new(processor, new, eos_ids)
+        return [{"logits": [float(v) for v in cand_logits[j]], "logprobs": [float(v) for v in logprobs[j]],
+                 "mass_candidates": float(mass[j]), "first_token_id": int(new[j, 0]),
+                 "text": decoded[j]["text"], "n_generated_tokens": decoded[j]["n_generated_tokens"],
+                 "finish": decoded[j]["finish"], "engine": "transformers"}
+                for j in range(len(batch))]
+
+    return compute
+
+
+def _candidate_scores(first: Any, cand_ids: Any) -> tuple[Any, Any, Any]:
+    """From first-position logits ``[batch, vocab]``: the candidates' raw logits and log-probabilities
+    (``logit - logsumexp``), both ``[batch, n_candidates]`` float64, and the softmax mass of their (unique)
+    first tokens together ``[batch]``."""
+    import torch  # lazy: torch only when a transformers model is run
+
+    cand_logits = first[:, cand_ids].double()
+    logprobs = cand_logits - torch.logsumexp(first.double(), dim=1, keepdim=True)  # log-softmax
+    unique = torch.unique(cand_ids)
+    mass = torch.exp(torch.logsumexp(first[:, unique].double(), dim=1)
+                     - torch.logsumexp(first.double(), dim=1))
+    return cand_logits, logprobs, mass
+
+
+def _first_token_row(rec: Mapping[str, Any], candidates: Sequence[str], tok: Any, first_of: Mapping[int, str],
+                     no_patterns: Sequence[str], yes_patterns: Sequence[str]) -> dict[str, Any]:
+    """One item's scores, first token and parsed greedy answer from its record (computed or cached)."""
+    ft = int(rec["first_token_id"])
+    raw = rec.get("logits")
+    row: dict[str, Any] = {f"logit_{c}": float(raw[k]) if raw is not None else np.nan
+                           for k, c in enumerate(candidates)}
+    row.update({f"logprob_{c}": float(rec["logprobs"][k]) for k, c in enumerate(candidates)})
+    text = rec["text"]
+    row.update({"mass_candidates": float(rec["mass_candidates"]), "first_token_id": ft,
+                "first_token": tok.decode([ft], skip_special_tokens=False),
+                "first_token_candidate": first_of.get(ft), "generated": text,
+                "answer": parse_yes_no(text, no_patterns=no_patterns, yes_patterns=yes_patterns),
+                "n_generated_tokens": int(rec["n_generated_tokens"]), "finish": rec["finish"],
+                "engine": rec.get("engine", "transformers")})
+    return row
+
+
+def _first_token_frame(rows: list[dict[str, Any]], cands: pd.DataFrame, pair: str) -> pd.DataFrame:
+    """The rows as :func:`first_token_scores`' table: pair probabilities added, columns in order, the candidate
+    table and the number of unknown answers in ``attrs``."""
     frame = pd.DataFrame(rows)
     for col in _OBJECT_COLUMNS.intersection(frame.columns):
         frame[col] = pd.Series([r.get(col) for r in rows], index=frame.index, dtype=object)
