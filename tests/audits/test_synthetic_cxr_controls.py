@@ -17,7 +17,7 @@ from radaudit.audits.synthetic_cxr import generators as G
 from radaudit.audits.synthetic_cxr import params as P
 from radaudit.audits.synthetic_cxr import study as S
 from radaudit.audits.synthetic_cxr.models import _views
-from radaudit.audits.synthetic_cxr.utility import paired_auroc_differences
+from radaudit.audits.synthetic_cxr.aurocs import paired_auroc_differences
 
 
 @pytest.fixture(scope="module")

@@ -90,7 +90,7 @@ def test_prepare_does_not_decode_the_training_split(tmp_path, monkeypatch):
     frame = pd.DataFrame({"study_id": [f"s{i}" for i in range(n)], "patient_id": [f"p{i // 2}" for i in range(n)],
                           "split": ["train"] * n_train + ["test"] * n_test, "prompt": "PA chest X-ray",
                           "labels": [["No Finding"]] * n, "view": "PA", "image_path": [paths[i % 4] for i in range(n)]})
-    monkeypatch.setattr(sc.data, "mimic_prompts", lambda *a, **k: frame)
+    monkeypatch.setattr(sc.study, "mimic_prompts", lambda *a, **k: frame)
     params = validate_params(sc.Params, {"dataset": "mimic_cxr", "image_size": 32, **PAPER_ENCODERS})
     tracemalloc.start()
     try:

@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 from matplotlib.image import AxesImage  # noqa: E402
 
 from radaudit.audits.synthetic_cxr import plots as P  # noqa: E402
-from radaudit.audits.synthetic_cxr.utility import auroc, roc_curve_points  # noqa: E402
+from radaudit.audits.synthetic_cxr.aurocs import auroc, roc_curve_points  # noqa: E402
 from radaudit.errors import DataFormatError, ParamsError  # noqa: E402
 
 

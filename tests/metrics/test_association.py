@@ -411,7 +411,7 @@ def test_permutation_exact_on_tiny_corpus_and_alternatives():
 @pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
 @pytest.mark.parametrize("n", [4, 30])  # C(8, 4) = 70 <= 200: exact; 30 + 30: Monte Carlo
 def test_conditional_pvalue_is_scipys_formula_when_all_defined(alternative, n):
-    from radaudit.metrics.association import _conditional_pvalue
+    from radaudit.metrics.association.inference import _conditional_pvalue
     from radaudit.stats import permutation_test
 
     rng = np.random.default_rng(n)
@@ -605,7 +605,7 @@ def test_placeholder_runs_glued_to_digits_are_dropped_but_words_with_x_stay():
 
 def test_threaded_inference_equals_the_sequential_one(monkeypatch):
     """On a large corpus the bootstrap and the permutations run on two threads: same numbers as one thread."""
-    import radaudit.metrics.association as assoc
+    import radaudit.metrics.association.inference as assoc
 
     rng = np.random.default_rng(3)
     words = ["effusion", "mastectomy", "pacemaker", "lung", "heart", "clear", "small", "large", "opacity"]
@@ -625,7 +625,7 @@ def test_threaded_inference_equals_the_sequential_one(monkeypatch):
 def test_permutation_p_values_equal_one_scipy_call_per_statistic():
     """All WAE statistics are tested on one set of permutations; each p-value equals scipy's own for that
     statistic alone (same seed, hence the same permutations)."""
-    import radaudit.metrics.association as assoc
+    import radaudit.metrics.association.inference as assoc
 
     counts = count_reports(list(_erasure_corpus()["reference"])[::3] + ["lung clear"] * 10,
                            ["heart normal small"] * 77, ["F"] * 40 + ["M"] * 37)

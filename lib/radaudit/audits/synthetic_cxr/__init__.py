@@ -14,13 +14,34 @@ Where things are (one line per module)
 - ``features.py``: which images go through which encoder, cached by batch.
 - ``study.py``: the experiment's steps as the notebook runs them: :func:`prepare`, the sets, Tables 1-3 and 8.
 - ``shards.py``: the shard step (``--shard i/n``): fidelity feature extraction.
-- ``utility.py``: Table 4, a classifier trained on one source, per-label AUROC on real test images.
+- ``utility.py``: Table 4, :func:`run_utility`: a classifier trained on each source, scored on real test images:
+  ``inputs.py`` (label matrices and images, checked), ``classifier.py`` (the classifier, its recipe and cache),
+  ``aurocs.py`` (per-label AUROC, bootstrap CIs, paired differences) and ``table4.py`` (the table and its flags).
 - ``reports.py``: Table 5, report generation from each source's image-text pairs.
 - ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (the stand-ins' controls, the FID gap).
 - ``plots.py``: the figures. The metrics themselves are :mod:`radaudit.metrics.image`.
 - ``rehearsal.py``: :func:`rehearse`, the paper preset on CPU (tiny twins, invented fixtures; ``--rehearse``).
 """
 
+from radaudit.audits.synthetic_cxr.aurocs import (
+    BOOTSTRAP_METHODS,
+    auroc,
+    paired_auroc_differences,
+    per_label_auroc,
+    roc_curve_points,
+    threshold_metrics,
+)
+from radaudit.audits.synthetic_cxr.classifier import (
+    ARCHITECTURES,
+    DEMO_ARCHITECTURE,
+    TRAIN_DEFAULTS,
+    TrainedClassifier,
+    build_classifier,
+    classifier_fingerprint,
+    load_or_train_classifier,
+    predict_scores,
+    train_classifier,
+)
 from radaudit.audits.synthetic_cxr.data import (
     DEMO_LABELS,
     FRONTAL_VIEWS,
@@ -57,6 +78,7 @@ from radaudit.audits.synthetic_cxr.generators import (
     privacy_requests,
     utility_requests,
 )
+from radaudit.audits.synthetic_cxr.inputs import MACRO, label_matrix
 from radaudit.audits.synthetic_cxr.models import (
     CARD_FILE,
     DEMO_CLIP_CONFIG,
@@ -149,29 +171,8 @@ from radaudit.audits.synthetic_cxr.study import (
     utility_cache_dir,
     utility_train_sets,
 )
-from radaudit.audits.synthetic_cxr.utility import (
-    ARCHITECTURES,
-    BOOTSTRAP_METHODS,
-    DEMO_ARCHITECTURE,
-    MACRO,
-    TRAIN_DEFAULTS,
-    TrainedClassifier,
-    UtilityResult,
-    auroc,
-    build_classifier,
-    classifier_fingerprint,
-    label_matrix,
-    load_or_train_classifier,
-    paired_auroc_differences,
-    per_label_auroc,
-    predict_scores,
-    roc_curve_points,
-    run_utility,
-    threshold_metrics,
-    train_classifier,
-    utility_flags,
-    utility_table,
-)
+from radaudit.audits.synthetic_cxr.table4 import utility_flags, utility_table
+from radaudit.audits.synthetic_cxr.utility import UtilityResult, run_utility
 
 __all__ = [
     "assign_sources", "DATASET_SPLITS", "DEFAULT_DOSE_LEVELS", "DEFAULT_HELDOUT", "real_utility_set",

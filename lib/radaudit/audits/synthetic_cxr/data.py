@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.data import load_dataset
 from radaudit.data.covid_cxr import DEMO_LABELS, LABEL_GROUPS, group_findings
 from radaudit.data.image_sets import (
     META_COLUMNS,
@@ -49,6 +50,8 @@ from radaudit.data.image_sets import (
     read_synthetic_set,
     write_synthetic_set,
 )
+from radaudit.data.mimic_cxr import CHEXPERT_LABELS
+from radaudit.data.mimic_cxr import load as load_mimic
 from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
 
 log = logging.getLogger(__name__)
@@ -165,8 +168,6 @@ def demo_frame(data_root: str | os.PathLike | None = None, *, seed: int = 0,
 
     ``df.attrs`` records the counts left out (unlabelled, other views) and the split sizes.
     """
-    from radaudit.data import load_dataset
-
     fr = _check_fractions(fractions)
     raw = load_dataset("covid_cxr", data_root)
     n_all = len(raw)
@@ -272,9 +273,6 @@ def mimic_prompts(folder: str | os.PathLike | None = None, *,
     (absolute if the JPG exists), ``patient_id, study_id, split, view``, the report's ``findings`` and
     ``impression`` (the references of Table 5) and the ``chexpert_<name>`` columns of the loader.
     """
-    from radaudit.data.mimic_cxr import CHEXPERT_LABELS
-    from radaudit.data.mimic_cxr import load as load_mimic
-
     if frame is None:
         if folder is None:
             raise ParamsError("mimic_prompts needs the MIMIC-CXR-JPG folder (folder=...) or a loaded frame (frame=...).")
@@ -282,83 +280,10 @@ def mimic_prompts(folder: str | os.PathLike | None = None, *,
     studies = frame.copy()
     studies["study_id"] = studies["study_id"].astype(str)
     if annotations_csv is not None:
-        files = [annotations_csv] if isinstance(annotations_csv, (str, os.PathLike)) else list(annotations_csv)
-        if not files:
-            raise ParamsError("annotations_csv is an empty list; give the LLaVA-Rad annotation file(s).")
-        parts, where = [], []
-        for f in files:
-            part = _read_annotations(Path(f), prompt_column, path_column)
-            parts.append(part)
-            where += [(Path(f).name, i + 2) for i in range(len(part))]
-        ann = pd.concat(parts, ignore_index=True)
-        ann_path = Path(files[0]) if len(files) == 1 else Path("+".join(Path(f).name for f in files))
-        rel = ann[path_column].str.replace("\\", "/", regex=False)
-        if "study_id" in ann.columns:
-            study = ann["study_id"].str.strip().str.lstrip("s")
-        else:
-            study = rel.map(lambda s: (m.group(1) if (m := _STUDY_RE.search(s)) else ""))
-        if "subject_id" in ann.columns:
-            subject = ann["subject_id"].str.strip().str.lstrip("p")
-        else:
-            subject = rel.map(lambda s: (m.group(1) if (m := _SUBJECT_RE.search(s)) else ""))
-        bad = [i for i, s in enumerate(study) if not s]
-        if bad:
-            name = where[bad[0]][0]
-            rows = [where[i][1] for i in bad if where[i][0] == name]
-            raise DataFormatError(f"{name}: cannot find the study id (an 's<digits>' folder) in column "
-                                  f"{path_column!r} in row(s) {format_rows(rows)}; add a study_id column.")
-        by_study = studies.set_index("study_id")
-        root = Path(folder) if folder is not None else None
-        images_dir = Path(load_kwargs["images_dir"]) if load_kwargs.get("images_dir") else (
-            root / "files" if root is not None else None)
-        use_csv_labels = labels_column is not None and labels_column in ann.columns
-        rows = []
-        for i, (s, subj, r, prompt) in enumerate(zip(study, subject, rel, ann[prompt_column])):
-            info = by_study.loc[s] if s in by_study.index else None
-            r_clean = r[len("files/"):] if r.startswith("files/") else r
-            path: Any = r
-            if images_dir is not None and (images_dir / r_clean).is_file():
-                path = str((images_dir / r_clean).resolve())
-            if use_csv_labels:
-                labs = _labels_from_cell(ann[labels_column].iloc[i], CHEXPERT_LABELS,
-                                         f" in {where[i][0]} row {where[i][1]}")
-            else:
-                labs = [] if info is None or is_missing(info["labels"]) else list(info["labels"])
-            rows.append({
-                "prompt": " ".join(str(prompt).split()), "labels": labs, "image_path": path,
-                "patient_id": subj or (None if info is None else info["patient_id"]), "study_id": s,
-                "split": pd.NA if info is None else info["split"], "view": pd.NA if info is None else info["view"],
-                **({c: (pd.NA if info is None else info[c]) for c in by_study.columns
-                    if c.startswith("chexpert_") or c in _REPORT_COLUMNS}),
-            })
-        out = pd.DataFrame(rows)
-        n_no_caption = int((out["prompt"] == "").sum())
-        out = out[out["prompt"] != ""]
-        n_unmatched = int(out["split"].isna().sum())
-        if n_unmatched:
-            log.warning("mimic_prompts: %d annotation rows have no study in the MIMIC-CXR metadata (split/view <NA>)",
-                        n_unmatched)
-        source = f"annotations:{ann_path.name}:{prompt_column}"
+        out, n_no_caption, n_unmatched, source = _annotation_prompts(studies, annotations_csv, folder, load_kwargs,
+                                                                     prompt_column, path_column, labels_column)
     else:
-        if fallback_section not in studies.columns:
-            raise ParamsError(f"fallback_section={fallback_section!r} is not a column of the MIMIC-CXR frame; use "
-                              "'impression' or 'findings'.")
-        text = studies[fallback_section]
-        has = text.map(lambda t: not is_missing(t) and bool(str(t).strip()))
-        n_no_caption = int((~has).sum())
-        if n_no_caption:
-            log.warning("mimic_prompts: %d of %d studies have no %s and are left out", n_no_caption, len(studies),
-                        fallback_section)
-        st = studies[has]
-        out = pd.DataFrame({
-            "prompt": [" ".join(str(t).split()) for t in st[fallback_section]],
-            "labels": [[] if is_missing(v) else list(v) for v in st["labels"]],
-            "image_path": st["image_path"].to_numpy(), "patient_id": st["patient_id"].astype(str).to_numpy(),
-            "study_id": st["study_id"].to_numpy(), "split": st["split"].to_numpy(), "view": st["view"].to_numpy(),
-            **{c: st[c].to_numpy() for c in st.columns if c.startswith("chexpert_") or c in _REPORT_COLUMNS},
-        })
-        n_unmatched = 0
-        source = f"report:{fallback_section}"
+        out, n_no_caption, n_unmatched, source = _report_prompts(studies, fallback_section)
     if splits is not None:
         wanted = {"valid" if s == "validate" else s for s in ([splits] if isinstance(splits, str) else splits)}
         out = out[out["split"].isin(wanted)]
@@ -377,6 +302,112 @@ def mimic_prompts(folder: str | os.PathLike | None = None, *,
                       "n_duplicate_prompts": n_duplicates, "n_pool_rows": n_pool,
                       "label_names": list(CHEXPERT_LABELS)})
     return out
+
+
+def _read_annotation_files(annotations_csv: str | os.PathLike | Sequence[str | os.PathLike], prompt_column: str,
+                           path_column: str) -> tuple[pd.DataFrame, list[tuple[str, int]], Path]:
+    """The LLaVA-Rad annotation file(s), read in order and concatenated: ``(rows, (file name, CSV line) per row,
+    the path that names them in ``caption_source``)``."""
+    files = [annotations_csv] if isinstance(annotations_csv, (str, os.PathLike)) else list(annotations_csv)
+    if not files:
+        raise ParamsError("annotations_csv is an empty list; give the LLaVA-Rad annotation file(s).")
+    parts, where = [], []
+    for f in files:
+        part = _read_annotations(Path(f), prompt_column, path_column)
+        parts.append(part)
+        where += [(Path(f).name, i + 2) for i in range(len(part))]
+    ann = pd.concat(parts, ignore_index=True)
+    ann_path = Path(files[0]) if len(files) == 1 else Path("+".join(Path(f).name for f in files))
+    return ann, where, ann_path
+
+
+def _study_and_subject(ann: pd.DataFrame, rel: pd.Series, where: Sequence[tuple[str, int]],
+                       path_column: str) -> tuple[pd.Series, pd.Series]:
+    """Each annotation row's study and subject id: from ``study_id``/``subject_id`` columns when present, else
+    parsed from the image path (``s<digits>``/``p<digits>`` folders); a row without a study is an error."""
+    if "study_id" in ann.columns:
+        study = ann["study_id"].str.strip().str.lstrip("s")
+    else:
+        study = rel.map(lambda s: (m.group(1) if (m := _STUDY_RE.search(s)) else ""))
+    if "subject_id" in ann.columns:
+        subject = ann["subject_id"].str.strip().str.lstrip("p")
+    else:
+        subject = rel.map(lambda s: (m.group(1) if (m := _SUBJECT_RE.search(s)) else ""))
+    bad = [i for i, s in enumerate(study) if not s]
+    if bad:
+        name = where[bad[0]][0]
+        rows = [where[i][1] for i in bad if where[i][0] == name]
+        raise DataFormatError(f"{name}: cannot find the study id (an 's<digits>' folder) in column "
+                              f"{path_column!r} in row(s) {format_rows(rows)}; add a study_id column.")
+    return study, subject
+
+
+def _annotation_prompts(studies: pd.DataFrame, annotations_csv: str | os.PathLike | Sequence[str | os.PathLike],
+                        folder: str | os.PathLike | None, load_kwargs: Mapping[str, Any], prompt_column: str,
+                        path_column: str, labels_column: str | None) -> tuple[pd.DataFrame, int, int, str]:
+    """:func:`mimic_prompts` from LLaVA-Rad annotations: one row per annotated image, joined to the loader's
+    studies; ``(rows, n_no_caption, n_unmatched, caption_source)``."""
+    ann, where, ann_path = _read_annotation_files(annotations_csv, prompt_column, path_column)
+    rel = ann[path_column].str.replace("\\", "/", regex=False)
+    study, subject = _study_and_subject(ann, rel, where, path_column)
+    by_study = studies.set_index("study_id")
+    root = Path(folder) if folder is not None else None
+    images_dir = Path(load_kwargs["images_dir"]) if load_kwargs.get("images_dir") else (
+        root / "files" if root is not None else None)
+    use_csv_labels = labels_column is not None and labels_column in ann.columns
+    rows = []
+    for i, (s, subj, r, prompt) in enumerate(zip(study, subject, rel, ann[prompt_column])):
+        info = by_study.loc[s] if s in by_study.index else None
+        r_clean = r[len("files/"):] if r.startswith("files/") else r
+        path: Any = r
+        if images_dir is not None and (images_dir / r_clean).is_file():
+            path = str((images_dir / r_clean).resolve())
+        if use_csv_labels:
+            labs = _labels_from_cell(ann[labels_column].iloc[i], CHEXPERT_LABELS,
+                                     f" in {where[i][0]} row {where[i][1]}")
+        else:
+            labs = [] if info is None or is_missing(info["labels"]) else list(info["labels"])
+        rows.append({
+            "prompt": " ".join(str(prompt).split()), "labels": labs, "image_path": path,
+            "patient_id": subj or (None if info is None else info["patient_id"]), "study_id": s,
+            "split": pd.NA if info is None else info["split"], "view": pd.NA if info is None else info["view"],
+            **({c: (pd.NA if info is None else info[c]) for c in by_study.columns
+                if c.startswith("chexpert_") or c in _REPORT_COLUMNS}),
+        })
+    out = pd.DataFrame(rows)
+    n_no_caption = int((out["prompt"] == "").sum())
+    out = out[out["prompt"] != ""]
+    n_unmatched = int(out["split"].isna().sum())
+    if n_unmatched:
+        log.warning("mimic_prompts: %d annotation rows have no study in the MIMIC-CXR metadata (split/view <NA>)",
+                    n_unmatched)
+    source = f"annotations:{ann_path.name}:{prompt_column}"
+    return out, n_no_caption, n_unmatched, source
+
+
+def _report_prompts(studies: pd.DataFrame, fallback_section: str) -> tuple[pd.DataFrame, int, int, str]:
+    """:func:`mimic_prompts` without annotations: the caption is each study's ``fallback_section``;
+    ``(rows, n_no_caption, n_unmatched, caption_source)``."""
+    if fallback_section not in studies.columns:
+        raise ParamsError(f"fallback_section={fallback_section!r} is not a column of the MIMIC-CXR frame; use "
+                          "'impression' or 'findings'.")
+    text = studies[fallback_section]
+    has = text.map(lambda t: not is_missing(t) and bool(str(t).strip()))
+    n_no_caption = int((~has).sum())
+    if n_no_caption:
+        log.warning("mimic_prompts: %d of %d studies have no %s and are left out", n_no_caption, len(studies),
+                    fallback_section)
+    st = studies[has]
+    out = pd.DataFrame({
+        "prompt": [" ".join(str(t).split()) for t in st[fallback_section]],
+        "labels": [[] if is_missing(v) else list(v) for v in st["labels"]],
+        "image_path": st["image_path"].to_numpy(), "patient_id": st["patient_id"].astype(str).to_numpy(),
+        "study_id": st["study_id"].to_numpy(), "split": st["split"].to_numpy(), "view": st["view"].to_numpy(),
+        **{c: st[c].to_numpy() for c in st.columns if c.startswith("chexpert_") or c in _REPORT_COLUMNS},
+    })
+    n_unmatched = 0
+    source = f"report:{fallback_section}"
+    return out, n_no_caption, n_unmatched, source
 
 
 def _read_annotations(path: Path, prompt_column: str, path_column: str) -> pd.DataFrame:

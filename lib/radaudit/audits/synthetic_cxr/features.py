@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from radaudit.models.feature_cache import cached_features
+
 __all__ = ["FEATURE_BATCH", "FeatureJob", "feature_jobs", "fidelity_encoders", "fidelity_features", "image_features"]
 
 #: Images per encoder batch (``extract_features``'s default): the unit of the feature cache and of a shard.
@@ -27,8 +29,6 @@ FEATURE_BATCH = 32
 def image_features(encoder: Any, images: Any, *, cache: Any = True) -> np.ndarray:
     """float32 ``[n, dim]`` features of ``images`` (``extract_features(encoder, list(images))``, bit for bit),
     through the feature cache when ``cache`` (the run's ``cache`` param)."""
-    from radaudit.models.feature_cache import cached_features
-
     return cached_features(encoder, list(images), cache=cache if cache else None, batch_size=FEATURE_BATCH)
 
 

@@ -66,8 +66,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.audits.synthetic_cxr.data import frame_fingerprint, load_images, parse_labels, read_synthetic_set
 from radaudit.errors import DataFormatError, ParamsError
+from radaudit.models.backends import model_revision
+from radaudit.models.cache import default_cache_dir
+from radaudit.models.diffusion import (
+    DemoDiffusionPipeline,
+    demo_diffusion_path,
+    diffusion_config_hash,
+    generate_images,
+    load_pipeline,
+)
+from radaudit.models.resolver import resolve_model
 from radaudit.registry import Registry
+from radaudit.stats import stable_seed
 
 __all__ = [
     "CACHE_VERSION", "FRAME_SPLIT_NAMES", "GENERATORS", "GenerationContext", "GeneratorSpec", "REQUEST_COLUMNS",
@@ -107,8 +119,6 @@ class GenerationContext:
     _fingerprint: str | None = field(default=None, init=False, repr=False)
 
     def root(self) -> Path:
-        from radaudit.models.cache import default_cache_dir
-
         return Path(self.cache_dir) if self.cache_dir is not None else default_cache_dir()
 
     def require_frame(self, who: str) -> pd.DataFrame:
@@ -121,8 +131,6 @@ class GenerationContext:
 
     def fingerprint(self) -> str:
         """:func:`frame_fingerprint` of the real data (computed once)."""
-        from radaudit.audits.synthetic_cxr.data import frame_fingerprint
-
         if self.frame is None:
             return "no-frame"
         if self._fingerprint is None:
@@ -131,8 +139,6 @@ class GenerationContext:
 
     def pixels(self, study_ids: Sequence[str]) -> np.ndarray:
         """Real images ``[n, size, size]`` of these study ids (decoded once, then kept in memory)."""
-        from radaudit.audits.synthetic_cxr.data import load_images
-
         frame = self.require_frame("real-image")
         ids = [str(s) for s in study_ids]
         tag = (self.size, self.resize)
@@ -154,8 +160,6 @@ class GenerationContext:
 # --- requests ------------------------------------------------------------------------------------------
 
 def _check_requests(requests: Any, who: str = "generator") -> pd.DataFrame:
-    from radaudit.audits.synthetic_cxr.data import parse_labels
-
     if not isinstance(requests, pd.DataFrame):
         raise ParamsError(f"requests for the {who} must be a DataFrame with columns {list(REQUEST_COLUMNS)}, got "
                           f"{type(requests).__name__}.")
@@ -175,8 +179,6 @@ def _check_requests(requests: Any, who: str = "generator") -> pd.DataFrame:
 
 
 def _per_image_seed(seed: int, *keys: object) -> int:
-    from radaudit.stats import stable_seed
-
     return stable_seed(seed, *keys)
 
 
@@ -499,8 +501,6 @@ def _folder(requests: pd.DataFrame | None, *, context: GenerationContext, metada
             images_root: str | os.PathLike | None = None) -> np.ndarray:
     """A user's synthetic set (``metadata.csv`` + images), resized to the context size; rows matched to the
     requests by ``(prompt, seed)`` (``requests=None``: every row, in file order)."""
-    from radaudit.audits.synthetic_cxr.data import load_images, read_synthetic_set
-
     meta = read_synthetic_set(metadata_csv, images_root)
     if requests is None:
         paths = meta["image_path"].tolist()
@@ -559,8 +559,6 @@ def _diffusion(requests: pd.DataFrame, *, context: GenerationContext, model: str
     ``radedit_vae`` / ``radedit_text_encoder``: the components RadEdit borrows, default the authors' hub ids).
     Sampling: :func:`radaudit.models.diffusion.generate_images` (per-image seeds); outputs are resized
     to the context size with the context's resize policy."""
-    from radaudit.models.diffusion import DemoDiffusionPipeline, generate_images
-
     pipe = _pipeline(context, model, model_seed=model_seed, family=family, dtype=dtype, device=device, lora=lora,
                      train=train, trust_remote_code=trust_remote_code, radedit_vae=radedit_vae,
                      radedit_text_encoder=radedit_text_encoder)
@@ -577,8 +575,6 @@ def _pipeline(context: GenerationContext, model: str, *, model_seed: int = 0, fa
               dtype: Any = "fp16", device: str | None = "auto", lora: str | None = None,
               train: Mapping[str, Any] | None = None, trust_remote_code: bool = False,
               radedit_vae: str | None = None, radedit_text_encoder: str | None = None) -> Any:
-    from radaudit.models.diffusion import demo_diffusion_path, load_pipeline
-
     key = json.dumps([model, model_seed, family, str(dtype), device, lora, dict(train or {}), radedit_vae,
                       radedit_text_encoder], sort_keys=True, default=str)
     if key not in context._pipelines:
@@ -600,17 +596,11 @@ def _diffusion_identity(context: GenerationContext, params: Mapping[str, Any]) -
     the pipeline's revision (hub commit when cached, else the id; a local folder's content hash)."""
     model = params.get("model", "demo")
     if model == "demo":
-        from radaudit.audits.synthetic_cxr.data import frame_fingerprint
-        from radaudit.models.diffusion import diffusion_config_hash
-
         frame = context.require_frame("diffusion")
         train = frame[frame["split"] == "train"]
         hp = {"image_size": context.size, **dict(params.get("train") or {})}
         return {"model": "demo", "config_hash": diffusion_config_hash(frame_fingerprint(train),
                                                                       params.get("model_seed", 0), **hp)}
-    from radaudit.models.backends import model_revision
-    from radaudit.models.resolver import resolve_model
-
     lora = params.get("lora")
     lora_rev = None
     if lora is not None:
@@ -621,8 +611,6 @@ def _diffusion_identity(context: GenerationContext, params: Mapping[str, Any]) -
 def _folder_identity(context: GenerationContext, params: Mapping[str, Any]) -> dict[str, Any]:
     """The metadata file's content and each listed image's path, size and modification time (hashing
     every image's bytes would cost minutes for a large set)."""
-    from radaudit.audits.synthetic_cxr.data import read_synthetic_set
-
     meta = read_synthetic_set(params["metadata_csv"], params.get("images_root"))
     h = hashlib.sha256(Path(params["metadata_csv"]).read_bytes())
     for p in meta["image_path"]:

@@ -97,8 +97,12 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import DataFormatError, ParamsError
-from radaudit.models.resolver import DEFAULT_TEXT_ENCODER
-from radaudit.paths import atomic_dir
+from radaudit.models.cache import default_cache_dir
+from radaudit.models.cxr_nets import model_classes
+from radaudit.models.encoders import TextEncoder
+from radaudit.models.resolver import DEFAULT_TEXT_ENCODER, resolve_model
+from radaudit.models.train import train_model
+from radaudit.paths import atomic_dir, reusable_model_dir
 from radaudit.stats import auroc
 
 __all__ = [
@@ -320,8 +324,6 @@ def _hyperparameters(kind: str, seed: int, hp: Mapping[str, Any]) -> dict[str, A
 
 
 def _text_encoder_identity(spec: str) -> dict[str, Any]:
-    from radaudit.models.resolver import resolve_model
-
     resolved = resolve_model(spec)
     return {"spec": resolved.spec, "revision": resolved.revision, "source": resolved.source}
 
@@ -364,8 +366,6 @@ def _inputs(kind: str, train_images: Any, train_meta: Any, eval_images: Any, eva
 
 
 def _is_trained(folder: Path, digest: str) -> bool:
-    from radaudit.paths import reusable_model_dir
-
     return reusable_model_dir(folder, CARD_FILE, digest, required=('config.json', 'model.safetensors'), required_globs=(),
                               key='config_hash')
 
@@ -463,8 +463,6 @@ def _train(kind: str, out_dir: str | os.PathLike, digest: str, hp: Mapping[str, 
            extra: Mapping[str, Any], finalize: Callable[[Any], None] | None = None) -> Path:
     """Train with :func:`radaudit.models.train.train_model` and save; ``finalize(model)`` runs once after the last
     step, before the held-out evaluation and the save (e.g. swapping in averaged weights)."""
-    from radaudit.models.train import train_model
-
     if finalize is not None:
         inner = eval_fn
 
@@ -500,8 +498,6 @@ def _train(kind: str, out_dir: str | os.PathLike, digest: str, hp: Mapping[str, 
 
 
 def _cache_folder(kind: str, digest: str, cache_dir: str | os.PathLike | None) -> Path:
-    from radaudit.models.cache import default_cache_dir
-
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     return root / "demo_models" / f"cxr-{kind}-{digest}"
 
@@ -521,32 +517,13 @@ def _nt_xent(z1: Any, z2: Any, temperature: float) -> Any:
     return F.cross_entropy(sim, target)
 
 
-def train_demo_encoder(train_images: np.ndarray, train_meta: pd.DataFrame, eval_images: np.ndarray | None,
-                       eval_meta: pd.DataFrame | None, out_dir: str | os.PathLike, *, seed: int = 0,
-                       **hyperparameters: Any) -> Path:
-    """Train the demo chest X-ray encoder (module docstring, "Encoder") and save it to ``out_dir``; return ``out_dir``.
-
-    ``*_meta`` need ``labels`` (lists of label names) and, for the view head, ``view``.
-    ``hyperparameters``: keys of :data:`DEMO_ENCODER_CONFIG`. Held-out metrics (card ``metrics``):
-    ``label_auroc_<label>`` / ``label_auroc_macro`` (label head, labels with both classes held out),
-    ``view_accuracy`` and ``view_majority`` (view head; majority-class baseline),
-    ``knn_label_auroc_macro`` and ``knn_view_accuracy`` (k-NN on the *features*, cosine, k = ``knn_k``,
-    training images as reference: what FID/PRDC see), ``n_eval``.
-    """
-    import torch
-    import torch.nn.functional as F
-
-    from radaudit.models.cxr_nets import model_classes
-
-    hp = _hyperparameters("encoder", seed, hyperparameters)
-    (x_tr, m_tr), held = _inputs("encoder", train_images, train_meta, eval_images, eval_meta)
-    fingerprints = _fingerprints("encoder", (x_tr, m_tr), held)
-    digest = _digest("encoder", fingerprints, hp)
-    if _is_trained(Path(out_dir), digest):
-        return Path(out_dir)
-    names = hp["label_names"] if hp["label_names"] is not None else label_names_of(m_tr)
-    y_tr = _label_matrix(m_tr, names)
-    views_tr = _views(m_tr, hp["view_target"])
+def _encoder_targets(hp: Mapping[str, Any], meta: pd.DataFrame) -> tuple[list[str], np.ndarray, list[str],
+                                                                      dict[str, int], np.ndarray, np.ndarray]:
+    """The encoder's training targets: ``(label names, label matrix, view names, view index, view codes,
+    pos_weight)``; views need two distinct values (else no view head), a view code is -1 where unknown."""
+    names = hp["label_names"] if hp["label_names"] is not None else label_names_of(meta)
+    y_tr = _label_matrix(meta, names)
+    views_tr = _views(meta, hp["view_target"])
     view_names = sorted({v for v in views_tr if v is not None}) if hp["use_view"] else []
     if len(view_names) < 2:
         view_names = []
@@ -556,14 +533,16 @@ def train_demo_encoder(train_images: np.ndarray, train_meta: pd.DataFrame, eval_
         raise ParamsError("Nothing to train the encoder on: no labels, fewer than two views and ssl_weight 0.")
     pos = y_tr.sum(axis=0)
     pos_weight = np.clip((len(y_tr) - pos) / np.maximum(pos, 1.0), 1.0, hp["max_pos_weight"]) if names else np.zeros(0)
-    size = x_tr.shape[1]
-    classes = model_classes()
-    config = classes["CXREncoderConfig"](label_names=names, view_names=view_names, ssl_dim=hp["ssl_dim"],
-                                         **_backbone_config(hp, size))
-    X, Y, V = _tensor(x_tr), torch.from_numpy(y_tr), torch.from_numpy(v_tr)
-    PW = torch.from_numpy(pos_weight.astype(np.float32))
-    aug = _aug_kwargs(hp)
-    ema: dict[str, Any] = {}
+    return names, y_tr, view_names, v_index, v_tr, pos_weight
+
+
+def _encoder_loss(hp: Mapping[str, Any], X: Any, Y: Any, V: Any, PW: Any, aug: Mapping[str, Any],
+                  ema: dict[str, Any]) -> Callable[[Any, Any], Any]:
+    """The encoder's training loss ``loss_fn(model, idx)``: label BCE + view cross-entropy + NT-Xent on two
+    augmentations; with ``ema_decay`` it first folds the current weights into ``ema`` (read by
+    :func:`_ema_finalize`)."""
+    import torch
+    import torch.nn.functional as F
 
     def loss_fn(model: Any, idx: Any) -> Any:
         if hp["ema_decay"] > 0:  # the average of the weights after every step so far (updated before this one)
@@ -588,6 +567,16 @@ def train_demo_encoder(train_images: np.ndarray, train_meta: pd.DataFrame, eval_
         if out["ssl"] is not None and hp["ssl_weight"] > 0:
             loss = loss + hp["ssl_weight"] * _nt_xent(out["ssl"][:n], out["ssl"][n:], hp["temperature"])
         return loss
+
+    return loss_fn
+
+
+def _encoder_eval(hp: Mapping[str, Any], held: tuple[np.ndarray, pd.DataFrame] | None, names: Sequence[str],
+                  view_names: Sequence[str], v_index: Mapping[str, int], X: Any, x_tr: np.ndarray, y_tr: np.ndarray,
+                  v_tr: np.ndarray) -> Callable[[Any], dict[str, float]] | None:
+    """The encoder's held-out evaluation ``eval_fn(model)`` (the card metrics of :func:`train_demo_encoder`);
+    None without held-out images."""
+    import torch
 
     eval_fn = None
     if held is not None:
@@ -630,14 +619,56 @@ def train_demo_encoder(train_images: np.ndarray, train_meta: pd.DataFrame, eval_
                     metrics["pixel_probe_view_accuracy"] = probe
             return metrics
 
-    notes = (f"{len(x_tr)} training images ({size}x{size}), labels {names}, views {view_names}; held-out: "
-             f"{0 if held is None else len(held[0])} images")
+    return eval_fn
+
+
+def _ema_finalize(ema: Mapping[str, Any]) -> Callable[[Any], None]:
+    """``finalize(model)``: copy the averaged weights in ``ema`` (if any) into the model, once, after training."""
+    import torch
+
     def finalize(model: Any) -> None:
         if ema:
             with torch.no_grad():
                 for k, p in model.named_parameters():
                     p.copy_(ema[k])
 
+    return finalize
+
+
+def train_demo_encoder(train_images: np.ndarray, train_meta: pd.DataFrame, eval_images: np.ndarray | None,
+                       eval_meta: pd.DataFrame | None, out_dir: str | os.PathLike, *, seed: int = 0,
+                       **hyperparameters: Any) -> Path:
+    """Train the demo chest X-ray encoder (module docstring, "Encoder") and save it to ``out_dir``; return ``out_dir``.
+
+    ``*_meta`` need ``labels`` (lists of label names) and, for the view head, ``view``.
+    ``hyperparameters``: keys of :data:`DEMO_ENCODER_CONFIG`. Held-out metrics (card ``metrics``):
+    ``label_auroc_<label>`` / ``label_auroc_macro`` (label head, labels with both classes held out),
+    ``view_accuracy`` and ``view_majority`` (view head; majority-class baseline),
+    ``knn_label_auroc_macro`` and ``knn_view_accuracy`` (k-NN on the *features*, cosine, k = ``knn_k``,
+    training images as reference: what FID/PRDC see), ``n_eval``.
+    """
+    import torch
+
+    hp = _hyperparameters("encoder", seed, hyperparameters)
+    (x_tr, m_tr), held = _inputs("encoder", train_images, train_meta, eval_images, eval_meta)
+    fingerprints = _fingerprints("encoder", (x_tr, m_tr), held)
+    digest = _digest("encoder", fingerprints, hp)
+    if _is_trained(Path(out_dir), digest):
+        return Path(out_dir)
+    names, y_tr, view_names, v_index, v_tr, pos_weight = _encoder_targets(hp, m_tr)
+    size = x_tr.shape[1]
+    classes = model_classes()
+    config = classes["CXREncoderConfig"](label_names=names, view_names=view_names, ssl_dim=hp["ssl_dim"],
+                                         **_backbone_config(hp, size))
+    X, Y, V = _tensor(x_tr), torch.from_numpy(y_tr), torch.from_numpy(v_tr)
+    PW = torch.from_numpy(pos_weight.astype(np.float32))
+    aug = _aug_kwargs(hp)
+    ema: dict[str, Any] = {}
+    loss_fn = _encoder_loss(hp, X, Y, V, PW, aug, ema)
+    eval_fn = _encoder_eval(hp, held, names, view_names, v_index, X, x_tr, y_tr, v_tr)
+    notes = (f"{len(x_tr)} training images ({size}x{size}), labels {names}, views {view_names}; held-out: "
+             f"{0 if held is None else len(held[0])} images")
+    finalize = _ema_finalize(ema)
     return _train("encoder", out_dir, digest, hp, fingerprints, lambda: classes["CXREncoderModel"](config), len(x_tr),
                   loss_fn, eval_fn, "tiny ResNet: labels + projection + SimCLR, EMA weights", notes,
                   {"label_names": names, "view_names": view_names, "view_target": hp["view_target"], "n_train": len(x_tr),
@@ -677,8 +708,6 @@ def demo_encoder_path(train_images: np.ndarray, train_meta: pd.DataFrame, eval_i
 
 def _text_features(spec: str, captions: Sequence[str]) -> tuple[list[str], np.ndarray]:
     """Unique captions (sorted) and their frozen sentence embeddings (mean pooling, normalised)."""
-    from radaudit.models.encoders import TextEncoder
-
     uniq = sorted(set(captions))
     enc = TextEncoder(spec, device="cpu", pooling="mean", normalize=True)
     return uniq, enc.embed(uniq).astype(np.float32)
@@ -718,8 +747,6 @@ def train_demo_clip(train_images: np.ndarray, train_meta: pd.DataFrame, eval_ima
     whose partner differs in frontal/lateral) and ``auroc_covid`` (… whose partner differs in COVID-19).
     """
     import torch
-
-    from radaudit.models.cxr_nets import model_classes
 
     hp = _hyperparameters("clip", seed, hyperparameters)
     (x_tr, m_tr), held = _inputs("clip", train_images, train_meta, eval_images, eval_meta)
@@ -836,36 +863,11 @@ def verification_pairs(patient_ids: Sequence[Any], *, max_pairs: int = 2000, see
     return pairs, np.r_[np.ones(len(pos), dtype=bool), np.zeros(len(neg), dtype=bool)]
 
 
-def train_demo_reid(train_images: np.ndarray, train_meta: pd.DataFrame, eval_images: np.ndarray | None,
-                    eval_meta: pd.DataFrame | None, out_dir: str | os.PathLike, *, seed: int = 0,
-                    **hyperparameters: Any) -> Path:
-    """Train the demo Siamese re-ID network (module docstring, "Re-ID") on training patients; save to ``out_dir``.
-
-    ``*_meta`` need ``patient_id``; the held-out patients must differ from the training ones.
-    Held-out metrics (card ``metrics``): ``verification_auroc`` and ``accuracy_at_0.5`` on
-    :func:`verification_pairs` of the held-out images, ``n_pairs``, ``mean_same_patient`` /
-    ``mean_different_patient`` (mean scores), ``mean_identical`` (an image against itself) and
-    ``mean_noisy_copy`` (against a copy with Gaussian noise σ = 0.02): what a memorising generator gets;
-    ``threshold_at_fpr_0.01`` (99th percentile of every held-out different-patient pair's score) and
-    ``fpr_at_delta_0.85`` (the share of those above the paper's δ).
-    """
-    import torch
-    import torch.nn.functional as F
-
-    from radaudit.models.cxr_nets import model_classes
-
-    hp = _hyperparameters("reid", seed, hyperparameters)
-    (x_tr, m_tr), held = _inputs("reid", train_images, train_meta, eval_images, eval_meta)
-    fingerprints = _fingerprints("reid", (x_tr, m_tr), held)
-    digest = _digest("reid", fingerprints, hp)
-    if _is_trained(Path(out_dir), digest):
-        return Path(out_dir)
-    pid_tr = _patients(m_tr, "train")
-    if held is not None:
-        shared = sorted(set(pid_tr) & set(_patients(held[1], "eval")))
-        if shared:
-            raise DataFormatError(f"{len(shared)} patient(s) are in both the training and the held-out images (e.g. "
-                                  f"{shared[:3]}): split by patient, or re-ID quality is overstated.")
+def _reid_mates(pid_tr: np.ndarray, hp: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], int,
+                                                                  np.ndarray, np.ndarray]:
+    """The training patients' structure: ``(patient code per image, images per patient, each patient's images,
+    width, mates [n, width], n_mates [n])``, where ``mates[i]`` lists the other images of image i's patient (-1
+    padded); raises when there are no positive pairs or fewer than two patients."""
     _, inverse, counts = np.unique(pid_tr, return_inverse=True, return_counts=True)
     if int((counts >= 2).sum()) < 1 and hp["p_self"] < 1.0:
         raise DataFormatError("The re-ID network needs training patients with at least two images (positive pairs); "
@@ -882,15 +884,15 @@ def train_demo_reid(train_images: np.ndarray, train_meta: pd.DataFrame, eval_ima
             others = members[members != i]
             mates[i, :len(others)] = others
             n_mates[i] = len(others)
-    size = x_tr.shape[1]
-    classes = model_classes()
-    config = classes["SiameseReIDConfig"](n_features=hp["n_features"], source="radaudit demo (covid-chestxray)",
-                                          monotone_head=bool(hp["monotone_head"]),
-                                          **_backbone_config(hp, size))
-    X = _tensor(x_tr)
-    MATES, NMATES = torch.from_numpy(mates), torch.from_numpy(n_mates)
-    PAT = torch.from_numpy(inverse.astype(np.int64))
-    aug = _aug_kwargs(hp)
+    return inverse, counts, groups, width, mates, n_mates
+
+
+def _reid_loss(hp: Mapping[str, Any], X: Any, MATES: Any, NMATES: Any, PAT: Any, width: int,
+               aug: Mapping[str, Any]) -> Callable[[Any, Any], Any]:
+    """The re-ID training loss ``loss_fn(model, anchors)``: BCE on anchor/partner pairs (same patient, self
+    copy, exact copy plus noise, or another patient), drawn from torch's global RNG at each step."""
+    import torch
+    import torch.nn.functional as F
 
     def loss_fn(model: Any, a: Any) -> Any:
         n = a.shape[0]
@@ -914,6 +916,16 @@ def train_demo_reid(train_images: np.ndarray, train_meta: pd.DataFrame, eval_ima
             xp = xp + hp["noise_max"] * torch.rand(n, 1, 1, 1) * torch.randn(xp.shape)
         logits = model(xa.clamp(0, 1), xp.clamp(0, 1))
         return F.binary_cross_entropy_with_logits(logits, target)
+
+    return loss_fn
+
+
+def _reid_eval(hp: Mapping[str, Any],
+               held: tuple[np.ndarray, pd.DataFrame] | None) -> Callable[[Any], dict[str, float]] | None:
+    """The re-ID network's held-out evaluation ``eval_fn(model)`` (the card metrics of :func:`train_demo_reid`);
+    None without held-out images. Its pairs and the noisy copies are drawn from numpy generators seeded by
+    ``hp["seed"]``."""
+    import torch
 
     eval_fn = None
     if held is not None:
@@ -947,6 +959,48 @@ def train_demo_reid(train_images: np.ndarray, train_meta: pd.DataFrame, eval_ima
                                 "mean_different_patient": float(s[~same].mean())})
             return metrics
 
+    return eval_fn
+
+
+def train_demo_reid(train_images: np.ndarray, train_meta: pd.DataFrame, eval_images: np.ndarray | None,
+                    eval_meta: pd.DataFrame | None, out_dir: str | os.PathLike, *, seed: int = 0,
+                    **hyperparameters: Any) -> Path:
+    """Train the demo Siamese re-ID network (module docstring, "Re-ID") on training patients; save to ``out_dir``.
+
+    ``*_meta`` need ``patient_id``; the held-out patients must differ from the training ones.
+    Held-out metrics (card ``metrics``): ``verification_auroc`` and ``accuracy_at_0.5`` on
+    :func:`verification_pairs` of the held-out images, ``n_pairs``, ``mean_same_patient`` /
+    ``mean_different_patient`` (mean scores), ``mean_identical`` (an image against itself) and
+    ``mean_noisy_copy`` (against a copy with Gaussian noise σ = 0.02): what a memorising generator gets;
+    ``threshold_at_fpr_0.01`` (99th percentile of every held-out different-patient pair's score) and
+    ``fpr_at_delta_0.85`` (the share of those above the paper's δ).
+    """
+    import torch
+
+    hp = _hyperparameters("reid", seed, hyperparameters)
+    (x_tr, m_tr), held = _inputs("reid", train_images, train_meta, eval_images, eval_meta)
+    fingerprints = _fingerprints("reid", (x_tr, m_tr), held)
+    digest = _digest("reid", fingerprints, hp)
+    if _is_trained(Path(out_dir), digest):
+        return Path(out_dir)
+    pid_tr = _patients(m_tr, "train")
+    if held is not None:
+        shared = sorted(set(pid_tr) & set(_patients(held[1], "eval")))
+        if shared:
+            raise DataFormatError(f"{len(shared)} patient(s) are in both the training and the held-out images (e.g. "
+                                  f"{shared[:3]}): split by patient, or re-ID quality is overstated.")
+    inverse, counts, groups, width, mates, n_mates = _reid_mates(pid_tr, hp)
+    size = x_tr.shape[1]
+    classes = model_classes()
+    config = classes["SiameseReIDConfig"](n_features=hp["n_features"], source="radaudit demo (covid-chestxray)",
+                                          monotone_head=bool(hp["monotone_head"]),
+                                          **_backbone_config(hp, size))
+    X = _tensor(x_tr)
+    MATES, NMATES = torch.from_numpy(mates), torch.from_numpy(n_mates)
+    PAT = torch.from_numpy(inverse.astype(np.int64))
+    aug = _aug_kwargs(hp)
+    loss_fn = _reid_loss(hp, X, MATES, NMATES, PAT, width, aug)
+    eval_fn = _reid_eval(hp, held)
     notes = (f"{len(x_tr)} training images ({size}x{size}) of {len(groups)} patients, "
              f"{int((counts >= 2).sum())} of them with >= 2 images; held-out: {0 if held is None else len(held[0])} "
              "images of other patients")

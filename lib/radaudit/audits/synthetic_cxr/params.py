@@ -7,9 +7,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from radaudit.audits.synthetic_cxr.generators import GENERATORS
+from radaudit.audits.synthetic_cxr.reports import expand_metrics
 from radaudit.config import BaseParams, Requirement
 from radaudit.data.covid_cxr import DEMO_LABELS
 from radaudit.errors import ParamsError
+from radaudit.models.diffusion import RADEDIT_TEXT_ENCODER, RADEDIT_VAE
 
 #: Split names of each dataset as its files spell them (MIMIC-CXR: ``mimic-cxr-2.0.0-split.csv.gz``).
 DATASET_SPLITS: dict[str, tuple[str, ...]] = {"covid_cxr": ("train", "test", "holdout"),
@@ -74,8 +77,6 @@ class ReportUtility(BaseModel):
 
     @model_validator(mode="after")
     def _known_metrics(self) -> ReportUtility:
-        from radaudit.audits.synthetic_cxr.reports import expand_metrics
-
         try:
             expand_metrics(self.metrics, self.label_mode)
         except ParamsError as err:
@@ -197,7 +198,7 @@ class Params(BaseParams):
     )
     utility: dict[str, Any] = Field(
         default_factory=lambda: {"epochs": 20, "batch_size": 32, "n_repeats": 1},
-        description="Classifier settings (synthetic_cxr.utility.train_classifier: epochs, batch_size, lr, architecture, "
+        description="Classifier settings (synthetic_cxr.classifier.train_classifier: epochs, batch_size, lr, architecture, "
                     "n_repeats, ...).",
     )
     report_generation: ReportUtility = Field(
@@ -239,8 +240,6 @@ class Params(BaseParams):
     @field_validator("generators")
     @classmethod
     def _known(cls, v: list[GeneratorEntry]) -> list[GeneratorEntry]:
-        from radaudit.audits.synthetic_cxr.generators import GENERATORS
-
         names = [g.name for g in v]
         if not v or len(set(names)) != len(names):
             raise ValueError(f"generators need at least one entry and unique names; got {names}")
@@ -258,8 +257,6 @@ class Params(BaseParams):
         """The dataset and its annotations, the encoders (RadDino, BioViL-T, the re-ID checkpoint), the utility
         classifier's initial weights, and every generator's model (RadEdit: with the VAE and text encoder it
         borrows) or folder."""
-        from radaudit.models.diffusion import RADEDIT_TEXT_ENCODER, RADEDIT_VAE
-
         out = []
         if self.dataset != "covid_cxr":
             out.append(Requirement("data", "dataset_path", self.dataset_path,

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import DataFormatError, ParamsError
+from radaudit.metrics.image.ranking import HIGHER_IS_BETTER, rank_correlation
 from radaudit.plots import PALETTE
 
 __all__ = ["BASELINE_COLOR", "plot_dose_response", "plot_fidelity_bars", "plot_nearest_pairs",
@@ -98,8 +99,6 @@ def _order(values: pd.Series, order: Sequence[str] | None, first: str | None = N
 
 
 def _direction(metric: str) -> bool | None:
-    from radaudit.metrics.image.ranking import HIGHER_IS_BETTER
-
     key = str(metric).lower().strip()
     for cand in (key, key.split(" ")[0], key.split("(")[0].strip(), key.split("_")[0], key.split("/")[0]):
         if cand in HIGHER_IS_BETTER:
@@ -406,7 +405,7 @@ def plot_utility(long_table: pd.DataFrame, *, baseline: str = "real", order: Seq
                  labels: Sequence[str] | None = None) -> Any:
     """Per-label AUROC on the real test set, one marker + 95 % CI per training source (Table 4 as a figure).
 
-    ``long_table``: :func:`radaudit.audits.synthetic_cxr.utility.utility_flags` (or any table with
+    ``long_table``: :func:`radaudit.audits.synthetic_cxr.table4.utility_flags` (or any table with
     ``source, label, auroc`` and optional ``ci_low, ci_high, significant``). The baseline (real
     training images) is black, with a dashed reference segment across each label; a ``*`` marks a
     generator whose difference to the baseline is significant (paired bootstrap, BH). The dotted
@@ -546,8 +545,6 @@ def plot_rank_scatter(fidelity_rank: Any, utility_rank: Any, *, title: str | Non
     a, b = a[keep], b[keep]
     if len(a) == 0:
         raise DataFormatError("No generator has both a fidelity and a utility rank.")
-    from radaudit.metrics.image.ranking import rank_correlation
-
     rc = rank_correlation(a.to_numpy(float), b.to_numpy(float))
     fig, axes = _subplots(1, 1, 4.4, 4.2)
     ax = axes[0, 0]

@@ -11,7 +11,11 @@ from typing import Any
 
 from radaudit.audits.synthetic_cxr.params import Params
 from radaudit.config import validate_params
+from radaudit.data.fixtures import write_llava_rad
 from radaudit.errors import ParamsError
+from radaudit.models.diffusion import RADEDIT_TEXT_ENCODER, RADEDIT_VAE, infer_family
+from radaudit.models.twins import FAMILY_OF, twin_folder
+from radaudit.models.twins.image import DIFFUSION_HUB_IDS, HUB_IDS, NOT_TWINNED, REID_FILE
 
 
 def rehearse(params: Params, workdir: Path) -> tuple[Params, dict[str, str]]:
@@ -27,11 +31,6 @@ def rehearse(params: Params, workdir: Path) -> tuple[Params, dict[str, str]]:
     the preset's. Sana renders without its 512-px resolution binning (which would render 64 px at 512).
     BioViL-T has no twin (:data:`~radaudit.models.twins.image.NOT_TWINNED`): its entry says why and the
     rehearsal runs without the alignment column. Returns ``(params, {model id: class})``."""
-    from radaudit.data.fixtures import write_llava_rad
-    from radaudit.models.diffusion import RADEDIT_TEXT_ENCODER, RADEDIT_VAE, infer_family
-    from radaudit.models.twins import FAMILY_OF, twin_folder
-    from radaudit.models.twins.image import DIFFUSION_HUB_IDS, HUB_IDS, NOT_TWINNED, REID_FILE
-
     if params.dataset == "covid_cxr":
         raise ParamsError("--rehearse replaces credentialed data and hub models; this preset needs neither "
                           "(run it as it is).")

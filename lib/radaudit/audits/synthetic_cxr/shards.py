@@ -19,16 +19,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from radaudit.audits.synthetic_cxr.features import FEATURE_BATCH, feature_jobs, fidelity_encoders
+from radaudit.audits.synthetic_cxr.study import dose_sets, generate_sets, load_models, prepare
 from radaudit.errors import ParamsError
+from radaudit.models.cache import ContentCache
+from radaudit.models.feature_cache import FEATURE_CACHE, batch_bounds, fill_features
+from radaudit.partition import check_shard, shard_slice
 
 __all__ = ["feature_step", "feature_units"]
 
 
 def feature_units(jobs: list[Any]) -> list[tuple[int, int]]:
     """``[(job index, batch index)]``: every fixed feature batch of every job, in order (the shard's items)."""
-    from radaudit.audits.synthetic_cxr.features import FEATURE_BATCH
-    from radaudit.models.feature_cache import batch_bounds
-
     return [(j, k) for j, job in enumerate(jobs) for k in range(len(batch_bounds(job.n_images, FEATURE_BATCH)))]
 
 
@@ -37,12 +39,6 @@ def feature_step(params: Any, shard: tuple[int, int]) -> dict[str, Any]:
     (``items``: batches in the shard, ``computed``/``found``: of them, made here / already cached, ``images``,
     and per job)."""
     from itertools import groupby
-
-    from radaudit.audits.synthetic_cxr.features import FEATURE_BATCH, feature_jobs, fidelity_encoders
-    from radaudit.audits.synthetic_cxr.study import dose_sets, generate_sets, load_models, prepare
-    from radaudit.models.cache import ContentCache
-    from radaudit.models.feature_cache import FEATURE_CACHE, fill_features
-    from radaudit.partition import check_shard, shard_slice
 
     i, n = check_shard(shard)
     if not params.cache:

@@ -29,10 +29,40 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.audits.synthetic_cxr import generators as scg
+from radaudit.audits.synthetic_cxr import models as scm
+from radaudit.audits.synthetic_cxr.data import demo_frame, mimic_prompts, read_synthetic_set
+from radaudit.audits.synthetic_cxr.features import image_features
+from radaudit.audits.synthetic_cxr.generators import GenerationContext, match_pool
 from radaudit.audits.synthetic_cxr.params import Params
+from radaudit.audits.synthetic_cxr.plots import plot_nearest_pairs
+from radaudit.audits.synthetic_cxr.reports import (
+    read_generated_reports,
+    report_utility_long,
+    retrieval_reports,
+)
 from radaudit.errors import DataFormatError, ParamsError
+from radaudit.metrics.image import (
+    extract_features,
+    fidelity_intervals,
+    per_label_fidelity,
+    privacy_pairs,
+    privacy_summary,
+    rank_correlation,
+    rank_table,
+)
+from radaudit.metrics.image.fidelity import label_matrix
 from radaudit.metrics.image.uncertainty import fid_from_grams, one_blas_thread
-from radaudit.stats import resample_groups
+from radaudit.models.cache import default_cache_dir
+from radaudit.models.cxr_nets import (
+    BioViLTAlignment,
+    ClipAlignment,
+    SiameseScorer,
+    cxr_encoder,
+    load_packhauser_reid,
+)
+from radaudit.models.image_encoders import build_image_encoder
+from radaudit.stats import bootstrap_ci, resample_groups, stable_seed
 from radaudit.stats.ranks import kendall_tau, spearman_rho
 
 __all__ = [
@@ -89,15 +119,10 @@ def prepare(params: Params, cache_dir: str | os.PathLike | None = None) -> Study
     and the metadata, not with the training split. MIMIC-CXR (``dataset_options`` go to
     :func:`~radaudit.audits.synthetic_cxr.data.mimic_prompts`) also gets the studies of the held-out split
     (:meth:`Params.heldout`) that the LLaVA-Rad annotations do not cover, for the held-out real generator."""
-    from radaudit.audits.synthetic_cxr.data import demo_frame
-    from radaudit.audits.synthetic_cxr.generators import GenerationContext
-
     if params.dataset == "covid_cxr":
         frame = demo_frame(params.data_root, seed=params.split_seed, fractions=tuple(params.fractions),
                            **params.dataset_options)
     else:
-        from radaudit.audits.synthetic_cxr.data import mimic_prompts
-
         frame = mimic_prompts(params.dataset_path, **{"pool_splits": [params.heldout()], **params.dataset_options})
     ctx = GenerationContext(frame=frame, size=params.image_size, cache_dir=cache_dir, resize=params.resize)
     train_meta = frame[frame["split"] == "train"].reset_index(drop=True)
@@ -114,16 +139,6 @@ def load_models(params: Params, study: Study, cache_dir: str | os.PathLike | Non
     """The run's encoders: ``cxr`` (ImageEncoder), ``inception`` (optional), ``alignment`` (scorer with
     ``score(images, captions)``, or None), ``reid`` (a PairScorer), and ``cards``: the demo models'
     held-out quality (from their model cards). Demo models train on the train split on first use."""
-    from radaudit.audits.synthetic_cxr import models as scm
-    from radaudit.models.cxr_nets import (
-        BioViLTAlignment,
-        ClipAlignment,
-        SiameseScorer,
-        cxr_encoder,
-        load_packhauser_reid,
-    )
-    from radaudit.models.image_encoders import build_image_encoder
-
     hp = params.demo_models
     args = (study.train, study.train_meta, study.test, study.test_meta)
     out: dict[str, Any] = {"cards": {}}
@@ -158,10 +173,8 @@ def card_table(cards: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
 
 def utility_cache_dir(params: Params, cache_dir: str | os.PathLike | None = None) -> Path | None:
     """Where Table 4's classifiers are kept (``<cache>/utility_classifiers``; content-addressed by their training
-    images, labels, seed and settings: :func:`~radaudit.audits.synthetic_cxr.utility.load_or_train_classifier`), or
+    images, labels, seed and settings: :func:`~radaudit.audits.synthetic_cxr.classifier.load_or_train_classifier`), or
     ``None`` with ``cache: false`` (every run trains them)."""
-    from radaudit.models.cache import default_cache_dir
-
     if not params.cache:
         return None
     return (Path(cache_dir) if cache_dir is not None else default_cache_dir()) / "utility_classifiers"
@@ -171,13 +184,11 @@ def generate_sets(params: Params, study: Study, cache_dir: str | os.PathLike | N
     """Every generator's three image sets (cached on disk): ``fidelity`` (``fidelity_k`` images per test
     prompt), ``privacy`` (``privacy_prompts`` training prompts x ``privacy_seeds`` seeds) and ``utility``
     (``utility_n`` training prompts). Returns ``{generator: {purpose: (images, requests)}}``."""
-    from radaudit.audits.synthetic_cxr import generators as g
-
     seed = params.seed
     requests = {
-        "fidelity": g.fidelity_requests(study.frame, "test", k=params.fidelity_k, seed=seed),
-        "privacy": g.privacy_requests(study.frame, params.privacy_prompts, params.privacy_seeds, seed=seed),
-        "utility": g.utility_requests(study.frame, params.utility_n or len(study.train_meta), seed=seed),
+        "fidelity": scg.fidelity_requests(study.frame, "test", k=params.fidelity_k, seed=seed),
+        "privacy": scg.privacy_requests(study.frame, params.privacy_prompts, params.privacy_seeds, seed=seed),
+        "utility": scg.utility_requests(study.frame, params.utility_n or len(study.train_meta), seed=seed),
     }
     out: dict[str, dict[str, Any]] = {}
     for entry in params.generators:
@@ -189,17 +200,15 @@ def generate_sets(params: Params, study: Study, cache_dir: str | os.PathLike | N
             extra.setdefault("split", params.heldout())
         out[entry.name] = {}
         if entry.kind == "folder":  # bring your own: the whole set serves every purpose, in file order
-            from radaudit.audits.synthetic_cxr.data import read_synthetic_set
-
             meta = read_synthetic_set(extra["metadata_csv"], extra.get("images_root"))
-            imgs = g.generate_set(entry.kind, None, cache_dir, context=study.context, **extra)
+            imgs = scg.generate_set(entry.kind, None, cache_dir, context=study.context, **extra)
             out[entry.name] = {purpose: (imgs, meta) for purpose in requests}
             continue
         for purpose, req in requests.items():
             # the real image each request is made from (reference generators), decided on the whole frame:
             # held-out real without replacement, the degrader never of the prompt's patient
-            req_g = g.assign_sources(entry.kind, req, context=study.context, **extra)
-            out[entry.name][purpose] = (g.generate_set(entry.kind, req_g, cache_dir, context=study.context, **extra),
+            req_g = scg.assign_sources(entry.kind, req, context=study.context, **extra)
+            out[entry.name][purpose] = (scg.generate_set(entry.kind, req_g, cache_dir, context=study.context, **extra),
                                         req_g)
     return out
 
@@ -212,11 +221,9 @@ def real_utility_set(params: Params, study: Study) -> tuple[np.ndarray, pd.DataF
     of the 20,000 prompts the generators draw (``training_data_20K.csv``). With ``utility_n`` null (as many as
     real training images) that is every training image once, in the training split's order. Returns the
     images and their metadata (``prompt``, ``labels``, ``study_id``)."""
-    from radaudit.audits.synthetic_cxr import generators as g
-
     if params.utility_n is None:
         return study.train, study.train_meta
-    req = g.utility_requests(study.frame, params.utility_n, seed=params.seed)
+    req = scg.utility_requests(study.frame, params.utility_n, seed=params.seed)
     ids = req["source_study_id"].astype(str).tolist()
     meta = req[["prompt", "labels"]].assign(study_id=ids)
     return study.context.pixels(ids), meta
@@ -283,8 +290,6 @@ def privacy_for(study: Study, images: np.ndarray, requests: pd.DataFrame, models
     """:func:`radaudit.metrics.image.privacy_pairs` for one generator's privacy set: each synthetic image
     against its prompt's training image (``reference="own"``, paper §3.2), or — for a set without
     ``source_study_id`` (a user's folder) — against the nearest training image of the train split."""
-    from radaudit.metrics.image import privacy_pairs
-
     if reference == "own" and "source_study_id" in requests.columns:
         ids = requests["source_study_id"].astype(str).tolist()
         uniq = list(dict.fromkeys(ids))
@@ -302,8 +307,6 @@ def plot_closest_pairs(study: Study, sets: Mapping[str, Mapping[str, Any]], pair
                        generator: str, *, reference: str = "own", n: int = 6) -> Any:
     """``generator``'s ``n`` most re-identifiable privacy pairs (synthetic image over the training image it was
     compared with), from :func:`privacy_for`'s table with the same ``reference``."""
-    from radaudit.audits.synthetic_cxr.plots import plot_nearest_pairs
-
     images, req = sets[generator]["privacy"]
     if reference == "own" and "source_study_id" in req.columns:
         train = study.context.pixels(list(dict.fromkeys(req["source_study_id"].astype(str))))
@@ -324,12 +327,6 @@ def report_candidates(params: Params, study: Study, sets: Mapping[str, Mapping[s
     encoder's space, over the source's utility images and their prompts (``real``: the size-matched real
     training images of :func:`real_utility_set` and their captions). Returns the reports and a table
     ``source, how, n_empty, note``."""
-    from radaudit.audits.synthetic_cxr.reports import (
-        read_generated_reports,
-        retrieval_reports,
-    )
-    from radaudit.metrics.image import extract_features
-
     cfg = params.report_generation
     real_images, real_meta = real_utility_set(params, study)
     sources = {"real": (real_images, real_meta["prompt"].astype(str).tolist())}
@@ -358,8 +355,6 @@ def report_utility(params: Params, study: Study, reports: Mapping[str, Sequence[
     """Table 5 (long): every source's reports against the real test references, 95% bootstrap CIs over test
     studies, paired differences to ``real`` with BH-adjusted p-values
     (:func:`radaudit.audits.synthetic_cxr.reports.report_utility_long`)."""
-    from radaudit.audits.synthetic_cxr.reports import report_utility_long
-
     cfg = params.report_generation
     if cfg.reference_column not in study.test_meta.columns:
         raise ParamsError(f"report_generation.reference_column={cfg.reference_column!r} is not a column of the test "
@@ -398,9 +393,6 @@ def fidelity_long(real_features: Mapping[str, np.ndarray], synth_features: Mappi
     RadDino. Columns: ``generator, encoder, metric, estimate, low, high, bias, ...``
     (:func:`radaudit.metrics.image.fidelity_intervals`).
     """
-    from radaudit.metrics.image import fidelity_intervals
-    from radaudit.stats import stable_seed
-
     parts = []
     for gen, feats in synth_features.items():
         for enc, real in real_features.items():
@@ -416,8 +408,6 @@ def fidelity_long(real_features: Mapping[str, np.ndarray], synth_features: Mappi
 def alignment_table(scores: Mapping[str, np.ndarray], *, n_bootstrap: int = 1000, seed: int = 0,
                     confidence: float = 0.95) -> pd.DataFrame:
     """Mean image–text alignment per generator (Table 1's "Alignment Score") with a bootstrap CI over images."""
-    from radaudit.stats import bootstrap_ci, stable_seed
-
     rows = []
     for gen, s in scores.items():
         s = np.asarray(s, dtype=float)
@@ -456,8 +446,6 @@ def per_label_table(real_features: np.ndarray, real_labels: Sequence[Any],
     """Table 2 (long): per generator x label, FID on the chest X-ray encoder features of the label's real test
     images and of the synthetic images generated from prompts carrying it, with the counts and a note
     when a label has fewer than ``min_images`` on either side."""
-    from radaudit.metrics.image import per_label_fidelity
-
     parts = []
     for gen, (feats, labs) in synth.items():
         t = per_label_fidelity(real_features, list(real_labels), feats, list(labs), metrics=("fid",), labels=list(labels),
@@ -482,9 +470,6 @@ def privacy_long(per_prompt: Mapping[str, pd.DataFrame], *, delta: float = 0.85,
     δ = 0.85 is calibrated for the paper's re-ID network. ``calibrated_threshold`` adds a second count,
     ``count_reid_above_calibrated``; it must be calibrated on the statistic it is compared with here, the
     per-prompt **max over seeds** (:func:`reid_null_threshold`), not on single pairs."""
-    from radaudit.metrics.image import privacy_summary
-    from radaudit.stats import bootstrap_ci, stable_seed
-
     rows = []
     for gen, pp in per_prompt.items():
         summ = privacy_summary(pp, delta=delta)
@@ -551,8 +536,6 @@ def rank_summary(fidelity: pd.DataFrame, utility_long: pd.DataFrame, *, macro: s
     """Table 8: per-metric ranks of the generators on Table 1's estimates (1 = best), their average and the
     overall rank; and Spearman's ρ between the fidelity rank and the utility rank (macro AUROC).
     Rows are sorted best first (overall rank, then average rank; ties keep Table 1's order)."""
-    from radaudit.metrics.image import rank_correlation, rank_table
-
     f = fidelity.copy()
     f["column"] = [m if e in ("alignment",) else f"{m}_{e}" if m in ("fid", "kid") else m
                    for m, e in zip(f["metric"], f["encoder"])]
@@ -666,9 +649,6 @@ def reid_null_threshold(study: Study, scorer: Any, *, n_seeds: int, fpr: float =
     is the ``1 − fpr`` quantile of those maxima (``method="higher"``: at most ``fpr`` of null prompts lie
     above it). Returns ``threshold``, ``fpr``, ``n_null`` (null prompts), ``null_max`` (their maxima),
     ``statistic``."""
-    from radaudit.audits.synthetic_cxr.generators import match_pool
-    from radaudit.stats import stable_seed
-
     meta = study.test_meta.reset_index(drop=True)
     reps = meta.loc[meta.index.repeat(rounds * n_seeds)].reset_index(drop=True)
     k = np.arange(len(reps))
@@ -709,10 +689,6 @@ def dose_response(params: Params, study: Study, encoders: Mapping[str, Any], rea
     encoder: FID, KID and precision with bootstrap CIs over images. A metric that ranks damage must follow
     the dose monotonically. Returns the long table (``level, blur_sigma, noise_sigma, encoder, metric,
     estimate, low, high, ...``) and ``{level label: images}`` for the figure."""
-    from radaudit.audits.synthetic_cxr.features import image_features
-    from radaudit.metrics.image import fidelity_intervals
-    from radaudit.stats import stable_seed
-
     parts, images = [], {}
     for i, (label, lvl, imgs) in enumerate(dose_sets(params, study, cache_dir)):
         images[label] = imgs
@@ -735,15 +711,13 @@ def dose_sets(params: Params, study: Study, cache_dir: str | os.PathLike | None 
     """The degrader's images at every level of ``params.degrader_levels``, ``[(label, level, images)]`` in level
     order: one per real test prompt, from the same label/view-matched training images of other patients
     (cached on disk). :func:`dose_response` scores them; a shard run extracts their features."""
-    from radaudit.audits.synthetic_cxr import generators as g
-
-    req = g.fidelity_requests(study.frame, "test", k=1, seed=params.seed)
+    req = scg.fidelity_requests(study.frame, "test", k=1, seed=params.seed)
     base = dict(next((e.params for e in params.generators if e.kind == "degrader"), {}))
     base = {k: v for k, v in base.items() if k not in ("blur_sigma", "noise_sigma")}
-    req = g.assign_sources("degrader", req, context=study.context, **base)
+    req = scg.assign_sources("degrader", req, context=study.context, **base)
     out = []
     for i, lvl in enumerate(params.degrader_levels):
-        imgs = g.generate_set("degrader", req, cache_dir, context=study.context, **base, **lvl)
+        imgs = scg.generate_set("degrader", req, cache_dir, context=study.context, **base, **lvl)
         out.append((f"{i}: blur {lvl.get('blur_sigma', 0):g} px, noise {lvl.get('noise_sigma', 0):g}", dict(lvl), imgs))
     return out
 
@@ -775,10 +749,6 @@ def per_label_intervals(real_features: np.ndarray, real_labels: Sequence[Any],
     interval as Table 1): per generator x label, ``fid, fid_low, fid_high, n_real, n_synth, note``. A label
     below ``min_images`` on either side is left blank with the reason; at n = 18 the interval is wide, which
     is the point of printing it."""
-    from radaudit.metrics.image import fidelity_intervals
-    from radaudit.metrics.image.fidelity import label_matrix
-    from radaudit.stats import stable_seed
-
     x = np.asarray(real_features, dtype=np.float64)
     rl = label_matrix(list(real_labels), len(x), "real_labels", list(labels))
     rows = []
