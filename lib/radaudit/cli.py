@@ -8,6 +8,8 @@
     radaudit run decoding_erasure --preset demo                  # the cache), then this run finds all cached
     radaudit sweep data_overview --preset smoke --grid seed=0,1 [--grid key=v1,v2 ...] [--engine ray --address ray://head:10001]
     radaudit findings decoding_erasure [--run DIR] [--readme]
+    radaudit runs [--experiment NAME] [--preset NAME] [--status interrupted] [--limit N] [--json]
+    radaudit open latest [--browser]                                 # or a run's folder name, or <experiment>/<run>
     radaudit preflight modality_shift --preset paper                # what a paper run needs; exit 2 if missing
     radaudit metrics
     radaudit score predictions.csv --metrics bleu,bertscore,atomimed,chexpert_f1 --by sex,age_group [--out DIR]
@@ -15,7 +17,8 @@
     radaudit data fetch iu_xray [--data-root PATH] [--mirror URL]
 
 Errors a user can cause print one message (no traceback) and exit with status 2; a failed run
-exits with status 1 after keeping its partial outputs.
+exits with status 1 after keeping its partial outputs; a run stopped by SIGTERM or SIGINT exits with 128 + the
+signal's number (143, 130) after marking its manifest ``interrupted``.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from pathlib import Path
 
 import click
 
-from radaudit.errors import RadauditError, RunFailedError
+from radaudit.errors import RadauditError, RunFailedError, RunInterrupted
+from radaudit.runs import STATUSES
 
 
 def _fail(err: Exception, code: int) -> None:
@@ -80,6 +84,8 @@ class _Group(click.Group):
             _fail(err, 1)
         except RadauditError as err:
             _fail(err, 2)
+        except RunInterrupted as err:  # the manifest says `interrupted` already
+            _fail(err, err.exit_code)
 
 
 @click.group(cls=_Group)
@@ -372,6 +378,69 @@ def findings_cmd(experiment, run_dir, readme) -> None:
         path.write_text(update_readme(path.read_text(encoding="utf-8"), experiment, readme_block(doc, name)),
                         encoding="utf-8")
         click.echo(f"README.md: findings of {experiment} written from {name}")
+
+
+_OUT_OPTION = click.option("--out", type=click.Path(file_okay=False), default=None,
+                           help="Outputs root (default: <project>/outputs).")
+
+
+def _outputs_root(out: str | None) -> Path:
+    from radaudit.paths import outputs_dir
+
+    return Path(out) if out else outputs_dir()
+
+
+@main.command("runs")
+@click.option("--experiment", default=None, metavar="NAME", help="Only the runs of this experiment.")
+@click.option("--preset", default=None, metavar="NAME", help="Only the runs of this preset.")
+@click.option("--status", type=click.Choice(STATUSES), default=None,
+              help="Only the runs with this status (a running run whose process is gone is interrupted).")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most this many runs.")
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as a JSON list (every field of each).")
+@_OUT_OPTION
+def runs_cmd(experiment, preset, status, limit, as_json, out) -> None:
+    """The runs, newest first: experiment, run, preset, status, commit, start, duration and headline findings
+    (also rewrites outputs/index.html, so that it shows the same statuses)."""
+    import json
+
+    from radaudit.report import render_index
+    from radaudit.runs import format_runs, list_runs
+
+    root = _outputs_root(out)
+    records = list_runs(root, experiment=experiment, preset=preset, status=status, limit=limit)
+    if root.is_dir():
+        try:
+            render_index(root)
+        except OSError as err:  # a read-only outputs folder still lists
+            logging.getLogger("radaudit").warning("%s not rewritten: %s", root / "index.html", err)
+    if as_json:
+        click.echo(json.dumps(records, indent=2, default=str))
+        return
+    if not records:
+        which = " matching " + ", ".join(f"--{k} {v}" for k, v in
+                                         (("experiment", experiment), ("preset", preset), ("status", status)) if v)
+        click.echo(f"No runs under {root}{which if (experiment or preset or status) else ''}.")
+        return
+    for line in format_runs(records):
+        click.echo(line)
+
+
+@main.command("open")
+@click.argument("run")
+@click.option("--browser", is_flag=True, help="Also open the report in the default web browser.")
+@_OUT_OPTION
+def open_cmd(run, browser, out) -> None:
+    """Print the path of a run's HTML report. RUN: a run folder's name, <experiment>/<run>, latest (the newest run
+    with a report) or <experiment>/latest."""
+    from radaudit.runs import report_of, resolve_run
+
+    html = report_of(resolve_run(_outputs_root(out), run)).resolve()
+    click.echo(str(html))
+    if browser:
+        import webbrowser
+
+        if not webbrowser.open(html.as_uri()):
+            raise RadauditError(f"No web browser could be started here: open {html} by hand.")
 
 
 @main.command("timings")

@@ -19,3 +19,19 @@ class DataFormatError(RadauditError, ValueError):
 
 class RunFailedError(RadauditError, RuntimeError):
     """A notebook run failed; its partial outputs and manifest are kept."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A run stopped by SIGTERM or SIGINT, its manifest already marked ``interrupted`` (:mod:`radaudit.run`).
+
+    A ``KeyboardInterrupt``, so whatever stops on Ctrl-C stops on it too; ``radaudit run`` exits with
+    :attr:`exit_code`, the shells' convention for a death by signal (128 + the signal's number: 143 for SIGTERM,
+    130 for SIGINT)."""
+
+    def __init__(self, signum: int, message: str = "") -> None:
+        super().__init__(message or f"interrupted by signal {signum}")
+        self.signum = int(signum)
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum

@@ -3,7 +3,19 @@
 Fields: experiment, preset, run_name, status (running | succeeded | failed | interrupted |
 interactive), params (after merging), seeds, overrides, data_root, git (commit, dirty, branch),
 versions (python and key packages), device, platform, started/finished (UTC ISO), duration_s,
-steps (seconds per notebook section), error (for failed runs), outputs (figures and tables written).
+steps (seconds per notebook section), error (for failed runs), outputs (figures and tables written);
+pid and host (the process that writes the manifest, ``socket.gethostname()``), heartbeat (UTC ISO, refreshed
+by the runner every :data:`HEARTBEAT_EVERY_S` seconds and after every cell), last_cell (the last completed code cell
+of the executed notebook: ``index`` 0-based, ``of`` cells in all, ``heading`` the nearest markdown heading at or above
+it, or ``None``), and for a run stopped by SIGTERM/SIGINT, signal (``"SIGTERM"``).
+
+**Interrupted runs.** A run killed outright (SIGKILL, out of memory, a lost machine) cannot write its end: its
+manifest keeps ``status: running``. :func:`observed_status` tells such a run from a live one: a ``running``
+manifest whose process is gone is ``interrupted``. On the host that wrote it, gone means no process with its
+``pid`` (``os.kill(pid, 0)`` raises ``ProcessLookupError``, or the process is a zombie); seen from another host
+(a shared outputs folder), or where signals cannot probe a process (Windows), gone means a heartbeat older than
+:data:`HEARTBEAT_STALE_S` seconds (a manifest without one counts from its start). ``radaudit runs`` and
+``outputs/index.html`` show runs this way; the manifest itself is left as it was.
 """
 
 from __future__ import annotations
@@ -13,8 +25,11 @@ import importlib.metadata as md
 import json
 import os
 import platform
+import socket
 import subprocess
 import sys
+import threading
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -142,10 +157,20 @@ def use_deterministic_kernels() -> bool:
     return True
 
 
+_WRITES = count()
+
+
 def write(path: Path, manifest: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Write ``manifest`` to ``path`` atomically: a temporary file of its own (one per write: a heartbeat thread and
+    a signal handler may write while another write is under way), then ``os.replace``. A reader sees the old
+    manifest or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{next(_WRITES)}.tmp")
+    try:
+        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read(path: Path) -> dict[str, Any]:
@@ -157,6 +182,26 @@ def update(path: Path, **fields: Any) -> dict[str, Any]:
     m.update(fields)
     write(path, m)
     return m
+
+
+def find_runs(root: str | os.PathLike[str]) -> list[tuple[Path, dict[str, Any]]]:
+    """Every run under an outputs folder ``root`` with its manifest, newest first (by ``started``): runs
+    (``<experiment>/<run>/manifest.json``; the ``latest`` link is not a run of its own) and sweeps' members
+    (``<experiment>/sweeps/<sweep>/<member>/``, and the old layout ``<experiment>/sweep_*/<member>/``). A manifest
+    that cannot be read is listed as ``{}``."""
+    root = Path(root)
+
+    def load(mpath: Path) -> dict[str, Any]:
+        try:
+            m = read(mpath)
+        except (OSError, ValueError):
+            return {}
+        return m if isinstance(m, dict) else {}
+
+    runs = [(mp.parent, load(mp)) for mp in root.glob("*/*/manifest.json") if not mp.parent.is_symlink()]
+    for pattern in ("*/sweeps/*/*/manifest.json", "*/sweep_*/*/manifest.json"):
+        runs += [(mp.parent, load(mp)) for mp in root.glob(pattern)]
+    return sorted(runs, key=lambda r: (str(r[1].get("started") or ""), str(r[0])), reverse=True)
 
 
 def base_manifest(*, experiment: str, preset: str | None, run_name: str, params: dict[str, Any],
@@ -175,9 +220,82 @@ def base_manifest(*, experiment: str, preset: str | None, run_name: str, params:
         "versions": package_versions(),
         "device": device_info(),
         "platform": {"system": platform.platform(), "executable": sys.executable},
-        "started": utcnow(),
+        "started": (started := utcnow()),
         "finished": None,
         "duration_s": None,
         "steps": {},
         "error": None,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "heartbeat": started,
+        "last_cell": None,
     }
+
+
+#: How often (seconds) a live runner refreshes its manifest's ``heartbeat`` besides after every cell.
+HEARTBEAT_EVERY_S = 30.0
+#: A ``running`` manifest written on another host is ``interrupted`` once its heartbeat is this old (seconds):
+#: 10 minutes, twenty missed heartbeats (a busy shared disk or a clock a little off never reads as a dead run).
+HEARTBEAT_STALE_S = 600.0
+
+
+def process_gone(pid: Any) -> bool:
+    """Whether no live process of this host has id ``pid``: ``os.kill(pid, 0)`` raises ``ProcessLookupError``, or
+    ``/proc`` says it is a zombie (dead, not yet reaped by its parent). Someone else's process
+    (``PermissionError``) is alive. Not asked on Windows, where ``os.kill`` would end the process: ``False``."""
+    if os.name != "posix" or isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # PermissionError: a process of another user
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def parse_time(text: Any) -> _dt.datetime | None:
+    """A manifest's ISO time (``started``, ``heartbeat``) as an aware datetime (UTC when it names no zone), or
+    ``None``."""
+    try:
+        t = _dt.datetime.fromisoformat(str(text))
+    except (TypeError, ValueError):
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
+
+
+def observed_status(m: dict[str, Any], *, now: _dt.datetime | None = None,
+                    host: str | None = None) -> tuple[str, str]:
+    """``(status, why)``: the manifest's status, except that a ``running`` run whose process is gone is
+    ``interrupted`` (rule: module docstring); ``why`` says how that was seen (``""`` otherwise)."""
+    status = str(m.get("status") or "?")
+    if status != "running":
+        return status, ""
+    host = socket.gethostname() if host is None else host
+    pid = m.get("pid")
+    if m.get("host") == host and pid is not None and os.name == "posix":
+        if process_gone(pid):
+            return "interrupted", f"its process {pid} on {host} is gone"
+        return status, ""
+    beat = parse_time(m.get("heartbeat") or m.get("started"))
+    if beat is None:
+        return status, ""
+    age = ((now or _dt.datetime.now(_dt.timezone.utc)) - beat).total_seconds()
+    if age > HEARTBEAT_STALE_S:
+        where = f" on {m['host']}" if m.get("host") else ""
+        return "interrupted", f"no heartbeat{where} for {age / 60:.0f} min (limit {HEARTBEAT_STALE_S / 60:.0f} min)"
+    return status, ""
+
+
+def last_cell_text(m: dict[str, Any]) -> str:
+    """``"cell 5/12 (Training)"``: the run's last completed cell, 1-based, and its section; ``""`` when none."""
+    cell = m.get("last_cell")
+    if not isinstance(cell, dict) or cell.get("index") is None:
+        return ""
+    of = f"/{cell['of']}" if cell.get("of") else ""
+    heading = f" ({cell['heading']})" if cell.get("heading") else ""
+    return f"cell {int(cell['index']) + 1}{of}{heading}"

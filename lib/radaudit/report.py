@@ -33,6 +33,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from radaudit import manifest
 from radaudit.experiments import EXPERIMENTS, Experiment
 from radaudit.html_page import VERDICT_COLOURS
 from radaudit.html_page import escape as _e
@@ -256,24 +257,28 @@ def render_run_report(run_dir: str | Path, nb_path: str | Path | None = None) ->
     return out
 
 
-def _runs(root: Path) -> list[tuple[Path, dict[str, Any]]]:
-    runs = []
-    for mpath in root.glob("*/*/manifest.json"):
-        if mpath.parent.is_symlink():  # `latest` points at a run listed under its own name
-            continue
-        runs.append((mpath.parent, _read_json(mpath)))
-    for pattern in ("*/sweeps/*/*/manifest.json", "*/sweep_*/*/manifest.json"):  # members of a sweep (old layout: sweep_*)
-        for mpath in root.glob(pattern):
-            runs.append((mpath.parent, _read_json(mpath)))
-    return sorted(runs, key=lambda r: (r[1].get("started") or "", str(r[0])), reverse=True)
+def _status_cell(m: dict[str, Any]) -> str:
+    """The run's status as :func:`radaudit.manifest.observed_status` sees it: a ``running`` run whose process is
+    gone is ``interrupted``, with the last cell it completed."""
+    status, why = manifest.observed_status(m)
+    cell = manifest.last_cell_text(m)
+    notes = []
+    if status in {"interrupted", "running"} and cell:
+        notes.append(f"after {cell}" if status == "interrupted" else f"{cell} done")
+    if m.get("signal") and status == "interrupted":
+        notes.append(f"by {m['signal']}")
+    elif why:
+        notes.append(why)
+    return _e(status) + "".join(f"<br><small>{_e(n)}</small>" for n in notes)
 
 
 def render_index(root: str | Path, top: int = 3) -> Path:
     """Write ``<root>/index.html``: every run under ``root`` (``<experiment>/<run>/manifest.json``, sweeps
-    included), newest first, with its status, commit, its first ``top`` findings and a thumbnail."""
+    included), newest first, with its status (a ``running`` run whose process is gone reads ``interrupted``:
+    :func:`radaudit.manifest.observed_status`), commit, its first ``top`` findings and a thumbnail."""
     root = Path(root)
     rows = []
-    for run_dir, m in _runs(root):
+    for run_dir, m in manifest.find_runs(root):
         rel = run_dir.relative_to(root).as_posix()
         name = m.get("experiment") or run_dir.parent.name
         report = f"{rel}/{name}.html"
@@ -286,7 +291,7 @@ def render_index(root: str | Path, top: int = 3) -> Path:
                  f"src='{_e(figs[0].relative_to(root).as_posix())}'>") if figs else ""
         link = f"<a href='{_e(report)}'>{_e(run_dir.name)}</a>" if (run_dir / f"{name}.html").is_file() else _e(run_dir.name)
         rows.append(f"<tr><td>{_e(name)}</td><td>{_e(m.get('preset') or 'interactive')}</td><td>{link}</td>"
-                    f"<td>{_e((m.get('started') or '')[:16].replace('T', ' '))}</td><td>{_e(m.get('status'))}</td>"
+                    f"<td>{_e((m.get('started') or '')[:16].replace('T', ' '))}</td><td>{_status_cell(m)}</td>"
                     f"<td><code>{_e(((m.get('git') or {}).get('commit') or '')[:8])}</code></td>"
                     f"<td>{fcell}</td><td>{thumb}</td></tr>")
     table = ("<table><thead><tr><th>Experiment</th><th>Preset</th><th>Run</th><th>Started (UTC)</th><th>Status</th>"

@@ -5,6 +5,12 @@ HTML export, ``figures/``, ``tables/``, ``manifest.json`` and ``run.log``. A run
 another (run names carry the start time, and a clash gets a ``-2`` suffix). ``outputs/<experiment>/latest``
 points at the newest successful run. A failing cell keeps everything written so far, marks the
 manifest ``status: failed`` with the error, and raises :class:`~radaudit.errors.RunFailedError`.
+
+While the notebook runs, the manifest names the runner (``pid``, ``host``) and keeps a ``heartbeat`` and the
+``last_cell`` completed (refreshed after every cell and every :data:`~radaudit.manifest.HEARTBEAT_EVERY_S`
+seconds), so that a run killed outright reads as ``interrupted`` (:func:`radaudit.manifest.observed_status`).
+SIGTERM or SIGINT to the runner marks the manifest ``interrupted`` at once (``finished``, ``signal``), then stops
+the notebook and raises :class:`~radaudit.errors.RunInterrupted` (``radaudit run`` exits 128 + the signal's number).
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ import hashlib
 import logging
 import os
 import re
+import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +28,7 @@ from typing import Any
 
 from radaudit import manifest
 from radaudit.config import BaseParams
-from radaudit.errors import ParamsError, RunFailedError
+from radaudit.errors import ParamsError, RunFailedError, RunInterrupted
 from radaudit.experiments import Experiment
 from radaudit.paths import check_component, notebooks_dir, outputs_dir, project_root
 from radaudit.run_setup import default_run_name, new_run_dir, prepare  # noqa: F401  (run.prepare stays public)
@@ -175,6 +183,123 @@ class _TerminalStage(logging.Handler):
         tqdm.write(f"  {line}")
 
 
+class _RunTracker:
+    """Keeps a running run's manifest true to its state: a heartbeat and the last completed cell while the notebook
+    runs, ``interrupted`` the moment SIGTERM or SIGINT arrives, the final status once. Every write goes through
+    one re-entrant lock (a heartbeat thread, the cells' callback and a signal handler in the main thread)."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self, mpath: Path, t0: float) -> None:
+        self.mpath, self.t0 = mpath, t0
+        self.lock = threading.RLock()
+        self.final = False
+        self.signum: int | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _update(self, **fields: Any) -> None:
+        with self.lock:
+            if not self.final:
+                manifest.update(self.mpath, **fields)
+
+    def beat(self) -> None:
+        try:
+            self._update(heartbeat=manifest.utcnow())
+        except (OSError, ValueError) as err:  # a full disk must not end the run; the next beat tries again
+            log.warning("heartbeat of %s not written: %s", self.mpath, err)
+
+    def cell_done(self, index: int | None, nb: Any) -> None:
+        """papermill finished cell ``index`` of ``nb``: a code cell that completed is the run's ``last_cell``; a
+        markdown cell, a failed cell or one cut short by a signal only refreshes the heartbeat."""
+        from radaudit.timings import heading_above
+
+        cell = nb.cells[index] if index is not None and 0 <= index < len(nb.cells) else None
+        state = ((cell.get("metadata") or {}).get("papermill") or {}).get("status") if cell is not None else None
+        if cell is None or cell.get("cell_type") != "code" or state != "completed" or self.signum is not None:
+            self.beat()
+            return
+        self._update(heartbeat=manifest.utcnow(),
+                     last_cell={"index": index, "of": len(nb.cells), "heading": heading_above(nb.cells, index)})
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self.signum is None:
+            self.signum = signum
+            self._update(status="interrupted", finished=manifest.utcnow(), signal=name,
+                         duration_s=round(time.perf_counter() - self.t0, 3), error=self.error())
+        previous = self._previous.get(signum)
+        if callable(previous) and previous is not signal.default_int_handler:
+            previous(signum, frame)  # a host's own handler (a Ray worker's, say) still runs
+        raise RunInterrupted(signum, f"interrupted by {name}; what the run wrote is kept in {self.mpath.parent}")
+
+    def error(self) -> dict[str, str]:
+        name = signal.Signals(self.signum).name if self.signum is not None else "the user"
+        return {"ename": "RunInterrupted", "evalue": name, "message": f"interrupted by {name}"}
+
+    def start(self) -> None:
+        """The heartbeat thread, and the signal handlers (main thread only; a signal ignored stays ignored)."""
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                previous = signal.getsignal(sig)
+                if previous is signal.SIG_IGN:
+                    continue
+                self._previous[sig] = previous
+                signal.signal(sig, self._on_signal)
+
+        def loop() -> None:
+            while not self._stop.wait(manifest.HEARTBEAT_EVERY_S):
+                self.beat()
+
+        self._thread = threading.Thread(target=loop, name="radaudit-heartbeat", daemon=True)
+        self._thread.start()
+
+    def finish(self, **fields: Any) -> dict[str, Any]:
+        """Write the run's end (an interrupted run stays ``interrupted``) and stop the heartbeats."""
+        with self.lock:
+            if self.signum is not None:
+                fields.update(status="interrupted", error=self.error(), signal=signal.Signals(self.signum).name)
+            m = manifest.update(self.mpath, **fields, heartbeat=manifest.utcnow())
+            self.final = True
+        self._stop.set()
+        return m
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous.clear()
+
+
+def _tracking_engine() -> str:
+    """The name of a papermill engine that is nbclient's plus a callback after each cell (``on_cell=f``: called as
+    ``f(cell_index, notebook)``), registered once."""
+    from papermill.engines import NBClientEngine, papermill_engines
+
+    class TrackingEngine(NBClientEngine):
+        @classmethod
+        def execute_managed_notebook(cls, nb_man, kernel_name, on_cell=None, **kwargs):
+            if on_cell is not None:
+                complete = nb_man.cell_complete
+
+                def cell_complete(cell, cell_index=None, **kw):
+                    complete(cell, cell_index=cell_index, **kw)
+                    on_cell(cell_index, nb_man.nb)
+
+                nb_man.cell_complete = cell_complete
+            return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+
+    name = "radaudit-tracking"
+    try:
+        papermill_engines.get_engine(name)
+    except Exception:  # noqa: BLE001  (papermill's "no engine named")
+        papermill_engines.register(name, TrackingEngine)
+    return name
+
+
 def _file_logger(path: Path) -> logging.Handler:
     h = logging.FileHandler(path, encoding="utf-8")
     h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -263,44 +388,51 @@ def run_experiment(
     t0 = time.perf_counter()
     status, error = "succeeded", None
     log.info("running %s (preset %s) into %s", experiment, preset, run_dir)
+    tracker = _RunTracker(mpath, t0)
     try:
+        tracker.start()
         pm.execute_notebook(
             str(notebook), str(nb_out),
             parameters={**pdict, "run_dir": str(run_dir)},
             progress_bar=progress, log_output=True, cwd=str(project), kernel_name=kernel_name,
             request_save_on_cell_execute=True,
-            config=_kernel_config(),
+            config=_kernel_config(), engine_name=_tracking_engine(), on_cell=tracker.cell_done,
         )
     except pm.PapermillExecutionError as err:
         status = "failed"
         error = {"ename": err.ename, "evalue": err.evalue, "cell_index": err.exec_count,
                  "message": f"{err.ename}: {err.evalue}"}
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # RunInterrupted (SIGTERM, SIGINT: tracker.finish names the signal) or a bare Ctrl-C
         status, error = "interrupted", {"message": "interrupted by the user"}
         raise
     except Exception as err:  # kernel died, notebook unreadable, ...
         status = "failed"
         error = {"ename": type(err).__name__, "evalue": str(err), "message": f"{type(err).__name__}: {err}"}
     finally:
-        m = manifest.update(
-            mpath, status=status, error=error, finished=manifest.utcnow(),
-            duration_s=round(time.perf_counter() - t0, 3),
-            steps=notebook_steps(nb_out) if nb_out.exists() else {},
-            outputs=_outputs_listing(run_dir),
-            recorded=_recorded(run_dir),
-        )
-        html = _write_report(run_dir, nb_out, index_root=exp_dir.parent)
-        pm_logger.propagate = pm_propagate
-        if rehearse and omp is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        elif rehearse:
-            os.environ["OMP_NUM_THREADS"] = omp
-        pm_logger.removeFilter(levels)
-        if terminal is not None:
-            pm_logger.removeHandler(terminal)
-        for name_ in ("radaudit", "papermill"):
-            logging.getLogger(name_).removeHandler(handler)
-        handler.close()
+        try:
+            m = tracker.finish(
+                status=status, error=error, finished=manifest.utcnow(),
+                duration_s=round(time.perf_counter() - t0, 3),
+                steps=notebook_steps(nb_out) if nb_out.exists() else {},
+                outputs=_outputs_listing(run_dir),
+                recorded=_recorded(run_dir),
+            )
+            html = _write_report(run_dir, nb_out, index_root=exp_dir.parent)
+        finally:  # also when a second signal cuts the report short
+            tracker.close()
+            pm_logger.propagate = pm_propagate
+            if rehearse and omp is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+            elif rehearse:
+                os.environ["OMP_NUM_THREADS"] = omp
+            pm_logger.removeFilter(levels)
+            if terminal is not None:
+                pm_logger.removeHandler(terminal)
+            for name_ in ("radaudit", "papermill"):
+                logging.getLogger(name_).removeHandler(handler)
+            handler.close()
+    if tracker.signum is not None:  # the signal's exception was swallowed on the way (the manifest says so already)
+        raise RunInterrupted(tracker.signum, f"interrupted by {signal.Signals(tracker.signum).name}")
     if status != "succeeded":
         raise RunFailedError(
             f"{experiment} failed: {error['message']}\nPartial outputs kept in {run_dir} "

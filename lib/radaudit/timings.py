@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -39,6 +40,20 @@ def _first_code_line(source: str, width: int = 80) -> str:
         if s and not s.startswith("#"):
             return s if len(s) <= width else s[: width - 1] + "…"
     return ""
+
+
+def heading_above(cells: Iterable[Any], index: int) -> str | None:
+    """The section of cell ``index`` of ``cells`` (notebook cells, dicts or nbformat nodes): the nearest markdown
+    heading (``#`` to ``###``) at or above it, ``None`` before the first."""
+    found = None
+    for i, cell in enumerate(cells):
+        if i > index:
+            break
+        if cell.get("cell_type") == "markdown":
+            m = _HEADING.search(_source(cell))
+            if m:
+                found = m.group(1).strip()
+    return found
 
 
 def cell_times(notebook: str | Path) -> pd.DataFrame:
