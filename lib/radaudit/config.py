@@ -26,6 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from radaudit.errors import ParamsError
+from radaudit.names import check_component
 
 RESERVED_PRESET_KEYS = ("description", "extends")
 
@@ -128,8 +129,6 @@ def validate_params(model: type[BaseParams], values: dict[str, Any], where: str 
 # ----------------------------------------------------------------------------- presets
 
 def preset_path(params_dir: Path, experiment: str, preset: str) -> Path:
-    from radaudit.names import check_component
-
     return params_dir / check_component(experiment, "experiment") / f"{check_component(preset, 'preset')}.yaml"
 
 

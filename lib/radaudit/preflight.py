@@ -98,7 +98,7 @@ def check_requirement(req: Requirement) -> Check:
         return Check(req, _OK, str(path)) if path.exists() else Check(req, "missing", f"{path} does not exist")
     if text == "demo":
         return Check(req, _OK, "trained here on first use")
-    from radaudit.models.vlm import conversion_needed
+    from radaudit.models.vlm import conversion_needed  # lazy: keeps `radaudit check` light (models.vlm pulls in pandas)
 
     mem = memory_gb(text, req.dtype)
     why = conversion_needed(text, text)

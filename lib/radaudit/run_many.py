@@ -35,6 +35,10 @@ from queue import Empty
 from typing import Any
 
 from radaudit.errors import ParamsError, RunFailedError
+from radaudit.experiments import EXPERIMENTS
+from radaudit.paths import outputs_dir
+from radaudit.run import run_experiment
+from radaudit.timings import latest_runs
 
 __all__ = ["STOP_WAIT_S", "RunOutcome", "run_many", "run_order"]
 
@@ -61,9 +65,6 @@ def run_order(names: Sequence[str], outputs: str | Path, preset: str) -> list[st
     """``names`` longest first by their newest succeeded ``preset`` run under ``outputs`` (its ``duration_s``);
     names with no such run first, by their ``first_run_rank`` (highest first, then in the given order; module
     docstring)."""
-    from radaudit.experiments import EXPERIMENTS
-    from radaudit.timings import latest_runs
-
     seconds: dict[str, float] = {}
     for run in latest_runs(outputs, preset=preset, experiments=names):
         try:
@@ -83,8 +84,6 @@ def _run_one(experiment: str, preset: str, overrides: tuple[str, ...], data_root
     The notebook's kernel inherits ``OMP_WAIT_POLICY=PASSIVE`` (unless the caller set it): torch's OpenMP threads
     then sleep at the end of a parallel region instead of spinning, which is what spinning threads of two processes
     on shared cores need (an attention cell took 123 s instead of 27 s with the default). It changes no number."""
-    from radaudit.run import run_experiment
-
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     t0 = time.perf_counter()
     try:
@@ -118,7 +117,6 @@ def run_many(names: Sequence[str], jobs: int, preset: str, overrides: Sequence[s
     dies without an answer (killed, out of memory) is an outcome with the error, and the others go on."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ParamsError(f"--jobs must be a positive integer (experiments run at a time), got {jobs!r}.")
-    from radaudit.paths import outputs_dir
 
     order = run_order(list(names), Path(out) if out else outputs_dir(), preset) if jobs > 1 else list(names)
     args = (preset, tuple(overrides), data_root, out, name, tuple(params_files), rehearse)

@@ -38,6 +38,7 @@ import pandas as pd
 
 from radaudit.errors import ParamsError
 from radaudit.html_page import escape, fmt_number, page
+from radaudit.metrics import build_metric, check_pairs
 from radaudit.stats import benjamini_hochberg, bootstrap_ci, paired_bootstrap, stable_seed
 
 __all__ = ["ALIASES", "ScoreReport", "score", "score_file"]
@@ -136,8 +137,6 @@ def score(df: pd.DataFrame, metrics: Sequence[str], by: Sequence[str] = (), *, r
     """Score ``df``'s predictions against its references with ``metrics``, overall and per group of each ``by``
     column (see the module docstring). ``options`` maps a metric name to its build options. Rows whose group
     value is missing are left out of that column's groups (counted in ``note``), never dropped silently."""
-    from radaudit.metrics import build_metric, check_pairs
-
     by = [by] if isinstance(by, str) else list(by)
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     if not metrics:

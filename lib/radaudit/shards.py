@@ -28,6 +28,7 @@ from radaudit import manifest
 from radaudit.config import BaseParams
 from radaudit.errors import ParamsError
 from radaudit.experiments import EXPERIMENTS, get_experiment
+from radaudit.models.cache import default_cache_dir
 from radaudit.partition import check_shard, shard_slice, split_parts
 from radaudit.paths import outputs_dir, project_root
 from radaudit.run_setup import default_run_name, new_run_dir, prepare
@@ -77,8 +78,6 @@ def run_shard(experiment: str, preset: str, overrides: list[str] | tuple[str, ..
     <time>_<preset>[_p<hash>]_<i>of<n>/manifest.json``) holds the params, the shard, the step's counts (items in
     this shard, computed vs found in the cache), the duration and the commit; a failed step is recorded
     there as ``status: failed`` and re-raised."""
-    from radaudit.models.cache import default_cache_dir
-
     i, n = check_shard(shard)
     exp = prepared[0] if prepared is not None else get_experiment(experiment)
     if exp.shard_step is None:

@@ -50,12 +50,15 @@ from typing import Any
 
 import pandas as pd
 
-from radaudit import manifest
+from radaudit import manifest, report
 from radaudit.config import BaseParams, parse_overrides
 from radaudit.errors import ParamsError, RadauditError, RunFailedError
 from radaudit.experiments import Experiment, get_experiment
+from radaudit.findings import FindingsError, read_findings
 from radaudit.paths import outputs_dir, project_root, safe_name
+from radaudit.run import run_experiment
 from radaudit.run_setup import new_run_dir, prepare
+from radaudit.shards import run_shard, shardable_experiments
 
 log = logging.getLogger("radaudit.sweep")
 
@@ -139,9 +142,6 @@ def run_member(experiment: str, preset: str, overrides: list[str], label: str, p
     engine calls it directly). Never raises for a failed run: the record says ``status: failed`` and the first line
     of the error, so one bad parameter set does not stop the others. ``prepared`` carries the params the driver
     validated, so a worker runs exactly them (and needs no registry entry of its own)."""
-    from radaudit.findings import FindingsError, read_findings
-    from radaudit.run import run_experiment
-
     sweep_path = Path(sweep_dir)
     try:
         res = run_experiment(experiment, preset, list(overrides), data_root=data_root, out=out_root, name=label,
@@ -172,8 +172,6 @@ def run_shard_task(experiment: str, preset: str, overrides: list[str], label: st
     """One shard of one member (``--shards N``; the body of a Ray task): :func:`radaudit.shards.run_shard` into the
     shared cache. Never raises: a failed shard is a record (``status: failed`` and the error's first line), and the
     member's merge run still follows, computing what the shard left undone, so nothing already cached is lost."""
-    from radaudit.shards import run_shard
-
     i, n = shard
     try:
         m = run_shard(experiment, preset, list(overrides), shard=(i, n), data_root=data_root,
@@ -297,7 +295,7 @@ def summary_figure(summary: pd.DataFrame, grid: dict[str, list[str]], column: st
 def _plot(summary: pd.DataFrame, grid: dict[str, list[str]], column: str, label: str | None, folder: Path) -> Path:
     import matplotlib as mpl
 
-    from radaudit.plots import save_figure, set_theme
+    from radaudit.plots import save_figure, set_theme  # lazy: radaudit.plots imports pyplot and seaborn
 
     with mpl.rc_context():  # the lab's look for this figure only; the caller's rcParams come back afterwards
         set_theme()
@@ -546,8 +544,6 @@ def sweep(
     if shards < 0 or shards == 1:
         raise RadauditError(f"--shards {shards} must be 0 (no shards) or at least 2.")
     if shards and exp.shard_step is None:
-        from radaudit.shards import shardable_experiments
-
         raise ParamsError(f"{experiment} has no shard step, so --shards cannot split it; experiments that can be "
                           f"sharded: {', '.join(shardable_experiments()) or 'none'}.")
     model = exp.params_model()
@@ -657,8 +653,6 @@ def _execute(experiment, preset, grid, overrides, prepared, *, data_root, out, p
     manifest.write(mpath, m)
     write_index_md(sweep_dir / "index.md", summary, grid, m, ids, plot_path)
     try:  # the outputs' index.html lists the members (each member rendered it too, possibly at the same time)
-        from radaudit import report
-
         report.render_index(out_root)
     except Exception as err:  # noqa: BLE001
         log.error("outputs index under %s failed: %s", out_root, err)

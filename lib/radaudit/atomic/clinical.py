@@ -69,9 +69,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from radaudit.atomic.compare import location_key
+from radaudit.atomic.decompose import RuleDecomposer
+from radaudit.atomic.lexicon import GENERIC_CREDIT, morphology_terms, related_as
 from radaudit.atomic.schema import ATTRIBUTES, Finding
-from radaudit.atomic.score import align_findings, entity_similarity, f1, normalize_name
+from radaudit.atomic.score import align_findings, entity_similarity, f1, name_similarity, normalize_name
 from radaudit.errors import ParamsError
+from radaudit.metrics.base import check_pairs
+from radaudit.text.attributes import extract_location, extract_quantity, extract_severity, extract_size, extract_temporal
 
 __all__ = ["Significance", "load_significance", "SIGNIFICANCE_FILE", "facet_credit", "attribute_agreement",
            "pair_entities", "clinical_scores", "CLINICAL_COLUMNS", "ClinicalOptions"]
@@ -188,8 +193,6 @@ _COMPLETE = re.compile(r"\b(?:complete|total|white-?out)\b", re.IGNORECASE)
 
 def _severity_levels(value: str) -> list[float]:
     """Levels on the four-step scale; "complete"/"total" (collapse, opacification) is the top step."""
-    from radaudit.text.attributes import extract_severity
-
     out = [(_SEV4[s.low] + _SEV4[s.high]) / 2 for s in extract_severity(value)]
     return out + [4.0] if _COMPLETE.search(value) else out
 
@@ -211,15 +214,11 @@ _LOBE_ZONES: dict[str, frozenset[str]] = {
 def _zone_consistent(expected: str, found: str) -> bool:
     """Whether a lobe named in one value and a zone named in the other are the same place seen at two
     granularities (:data:`_LOBE_ZONES`; the sides are compared separately)."""
-    from radaudit.text.attributes import extract_location
-
     e, f = ({loc.value for loc in extract_location(v)} for v in (expected, found))
     return any(b in _LOBE_ZONES.get(a, ()) or a in _LOBE_ZONES.get(b, ()) for a in e for b in f)
 
 
 def _location_credit(expected: str, found: str, extra_neutral: bool) -> float | None:
-    from radaudit.atomic.compare import location_key
-
     # a device's tip ("tip: right atrium") is compared as a region, never as the device's side
     e_sides, e_regions = location_key(expected.split("tip:")[0])[0], location_key(expected)[1]
     if not e_sides and not e_regions:
@@ -256,8 +255,6 @@ def _severity_credit(expected: str, found: str) -> float | None:
 
 
 def _size_credit(expected: str, found: str) -> float | None:
-    from radaudit.text.attributes import extract_size
-
     e = extract_size(expected)
     if not e:
         return None
@@ -273,8 +270,6 @@ def _size_credit(expected: str, found: str) -> float | None:
 
 
 def _quantity_credit(expected: str, found: str) -> float | None:
-    from radaudit.text.attributes import extract_quantity
-
     e = extract_quantity(f"{expected} findings", articles=False)
     if not e:
         return None
@@ -292,8 +287,6 @@ def _quantity_credit(expected: str, found: str) -> float | None:
 def _temporal_axis(value: str) -> list[int]:
     """Positions of ``value``'s temporal words on :data:`_TEMPORAL_AXIS` (a bare "increased"/"decreased", an
     LLM's short value, is read as a change: "has increased")."""
-    from radaudit.text.attributes import extract_temporal
-
     return [_TEMPORAL_AXIS[t.value] for t in (extract_temporal(value) or extract_temporal(f"has {value}"))]
 
 
@@ -322,8 +315,6 @@ def _morphology_credit(expected: str, found: str) -> float | None:
     """Per term of ``expected``: 1 when ``found`` has it, 0 when ``found`` has a term exclusive with it
     (:data:`_MORPHOLOGY_EXCLUSIVE`), else ½ (another descriptor that does not contradict it counts as
     one not stated: "hazy" against "interstitial" edema); the mean over the terms."""
-    from radaudit.atomic.lexicon import morphology_terms
-
     e = {t for t, _, _ in morphology_terms(expected)}
     if not e:
         return None
@@ -365,8 +356,6 @@ def facet_credit(facet: str, expected: str, found: str | None, *, extra_neutral:
     fn = _GRADED[facet]
     credit = fn(expected, found, extra_neutral) if facet == "location" else fn(expected, found)
     if credit is None:
-        from radaudit.atomic.score import name_similarity
-
         credit = 1.0 if name_similarity(expected, found) >= theta else 0.0
     return float(credit)
 
@@ -445,8 +434,6 @@ def other_resolved(f: Finding) -> bool:
 
 
 def _sides_disjoint(a: Finding, b: Finding) -> bool:
-    from radaudit.atomic.compare import location_key
-
     # a device's tip ("tip: right atrium") names where it ends, not its side
     la = (a.attributes.location or "").split("tip:")[0]
     lb = (b.attributes.location or "").split("tip:")[0]
@@ -458,8 +445,6 @@ def _sides_disjoint(a: Finding, b: Finding) -> bool:
 
 def _related(f: Finding, others: Sequence[Finding]) -> tuple[Finding | None, str | None]:
     """The first present finding of ``others`` that is a more specific / more generic form of ``f``."""
-    from radaudit.atomic.lexicon import related_as
-
     for rel in ("specific", "generic"):
         for o in others:
             if o.present == "yes" and related_as(f.name, o.name) == rel and not _sides_disjoint(f, o):
@@ -487,7 +472,6 @@ def _credit(asking: Finding, other: Finding | None, relation: str | None, *, ref
         return _RESOLVED_NEAR * (c or 0.0), None, {"temporal": c or 0.0}
     if not other_present or _sides_disjoint(asking, other):
         return 0.0, None, {}  # not reported, or reported on the other side (a different finding)
-    from radaudit.atomic.lexicon import GENERIC_CREDIT, related_as
 
     context = [o for o in others if o is not other and o.present == "yes" and related_as(other.name, o.name)]
     a, credits = attribute_agreement(asking, other, extra_neutral=not reference_side, theta=opt.theta,
@@ -576,9 +560,6 @@ def score_pairs_clinical(references: Sequence[str], candidates: Sequence[str], *
     ``uncertain``); a pair whose decomposition failed (LLM backend) is NaN with ``ok=False``, never
     scored."""
     import pandas as pd
-
-    from radaudit.atomic.decompose import RuleDecomposer
-    from radaudit.metrics.base import check_pairs
 
     refs, cands = check_pairs(references, candidates)
     opt = options or ClinicalOptions()

@@ -39,7 +39,17 @@ import re
 
 from radaudit.atomic.lexicon import morphology_terms
 from radaudit.atomic.schema import ATTRIBUTES, NOT_MENTIONED
+from radaudit.atomic.score import name_similarity
 from radaudit.errors import ParamsError
+from radaudit.text.attributes import (
+    TIP_LOCATIONS,
+    extract_laterality,
+    extract_location,
+    extract_quantity,
+    extract_severity,
+    extract_size,
+    extract_temporal,
+)
 
 __all__ = ["values_match", "location_key", "REGION_FAMILY"]
 
@@ -58,16 +68,12 @@ _CARINA = re.compile(r"\bcarina\b", re.IGNORECASE)
 
 @functools.lru_cache(maxsize=1)
 def _tip_patterns() -> list[tuple[str, re.Pattern[str]]]:
-    from radaudit.text.attributes import TIP_LOCATIONS
-
     return [(loc, re.compile(rf"\b(?:{p})\b", re.IGNORECASE)) for loc, p in TIP_LOCATIONS.items()]
 
 
 @functools.lru_cache(maxsize=4096)
 def location_key(value: str) -> tuple[frozenset[str], frozenset[str]]:
     """``(sides, region families)`` stated in a location value (rules: module docstring)."""
-    from radaudit.text.attributes import extract_laterality, extract_location
-
     sides: set[str] = set()
     for a in extract_laterality(value):
         sides.update(("left", "right") if a.value == "bilateral" else (a.value,))
@@ -97,8 +103,6 @@ def _location(expected: str, found: str) -> bool | None:
 
 
 def _size(expected: str, found: str) -> bool | None:
-    from radaudit.text.attributes import extract_size
-
     e = extract_size(expected)
     if not e:
         return None
@@ -110,8 +114,6 @@ def _size(expected: str, found: str) -> bool | None:
 
 
 def _bands(value: str) -> set[str]:
-    from radaudit.text.attributes import extract_severity
-
     out: set[str] = set()
     for s in extract_severity(value):
         out.update(_SEVERITY_BAND[level] for level in range(s.low, s.high + 1))
@@ -126,8 +128,6 @@ def _severity(expected: str, found: str) -> bool | None:
 
 
 def _quantity(expected: str, found: str) -> bool | None:
-    from radaudit.text.attributes import extract_quantity
-
     # a noun is appended so that a bare digit ("2", as the rule backend stores "2 nodules") reads as a count
     e = extract_quantity(f"{expected} findings", articles=False)
     if not e:
@@ -142,8 +142,6 @@ def _quantity(expected: str, found: str) -> bool | None:
 
 
 def _temporal(expected: str, found: str) -> bool | None:
-    from radaudit.text.attributes import extract_temporal
-
     e = {_TEMPORAL_GROUP[t.value] for t in extract_temporal(expected)}
     if not e:
         return None
@@ -180,7 +178,5 @@ def values_match(attribute: str, expected: str, found: str | None, theta: float 
         return False
     verdict = _COMPARATORS[attribute](expected, found)
     if verdict is None:
-        from radaudit.atomic.score import name_similarity
-
         return name_similarity(expected, found) >= theta
     return verdict

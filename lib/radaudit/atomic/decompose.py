@@ -60,6 +60,19 @@ from typing import Any, Literal
 from radaudit.atomic.lexicon import ANATOMY, FINDINGS, compile_alternation, malposition_name, morphology_terms
 from radaudit.atomic.schema import ATTRIBUTES, DECOMPOSITION_EXAMPLE, Attributes, Decomposition, Finding
 from radaudit.errors import ParamsError
+from radaudit.models.llm_json import call_json_batch
+from radaudit.text.attributes import (
+    extract_devices,
+    extract_laterality,
+    extract_location,
+    extract_quantity,
+    extract_severity,
+    extract_size,
+    extract_temporal,
+)
+from radaudit.text.device_position import POSITIONED_DEVICES, device_position
+from radaudit.text.negation import explain_mention, find_cues
+from radaudit.text.sections import sentences, split_sections
 
 __all__ = ["ReportFacts", "RuleDecomposer", "LLMDecomposer", "DEFAULT_DECOMPOSE_PROMPT", "render_prompt",
            "greedy_generator", "report_body"]
@@ -135,8 +148,6 @@ class ReportFacts:
 
 def report_body(text: str) -> str:
     """The FINDINGS and IMPRESSION sections of ``text`` when it has section headers, else ``text``."""
-    from radaudit.text.sections import split_sections
-
     secs = split_sections(text, inline=True)
     body = " ".join(secs[k] for k in ("findings", "impression") if k in secs)
     return body if body else text
@@ -153,8 +164,6 @@ _MIMIC = re.compile(r"\b(?:likely|probabl[ey]|most\s+likely|may\s+(?:be|represen
 
 
 def _is_resolution(value: str) -> bool:
-    from radaudit.text.attributes import extract_temporal
-
     return any(t.value == "resolved" for t in extract_temporal(value))
 
 
@@ -223,8 +232,6 @@ class RuleDecomposer:
 
     def decompose_one(self, text: str) -> list[Finding]:
         """The findings of one report (module docstring)."""
-        from radaudit.text.sections import sentences
-
         body = report_body(text) if self.sections else text
         merged: dict[str, dict[str, Any]] = {}
         for sent in sentences(body):
@@ -263,10 +270,6 @@ class RuleDecomposer:
 
     # ---------------------------------------------------------------------------------------- internals
     def _mentions(self, sent: str) -> list[_Mention]:
-        from radaudit.text.attributes import extract_devices
-        from radaudit.text.device_position import POSITIONED_DEVICES, device_position
-        from radaudit.text.negation import explain_mention, find_cues
-
         raw: list[tuple[str, int, int, bool, str, str | None, tuple[int, int] | None]] = []
         for m in self._re.finditer(sent):
             raw.append((self._names[int(m.lastgroup[1:])], m.start(), m.end(), False, "", None, None))
@@ -360,15 +363,6 @@ def _clause_bounds(sent: str, s: int, e: int) -> tuple[int, int]:
 
 def _attribute_items(sent: str) -> list[tuple[str, int, int]]:
     """``(facet, start, end)`` of every attribute in the sentence (module docstring, step 3)."""
-    from radaudit.text.attributes import (
-        extract_laterality,
-        extract_location,
-        extract_quantity,
-        extract_severity,
-        extract_size,
-        extract_temporal,
-    )
-
     items: list[tuple[str, int, int]] = []
     locs = extract_location(sent)
     items += [("location", a.start, a.end) for a in locs]
@@ -439,8 +433,6 @@ class LLMDecomposer:
 
     def decompose(self, reports: Sequence[str]) -> list[ReportFacts]:
         """One :class:`ReportFacts` per report; empty reports have no findings and need no call."""
-        from radaudit.models.llm_json import call_json_batch
-
         for i, text in enumerate(reports):
             if not isinstance(text, str):
                 raise ParamsError(f"report {i} is a {type(text).__name__}, not a str (use '' for an empty report).")
@@ -471,6 +463,7 @@ def greedy_generator(model: Any, *, max_new_tokens: int = 1024, batch_size: int 
     render the same prompts and share cache entries. ``dtype``: ``None`` is float32 on either engine
     (pass ``"bf16"`` for a large model). The backend is built on the first call and kept; ``cache`` (a
     :class:`~radaudit.models.cache.ContentCache`, a folder or ``True``) makes reruns free."""
+    # lazy: looked up per call, so tests can patch radaudit.models.backends.get_backend and .generate.generate
     from radaudit.models.backends import get_backend
     from radaudit.models.generate import generate
 

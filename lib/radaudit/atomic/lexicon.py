@@ -32,6 +32,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from radaudit.text.attributes import DEVICE_TYPES
+
 __all__ = ["FINDINGS", "ANATOMY", "MORPHOLOGY", "compile_alternation", "morphology_terms", "malposition_name",
            "canonical_names", "is_canonical",
            "SPECIFIC_OF", "GENERIC_CREDIT", "related_as"]
@@ -282,8 +284,6 @@ def is_canonical(name: str) -> bool:
 def _canonical() -> frozenset[str]:
     global _CANONICAL
     if _CANONICAL is None:
-        from radaudit.text.attributes import DEVICE_TYPES
-
         devices = [d.replace("_", " ") for d in DEVICE_TYPES]
         _CANONICAL = frozenset([*FINDINGS, *ANATOMY, *devices, *(malposition_name(d) for d in devices)])
     return _CANONICAL

@@ -43,6 +43,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from radaudit.atomic.lexicon import is_canonical
 from radaudit.errors import ParamsError
 
 __all__ = ["SCORERS", "level_scores", "aggregate", "f1", "ratio", "normalize_name", "name_similarity",
@@ -141,8 +142,6 @@ def entity_similarity(a: str, b: str, scorer: str = "ratio") -> float:
     >>> round(entity_similarity("pleural effusion", "pleural effusions"), 2)
     0.97
     """
-    from radaudit.atomic.lexicon import is_canonical
-
     if normalize_name(a) != normalize_name(b) and is_canonical(a) and is_canonical(b):
         return 0.0
     return name_similarity(a, b, scorer)

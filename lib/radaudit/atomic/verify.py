@@ -51,6 +51,7 @@ from radaudit.atomic.decompose import ReportFacts, render_prompt
 from radaudit.atomic.schema import NOT_MENTIONED, Answer, Finding, Question, normalize_yes_no
 from radaudit.atomic.score import entity_similarity
 from radaudit.errors import ParamsError
+from radaudit.models.llm_json import call_json_batch
 
 __all__ = ["ReadRequest", "RuleReader", "LLMReader", "disease_questions", "attribute_questions", "judge",
            "DEFAULT_DISEASE_READER_PROMPT", "DEFAULT_ATTRIBUTE_READER_PROMPT", "ReaderReply"]
@@ -248,8 +249,6 @@ class LLMReader:
         return render_prompt(template, report=r.report, questions="\n".join(lines))
 
     def read(self, requests: Sequence[ReadRequest]) -> list[list[Answer]]:
-        from radaudit.models.llm_json import call_json_batch
-
         out: list[list[Answer]] = [[] for _ in requests]
         self.last_calls = [None] * len(requests)
         todo = [k for k, r in enumerate(requests) if r.questions]

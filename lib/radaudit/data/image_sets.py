@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
-from radaudit.paths import file_sha256
+from radaudit.paths import atomic_dir, file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -380,8 +380,6 @@ def write_synthetic_set(folder: str | os.PathLike, images: np.ndarray, meta: pd.
     contains ``|`` —, ``seed``, then ``meta``'s other columns, list values as JSON). The folder is
     written all at once (it must be absent or empty). Returns the metadata path."""
     from PIL import Image
-
-    from radaudit.paths import atomic_dir
 
     arr = np.asarray(images)
     if arr.ndim != 3:

@@ -85,9 +85,12 @@ from typing import Any
 
 import numpy as np
 
+from radaudit.data import chexpert_phrases_dir
 from radaudit.errors import ParamsError
 from radaudit.metrics.base import MetricResult, MetricSpec, check_pairs
 from radaudit.metrics.classification import f1_from_counts as _f1
+from radaudit.text.labeler import OBSERVATIONS, TOP5, ChexpertLabeler
+from radaudit.text.language import count_non_english
 
 __all__ = ["ChexpertF1", "make_chexpert_f1", "label_columns", "binarize_labels", "SPECS"]
 
@@ -98,8 +101,6 @@ UNCERTAIN = ("positive", "negative", "ignore")
 
 def label_columns(label_set: str) -> tuple[str, ...]:
     """The observations of ``label_set`` (``"top5"`` or ``"all14"``), in the labeler's column order."""
-    from radaudit.text.labeler import OBSERVATIONS, TOP5
-
     if label_set == "top5":
         return tuple(o for o in OBSERVATIONS if o in TOP5)
     if label_set == "all14":
@@ -146,9 +147,6 @@ class ChexpertF1:
     @property
     def labeler(self):
         if self._labeler is None:
-            from radaudit.data import chexpert_phrases_dir
-            from radaudit.text.labeler import ChexpertLabeler
-
             self._labeler = ChexpertLabeler(self.phrases_dir or chexpert_phrases_dir(self.data_root))
         return self._labeler
 
@@ -162,8 +160,6 @@ class ChexpertF1:
 
     def compute(self, references: Sequence[str], candidates: Sequence[str]) -> MetricResult:
         import pandas as pd
-
-        from radaudit.text.language import count_non_english
 
         refs, cands = check_pairs(references, candidates)
         n = len(refs)

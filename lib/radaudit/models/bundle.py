@@ -42,6 +42,7 @@ from typing import Any
 
 from radaudit.errors import DataFormatError, ParamsError, RadauditError
 from radaudit.manifest import git_info, machine_description
+from radaudit.models.cache import ContentCache
 from radaudit.paths import FILES_MANIFEST, listing_matches, project_root
 
 __all__ = ["BUNDLE_FORMAT", "BUNDLE_MANIFEST", "KINDS", "LEFT_OUT", "ImportReport", "cache_entries", "cache_summary",
@@ -262,8 +263,6 @@ def _read_manifest(staged: Path, bundle: Path) -> dict[str, Any]:
 
 def _merge_sqlite(src: Path, dst: Path) -> int:
     """Add the rows of ``src`` that ``dst`` lacks (by key), in one transaction; the number added."""
-    from radaudit.models.cache import ContentCache
-
     with ContentCache(dst.parent, name=dst.stem):  # creates the table (and WAL mode) as a run would
         pass
     con = sqlite3.connect(dst, timeout=60.0, isolation_level=None)

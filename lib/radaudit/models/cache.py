@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from radaudit.errors import ParamsError, RadauditError
+from radaudit.paths import project_root
 
 CACHE_ENV = "RADAUDIT_CACHE"
 KEY_SCHEMA = "radaudit-cache-v2"  # v2: the engine (backend) left the generation key
@@ -60,8 +61,6 @@ def default_cache_dir() -> Path:
     if env:
         return Path(env).expanduser().resolve()
     try:
-        from radaudit.paths import project_root
-
         return project_root() / ".cache" / "radaudit"
     except RadauditError:
         return Path.home() / ".cache" / "radaudit"

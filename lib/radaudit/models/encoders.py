@@ -99,6 +99,7 @@ from radaudit.models.resolver import (
     resolve_dtype,
     resolve_model,
 )
+from radaudit.models.text_memo import encoder_call_parts, memo_call
 from radaudit.progress import batches as _batches
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -354,8 +355,6 @@ class TextEncoder:
     def embed(self, texts: Sequence[str], batch_size: int | None = None, normalize: bool | None = None) -> np.ndarray:
         """``[n, d]`` float32 pooled embeddings in input order (``normalize=None``: the encoder's setting); a call
         already made on this encoder comes from the disk cache (``disk_cache``)."""
-        from radaudit.models.text_memo import memo_call
-
         texts = _check_texts(texts)
         b = _check_batch_size(batch_size or self.batch_size)
         norm = self.normalize if normalize is None else bool(normalize)
@@ -373,8 +372,6 @@ class TextEncoder:
     def _call_parts(self, texts: list[str], batch_size: int, normalize: bool) -> dict[str, Any] | None:
         """The disk-cache key parts of one :meth:`embed` call; ``None`` when the cache is off or the weights
         have no identity on disk."""
-        from radaudit.models.text_memo import encoder_call_parts
-
         return encoder_call_parts(self, "text_embeddings", self.describe(),
                                   {"batch_size": batch_size, "normalize": normalize}, {"texts": texts},
                                   code=("radaudit.models.encoders",))

@@ -35,7 +35,9 @@ from typing import Any
 import numpy as np
 
 from radaudit.errors import DataFormatError, ParamsError
+from radaudit.models.backends import model_revision
 from radaudit.models.cache import ContentCache, array_from_value, array_value, content_key, open_cache
+from radaudit.models.resolver import resolve_model
 
 __all__ = ["FEATURE_CACHE", "batch_bounds", "batch_key_parts", "cached_features", "encoder_identity", "fill_features",
            "image_digest"]
@@ -71,9 +73,6 @@ def image_digest(image: Any) -> str:
 def encoder_identity(encoder: Any) -> dict[str, Any] | None:
     """What determines an encoder's features: its ``describe()`` plus the fingerprint of its weights and the dtype
     it runs in; ``None`` when the weights have no identity on disk (such an encoder is not cached)."""
-    from radaudit.models.backends import model_revision
-    from radaudit.models.resolver import resolve_model
-
     describe = getattr(encoder, "describe", None)
     info = dict(describe()) if callable(describe) else {"encoder": type(encoder).__name__}
     resolved = getattr(encoder, "resolved", None)

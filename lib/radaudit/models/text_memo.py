@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from radaudit.models.backends import model_revision
 from radaudit.models.cache import ContentCache, array_from_value, array_value, content_key, open_cache
 
 __all__ = ["TEXT_CACHE", "call_key_parts", "encoder_call_parts", "memo_call", "source_digest", "texts_digest",
@@ -86,8 +87,6 @@ def _version(dist: str) -> str | None:
 def weights_identity(encoder: Any) -> str | None:
     """The fingerprint of ``encoder.resolved``'s weights (:func:`radaudit.models.backends.model_revision`),
     computed once per encoder object (a local folder is hashed, which is not free); ``None`` = no identity."""
-    from radaudit.models.backends import model_revision
-
     if "_weights_identity" not in vars(encoder):
         encoder._weights_identity = model_revision(encoder.resolved)
     return encoder._weights_identity

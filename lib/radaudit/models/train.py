@@ -451,7 +451,7 @@ def _moving_average(values: list[float], window: int) -> list[float]:
 def _plot_loss(result: TrainResult, directory: Path) -> dict[str, Path]:
     from matplotlib.figure import Figure  # matplotlib, seaborn (also via radaudit.plots): heavy, imported on call
 
-    from radaudit.plots import PALETTE, save_figure
+    from radaudit.plots import PALETTE, save_figure  # lazy: radaudit.plots imports pyplot and seaborn
 
     fig = Figure(figsize=(6.0, 3.6))
     ax = fig.add_subplot()

@@ -35,6 +35,8 @@ from typing import Any
 
 import pandas as pd
 
+import radaudit
+from radaudit.data import fingerprint, load_dataset
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.perturb.base import (
     ASPECTS,
@@ -114,8 +116,6 @@ def load_gt_reports(datasets: Sequence[str] = ("iu_xray", "chexpert_plus_valid")
                     *, text_field: str = "findings_or_impression") -> tuple[pd.DataFrame, dict[str, Any]]:
     """GT reports from registered datasets (the demo: public IU X-ray and CheXpert Plus text) and a
     provenance record ``{dataset: {"fingerprint", "n_reports"}}`` (:func:`radaudit.data.fingerprint`)."""
-    from radaudit.data import fingerprint, load_dataset
-
     frames, prov = [], {}
     for name in datasets:
         df = gt_reports(load_dataset(name, data_root), text_field=text_field, source=name)
@@ -230,8 +230,6 @@ def _texts_sha(reports: pd.DataFrame) -> str:
 
 def _provenance(kind: str, engine: Any, seed: int, reports: pd.DataFrame, sources: Mapping[str, Any] | None,
                 **extra: Any) -> dict[str, Any]:
-    import radaudit
-
     return {
         "kind": kind, "paper": "ReEvalMed (Li et al., EMNLP 2025), paper 001", "seed": int(seed),
         "engine": engine.describe() if hasattr(engine, "describe") else {"engine": getattr(engine, "name", "?")},

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from radaudit.perturb.base import Pair, apply_edits, check_cell, derive_seed, rules_for
+from radaudit.perturb.base import RULES, Pair, apply_edits, check_cell, derive_seed, rules_for
 from radaudit.perturb.verify import verify_rewrite
 
 __all__ = ["RewriteTask", "Outcome", "RuleEngine", "make_pair", "pair_id"]
@@ -86,8 +86,6 @@ class RuleEngine:
     balance_rules: bool = True
 
     def describe(self) -> dict[str, Any]:
-        from radaudit.perturb.base import RULES
-
         return {"engine": self.name, "rules": sorted(RULES), "balance_rules": self.balance_rules}
 
     def rewrite_one(self, task: RewriteTask, labeler: Any = None) -> Outcome:

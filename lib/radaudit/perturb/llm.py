@@ -33,6 +33,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from radaudit.errors import ParamsError
+from radaudit.models.backends import get_backend
+from radaudit.models.generate import generate
 from radaudit.models.llm_json import JsonBatchSummary, call_json_batch
 from radaudit.perturb.base import ASPECT_LABELS, ERROR_TYPES, check_cell, derive_seed
 from radaudit.perturb.engine import Outcome, RewriteTask, make_pair
@@ -314,9 +316,6 @@ def generator_from_model(model: Any, *, strategy: Mapping[str, Any] | None = Non
     to :func:`radaudit.models.backends.get_backend` (``device``, ``dtype``, ``trust_remote_code``,
     ``vllm.LLM`` options). Both engines get the same prompts and share cache entries.
     """
-    from radaudit.models.backends import get_backend
-    from radaudit.models.generate import generate
-
     strat = dict(strategy or PAPER_LLM["strategy"])
     mnt = int(max_new_tokens or PAPER_LLM["max_new_tokens"])
 

@@ -10,6 +10,8 @@ from pydantic import Field, field_validator, model_validator
 
 from radaudit.config import BaseParams, Requirement
 from radaudit.errors import ParamsError
+from radaudit.metrics import list_metrics
+from radaudit.models.backends import engine_name
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +149,6 @@ class Params(BaseParams):
         ``llm_engine`` a preset may hold (the shorter spelling is the more specific one); ``llm_engine: hf`` is
         ``transformers``. Everything downstream sees ``backend`` in {rule, llm} and ``llm_engine`` in
         {transformers, vllm}."""
-        from radaudit.models.backends import engine_name
-
         if not isinstance(data, dict):
             return data
         data = dict(data)
@@ -176,8 +176,6 @@ class Params(BaseParams):
     @field_validator("baselines", "headline")
     @classmethod
     def _known_metrics(cls, v: list[str]) -> list[str]:
-        from radaudit.metrics import list_metrics
-
         known = set(list_metrics()["name"])
         bad = [m for m in v if m != "all" and m not in known]
         if bad:

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from radaudit.audits.atomic_facts.params import Params
+from radaudit.data.fixtures import write_rexval
 from radaudit.errors import ParamsError
+from radaudit.models.twins import twin_folder
 
 #: ``llm_options`` keys that only ``vllm.LLM`` takes: a rehearsal on the transformers backend leaves them out.
 VLLM_ONLY_OPTIONS = frozenset({"tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization",
@@ -37,8 +39,6 @@ def rehearse(params: Params, workdir: Path) -> tuple[Params, dict[str, str]]:
     the baselines and every table and figure are still produced. Returns ``(params, rehearsal)``: ``rehearsal``
     maps each model id to its twin's class and each replaced input or setting to what replaced it.
     """
-    from radaudit.models.twins import twin_folder
-
     workdir = Path(workdir)
     if params.backend != "llm" and params.dataset == "radpref" and not params.text_encoder:
         raise ParamsError("--rehearse replaces credentialed data and hub models; this preset needs neither "
@@ -47,8 +47,6 @@ def rehearse(params: Params, workdir: Path) -> tuple[Params, dict[str, str]]:
     update: dict[str, Any] = {"n_bootstrap": 20, "max_cases": min(params.max_cases or 4, 4),
                               "llm_max_new_tokens": min(params.llm_max_new_tokens, 16)}
     if params.dataset == "rexval":
-        from radaudit.data.fixtures import write_rexval
-
         update["dataset_path"] = str(write_rexval(workdir / "data" / "rexval", n_studies=12))
         rehearsal["dataset_path"] = "invented ReXVal fixture (12 studies)"
     if params.backend == "llm":

@@ -10,9 +10,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.atomic import calls_of, greedy_generator, make_backend, score_pairs, trace_of
 from radaudit.audits.atomic_facts.data import CANDIDATE_COLUMNS
 from radaudit.audits.atomic_facts.params import Params
 from radaudit.errors import ParamsError, RadauditError
+from radaudit.metrics import MetricUnavailableError, build_metric, list_metrics
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +51,6 @@ class MetricScores:
 
 def resolve_baselines(names: Sequence[str]) -> list[str]:
     """``["all"]`` → every registered metric but ``atomimed``; otherwise the names, in order, deduplicated."""
-    from radaudit.metrics import list_metrics
-
     out: list[str] = []
     for n in names:
         out.extend(list_metrics()["name"].tolist() if n == "all" else [n])
@@ -59,13 +59,9 @@ def resolve_baselines(names: Sequence[str]) -> list[str]:
 
 def atomimed_options(P: Params) -> dict[str, Any]:
     """Keyword arguments of :func:`radaudit.atomic.score_pairs` from the params (builds the LLM generator)."""
-    from radaudit.atomic import make_backend
-
     opts: dict[str, Any] = {"theta": P.theta, "scorer": P.scorer, "weight": P.weight, "unmentioned": P.unmentioned,
                             "uncertain": P.uncertain, "backend": P.backend}
     if P.backend == "llm":
-        from radaudit.atomic import greedy_generator
-
         if not P.llm_model:
             raise ParamsError("backend=llm needs llm_model (e.g. Qwen/Qwen3-235B-A22B).")
         fn = greedy_generator(P.llm_model, backend=P.llm_engine, max_new_tokens=P.llm_max_new_tokens,
@@ -90,9 +86,6 @@ def score_study(candidates: pd.DataFrame, baselines: Sequence[str] = ("all",), *
     a candidate AtomiMed could not score (``ok`` false in :attr:`MetricScores.atomimed`) is NaN in
     all three, and the agreement analyses leave it out and count it (``n_undefined``).
     """
-    from radaudit.atomic import calls_of, score_pairs, trace_of
-    from radaudit.metrics import MetricUnavailableError, build_metric
-
     missing = [c for c in CANDIDATE_COLUMNS if c not in candidates.columns]
     if missing:
         raise RadauditError(f"candidates lacks column(s) {missing}; it needs {list(CANDIDATE_COLUMNS)}.")

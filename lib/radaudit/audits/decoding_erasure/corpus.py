@@ -14,11 +14,16 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from radaudit.data import load_dataset
 from radaudit.errors import ParamsError, RadauditError
+from radaudit.metrics import MetricUnavailableError, build_metric
 from radaudit.metrics.association import CATEGORIES, SILENCE_ERASURE, AssociationAudit, association_audit
 from radaudit.metrics.base import metric_label
+from radaudit.metrics.dir import delta_dir
 from radaudit.metrics.diversity import DIVERSITY_METRICS, diversity_table
-from radaudit.stats import bootstrap_ci, stable_seed
+from radaudit.metrics.weat import WeatDataError, gender_attributes, select_targets, weat
+from radaudit.models.encoders import TextEncoder
+from radaudit.stats import benjamini_hochberg, bootstrap_ci, stable_seed
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +105,6 @@ def _texts_hash(texts: Sequence[str]) -> str:
 
 def _surface(refs: list[str], preds: list[str], metrics: Sequence[str], options: Mapping[str, Mapping[str, Any]],
              *, n_bootstrap: int, confidence: float, seed: int) -> tuple[pd.DataFrame, dict[str, str]]:
-    from radaudit.metrics import MetricUnavailableError, build_metric
-
     rows, skipped = [], {}
     for name in metrics:
         try:
@@ -132,13 +135,6 @@ def _surface(refs: list[str], preds: list[str], metrics: Sequence[str], options:
 
 
 def _weat_rows(words: pd.DataFrame, *, k: int, attributes: str, vectors: Any, seed: int) -> pd.DataFrame:
-    from radaudit.metrics.weat import (
-        WeatDataError,
-        gender_attributes,
-        select_targets,
-        weat,
-    )
-
     rows = []
     for side in ("pred", "ref"):
         row: dict[str, Any] = {"side": side, "S": math.nan, "ES": math.nan, "pvalue": math.nan, "X": "", "Y": "",
@@ -204,8 +200,6 @@ def evaluate_corpus(
         weat_k, weat_attributes, word_vectors: WEAT (module docstring); vectors default to GloVe 6B 50d.
         dir_per_report: ΔDIR from mean tokens per report (see :mod:`radaudit.metrics.dir`).
     """
-    from radaudit.metrics.dir import delta_dir
-
     missing = [c for c in (reference, prediction, group) if c not in df.columns]
     if missing:
         raise RadauditError(f"corpus {name!r} has no column(s) {missing}; columns are {list(df.columns)}")
@@ -226,8 +220,6 @@ def evaluate_corpus(
                                 seed=s)
     enc = encoder
     if enc is None and "semantic_diversity" in diversity_metrics:
-        from radaudit.models.encoders import TextEncoder
-
         enc = TextEncoder(text_encoder) if text_encoder is not None else TextEncoder()
     div = {side: diversity_table(texts, seed=stable_seed(s, "diversity", side), n_bootstrap=n_bootstrap,
                                  encoder=enc, metrics=tuple(diversity_metrics), confidence=confidence)
@@ -262,8 +254,6 @@ def baseline_corpora(data_root: str | Path | None = None, max_reports: int | Non
     counted by :func:`evaluate_corpus`. ``max_reports``: keep only the first N rows of each (for quick
     runs). Columns: ``study_id``, ``reference``, ``prediction``, ``group``, ``system``.
     """
-    from radaudit.data import load_dataset
-
     out: dict[str, pd.DataFrame] = {}
     cx = load_dataset("chexpert_plus_pairs", data_root)
     out[BASELINE_NAMES[0]] = pd.DataFrame({
@@ -310,8 +300,6 @@ def collapse_floor(df: pd.DataFrame, *, reference: str = "reference", group: str
     SILENCE_ERASURE: count}``. ``template=None`` keeps every reference as its own prediction
     (:func:`copy_control`).
     """
-    from radaudit.metrics.association import association_audit
-
     kw = {k: v for k, v in cad_kwargs.items() if k in {"alpha", "p_star", "z_neutral", "z_strong", "correction",
                                                        "min_count"}}
     refs = df[reference].to_numpy()
@@ -335,8 +323,6 @@ def _associated_after_bh(words: pd.DataFrame, p_star: float) -> int:
     paper's "strongly associated" (|z_ref| > z_strong) is not corrected for testing every word, so with
     V words about 5% pass it by chance; this count says how many associations are more than that."""
     from scipy.stats import norm
-
-    from radaudit.stats import benjamini_hochberg
 
     p = 2.0 * norm.sf(words["z_ref_exact"].abs().to_numpy(float))
     return int(benjamini_hochberg(p, alpha=p_star)[0].sum())

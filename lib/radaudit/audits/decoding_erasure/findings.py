@@ -33,6 +33,7 @@ import pandas as pd
 from radaudit.audits.decoding_erasure.corpus import CorpusResult
 from radaudit.findings import Finding
 from radaudit.metrics.association import SILENCE_ERASURE
+from radaudit.metrics.weat import load_glove
 
 PAPER: dict[str, float] = {"greedy_distinct_reports": 0.003, "beam_distinct_reports": 0.005,
                            "erased_terms_greedy_paper_test": 32, "erased_terms_beam_paper_test": 35}
@@ -142,8 +143,6 @@ def control_findings(controls: Mapping[str, Mapping[str, Any]]) -> list[Finding]
 
 def real_word_vocabulary() -> frozenset[str]:
     """GloVe 6B's 400,000 lower-cased words (:func:`radaudit.metrics.weat.load_glove`): the "real word" list."""
-    from radaudit.metrics.weat import load_glove
-
     return frozenset(load_glove().words)
 
 

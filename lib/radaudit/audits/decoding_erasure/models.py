@@ -53,8 +53,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.data import load_dataset
 from radaudit.errors import ParamsError
-from radaudit.paths import atomic_dir
+from radaudit.models.backends import engine_name, get_backend
+from radaudit.models.cache import default_cache_dir
+from radaudit.models.generate import LoadedCausalLM, generate, load_for_generation
+from radaudit.paths import atomic_dir, reusable_model_dir
+from radaudit.text.indication import clinical_indication
 
 __all__ = ["CONFIG_FILE", "DEMO_CONFIG", "PAPER_SKEWS", "build_training_corpus", "config_hash", "corpus_fingerprint",
            "demo_model_path", "format_prompt", "generate_reports", "train_report_model"]
@@ -117,8 +122,6 @@ def format_prompt(indication: Any, sex: str) -> str:
     referrer's phrasing — which in IU X-ray identifies the service and with it the reading radiologist's
     personal template — no longer tells the model which template to write. Recipe 2 kept the raw
     indication: its greedy reports differed mostly in *whose* normal template they used (37% distinct)."""
-    from radaudit.text.indication import clinical_indication
-
     if sex not in _SEX_WORD:
         raise ParamsError(f"sex must be 'F', 'M' or 'U' (not given), got {sex!r}.")
     ind = clinical_indication(_clean(indication)) or "not given"
@@ -126,8 +129,6 @@ def format_prompt(indication: Any, sex: str) -> str:
 
 
 def _report_rows(data_root: str | os.PathLike | None) -> pd.DataFrame:
-    from radaudit.data import load_dataset
-
     frames = []
     for name in SOURCES:
         df = load_dataset(name, data_root)
@@ -388,8 +389,6 @@ _TRAIN_DEFAULTS: dict[str, Any] = {
 
 
 def _is_trained(folder: Path, digest: str) -> bool:
-    from radaudit.paths import reusable_model_dir
-
     return reusable_model_dir(folder, CONFIG_FILE, digest, required=('config.json', 'tokenizer.json'), required_globs=(),
                               key='config_hash')
 
@@ -445,7 +444,7 @@ def train_report_model(corpus: pd.DataFrame, out_dir: str | os.PathLike, *, seed
 
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
-    from radaudit.models.train import train_model
+    from radaudit.models.train import train_model  # lazy: looked up per call, tests patch it
 
     tok = _build_tokenizer(list(train["prompt"]) + list(train["target"]), hp["vocab_size"], hp["tokenizer"])
     train_ex = _encode(tok, train["prompt"].tolist(), train["target"].tolist(), hp["max_length"])
@@ -508,8 +507,6 @@ def demo_model_path(data_root: str | os.PathLike | None, skew: float | None, see
     :data:`DEMO_CONFIG` updated with ``overrides``. ``n_test_per_sex``: the held-out test reports per
     sex (:func:`build_training_corpus`). A changed corpus or parameter gives a new folder.
     """
-    from radaudit.models.cache import default_cache_dir
-
     unknown = set(overrides) - set(_TRAIN_DEFAULTS) - {"seed"}
     if unknown or "seed" in overrides:
         raise ParamsError(f"Unknown demo-model setting(s) {sorted(unknown | ({'seed'} & set(overrides)))}; "
@@ -538,9 +535,6 @@ def generate_reports(model_path: str | os.PathLike | Any, prompts: Sequence[str]
     ``text``, ``n_new_tokens``, ``finish_reason``; rows grouped by strategy in the given order,
     prompts in the given order.
     """
-    from radaudit.models.backends import engine_name, get_backend
-    from radaudit.models.generate import LoadedCausalLM, generate, load_for_generation
-
     if isinstance(strategies, (str, Mapping)):
         strategies = [strategies]
     prompts = list(prompts)

@@ -8,9 +8,12 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from radaudit.audits.decoding_erasure.corpus import SURFACE_METRICS
+from radaudit.audits.decoding_erasure.models import DEMO_CONFIG
 from radaudit.config import BaseParams, Requirement
 from radaudit.errors import ParamsError
 from radaudit.metrics.diversity import DIVERSITY_METRICS
+from radaudit.models.backends import backend_param
+from radaudit.models.decoding import strategies_from_params
 
 log = logging.getLogger(__name__)
 
@@ -142,8 +145,6 @@ class Params(BaseParams):
     @field_validator("backend", mode="before")
     @classmethod
     def _backend(cls, v: Any) -> str:
-        from radaudit.models.backends import backend_param
-
         return backend_param(v)  # 'transformers' -> 'hf'; unknown names say what to write
 
     @field_validator("groups")
@@ -156,8 +157,6 @@ class Params(BaseParams):
     @field_validator("strategies", "skew_strategies")
     @classmethod
     def _known_strategies(cls, v: list[str]) -> list[str]:
-        from radaudit.models.decoding import strategies_from_params
-
         try:
             strategies_from_params(v)
         except ParamsError as err:
@@ -174,8 +173,6 @@ class Params(BaseParams):
     @field_validator("demo_model")
     @classmethod
     def _demo_model(cls, v: dict[str, Any]) -> dict[str, Any]:
-        from radaudit.audits.decoding_erasure.models import DEMO_CONFIG
-
         bad = sorted(set(v) - set(DEMO_CONFIG))
         if bad:
             raise ValueError(f"unknown demo_model setting(s) {bad}; allowed: {sorted(DEMO_CONFIG)}")

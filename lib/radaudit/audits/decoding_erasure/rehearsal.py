@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from radaudit.audits.decoding_erasure.params import Params
+from radaudit.audits.decoding_erasure.study import write_random_adapter
+from radaudit.data.fixtures import write_mimic_cxr, write_rexgradient
 from radaudit.errors import ParamsError
+from radaudit.models.twins import twin_folder
 
 
 def rehearse(params: Params, workdir: Path) -> tuple[Params, dict[str, str]]:
@@ -33,10 +36,6 @@ def rehearse(params: Params, workdir: Path) -> tuple[Params, dict[str, str]]:
     Everything else is the paper's (dtype, batch size, strategies, image size, split, prompt). Returns
     ``(params, {model id: twin class, "report_adapter": what replaced it, ...})``.
     """
-    from radaudit.audits.decoding_erasure.study import write_random_adapter
-    from radaudit.data.fixtures import write_mimic_cxr, write_rexgradient
-    from radaudit.models.twins import twin_folder
-
     if params.report_model is None:
         raise ParamsError("--rehearse replaces credentialed data and hub models; this preset needs neither "
                           "(run it as it is).")

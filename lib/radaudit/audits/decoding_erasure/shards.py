@@ -21,14 +21,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from radaudit.audits.decoding_erasure.study import skew_study_plan, study_generations
+from radaudit.models.cache import ContentCache
+from radaudit.partition import check_shard, shard_slice
+
 __all__ = ["generation_jobs", "generation_step"]
 
 
 def generation_jobs(params: Any) -> list[tuple[Any, list[str]]]:
     """``[(skew, strategies)]``: the generations the notebook's full run asks for, in its order (``"train"`` is
     the run's own model; then each skew of the skew study with ``skew_strategies``)."""
-    from radaudit.audits.decoding_erasure.study import skew_study_plan
-
     jobs: list[tuple[Any, list[str]]] = [("train", list(params.strategies))]
     skews, _note = skew_study_plan(params)
     jobs += [(skew, list(params.skew_strategies)) for skew in skews]
@@ -38,10 +40,6 @@ def generation_jobs(params: Any) -> list[tuple[Any, list[str]]]:
 def generation_step(params: Any, shard: tuple[int, int]) -> dict[str, Any]:
     """Generate shard ``shard = (i, n)`` of the studies' reports into the generation cache; returns counts
     (``items``: studies in the shard, ``computed``/``found``: reports generated here / already cached, per job)."""
-    from radaudit.audits.decoding_erasure.study import study_generations
-    from radaudit.models.cache import ContentCache
-    from radaudit.partition import check_shard, shard_slice
-
     i, n = check_shard(shard)
     part = shard_slice(int(params.n_reports), i, n)
     counts: dict[str, Any] = {"unit": "study", "items_total": int(params.n_reports), "items": part.stop - part.start,

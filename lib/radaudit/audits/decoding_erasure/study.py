@@ -54,7 +54,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.audits.decoding_erasure.corpus import evaluate_corpus
+from radaudit.audits.decoding_erasure.models import build_training_corpus, demo_model_path, generate_reports
+from radaudit.audits.decoding_erasure.tables import skew_table
 from radaudit.errors import DataFormatError, ParamsError, RadauditError
+from radaudit.metrics.weat import load_glove
+from radaudit.models.cache import ContentCache
+from radaudit.models.encoders import TextEncoder
+from radaudit.models.vlm import load_image, load_vlm, mark_adapter, render_prompt
+from radaudit.models.vlm_vllm import load_vllm_vlm
+from radaudit.partition import shard_slice
+from radaudit.paths import atomic_dir
 from radaudit.stats import stable_seed
 
 log = logging.getLogger(__name__)
@@ -76,8 +86,6 @@ def report_seeds(seed: int, study_ids: Sequence[Any]) -> list[int]:
 
 
 def _cache(cache: Any) -> Any:
-    from radaudit.models.cache import ContentCache
-
     if cache is None or cache is False:
         return None
     if isinstance(cache, ContentCache):
@@ -91,12 +99,6 @@ def _cache(cache: Any) -> Any:
 
 def _demo_generations(P: Any, skew: float | None, strategies: Sequence[str], data_root: Any, cache: Any,
                       model_dir: Any, shard: tuple[int, int] | None = None) -> pd.DataFrame:
-    from radaudit.audits.decoding_erasure.models import (
-        build_training_corpus,
-        demo_model_path,
-        generate_reports,
-    )
-
     per_sex = int(math.ceil(P.n_reports / 2))
     corpus = build_training_corpus(data_root, skew=skew, seed=P.seed, n_test_per_sex=per_sex)
     test = corpus[corpus["split"] == "test"]
@@ -176,7 +178,7 @@ def image_studies(P: Any, data_root: Any = None) -> pd.DataFrame:
     ``eval_split`` keeps the studies a fine-tuned adapter was not trained on out of reach (``None``: every
     split). A split with no study in the data is a :class:`ParamsError` saying what to set.
     """
-    from radaudit.data.registry import dataset_folder, load_dataset
+    from radaudit.data.registry import dataset_folder, load_dataset  # lazy: looked up per call, tests patch it
 
     splits = None if P.eval_split is None else [P.eval_split]
     df = load_dataset(P.image_dataset, data_root, path=P.dataset_path, splits=splits)
@@ -194,8 +196,6 @@ def resize_square(image: Any, size: int) -> Any:
     """``image`` (a path or PIL image) as a ``size`` x ``size`` RGB PIL image, bicubic, aspect ratio not kept
     (paper §3: "Input images are resized to 512x512 RGB")."""
     from PIL import Image
-
-    from radaudit.models.vlm import load_image
 
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ParamsError(f"image_size must be a positive number of pixels, got {size!r}.")
@@ -216,8 +216,6 @@ def check_report_prompt(processor: Any, prompt: str = "Write the report.") -> st
     Templates that read ``enable_thinking`` are rendered with thinking off (:func:`radaudit.models.vlm.render_prompt`),
     which for Qwen3 closes an empty ``<think></think>`` block: that passes.
     """
-    from radaudit.models.vlm import render_prompt
-
     rendered = render_prompt(processor, prompt)
     tail = rendered.rstrip()
     if tail.endswith("<think>") or tail.count("<think>") > tail.count("</think>"):
@@ -265,8 +263,6 @@ def write_random_adapter(base: str | Path, lora: Mapping[str, Any], out: str | P
     from peft import get_peft_model
     from transformers import AutoModelForImageTextToText
 
-    from radaudit.paths import atomic_dir
-
     model = AutoModelForImageTextToText.from_pretrained(str(base))
     torch.manual_seed(int(seed))
     peft_model = get_peft_model(model, lora_config(lora, init_lora_weights=False))
@@ -278,8 +274,6 @@ def write_random_adapter(base: str | Path, lora: Mapping[str, Any], out: str | P
 def _load_report_vlm(model: str, adapter: str | None, dtype: Any) -> tuple[Any, Any]:
     """``(processor, model)`` of the report writer on transformers, the LoRA ``adapter`` applied with peft and
     keyed by its folder's content (:func:`radaudit.models.vlm.mark_adapter`), as the vLLM engine keys it."""
-    from radaudit.models.vlm import load_vlm, mark_adapter
-
     processor, vlm = load_vlm(model, dtype=dtype)
     check_report_prompt(processor)
     if adapter:
@@ -296,14 +290,12 @@ def _vlm_generations(P: Any, model: str, adapter: str | None, strategies: Sequen
     """The paper path's reports. ``P.backend == "vllm"``: a vLLM engine writes them
     (:mod:`radaudit.models.vlm_vllm`), the LoRA adapter served by vLLM's LoRA support (one ``LoRARequest`` per
     request) instead of peft; the prompts, resized images, seeds and cache entries are the transformers path's."""
-    from radaudit.models.vlm import vlm_generate
+    from radaudit.models.vlm import vlm_generate  # lazy: looked up per call, tests patch it
 
     studies = _shard_rows(image_studies(P, data_root), shard)
     prompts = [P.report_prompt.format(indication=(i if isinstance(i, str) and i.strip() else "not given"))
                for i in studies["indication"]]
     if P.backend == "vllm":
-        from radaudit.models.vlm_vllm import load_vllm_vlm
-
         processor, vlm = load_vllm_vlm(model, dtype=P.model_dtype, adapter=adapter)
         check_report_prompt(processor)
     else:
@@ -332,7 +324,6 @@ def _shard_rows(studies: pd.DataFrame, shard: tuple[int, int] | None) -> pd.Data
     """The studies of shard ``(i, n)`` (:func:`radaudit.partition.shard_slice`: the i-th contiguous part), or all."""
     if shard is None:
         return studies
-    from radaudit.partition import shard_slice
 
     return studies.iloc[shard_slice(len(studies), *shard)].reset_index(drop=True)
 
@@ -396,16 +387,10 @@ def evaluate_strategies(gens: pd.DataFrame, P: Any, *, prefix: str = "", **overr
     Corpus names are ``prefix + strategy``. ``overrides`` replace :func:`corpus_kwargs` entries (tests
     pass a fast ``encoder`` / ``word_vectors``). The sentence encoder and GloVe are loaded once.
     """
-    from radaudit.audits.decoding_erasure import evaluate_corpus
-
     kw = {**corpus_kwargs(P), **overrides}
     if "semantic_diversity" in kw["diversity_metrics"] and kw.get("encoder") is None:
-        from radaudit.models.encoders import TextEncoder
-
         kw["encoder"] = TextEncoder(kw["text_encoder"]) if kw["text_encoder"] is not None else TextEncoder()
     if kw.get("word_vectors") is None:
-        from radaudit.metrics.weat import load_glove
-
         kw["word_vectors"] = load_glove()
     out = []
     for strat, part in gens.groupby("strategy", sort=False):
@@ -425,8 +410,6 @@ def skew_sensitivity(P: Any, *, data_root: Any = None, cache: Any = True, model_
     metric (see :func:`radaudit.audits.decoding_erasure.skew_table`); ``generations`` the reports with a
     ``skew`` column.
     """
-    from radaudit.audits.decoding_erasure import skew_table
-
     skews, note = skew_study_plan(P)
     if not skews:
         raise ParamsError(note or "skews is empty: give the male training shares to compare, e.g. [0.67, 0.5, 0.33]")

@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from radaudit.data.io import read_json_checked
+from radaudit.data.radpref import ATTRIBUTE_LEVELS, CANDIDATES, RATER_FILES, SIGNIFICANCE, read_cases
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.stats import average_ranks, bootstrap_ci, spearman_test, stable_seed
 from radaudit.tables import format_ci, format_number
@@ -139,15 +141,6 @@ def radpref_error_counts(folder: str | Path) -> pd.DataFrame:
     annotation files (false finding = fabrication, missing finding = omission, attribute error =
     inaccuracy; significance as the module docstring). Columns ``case_id, candidate, candidate_source,
     rater`` and ``<significant|insignificant>_<type>`` for the three types, plus ``..._total``."""
-    from radaudit.data.io import read_json_checked
-    from radaudit.data.radpref import (
-        ATTRIBUTE_LEVELS,
-        CANDIDATES,
-        RATER_FILES,
-        SIGNIFICANCE,
-        read_cases,
-    )
-
     folder = Path(folder)
     cases = read_cases(folder)
     rows = []

@@ -9,6 +9,10 @@ from typing import Any
 import pandas as pd
 
 from radaudit.audits.metric_metaeval.params import Params
+from radaudit.data import chexpert_phrases_dir, fingerprint, load_dataset
+from radaudit.perturb.dataset import build_monotonicity_set, build_pair_dataset, gt_reports
+from radaudit.perturb.llm import DEFAULT_TEMPLATE, LLMEngine, generator_from_model
+from radaudit.text.labeler import ChexpertLabeler
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +26,6 @@ def make_engine(P: Params, cache: Any = True) -> Any:
     with ``P.backend`` (hf | vllm: the same prompts and cache entries either way)."""
     if P.engine == "rules":
         return "rules"
-    from radaudit.perturb.llm import DEFAULT_TEMPLATE, LLMEngine, generator_from_model
 
     gen = generator_from_model(P.llm_model, strategy=P.llm_strategy, max_new_tokens=P.llm_max_new_tokens, seed=P.seed,
                                batch_size=P.llm_batch_size, cache=cache, dtype=P.llm_dtype, backend=P.backend)
@@ -46,14 +49,6 @@ def build_datasets(P: Params, *, engine: Any = None, labeler: Any = None) -> Met
     """The pair dataset, the monotonicity set and (for the context ablation) the same rewrites with full
     context, for the params (see :mod:`radaudit.perturb.dataset`). The monotonicity set is rule-based
     with either engine (its groups are defined by rules)."""
-    from radaudit.data import chexpert_phrases_dir, fingerprint, load_dataset
-    from radaudit.perturb.dataset import (
-        build_monotonicity_set,
-        build_pair_dataset,
-        gt_reports,
-    )
-    from radaudit.text.labeler import ChexpertLabeler
-
     frames, prov = [], {}
     for name in P.datasets:
         path = P.dataset_paths.get(name)

@@ -8,6 +8,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from radaudit.config import BaseParams, Requirement
+from radaudit.metrics import METRICS
+from radaudit.models.backends import backend_param
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +107,6 @@ class Params(BaseParams):
     @field_validator("backend", mode="before")
     @classmethod
     def _backend(cls, v: Any) -> str:
-        from radaudit.models.backends import backend_param
-
         return backend_param(v)  # 'transformers' -> 'hf'; unknown names say what to write
 
     @field_validator("metrics")
@@ -114,7 +114,6 @@ class Params(BaseParams):
     def _known_metrics(cls, v: list[str] | None) -> list[str] | None:
         if v is None:
             return v
-        from radaudit.metrics import METRICS
 
         if not v:
             raise ValueError("metrics is empty; give registry names or null for every registered metric")

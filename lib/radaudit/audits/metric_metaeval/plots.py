@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import DataFormatError
+from radaudit.perturb.base import ASPECT_LABELS, ASPECTS
 from radaudit.tables import format_number
 
 log = logging.getLogger(__name__)
@@ -75,8 +76,6 @@ def fig_auroc_heatmap(auroc_tab: pd.DataFrame, *, fdr_alpha: float = 0.05):
     insignificant errors, blue = ranks harmless changes above harmful errors, red = the reverse.
     Cells whose BH-adjusted p-value is above ``fdr_alpha`` are shown in grey text."""
     import matplotlib.pyplot as plt
-
-    from radaudit.perturb.base import ASPECT_LABELS, ASPECTS
 
     t = auroc_tab.copy()
     aspects = [a for a in ASPECTS if a in set(t["aspect"])] + ["Overall"]

@@ -10,7 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from radaudit.audits.metric_metaeval.params import Params
+from radaudit.data.fixtures import write_mimic_cxr, write_rexval
 from radaudit.errors import ParamsError
+from radaudit.metrics.embedding import MODEL2LAYERS
+from radaudit.models.twins import twin_folder
 
 
 def rehearse(params: Params, workdir: Path) -> tuple[Params, dict[str, str]]:
@@ -35,10 +38,6 @@ def rehearse(params: Params, workdir: Path) -> tuple[Params, dict[str, str]]:
     pairs that remain (the rule-based monotonicity set). Returns ``(params, rehearsal)``: ``rehearsal`` maps
     each model id to its twin's class and each replaced input to what replaced it.
     """
-    from radaudit.data.fixtures import write_mimic_cxr, write_rexval
-    from radaudit.metrics.embedding import MODEL2LAYERS
-    from radaudit.models.twins import twin_folder
-
     workdir = Path(workdir)
     credentialed = [d for d in params.datasets if d in ("mimic_cxr", "chexpert_plus", "rexgradient")]
     backbones = {m: o["model"] for m, o in sorted(params.metric_options.items()) if isinstance(o, dict) and o.get("model")}

@@ -14,7 +14,10 @@ import pandas as pd
 from scipy import stats as sps
 
 from radaudit.errors import DataFormatError, ParamsError
+from radaudit.metrics import METRICS, MetricUnavailableError, build_metric
 from radaudit.metrics.base import metric_label as registry_label
+from radaudit.models.resolver import ModelUnavailableError
+from radaudit.perturb.base import HIGH_IMPACT_ASPECTS
 from radaudit.stats import (
     auroc_replicates,
     auroc_two_sample,
@@ -66,8 +69,6 @@ def metric_label(name: str) -> str:
 
 def resolve_metrics(names: Sequence[str] | None) -> list[str]:
     """``None`` -> every registered metric (registry order); else the names, validated."""
-    from radaudit.metrics import METRICS
-
     if names is None:
         return list(METRICS)
     bad = [m for m in names if m not in METRICS]
@@ -94,9 +95,6 @@ def score_pairs(pairs: pd.DataFrame, metrics: Sequence[str] | None = None,
     ``score`` raw, ``score_100`` on 0–100, NaN where the metric is undefined: counted, never dropped);
     ``skipped`` maps a metric that cannot run here to the reason.
     """
-    from radaudit.metrics import METRICS, MetricUnavailableError, build_metric
-    from radaudit.models.resolver import ModelUnavailableError
-
     _check_pairs_frame(pairs)
     names = resolve_metrics(metrics)
     options = dict(metric_options or {})
@@ -145,8 +143,6 @@ def undefined_table(scores: pd.DataFrame) -> pd.DataFrame:
 
 def column_key(aspect: str, error_type: str) -> str:
     """Table 4/5 column of a pair: ``"Location E"`` for the high-impact aspects, ``"Neg. S"`` for the others."""
-    from radaudit.perturb.base import HIGH_IMPACT_ASPECTS
-
     if aspect not in ASPECT_SHORT:
         raise ParamsError(f"unknown aspect {aspect!r}; allowed: {', '.join(ASPECT_SHORT)}")
     if aspect in HIGH_IMPACT_ASPECTS:
@@ -158,8 +154,6 @@ def column_key(aspect: str, error_type: str) -> str:
 
 def table_columns() -> list[str]:
     """Every Table 4/5 score column in the paper's order (20), then ``Overall``."""
-    from radaudit.perturb.base import HIGH_IMPACT_ASPECTS
-
     cols = []
     for a in TABLE_ASPECT_ORDER:
         if a in HIGH_IMPACT_ASPECTS:

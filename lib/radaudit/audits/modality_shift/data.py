@@ -43,6 +43,10 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from radaudit.audits.modality_shift.conditions import build_samples, covid_samples
+from radaudit.data import load_dataset
+from radaudit.data.mimic_cxr import chexpert_column
+from radaudit.data.root import resolve_data_root
 from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
 
 __all__ = ["DATASETS", "MIMIC_CONDITIONS", "fairvlmed_samples", "load_samples", "mimic_labels", "mimic_samples"]
@@ -64,8 +68,6 @@ def mimic_labels(frame: pd.DataFrame) -> pd.Series:
     1 = abnormal (any of :data:`MIMIC_CONDITIONS` positive), 0 = ``No Finding`` positive (checked
     first, as the anchor does), ``<NA>`` = no positive observation (uncertain -1 counts as 0).
     """
-    from radaudit.data.mimic_cxr import chexpert_column
-
     cols = {name: chexpert_column(name) for name in ("No Finding", *MIMIC_CONDITIONS)}
     missing = [c for c in cols.values() if c not in frame.columns]
     if missing:
@@ -95,9 +97,6 @@ def mimic_samples(path: str | os.PathLike | None = None, *, data_root: Any = Non
     ``loader_options`` go to :func:`radaudit.data.mimic_cxr.load` (``patients_path``, ``reports_dir``,
     ``images_dir``). Metadata columns: ``age, sex, race, view, procedure``.
     """
-    from radaudit.audits.modality_shift.conditions import build_samples
-    from radaudit.data import load_dataset
-
     if n is not None and n < 2:
         raise ParamsError(f"n must be >= 2 (or null for every study), got {n}.")
     frame = load_dataset("mimic_cxr", data_root, path=path, splits=[split], **loader_options)
@@ -178,9 +177,6 @@ def fairvlmed_samples(path: str | os.PathLike | None = None, *, data_root: Any =
     the PNGs go (default ``<path>/png_cache``). Metadata columns: ``age, sex, race``. Each sample is
     its own patient (FairVLMed has one sample per subject).
     """
-    from radaudit.audits.modality_shift.conditions import build_samples
-    from radaudit.data.root import resolve_data_root
-
     if notes not in ("note", "gpt4_summary"):
         raise ParamsError(f"notes must be 'note' or 'gpt4_summary', got {notes!r}.")
     folder = Path(path) if path else Path(resolve_data_root(data_root)) / "fairvlmed"
@@ -225,8 +221,6 @@ def load_samples(dataset: str, *, data_root: Any = None, path: str | os.PathLike
                  test_size: float = 0.3, **options: Any) -> pd.DataFrame:
     """The SMS samples of ``dataset`` (:data:`DATASETS`): ``covid_cxr`` is split by patient here
     (``test_size``); the paper datasets keep their published split. ``options`` go to the builder."""
-    from radaudit.audits.modality_shift.conditions import covid_samples
-
     if dataset == "covid_cxr":
         return covid_samples(data_root, test_size=test_size, seed=seed, path=path, **options)
     if dataset == "mimic_cxr":

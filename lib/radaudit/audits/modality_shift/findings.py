@@ -47,6 +47,7 @@ from typing import Any
 import pandas as pd
 
 from radaudit.findings import Finding
+from radaudit.stats import bootstrap_ci
 
 __all__ = ["CHANGED_MIN", "NEGATIVE_BAND", "POSITIVE_MIN", "SALIENCY_FACTOR", "control_verdict", "headline_findings",
            "marker_saliency"]
@@ -128,8 +129,6 @@ def _natural_only_image(auroc: pd.DataFrame, model: str, probe: Mapping[str, Any
 
 def marker_saliency(shares: pd.DataFrame | None, model: str, *, n_bootstrap: int = 1000, seed: int = 0) -> Finding:
     """``marker_saliency_share`` from :func:`radaudit.audits.modality_shift.marker.marker_share` of gradient maps."""
-    from radaudit.stats import bootstrap_ci
-
     fid, label = ("marker_saliency_share",
                   "Share of the answer's pixel sensitivity on the burned-in marker (Only Image, marked)")
     if shares is None or shares.empty:

@@ -41,6 +41,8 @@ from typing import Any
 import pandas as pd
 
 from radaudit.errors import DataFormatError, ParamsError
+from radaudit.models.vlm import load_image
+from radaudit.paths import file_sha256
 
 __all__ = ["MARKER_VERSION", "MARKED_IMAGE_COLUMN", "add_marked_images", "mark_image", "marker_box", "marker_patches",
            "marker_share"]
@@ -89,8 +91,6 @@ def mark_image(image: Any, label: int) -> Any:
 
 
 def _copy_name(source: str, label: int) -> str:
-    from radaudit.paths import file_sha256
-
     digest = hashlib.sha256(f"{file_sha256(source, DataFormatError)}|{int(label)}|v{MARKER_VERSION}".encode())
     return f"{digest.hexdigest()[:24]}.png"
 
@@ -102,8 +102,6 @@ def add_marked_images(samples: pd.DataFrame, folder: str | os.PathLike) -> pd.Da
     (written to a temporary name, then renamed, so a killed run leaves no half-written file).
     Samples without an image keep ``None``.
     """
-    from radaudit.models.vlm import load_image
-
     for col in ("image_path", "label"):
         if col not in samples.columns:
             raise ParamsError(f"add_marked_images needs column {col!r} in the samples.")

@@ -11,6 +11,7 @@ from radaudit.audits.modality_shift.conditions import ALL_CONDITIONS, CONDITIONS
 from radaudit.audits.modality_shift.models import DEMO_MODEL, vllm_unservable
 from radaudit.config import BaseParams, Requirement
 from radaudit.errors import ParamsError
+from radaudit.models.backends import backend_param
 
 
 class ModelSpec(BaseModel):
@@ -147,8 +148,6 @@ class Params(BaseParams):
     @field_validator("backend", mode="before")
     @classmethod
     def _backend(cls, v: Any) -> str:
-        from radaudit.models.backends import backend_param
-
         return backend_param(v)  # 'transformers' -> 'hf'; unknown names say what to write
 
     @model_validator(mode="after")

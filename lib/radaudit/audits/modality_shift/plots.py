@@ -29,6 +29,7 @@ from radaudit.audits.modality_shift.conditions import (
 )
 from radaudit.audits.modality_shift.tables import ece_table, metrics_table, nfr_table, reliability_table
 from radaudit.errors import ParamsError
+from radaudit.models.vlm import load_image
 from radaudit.plots import PALETTE, bar_with_ci
 
 __all__ = ["CONDITION_COLORS", "model_view", "plot_attention_shares", "plot_ece_bars", "plot_layer_shares",
@@ -278,8 +279,6 @@ def model_view(image_path: str, grid: tuple[int, int], processor: Any = None) ->
     largest centred crop of the grid's aspect ratio — what a shortest-edge resize + centre crop keeps;
     otherwise the whole image (processors that resize without cropping, e.g. Qwen2-VL's).
     """
-    from radaudit.models.vlm import load_image
-
     im = load_image(image_path).convert("L")
     image_processor = getattr(processor, "image_processor", processor)
     if not getattr(image_processor, "do_center_crop", False):

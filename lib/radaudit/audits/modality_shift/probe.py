@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.audits.modality_shift.tables import auroc_table
 from radaudit.errors import ParamsError
+from radaudit.models.vlm import load_image
 
 __all__ = ["image_probe", "pixel_features"]
 
@@ -26,8 +28,6 @@ __all__ = ["image_probe", "pixel_features"]
 def pixel_features(paths: Sequence[str], size: int = 32) -> np.ndarray:
     """``[n, size * size]`` grayscale pixels in [0, 1] of each image, resized to ``size`` x ``size``."""
     from PIL import Image
-
-    from radaudit.models.vlm import load_image
 
     out = np.zeros((len(paths), size * size), dtype=np.float32)
     for i, path in enumerate(paths):
@@ -46,8 +46,6 @@ def image_probe(train: pd.DataFrame, test: pd.DataFrame, *, size: int = 32, C: f
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
-
-    from radaudit.audits.modality_shift.tables import auroc_table
 
     if max_train is not None and len(train) > max_train:  # stratified by label, so both stay
         share = max_train / len(train)

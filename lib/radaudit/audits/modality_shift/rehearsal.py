@@ -10,7 +10,10 @@ from pathlib import Path
 
 from radaudit.audits.modality_shift.models import DEMO_MODEL
 from radaudit.audits.modality_shift.params import Params
+from radaudit.data.fixtures import write_mimic_cxr
 from radaudit.errors import ParamsError
+from radaudit.models.twins import twin_folder
+from radaudit.models.vlm import conversion_needed
 
 
 def rehearse(params: Params, workdir: Path) -> tuple[Params, dict[str, str]]:
@@ -19,10 +22,6 @@ def rehearse(params: Params, workdir: Path) -> tuple[Params, dict[str, str]]:
     traced sample. LLaVA-Med is rehearsed as the LlavaForConditionalGeneration it must be converted to.
     **vLLM needs a GPU**, so ``backend: vllm`` runs as ``hf`` on the twins, recorded as ``rehearsal["backend"]``;
     both engines are given the same rendered prompts and images (``tests/models/test_vlm_backends_equal.py``)."""
-    from radaudit.data.fixtures import write_mimic_cxr
-    from radaudit.models.twins import twin_folder
-    from radaudit.models.vlm import conversion_needed
-
     if params.dataset == "covid_cxr":
         raise ParamsError("--rehearse replaces credentialed data and hub models; this preset needs neither "
                           "(run it as it is).")

@@ -33,11 +33,18 @@ from radaudit.audits.modality_shift.conditions import (
     ALL_CONDITIONS,
     CONDITION_LABELS,
     MARKED_CONDITIONS,
+    build_items,
     get_template,
+    run_conditions,
 )
-from radaudit.audits.modality_shift.models import DEMO_MODEL, vllm_unservable
+from radaudit.audits.modality_shift.data import load_samples
+from radaudit.audits.modality_shift.marker import MARKED_IMAGE_COLUMN, add_marked_images
+from radaudit.audits.modality_shift.models import DEMO_MODEL, demo_vlm_path, vllm_unservable
 from radaudit.audits.modality_shift.params import ModelSpec, Params
 from radaudit.errors import ParamsError
+from radaudit.models.cache import default_cache_dir, open_cache
+from radaudit.models.vlm import load_vlm
+from radaudit.models.vlm_vllm import load_vllm_vlm
 
 __all__ = ["all_samples", "build_run_items", "condition_order", "evaluation_samples", "load_engine", "load_model",
            "pick_attention_samples", "run_models", "save_results", "summary_lines", "template"]
@@ -52,8 +59,6 @@ def template(params: Params) -> dict[str, Any]:
 
 def all_samples(params: Params) -> pd.DataFrame:
     """Every sample of the run's dataset with its ``split`` (MIMIC-CXR and FairVLMed: the evaluated split only)."""
-    from radaudit.audits.modality_shift.data import load_samples
-
     options = dict(params.dataset_options)
     if params.dataset == "mimic_cxr":
         options.setdefault("n", None)
@@ -89,12 +94,8 @@ def load_model(spec: ModelSpec, params: Params, cache_dir: str | os.PathLike | N
     """``(processor, model, where)`` for one spec, on **transformers** whatever ``params.backend`` (attention and
     gradient maps read the model's internals, which vLLM does not expose); ``demo`` trains the stand-in on
     first use (then reuses it). :func:`load_engine` gives the engine of the answers."""
-    from radaudit.models.vlm import load_vlm
-
     where = spec.model
     if spec.model == DEMO_MODEL:
-        from radaudit.audits.modality_shift.models import demo_vlm_path
-
         where = str(demo_vlm_path(params.data_root, seed=params.seed, cache_dir=cache_dir, split_seed=params.split_seed,
                                   test_size=params.test_size, **params.demo_vlm))
     processor, model = load_vlm(where, device=spec.device, dtype=spec.dtype, trust_remote_code=spec.trust_remote_code,
@@ -112,7 +113,6 @@ def load_engine(spec: ModelSpec, params: Params, cache_dir: str | os.PathLike | 
     reason = vllm_unservable(spec.model)
     if reason:
         raise ParamsError(f"backend vllm cannot serve {spec.name!r}: {reason}. Run it with backend: hf.")
-    from radaudit.models.vlm_vllm import load_vllm_vlm
 
     processor, engine = load_vllm_vlm(spec.model, dtype=spec.dtype, trust_remote_code=spec.trust_remote_code,
                                       image_processor_kwargs=spec.image_processor or None,
@@ -127,12 +127,7 @@ def build_run_items(params: Params, samples: pd.DataFrame, partners: pd.DataFram
     With a marked condition among ``params.conditions``, the samples' marked copies are written (once)
     under ``<cache>/marked_images`` (:func:`radaudit.audits.modality_shift.marker.add_marked_images`).
     """
-    from radaudit.audits.modality_shift.conditions import build_items
-    from radaudit.audits.modality_shift.marker import MARKED_IMAGE_COLUMN, add_marked_images
-
     if any(c in MARKED_CONDITIONS for c in params.conditions) and MARKED_IMAGE_COLUMN not in samples.columns:
-        from radaudit.models.cache import default_cache_dir
-
         root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         samples = add_marked_images(samples, root / "marked_images")
     return build_items(samples, partners, template(params), conditions=condition_order(params.conditions),
@@ -150,9 +145,6 @@ def run_models(params: Params, samples: pd.DataFrame, partners: pd.DataFrame, *,
     ``loaded``: already loaded ``{name: (processor, model)}`` pairs to reuse. ``attrs["models"]``
     records where each model came from (the demo's trained folder, a hub id, a path).
     """
-    from radaudit.audits.modality_shift.conditions import run_conditions
-    from radaudit.models.cache import open_cache
-
     store = open_cache(cache_dir if cache_dir is not None else True) if params.cache else None
     parts, where = [], {}
     try:

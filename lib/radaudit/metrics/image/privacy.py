@@ -54,6 +54,8 @@ import numpy as np
 import pandas as pd
 
 from radaudit.errors import DataFormatError, ParamsError
+from radaudit.metrics.image.features import extract_features
+from radaudit.models.encoders import load_image
 
 __all__ = [
     "DELTA",
@@ -89,8 +91,6 @@ def as_float_image(image: Any, size: tuple[int, int] | int | None = None) -> np.
     resizes with PIL's bilinear filter on the float image.
     """
     from PIL import Image
-
-    from radaudit.models.encoders import load_image
 
     if isinstance(image, (str, os.PathLike, Image.Image)):
         im = load_image(image)
@@ -231,8 +231,6 @@ def privacy_pairs(train_images: Sequence[Any], synth_images: Sequence[Any], trai
             raise DataFormatError(f"Features of shape {ft.shape} and {fs.shape} do not match {n_t} training and "
                                   f"{n_s} synthetic images.")
     elif encoder is not None:
-        from radaudit.metrics.image.features import extract_features
-
         need = np.unique(idx) if reference == "own" else np.arange(n_t)
         sub = extract_features(encoder, [train_images[i] for i in need], batch_size=batch_size).astype(np.float64)
         ft = np.full((n_t, sub.shape[1]), np.nan)

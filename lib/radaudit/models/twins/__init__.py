@@ -34,6 +34,7 @@ from radaudit.models.twins.vlm import (
     build_mllama,
     build_qwen2vl,
 )
+from radaudit.paths import atomic_dir
 
 __all__ = ["CORPUS", "FAMILY_OF", "LLAVA_TEMPLATE", "QWEN_TEMPLATE", "TWINS", "TWIN_VERSION", "build_gemma3",
            "build_janus", "build_llava", "build_mllama", "build_qwen2vl", "class_name", "family_of", "save_twin",
@@ -78,8 +79,6 @@ def class_name(folder: str | os.PathLike) -> str:
 
 def twin_folder(model_id: str, root: str | os.PathLike) -> tuple[Path, str]:
     """``(folder, class name)`` of the twin of ``model_id`` under ``root`` (built on first use)."""
-    from radaudit.paths import atomic_dir
-
     family = family_of(model_id)
     folder = Path(root) / f"{family}-v{TWIN_VERSION}"
     if not folder.is_dir():

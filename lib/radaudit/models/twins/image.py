@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from radaudit.models.cxr_nets import torchvision_resnet_key_map
 from radaudit.models.twins.base import CORPUS
 from radaudit.models.twins.base import tokenizer as _bpe_tokenizer
 
@@ -197,8 +198,6 @@ def build_packhauser_reid(folder):
     (``model.<torchvision ResNet>``, ``model.fc`` → 8 features, ``fc_end``) of a two-stage bottleneck ResNet,
     saved with ``torch.save`` under the released file name; ``twin.json`` names the class it loads as."""
     import torch
-
-    from radaudit.models.cxr_nets import torchvision_resnet_key_map
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
