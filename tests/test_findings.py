@@ -21,7 +21,8 @@ def test_round_trip_is_deterministic_and_exact(tmp_path):
     assert p.read_bytes() == first
     doc = json.loads(first)
     assert doc["findings"][0] == {"id": "greedy_distinct_reports", "label": "Distinct reports, greedy", "value": 0.04,
-                                  "ci": [0.01, 0.09], "paper": 0.003, "verdict": "shown", "note": ""}
+                                  "ci": [0.01, 0.09], "paper": 0.003, "verdict": "shown", "note": "", "bar": None,
+                                  "controls": [], "stability": None}
     assert doc["findings"][1]["value"] == 7.0 and doc["findings"][1]["ci"] is None
     back = read_findings(tmp_path)
     assert back["experiment"] == "decoding_erasure" and back["findings"] == fs
@@ -128,3 +129,90 @@ def test_readme_shows_the_metric_metaeval_findings_of_a_run():
     assert body is not None and body.startswith("Headline numbers of the `demo` run (")
     ids = [line.split("`")[1] for line in body.splitlines() if line.startswith("- **")]
     assert ids[:2] == ["whole_report_auroc_median", "trimmed_pair_auroc_median"] and "min_rules_per_cell" in ids
+
+
+# ---------------------------------------------------------------------------------- verdict rules
+
+from radaudit.findings import Bar, judge, settle, verdict_label  # noqa: E402
+
+
+@pytest.mark.parametrize("value, ci, bar, verdict", [
+    (0.80, (0.76, 0.84), (">=", 0.75), "shown"),       # whole CI clears the bar
+    (0.80, (0.70, 0.90), (">=", 0.75), "partly"),      # estimate clears it, CI crosses
+    (0.70, (0.60, 0.80), (">=", 0.75), "not shown"),   # estimate does not
+    (0.75, (0.75, 0.80), (">", 0.75), "not shown"),    # strict bar: the estimate on the bar is not over it
+    (0.05, (0.01, 0.09), ("<=", 0.1), "shown"),
+    (0.05, (0.01, 0.115), ("<=", 0.1), "partly"),      # the synthetic_cxr held-out control of issue 40
+    (6.0, None, (">", 0), "shown"),                    # an exact count: the value is read
+    (None, None, (">", 0), "n/a"),
+])
+def test_judge_reads_the_whole_ci_against_the_bar(value, ci, bar, verdict):
+    j = judge(value, ci, bar)
+    assert j.verdict == verdict
+    assert (j.reason == "") == (verdict == "shown")
+
+
+def test_bar_forms_and_bad_bars():
+    assert Bar.of({"op": ">=", "value": 0.75}) == Bar(">=", 0.75) == Bar.of((">=", 0.75))
+    assert str(Bar("<=", 0.1)) == "≤ 0.1" and Bar("<", 1).holds(0.5) and not Bar("<", 1).holds(1)
+    for bad, msg in [({"op": "=>", "value": 1}, "op must be one of"), ({"op": ">="}, "bar must be"),
+                     ((">=", float("nan")), "finite number"), (">=0.5", r"bar must be \(op, value\)")]:
+        with pytest.raises(FindingsError, match=msg):
+            Finding("a", "A", 1.0, "shown", bar=bad)
+
+
+def test_settle_lowers_a_shown_whose_ci_crosses_its_bar_and_says_why():
+    f = Finding("held_out_flagged", "Held-out flagged", 0.033, "shown", ci=(0.004, 0.115), bar=("<=", 0.1))
+    [g] = settle([f])
+    assert g.verdict == "partly" and "crosses the bar" in g.note and "0.115" in g.note
+    ok = Finding("held_out_flagged", "Held-out flagged", 0.033, "shown", ci=(0.004, 0.08), bar=("<=", 0.1))
+    assert settle([ok]) == [ok]
+
+
+def test_settle_makes_a_zero_width_shown_descriptive():
+    f = Finding("no_input_auroc", "AUROC, no input", 0.5, "shown", ci=(0.5, 0.5))
+    [g] = settle([f])
+    assert g.verdict == "n/a" and g.note.startswith("descriptive")
+    assert settle([Finding("x", "X", 0.5, "shown", ci=(0.4, 0.6))])[0].verdict == "shown"
+
+
+def test_settle_lowers_findings_whose_control_failed_was_descriptive_or_missing():
+    neg = Finding("swap_changed", "Answers changed by a label-preserving swap", 0.3, "shown", ci=(0.2, 0.4),
+                  bar=("<=", 0.1))  # fails: lowered to not shown by rule 1, so its dependants fall too
+    fixed = Finding("no_input_auroc", "AUROC, no input", 0.5, "shown", ci=(0.5, 0.5))
+    a = Finding("text_shift_nfr", "NFR", 0.3, "shown", ci=(0.2, 0.4), controls=("swap_changed",))
+    b = Finding("image_auc", "AUROC", 0.8, "shown", ci=(0.7, 0.9), controls=("no_input_auroc",))
+    c = Finding("other", "Other", 0.8, "shown", ci=(0.7, 0.9), controls=("never_written",))
+    out = {f.id: f for f in settle([a, b, c, neg, fixed])}  # a control listed after its dependant is found
+    assert out["swap_changed"].verdict == "not shown"
+    assert out["text_shift_nfr"].verdict == "not shown" and "swap_changed (not shown)" in out["text_shift_nfr"].note
+    assert out["image_auc"].verdict == "not shown" and "no_input_auroc (n/a)" in out["image_auc"].note
+    assert "never_written (not reported)" in out["other"].note
+    good = Finding("swap_changed", "swap", 0.05, "shown", ci=(0.02, 0.08), bar=("<=", 0.1))
+    assert {f.id: f.verdict for f in settle([a, good])} == {"text_shift_nfr": "shown", "swap_changed": "shown"}
+    with pytest.raises(FindingsError, match="its own control"):
+        Finding("a", "A", 1, "shown", controls=("a",))
+
+
+def test_settle_publishes_a_verdict_that_moves_with_the_seed_as_partly_k_of_n():
+    st = {"seeds": [0, 1, 2], "verdicts": ["shown", "not shown", "shown"]}
+    f = Finding("image_shift_changed", "Changed by image shift", 0.3, "shown", ci=(0.2, 0.4), stability=st)
+    [g] = settle([f])
+    assert g.verdict == "partly" and verdict_label(g) == "partly (2/3 seeds)" and "2 of 3" in g.note
+    assert settle([g]) == [g]  # idempotent: the note is not written twice
+    same = Finding("x", "X", 0.3, "shown", ci=(0.2, 0.4), stability={"seeds": [0, 1, 2], "verdicts": ["shown"] * 3})
+    assert settle([same]) == [same] and verdict_label(same) == "shown"
+    with pytest.raises(FindingsError, match="one verdict per seed"):
+        Finding("x", "X", 0.3, "shown", stability={"seeds": [0, 1], "verdicts": ["shown"]})
+
+
+def test_the_file_holds_the_settled_verdicts_and_reads_back(tmp_path):
+    f = Finding("a", "A", 0.8, "shown", ci=(0.7, 0.9), bar={"op": ">=", "value": 0.75}, controls=("c",))
+    c = Finding("c", "C", 0.05, "shown", ci=(0.01, 0.09), bar=("<=", 0.1))
+    write_findings(tmp_path / "findings.json", "e", "demo", [f, c])
+    raw = json.loads((tmp_path / "findings.json").read_text())["findings"][0]
+    assert raw["verdict"] == "partly" and raw["bar"] == {"op": ">=", "value": 0.75} and raw["controls"] == ["c"]
+    back = read_findings(tmp_path)["findings"]
+    assert back[0].bar == Bar(">=", 0.75) and back[0].verdict == "partly"
+    t = findings_frame(back)
+    assert t["bar"].tolist() == ["≥ 0.75", "≤ 0.1"] and t["controls"].tolist() == ["c", ""]

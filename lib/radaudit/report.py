@@ -162,14 +162,27 @@ def findings_table(findings: list[dict[str, Any]]) -> str:
     for f in findings:
         verdict = f.get("verdict", "")
         colour = VERDICT_COLOURS.get(verdict, "#5f6368")
+        shown_as = verdict
+        st = f.get("stability") or {}
+        if verdict == "partly" and st.get("verdicts"):
+            k, n = sum(v == "shown" for v in st["verdicts"]), len(st["verdicts"])
+            shown_as = f"partly ({k}/{n} seeds)" if k < n else verdict
+        bar = f.get("bar")
+        bar_text = "" if not bar else f"{_BAR_SIGNS.get(bar.get('op'), bar.get('op'))} {_fmt(bar.get('value'))}"
+        rests = ", ".join(f.get("controls") or [])
+        note = _e(f.get("note")) + (f"<br><span class='meta'>rests on: {_e(rests)}</span>" if rests else "")
         rows.append(
             f"<tr><td>{_e(f.get('label'))}<br><span class='meta'>{_e(f.get('id'))}</span></td>"
             f"<td class='num'>{_e(_fmt(f.get('value')))}</td><td class='num'>{_e(_ci(f.get('ci')))}</td>"
-            f"<td class='num'>{_e(_fmt(f.get('paper')))}</td>"
-            f"<td><span class='verdict' style='background:{colour}'>{_e(verdict)}</span></td>"
-            f"<td>{_e(f.get('note'))}</td></tr>")
+            f"<td class='num'>{_e(_fmt(f.get('paper')))}</td><td class='num'>{_e(bar_text)}</td>"
+            f"<td><span class='verdict' style='background:{colour}'>{_e(shown_as)}</span></td>"
+            f"<td>{note}</td></tr>")
     return ("<div id='findings'><table><thead><tr><th>Finding</th><th>Value</th><th>95% CI</th>"
-            "<th>Paper</th><th>Verdict</th><th>Note</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+            "<th>Paper</th><th>Bar</th><th>Verdict</th><th>Note</th></tr></thead><tbody>" + "".join(rows)
+            + "</tbody></table></div>")
+
+
+_BAR_SIGNS = {">=": "≥", "<=": "≤", ">": ">", "<": "<"}
 
 
 def _kv_table(items: list[tuple[str, Any]]) -> str:

@@ -96,13 +96,16 @@ class Run:
         return dict(self._recorded_models[0]) if self._recorded_models else {}
 
     def finding(self, id: str, label: str, value: Any, *, verdict: str, ci: Any = None, paper: Any = None,
-                note: str = "") -> Any:
-        """Add one headline result to the run's ``findings.json`` (format and rules:
+                note: str = "", bar: Any = None, controls: Any = (), stability: Any = None) -> Any:
+        """Add one headline result to the run's ``findings.json`` (format and verdict rules:
         :mod:`radaudit.findings`) and rewrite the file. Re-running a cell replaces the finding with
-        the same ``id``. Returns the validated :class:`~radaudit.findings.Finding`."""
+        the same ``id``. Returns the validated :class:`~radaudit.findings.Finding` as given; the file
+        holds it after :func:`radaudit.findings.settle` (a ``shown`` its CI, controls or seeds do not
+        carry is lowered there)."""
         from radaudit.findings import FINDINGS_FILE, Finding, write_findings
 
-        f = Finding(id=id, label=label, value=value, verdict=verdict, ci=ci, paper=paper, note=note)
+        f = Finding(id=id, label=label, value=value, verdict=verdict, ci=ci, paper=paper, note=note, bar=bar,
+                    controls=tuple(controls or ()), stability=stability)
         ids = [x.id for x in self.findings]
         if f.id in ids:
             self.findings[ids.index(f.id)] = f
@@ -119,10 +122,11 @@ class Run:
             self.finding(**f.to_dict())
 
     def findings_table(self) -> Any:
-        """The run's findings so far as a table (:func:`radaudit.findings.findings_frame`)."""
-        from radaudit.findings import findings_frame
+        """The run's findings so far as a table, as the file holds them (:func:`radaudit.findings.settle`,
+        :func:`radaudit.findings.findings_frame`)."""
+        from radaudit.findings import findings_frame, settle
 
-        return findings_frame(self.findings)
+        return findings_frame(settle(self.findings))
 
     def _preset(self) -> str:
         import json
