@@ -109,6 +109,22 @@ def test_max_seconds_stops_cleanly_and_says_so(blobs, tmp_path):
     assert log["stopped_early"] is True and log["stop_reason"] == res.stop_reason
 
 
+def test_a_warn_budget_runs_every_planned_step_and_gives_the_same_model(blobs, caplog):
+    import torch
+
+    planned = dict(steps=40, lr=1e-2, seed=3)
+    free = train_model(blobs["factory"], blobs["train"], blobs["eval_fn"], **planned)
+    with caplog.at_level("WARNING"):
+        busy = train_model(blobs["factory"], blobs["train"], blobs["eval_fn"], **planned, max_seconds=0, budget="warn")
+    assert busy.steps == busy.planned_steps == 40 and not busy.stopped_early and busy.stop_reason is None
+    assert [r.message for r in caplog.records].count(next(r.message for r in caplog.records if "over its time budget"
+                                                           in r.message)) == 1  # warned once, not per step
+    for a, b in zip(free.model.state_dict().values(), busy.model.state_dict().values()):
+        assert torch.equal(a, b)  # the machine's speed does not reach the weights
+    with pytest.raises(ParamsError, match="budget must be 'stop' or 'warn'"):
+        train_model(blobs["factory"], blobs["train"], steps=2, budget="later")
+
+
 def test_plain_module_tuple_batches_epochs_and_rng_restored(blobs, tmp_path):
     state = torch.get_rng_state()
     res = train_model(lambda: torch.nn.Linear(8, 2), blobs["train"], epochs=2, lr=5e-2, batch_size=50, seed=3,

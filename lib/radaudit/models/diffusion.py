@@ -90,7 +90,8 @@ SAMPLERS: tuple[str, ...] = ("ddim", "dpm")
 #: The demo model (2.3M parameters, 11.5 GFLOP per training step of 16 images). ``steps`` is the planned
 #: training length — about 2–2.5 min on 2 quiet cores (about 4 min with the machine shared) — so the
 #: model is a function of the seed, not of the machine's speed; ``max_seconds`` is only the budget
-#: guard (DESIGN.md allows 5 min per demo model). Choices, tried on the demo data at equal training
+#: (DESIGN.md allows 5 min per demo model): past it a warning is logged and training runs on to the planned
+#: steps (a model cut short by a busy CPU moved verdicts, issue 40). Choices, tried on the demo data at equal training
 #: steps: x0 ("sample") prediction gives smooth, recognisable chest X-rays after a few hundred steps
 #: where v-prediction still gives speckled noise (at high noise it regresses to a blurred image instead
 #: of having to explain the noise); 2×2 patches with channels (16, 32, 64, 128) give more lung texture
@@ -690,7 +691,7 @@ class _TrainedUNet:
 
 def _train_unet(arr: np.ndarray, cvec: np.ndarray, null_vector: np.ndarray, hpv: Mapping[str, Any]) -> _TrainedUNet:
     """Train the UNet on the pixels ``arr`` ``[N, S, S]`` and condition vectors ``cvec``: AdamW with a linear
-    warm-up, an EMA of the weights (loaded at the end), at most ``max_seconds``. The initial weights and every
+    warm-up, an EMA of the weights (loaded at the end), every planned step (``max_seconds`` only warns). The initial weights and every
     draw come from ``hpv["seed"]``, inside a forked torch RNG (the caller's RNG state is left as it was)."""
     import torch  # lazy: torch only when training
 
@@ -710,6 +711,7 @@ def _train_unet(arr: np.ndarray, cvec: np.ndarray, null_vector: np.ndarray, hpv:
         n_params = sum(q.numel() for q in unet.parameters())
         unet.train()
         step = 0
+        over_budget = False
         for step in track(range(1, hpv["steps"] + 1), "train diffusion UNet", unit="steps"):
             xt, t, c, target = _training_batch(x_all, c_all, null, sched, hpv, gen)
             losses.append(_optimizer_step(unet, opt, xt, t, c, target, hpv, step))
@@ -717,10 +719,13 @@ def _train_unet(arr: np.ndarray, cvec: np.ndarray, null_vector: np.ndarray, hpv:
             if step % 100 == 0:
                 log.info("demo diffusion: step %d/%d, loss %.4f (mean of last 100), %.0f s", step, hpv["steps"],
                          float(np.mean(losses[-100:])), time.monotonic() - t0)
-            if hpv["max_seconds"] is not None and time.monotonic() - t0 >= hpv["max_seconds"] and step < hpv["steps"]:
-                stop_reason = f"time budget max_seconds={hpv['max_seconds']:g} reached after {step} of {hpv['steps']} steps"
-                log.warning("Demo diffusion training stopped early: %s.", stop_reason)
-                break
+            if (hpv["max_seconds"] is not None and not over_budget and time.monotonic() - t0 >= hpv["max_seconds"]
+                    and step < hpv["steps"]):
+                # a budget, not a stop: a model cut short by a busy CPU would move the verdicts (issue 40)
+                over_budget = True
+                log.warning("Demo diffusion training is over its time budget (max_seconds=%g) after %d of %d steps; it "
+                            "runs the planned steps anyway, so the model does not depend on this machine's speed.",
+                            hpv["max_seconds"], step, hpv["steps"])
         unet.load_state_dict(ema)
         unet.eval()
     return _TrainedUNet(unet=unet, scheduler=sched, losses=losses, steps_done=step, stop_reason=stop_reason,

@@ -481,7 +481,7 @@ def _train(kind: str, out_dir: str | os.PathLike, digest: str, hp: Mapping[str, 
     with atomic_dir(out) as tmp:
         result = train_model(build, list(range(n_anchors)), eval_fn, steps=hp["steps"], lr=hp["lr"],
                              batch_size=min(hp["batch_size"], n_anchors), seed=hp["seed"], device="cpu",
-                             output_dir=tmp, max_seconds=hp["max_seconds"], loss_fn=loss_fn,
+                             output_dir=tmp, max_seconds=hp["max_seconds"], budget="warn", loss_fn=loss_fn,
                              weight_decay=hp["weight_decay"], max_grad_norm=5.0,
                              model_name=f"radaudit demo {kind} ({description})", data_description=notes,
                              metric_name="metric", log_every=20,
