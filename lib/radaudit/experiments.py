@@ -38,6 +38,9 @@ class Experiment:
     #: so the longest start first on a fresh clone. An ordinal hint, not a timing: on the fresh-clone demo of
     #: ``benchmarks/results/demo_fresh.json`` synthetic_cxr took longest, then modality_shift, then decoding_erasure.
     first_run_rank: int = 0
+    #: "module:ATTR" of every constant that decides the experiment's trained stand-ins (training configs, recipe
+    #: versions): part of the recipe the stability benchmark's verdicts belong to (:func:`radaudit.stability.recipe_id`).
+    stand_ins: tuple[str, ...] = ()
 
     def params_model(self) -> type[BaseParams]:
         if not isinstance(self.params, str):
@@ -79,6 +82,8 @@ register(Experiment(
     rehearsal="radaudit.audits.decoding_erasure.rehearsal:rehearse",
     shard_step="radaudit.audits.decoding_erasure.shards:generation_step",
     first_run_rank=1,  # three report writers
+    stand_ins=("radaudit.audits.decoding_erasure.models:RECIPE_VERSION",
+               "radaudit.audits.decoding_erasure.models:DEMO_CONFIG"),
     description="Does the decoding strategy erase sex-associated clinical terms? CAD, WAE, diversity, WEAT, ΔDIR "
                 "(Parikh et al., 'Measuring What VLMs Don't Say').",
     paper="000_c11b3b836ef0a58a.txt",
@@ -148,6 +153,8 @@ register(Experiment(
            'their answers far more than swapping the image, they stay confident when misled, and their attention'
            ' falls mostly on text tokens.'),
     first_run_rank=2,  # the tiny LLaVA
+    stand_ins=("radaudit.audits.modality_shift.models:RECIPE_VERSION",
+               "radaudit.audits.modality_shift.models:DEMO_VLM_CONFIG"),
 ))
 
 
@@ -158,6 +165,12 @@ register(Experiment(
     rehearsal="radaudit.audits.synthetic_cxr.rehearsal:rehearse",
     shard_step="radaudit.audits.synthetic_cxr.shards:feature_step",
     first_run_rank=3,  # a diffusion model, three image networks, utility classifiers
+    stand_ins=("radaudit.audits.synthetic_cxr.models:RECIPE_VERSION",
+               "radaudit.audits.synthetic_cxr.models:DEMO_ENCODER_CONFIG",
+               "radaudit.audits.synthetic_cxr.models:DEMO_CLIP_CONFIG",
+               "radaudit.audits.synthetic_cxr.models:DEMO_REID_CONFIG",
+               "radaudit.audits.synthetic_cxr.classifier:RECIPE_VERSION",
+               "radaudit.models.diffusion:RECIPE_VERSION", "radaudit.models.diffusion:DEMO_DIFFUSION_CONFIG"),
     description="Fidelity, privacy and utility of synthetic chest X-rays (CheXGenBench): FID/KID/PRDC on two encoders "
                 "with CIs, per-label FID, re-identification and distances to training images, a classifier trained on "
                 "synthetic images only, and rankings (Dutt et al., 'CheXGenBench').",

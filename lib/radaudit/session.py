@@ -43,6 +43,7 @@ class Run:
     models: dict[str, Any] = field(default_factory=dict)  # spec -> ResolvedModel, every model this run resolved
     _revisions: dict[str, Any] = field(default_factory=dict, repr=False)
     _recorded_models: Any = field(default=None, repr=False)
+    _stability_doc: Any = field(default=None, repr=False)  # (stability file, this run's recipe), read once
 
     @property
     def seed(self) -> int:
@@ -104,6 +105,8 @@ class Run:
         carry is lowered there)."""
         from radaudit.findings import FINDINGS_FILE, Finding, write_findings
 
+        if stability is None:
+            stability = self._stability(id)
         f = Finding(id=id, label=label, value=value, verdict=verdict, ci=ci, paper=paper, note=note, bar=bar,
                     controls=tuple(controls or ()), stability=stability)
         ids = [x.id for x in self.findings]
@@ -114,6 +117,19 @@ class Run:
         write_findings(self.dir / FINDINGS_FILE, self.experiment, self._preset(), self.findings)
         self.record_models()
         return f
+
+    def _stability(self, finding_id: str) -> dict[str, Any] | None:
+        """The stability benchmark's verdicts for this finding when the run's recipe is the benchmark's
+        (:mod:`radaudit.stability`); ``None`` otherwise."""
+        from radaudit.stability import read_stability, recipe_id, stability_for, stability_path
+
+        if self._stability_doc is None:
+            path = stability_path()
+            doc = read_stability(path) if path is not None and self.params is not None else {}
+            recipe = recipe_id(self.experiment, self.params) if doc.get("preset") == self._preset() else None
+            self._stability_doc = (doc, recipe)
+        doc, recipe = self._stability_doc
+        return stability_for(doc, self.experiment, recipe, finding_id) if recipe else None
 
     def add_findings(self, findings: Any) -> None:
         """:meth:`finding` for each :class:`~radaudit.findings.Finding` of ``findings`` (an experiment's

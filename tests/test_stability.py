@@ -1,0 +1,87 @@
+"""radaudit.stability: a run carries the stability benchmark's verdicts only for the benchmark's recipe."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from radaudit.experiments import get_experiment
+from radaudit.findings import read_findings
+from radaudit.stability import StabilityError, read_stability, recipe_id, stability_for
+
+
+def _params(**over):
+    return get_experiment("modality_shift").params_model()(**over)
+
+
+def test_the_recipe_ignores_the_seed_and_the_machine_but_not_a_setting():
+    base = recipe_id("modality_shift", _params())
+    assert recipe_id("modality_shift", _params(seed=2)) == base  # the benchmark varies the seed
+    assert recipe_id("modality_shift", _params(data_root="/elsewhere")) == base
+    assert recipe_id("modality_shift", _params(n_bootstrap=57)) != base  # a setting that moves CIs is another recipe
+    assert recipe_id("synthetic_cxr", get_experiment("synthetic_cxr").params_model()()) != base
+    assert len(base) == 16 and int(base, 16) >= 0
+
+
+def test_the_recipe_follows_the_stand_ins_training_config(monkeypatch):
+    from radaudit.audits.modality_shift import models
+
+    base = recipe_id("modality_shift", _params())
+    monkeypatch.setitem(models.DEMO_VLM_CONFIG, "steps", models.DEMO_VLM_CONFIG["steps"] + 1)
+    assert recipe_id("modality_shift", _params()) != base
+
+
+def _doc(recipe, seeds=(0, 1, 2), verdicts=("shown", "not shown", "shown")):
+    rows = [{"seed": s, "value": 0.2, "ci": [0.1, 0.3], "verdict": v} for s, v in zip(seeds, verdicts)]
+    return {"seeds": [0, 1, 2], "preset": "demo",
+            "experiments": {"modality_shift": {"recipe": recipe, "findings": {"text_shift_nfr": rows}}}}
+
+
+def test_stability_for_needs_the_same_recipe_and_every_seed():
+    doc = _doc("abc")
+    assert stability_for(doc, "modality_shift", "abc", "text_shift_nfr") == {
+        "seeds": [0, 1, 2], "verdicts": ["shown", "not shown", "shown"]}
+    assert stability_for(doc, "modality_shift", "other", "text_shift_nfr") is None
+    assert stability_for(doc, "modality_shift", "abc", "unknown") is None
+    assert stability_for(_doc("abc", seeds=(0, 1), verdicts=("shown", "shown")), "modality_shift", "abc",
+                         "text_shift_nfr") is None  # a seed missing: no claim over seeds
+
+
+def test_bad_stability_files_are_clear_errors(tmp_path):
+    assert read_stability(tmp_path / "none.json") == {}
+    (tmp_path / "a.json").write_text("{")
+    with pytest.raises(StabilityError, match="not valid JSON"):
+        read_stability(tmp_path / "a.json")
+    (tmp_path / "b.json").write_text(json.dumps(_doc("abc", verdicts=("shown", "maybe", "shown"))))
+    with pytest.raises(StabilityError, match="verdicts outside"):
+        read_stability(tmp_path / "b.json")
+
+
+def test_a_run_of_the_benchmarks_recipe_publishes_a_split_verdict_as_partly(tmp_path, monkeypatch):
+    from radaudit.session import Run
+
+    params = _params()
+    stab = tmp_path / "verdict_stability.json"
+    stab.write_text(json.dumps(_doc(recipe_id("modality_shift", params))))
+    monkeypatch.setenv("RADAUDIT_STABILITY", str(stab))
+    (tmp_path / "manifest.json").write_text(json.dumps({"preset": "demo"}))
+    run = Run(experiment="modality_shift", params=params, dir=tmp_path)
+    run.finding("text_shift_nfr", "NFR", 0.2, verdict="shown", ci=[0.1, 0.3])
+    run.finding("image_shift_nfr", "NFR image", 0.05, verdict="shown", ci=[0.01, 0.09])  # not in the benchmark
+    got = {f.id: f for f in read_findings(tmp_path)["findings"]}
+    assert got["text_shift_nfr"].verdict == "partly" and got["text_shift_nfr"].note.startswith("partly (2/3 seeds)")
+    assert got["image_shift_nfr"].verdict == "shown" and got["image_shift_nfr"].stability is None
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "manifest.json").write_text(json.dumps({"preset": "demo"}))
+    run2 = Run(experiment="modality_shift", params=_params(n_bootstrap=57), dir=other)  # another recipe
+    run2.finding("text_shift_nfr", "NFR", 0.2, verdict="shown", ci=[0.1, 0.3])
+    assert read_findings(other)["findings"][0].verdict == "shown"
+    monkeypatch.setenv("RADAUDIT_STABILITY", "off")
+    third = tmp_path / "third"
+    third.mkdir()
+    (third / "manifest.json").write_text(json.dumps({"preset": "demo"}))
+    Run(experiment="modality_shift", params=params, dir=third).finding("text_shift_nfr", "NFR", 0.2, verdict="shown",
+                                                                      ci=[0.1, 0.3])
+    assert read_findings(third)["findings"][0].stability is None
