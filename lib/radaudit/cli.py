@@ -590,6 +590,25 @@ def cache_info(cache) -> None:
         click.echo(f"  {r['name']:<22} {r['what']:>14} {r['bytes'] / 2**20:9.1f} MiB  {bundled}{trained}")
 
 
+@cache_group.command("check")
+@_CACHE_OPTION
+@click.option("--repair", is_flag=True, help="Move damaged SQLite files aside and remove damaged model folders, array "
+                                           "parts and leftovers (each is recomputed on next use).")
+def cache_check(cache, repair) -> None:
+    """Check every cache entry: SQLite files, model folders against their file lists, array parts, leftovers of
+    interrupted writes. Exits 1 when something is damaged and --repair was not given."""
+    from radaudit.models.cache_check import check_cache
+
+    report = check_cache(_cache_root(cache), repair=repair)
+    click.echo(f"cache: {report.root}")
+    for line in report.lines():
+        click.echo("  " + line)
+    if report.problems and not repair:
+        click.echo("Run `radaudit cache check --repair` to set them aside (their entries are recomputed).")
+        raise SystemExit(1)
+    click.echo("clean" if report.clean else "repaired: the next runs recompute what was set aside")
+
+
 @cache_group.command("export")
 @click.argument("bundle", type=click.Path(dir_okay=False))
 @_CACHE_OPTION

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from radaudit.errors import RadauditError
+from radaudit.files import atomic_write
 
 __all__ = ["FINDINGS_FILE", "VERDICTS", "Bar", "Finding", "FindingsError", "Judgement", "findings_frame", "judge",
            "read_findings", "readme_block", "readme_findings", "settle", "update_readme", "verdict_label",
@@ -304,11 +305,7 @@ def _document(experiment: str, preset: str, findings: Sequence[Finding]) -> dict
 def write_findings(path: str | Path, experiment: str, preset: str, findings: Iterable[Finding]) -> Path:
     """Write ``findings.json`` (validated, deterministic: same findings → same bytes)."""
     doc = _document(experiment, preset, settle(list(findings)))
-    path = Path(path)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return atomic_write(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
 
 
 def read_findings(path: str | Path) -> dict[str, Any]:

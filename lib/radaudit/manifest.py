@@ -28,10 +28,10 @@ import platform
 import socket
 import subprocess
 import sys
-import threading
-from itertools import count
 from pathlib import Path
 from typing import Any
+
+from radaudit.files import atomic_write
 
 KEY_PACKAGES = (
     "radaudit", "numpy", "pandas", "scipy", "matplotlib", "seaborn", "papermill", "nbconvert",
@@ -157,20 +157,13 @@ def use_deterministic_kernels() -> bool:
     return True
 
 
-_WRITES = count()
 
 
 def write(path: Path, manifest: dict[str, Any]) -> None:
     """Write ``manifest`` to ``path`` atomically: a temporary file of its own (one per write: a heartbeat thread and
     a signal handler may write while another write is under way), then ``os.replace``. A reader sees the old
     manifest or the new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{next(_WRITES)}.tmp")
-    try:
-        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    atomic_write(path, json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def read(path: Path) -> dict[str, Any]:

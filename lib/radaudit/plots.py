@@ -19,6 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
+from radaudit.files import atomic_path, ensure_dir
 from radaudit.tables import check_output_name
 
 __all__ = [
@@ -101,18 +102,19 @@ def save_figure(
         ``{"png": path, "pdf": path}`` (no ``"pdf"`` with ``pdf=False``).
     """
     check_output_name(name)
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = ensure_dir(directory)
     paths = {"png": directory / f"{name}.png", "pdf": directory / f"{name}.pdf"}
-    fig.savefig(paths["png"], format="png", dpi=dpi, bbox_inches=bbox_inches, metadata={"Software": None})
+    with atomic_path(paths["png"]) as tmp:  # whole or not at all (radaudit.files)
+        fig.savefig(tmp, format="png", dpi=dpi, bbox_inches=bbox_inches, metadata={"Software": None})
     if pdf:
-        fig.savefig(
-            paths["pdf"],
-            format="pdf",
-            dpi=dpi,  # the resolution images are resampled to inside the vector PDF
-            bbox_inches=bbox_inches,
-            metadata={"CreationDate": None, "ModDate": None, "Creator": "radaudit", "Producer": "radaudit"},
-        )
+        with atomic_path(paths["pdf"]) as tmp:
+            fig.savefig(
+                tmp,
+                format="pdf",
+                dpi=dpi,  # the resolution images are resampled to inside the vector PDF
+                bbox_inches=bbox_inches,
+                metadata={"CreationDate": None, "ModDate": None, "Creator": "radaudit", "Producer": "radaudit"},
+            )
     else:
         del paths["pdf"]
     if close:

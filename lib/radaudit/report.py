@@ -27,7 +27,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import os
 import re
 import shlex
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any
 
 from radaudit import manifest
 from radaudit.experiments import EXPERIMENTS, Experiment
+from radaudit.files import atomic_write
 from radaudit.html_page import VERDICT_COLOURS
 from radaudit.html_page import escape as _e
 from radaudit.html_page import fmt_number as _fmt
@@ -266,7 +266,7 @@ def render_run_report(run_dir: str | Path, nb_path: str | Path | None = None) ->
     page = "\n".join(head + ["<h2>Findings</h2>", findings_table(findings),
                              "<h2>The analysis</h2>", f"<div class='nb'>{body}</div>", methods_section(m)])
     out = run_dir / f"{name}.html"
-    out.write_text(_page(f"{title} — {name} ({m.get('preset') or 'interactive'})", page), encoding="utf-8")
+    atomic_write(out, _page(f"{title} — {name} ({m.get('preset') or 'interactive'})", page))
     return out
 
 
@@ -312,7 +312,5 @@ def render_index(root: str | Path, top: int = 3) -> Path:
              + "</tbody></table>") if rows else "<p class='meta'>No runs yet: <code>make demo</code>.</p>"
     body = f"<h1>radaudit runs</h1><p class='meta'>{len(rows)} runs under {_e(root)}</p>{table}"
     out = root / "index.html"
-    tmp = root / f".index.html.{os.getpid()}"  # written whole, then moved: runs side by side (run all --jobs) each
-    tmp.write_text(_page("radaudit runs", body), encoding="utf-8")  # rewrite it, and a reader never sees half a file
-    os.replace(tmp, out)
-    return out
+    # written whole, then moved: runs side by side (run all --jobs) each rewrite it, and a reader never sees half a file
+    return atomic_write(out, _page("radaudit runs", body))

@@ -25,6 +25,7 @@ import numpy as np
 
 from radaudit.config import BaseParams, validate_params
 from radaudit.experiments import get_experiment
+from radaudit.files import atomic_write
 from radaudit.stats import stable_seed  # noqa: F401 - re-exported: notebooks call radaudit.session.stable_seed
 
 log = logging.getLogger("radaudit")
@@ -65,7 +66,7 @@ class Run:
         path = self.dir / "recorded.json"
         data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
         data[key] = value
-        path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+        atomic_write(path, json.dumps(data, indent=2, default=str) + "\n")
 
     def note_model(self, resolved: Any) -> None:
         """Listener of :func:`radaudit.models.resolver.set_resolve_listener`: remember a model this run uses."""

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.files import atomic_write, ensure_dir
+
 __all__ = ["NA_REP", "check_output_name", "ci_column", "format_ci", "format_number", "save_table"]
 
 NA_REP = "n/a"
@@ -224,19 +226,18 @@ def save_table(
     check_output_name(name)
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"save_table needs a DataFrame, got {type(df).__name__}")
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = ensure_dir(directory)
     paths = {ext: directory / f"{name}.{ext}" for ext in ("csv", "md", "tex")}
 
     csv_text = df.to_csv(index=index, lineterminator="\n")
-    paths["csv"].write_bytes(csv_text.encode("utf-8"))
+    atomic_write(paths["csv"], csv_text.encode("utf-8"))
 
     shown, numeric = _display_frame(df, index, float_digits)
     md = markdown_table(shown, numeric)
     if caption:
         md = f"Table: {caption}\n\n{md}"
-    paths["md"].write_bytes((md + "\n").encode("utf-8"))
+    atomic_write(paths["md"], (md + "\n").encode("utf-8"))
 
     tex = latex_tabular(shown, numeric, _latex_escape(caption) if caption else None)
-    paths["tex"].write_bytes((tex if tex.endswith("\n") else tex + "\n").encode("utf-8"))
+    atomic_write(paths["tex"], (tex if tex.endswith("\n") else tex + "\n").encode("utf-8"))
     return paths

@@ -34,6 +34,7 @@ import hashlib
 import logging
 import os
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -98,12 +99,30 @@ def _is_current(dest: Path, src: Source) -> bool:
     return _sha256(dest) == src.sha256
 
 
+#: A temporary ``.part`` file older than this is a download that was killed (a live one is written to every
+#: few milliseconds), removed before the file is fetched again.
+STALE_PART_S = 600.0
+
+
+def _clear_stale_parts(dest: Path) -> None:
+    """Remove ``.<name>.*.part`` files of ``dest`` left by a killed download (never reused: the fetch restarts)."""
+    now = time.time()
+    for part in dest.parent.glob(f".{dest.name}.*.part"):
+        try:
+            if now - part.stat().st_mtime > STALE_PART_S:
+                part.unlink()
+                logger.info("fetch: removed %s, left by an interrupted download", part.name)
+        except OSError:
+            pass
+
+
 def _download(url: str, dest: Path, sha256: str | None, canonical: str | None = None) -> None:
     """Stream ``url`` to a temporary file beside ``dest``, check it, then rename it into place.
 
     ``canonical`` is the un-mirrored URL, named in error messages when ``url`` is a mirror's."""
     what = f"{url} (mirror of {canonical})" if canonical and canonical != url else url
     dest.parent.mkdir(parents=True, exist_ok=True)
+    _clear_stale_parts(dest)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
     tmp = Path(tmp_name)
     try:

@@ -28,6 +28,14 @@ write); the rerun generates only what is missing. Several processes may share a 
 locks; writers wait up to 60 s). On a filesystem without shared-memory support for WAL (some
 network mounts) it falls back to SQLite's rollback journal.
 
+**Integrity.** Opening a cache runs SQLite's ``PRAGMA quick_check`` (a few ms for a cache of thousands
+of entries; ``benchmarks/bench_cache_check.py``). A damaged file (overwritten pages, a truncated copy,
+not a database at all) is moved aside to ``<name>.sqlite.corrupt-<time>`` (with its ``-wal``/``-shm``), a
+new cache is started, and one warning names the file, says that its entries will be recomputed and where
+the old one is. The check and the move happen under a lock file, so two processes that open a damaged
+cache at once repair it once. Damage found later, mid-run, raises one message naming the file and
+the repair command (``radaudit cache check --repair``).
+
 **Location.** ``cache=`` param, else ``$RADAUDIT_CACHE``, else ``<project>/.cache/radaudit``
 (git-ignored), else ``~/.cache/radaudit`` outside a project.
 
@@ -38,18 +46,25 @@ run manifest (``run.record("generation_cache", cache.stats())``).
 from __future__ import annotations
 
 import base64
+import contextlib
+import datetime as _dt
+import errno
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from radaudit.errors import ParamsError, RadauditError
+from radaudit.files import explain_oserror
 from radaudit.paths import project_root
+
+log = logging.getLogger(__name__)
 
 CACHE_ENV = "RADAUDIT_CACHE"
 KEY_SCHEMA = "radaudit-cache-v2"  # v2: the engine (backend) left the generation key
@@ -152,23 +167,35 @@ class ContentCache:
         self._lock = threading.Lock()
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
-            try:
-                self._conn.execute("PRAGMA journal_mode=WAL")
-            except sqlite3.OperationalError:  # e.g. a network filesystem: keep the rollback journal
-                pass
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT NOT NULL, "
-                               "parts TEXT, created REAL NOT NULL)")
-        except (OSError, sqlite3.Error) as err:
+        except OSError as err:
             raise RadauditError(f"Cannot open the cache {self.path} ({err}). Point ${CACHE_ENV} (or the cache param) "
                                 "at a writable folder.") from err
+        self.repaired: Path | None = None  # where a damaged file found at opening was moved
+        self._conn = open_checked(self.path, on_damage="repair", on_repair=self._note_repair)
+
+    def _note_repair(self, moved: Path) -> None:
+        self.repaired = moved
+
+    def _damaged(self, err: sqlite3.DatabaseError) -> RadauditError:
+        return RadauditError(f"The cache {self.path} is damaged ({err}). Run `radaudit cache check --repair` (it moves "
+                             "the file aside; its entries are recomputed), then rerun.")
+
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as err:
+            if "full" in str(err):  # SQLITE_FULL: the disk (or the quota) is full; the transaction was rolled back
+                raise explain_oserror(OSError(errno.ENOSPC, str(err)), self.path) from err
+            raise  # locked, busy, disk I/O: not damage
+        except sqlite3.DatabaseError as err:
+            raise self._damaged(err) from err
 
     # -- reading --------------------------------------------------------------------------------
 
     def get(self, key: str) -> Any | None:
         """The value stored under ``key``, or ``None`` (counted as a hit or a miss)."""
-        with self._lock:
+        with self._lock, self._guard():
             row = self._conn.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone()
         if row is None:
             self.misses += 1
@@ -180,7 +207,7 @@ class ContentCache:
         """``{key: value}`` for the keys present (each distinct key counted once as a hit or a miss)."""
         wanted = list(dict.fromkeys(keys))
         found: dict[str, Any] = {}
-        with self._lock:
+        with self._lock, self._guard():
             for i in range(0, len(wanted), 500):
                 chunk = wanted[i:i + 500]
                 q = f"SELECT key, value FROM entries WHERE key IN ({','.join('?' * len(chunk))})"
@@ -208,7 +235,7 @@ class ContentCache:
     def put(self, key: str, value: Any, parts: Mapping[str, Any] | None = None) -> None:
         """Store ``value`` (JSON-serialisable) under ``key`` and commit it now."""
         payload = json.dumps(value, ensure_ascii=False, default=str)
-        with self._lock:
+        with self._lock, self._guard():
             self._conn.execute("INSERT OR REPLACE INTO entries (key, value, parts, created) VALUES (?, ?, ?, ?)",
                                (key, payload, _canonical(parts) if parts is not None else None, time.time()))
         self.writes += 1
@@ -283,3 +310,103 @@ def open_cache(cache: ContentCache | str | os.PathLike[str] | bool | None, *,
         return ContentCache(cache, name=name)
     raise ParamsError(f"cache must be a folder, true (the default folder, ${CACHE_ENV} or <project>/.cache/radaudit), "
                       f"false/None (no cache) or a ContentCache; got {cache!r}.")
+
+
+# --- integrity -------------------------------------------------------------------------------------
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """Open (creating) the cache database and check it: raises ``sqlite3.DatabaseError`` on damage."""
+    conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
+    try:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as err:  # e.g. a network filesystem: keep the rollback journal
+            if "not a database" in str(err) or "malformed" in str(err):
+                raise sqlite3.DatabaseError(str(err)) from err
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT NOT NULL, "
+                     "parts TEXT, created REAL NOT NULL)")
+        problems = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]:
+            raise sqlite3.DatabaseError("; ".join(problems[:3]))
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def check_sqlite(path: str | os.PathLike[str]) -> str:
+    """``"ok"``, or what is wrong with the SQLite cache at ``path`` (read-only; it is not repaired)."""
+    path = Path(path)
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60.0)
+    except sqlite3.Error as err:
+        return str(err)
+    try:
+        problems = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+        conn.execute("SELECT COUNT(*) FROM entries").fetchone()
+    except sqlite3.OperationalError as err:
+        return "ok" if "no such table" in str(err) else str(err)
+    except sqlite3.DatabaseError as err:
+        return str(err)
+    finally:
+        conn.close()
+    return "ok" if problems == ["ok"] else "; ".join(problems[:3])
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``.<name>.lock`` beside ``path`` (POSIX ``flock``; elsewhere no lock)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: repair without a lock
+        yield
+        return
+    with open(path.with_name(f".{path.name}.lock"), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def quarantine(path: str | os.PathLike[str]) -> Path:
+    """Move a damaged SQLite file (and its ``-wal``/``-shm``) to ``<name>.corrupt-<time>``; returns the new path."""
+    path = Path(path)
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            side.replace(target.with_name(target.name + suffix))
+    if path.exists():
+        path.replace(target)
+    return target
+
+
+def open_checked(path: Path, *, on_damage: str = "repair", on_repair: Any = None) -> sqlite3.Connection:
+    """Open the SQLite cache at ``path``, checked (module docstring, *Integrity*). ``on_damage="repair"`` moves a
+    damaged file aside and starts a new one (one warning); ``"raise"`` raises a :class:`RadauditError`."""
+    try:
+        return _connect(path)
+    except sqlite3.OperationalError as err:
+        raise RadauditError(f"Cannot open the cache {path} ({err}). Point ${CACHE_ENV} (or the cache param) at a "
+                            "writable folder.") from err
+    except sqlite3.DatabaseError as first:
+        if on_damage != "repair":
+            raise RadauditError(f"The cache {path} is damaged ({first}).") from first
+        with _file_lock(path):
+            try:  # another process may have repaired it while this one waited for the lock
+                return _connect(path)
+            except sqlite3.DatabaseError as err:
+                moved = quarantine(path)
+                log.warning("The cache %s was damaged (%s): it was moved to %s and a new one started; its entries "
+                            "will be recomputed.", path, err, moved.name)
+                if on_repair is not None:
+                    on_repair(moved)
+                return _connect(path)

@@ -481,7 +481,8 @@ def train_report_model(corpus: pd.DataFrame, out_dir: str | os.PathLike, *, seed
         start = time.monotonic()
         result = train_model(factory, train_ex, eval_fn, steps=hp["steps"], lr=hp["lr"], batch_size=hp["batch_size"],
                              seed=hp["seed"], device="cpu", log_every=max(1, min(50, hp["steps"] // 10)),
-                             output_dir=tmp, max_seconds=hp["max_seconds"], budget="warn", eval_every=max(1, hp["steps"] // 5),
+                             output_dir=tmp, max_seconds=hp["max_seconds"], budget="warn",
+                             eval_every=max(1, hp["steps"] // 5),
                              collate_fn=collate,
                              weight_decay=hp["weight_decay"], max_grad_norm=hp["max_grad_norm"], processors=[tok],
                              model_name="radaudit demo report LM (decoding_erasure)", data_description=description,

@@ -716,7 +716,8 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
             torch.manual_seed(hp["seed"])  # the DataLoader's batch order and condition draws
             result = train_model(factory, loader, eval_fn, steps=hp["steps"], lr=hp["lr"], seed=hp["seed"],
                                  device="cpu", log_every=max(1, min(25, hp["steps"] // 10)), output_dir=tmp,
-                                 max_seconds=hp["max_seconds"], budget="warn", loss_fn=_answer_loss, weight_decay=hp["weight_decay"],
+                                 max_seconds=hp["max_seconds"], budget="warn", loss_fn=_answer_loss,
+                                 weight_decay=hp["weight_decay"],
                                  eval_every=max(1, hp["steps"] // 4),
                                  max_grad_norm=hp["max_grad_norm"], processors=[processor],
                                  model_name="radaudit demo VLM (tiny LLaVA, modality_shift)",
