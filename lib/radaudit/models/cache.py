@@ -28,8 +28,10 @@ write); the rerun generates only what is missing. Several processes may share a 
 locks; writers wait up to 60 s). On a filesystem without shared-memory support for WAL (some
 network mounts) it falls back to SQLite's rollback journal.
 
-**Integrity.** Opening a cache runs SQLite's ``PRAGMA quick_check`` (a few ms for a cache of thousands
-of entries; ``benchmarks/bench_cache_check.py``). A damaged file (overwritten pages, a truncated copy,
+**Integrity.** The first opening of a cache file in a process runs SQLite's ``PRAGMA quick_check`` (under
+a millisecond for a demo's ~1k entries, ~0.1 s for 50k; ``benchmarks/bench_cache_check.py``); later
+openings in that process skip it while the file's size and modification time are unchanged (new entries
+go to the ``-wal`` file first, so that is most openings; :func:`forget_checks` resets it). A damaged file (overwritten pages, a truncated copy,
 not a database at all) is moved aside to ``<name>.sqlite.corrupt-<time>`` (with its ``-wal``/``-shm``), a
 new cache is started, and one warning names the file, says that its entries will be recomputed and where
 the old one is. The check and the move happen under a lock file, so two processes that open a damaged
@@ -315,8 +317,19 @@ def open_cache(cache: ContentCache | str | os.PathLike[str] | bool | None, *,
 # --- integrity -------------------------------------------------------------------------------------
 
 
+_CHECKED: set[tuple[str, int, int, int]] = set()  # (path, inode, size, mtime) of the files this process checked
+_CHECKED_LOCK = threading.Lock()
+
+
+def forget_checks() -> None:
+    """Make the next opening of every cache file in this process run its integrity check again."""
+    with _CHECKED_LOCK:
+        _CHECKED.clear()
+
+
 def _connect(path: Path) -> sqlite3.Connection:
-    """Open (creating) the cache database and check it: raises ``sqlite3.DatabaseError`` on damage."""
+    """Open (creating) the cache database and check it (once per file and process): raises
+    ``sqlite3.DatabaseError`` on damage."""
     conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
     try:
         try:
@@ -327,9 +340,16 @@ def _connect(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT NOT NULL, "
                      "parts TEXT, created REAL NOT NULL)")
-        problems = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
-        if problems != ["ok"]:
-            raise sqlite3.DatabaseError("; ".join(problems[:3]))
+        st = path.stat()
+        ident = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+        with _CHECKED_LOCK:
+            done = ident in _CHECKED
+        if not done:
+            problems = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+            if problems != ["ok"]:
+                raise sqlite3.DatabaseError("; ".join(problems[:3]))
+            with _CHECKED_LOCK:
+                _CHECKED.add(ident)
     except BaseException:
         conn.close()
         raise
