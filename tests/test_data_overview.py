@@ -45,6 +45,10 @@ def test_sex_table_shares_and_not_stated_category():
     assert (t["low"] <= t["share"]).all() and (t["share"] <= t["high"]).all()
     assert t.loc["F", "share [95% CI]"].startswith("0.60 [")
     assert set(t["unit"]) == {"patient"}
+    # over the 4 records that state a sex: F 3/4, M 1/4; "not stated" has no share of the stated
+    assert t.loc["F", "share_of_stated"] == pytest.approx(0.75) and t.loc["M", "share_of_stated"] == pytest.approx(0.25)
+    assert (t["n_stated"] == 4).all() and pd.isna(t.loc["not stated", "share_of_stated"])
+    assert t.loc["F", "stated_low"] <= 0.75 <= t.loc["F", "stated_high"]
 
 
 def test_word_count_and_lengths():
@@ -70,20 +74,30 @@ def test_age_table_by_hand():
 
 
 def test_headline_findings_from_the_tables_by_hand():
-    """Female share 3/5 over all records (the not-stated one in the denominator), mean age (30+40+50+60)/4 = 45,
-    mean reference words; a dataset with no female record gets 0 with a note, one without ages no age finding."""
+    """Female share 3/4 over the records that state a sex (the not-stated one is left out and counted in the
+    note); means over fewer than 30 records withheld with the reason; a dataset with no female record gets 0 with
+    a note, one without ages no age finding. Repeated 8 times (40 records), the means are reported:
+    age (30+40+50+60)/4 = 45, reference words (3+3+1+5+1)/5 = 13/5."""
     boot = dict(n_bootstrap=200, confidence=0.95, seed=0)
     data = {"toy": _frame(), "men": _frame(n_f=0, n_m=2, n_na=0)}
     data["men"] = data["men"].assign(age=np.nan)
+    big = pd.concat([_frame()] * 8, ignore_index=True)
+    big["study_id"] = [f"s{i}" for i in range(len(big))]
+    big["patient_id"] = [f"p{i}" for i in range(len(big))]
+    data["toy40"] = big
     sex, age = ov.sex_table(data, **boot), ov.age_table(data, **boot)
     length = ov.length_table(ov.report_lengths(data), **boot)
     found = {f.id: f for f in ov.headline_findings(sex, age, length)}
-    assert found["toy_female_share"].value == pytest.approx(0.6)
+    assert found["toy_female_share"].value == pytest.approx(0.75)
+    assert "over the 4 records that state a sex (1 of 5 records state no sex" in found["toy_female_share"].note
     lo, hi = found["toy_female_share"].ci
-    assert lo <= 0.6 <= hi and hi - lo > 0
-    assert found["toy_mean_age"].value == pytest.approx(45.0)
-    # words of findings + impression: 3, 3, 1, 5, 1 -> 13 / 5
-    assert found["toy_mean_report_words"].value == pytest.approx(13 / 5)
+    assert lo <= 0.75 <= hi and hi - lo > 0
+    assert found["toy_mean_age"].value is None and "withheld: only 4 records state an age" in found["toy_mean_age"].note
+    assert found["toy_mean_report_words"].value is None and "only 5 reports" in found["toy_mean_report_words"].note
+    assert found["toy40_mean_age"].value == pytest.approx(45.0) and "32 records state an age" in found["toy40_mean_age"].note
+    assert found["toy40_mean_report_words"].value == pytest.approx(13 / 5)
+    assert age.set_index("dataset").loc["toy", "flag"] == "few records (n < 30)"
+    assert age.set_index("dataset").loc["toy40", "flag"] == ""
     assert found["men_female_share"].value == 0.0 and "no record" in found["men_female_share"].note
     assert "men_mean_age" not in found
     assert all(f.verdict == "n/a" and f.paper is None for f in found.values())
@@ -138,7 +152,10 @@ def test_smoke_run_end_to_end(smoke_runs, shared_data):
     age = pd.read_csv(a.run_dir / "tables" / "age.csv").set_index("dataset")
     for ds in age.index:
         f = found[f"{ds}_mean_age"]
-        assert f.value == pytest.approx(age.loc[ds, "mean"]) and f.verdict == "n/a"
+        if age.loc[ds, "n"] < ov.MIN_N_MEAN:
+            assert f.value is None and "withheld" in f.note
+        else:
+            assert f.value == pytest.approx(age.loc[ds, "mean"]) and f.verdict == "n/a"
     assert {"iu_xray_female_share", "iu_xray_mean_report_words"} <= set(found)
 
 

@@ -29,6 +29,10 @@ SEX_ORDER = ["F", "M", "O", "not stated"]
 
 # ----------------------------------------------------------------------------- loading
 
+#: A mean over fewer records than this is flagged in the tables and withheld from the headline findings: a mean of
+#: a dozen ages describes a dozen patients, not the dataset.
+MIN_N_MEAN = 30
+
 def load_all(params: Params) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
     """Load every requested dataset that is present; return them and a status table.
 
@@ -94,7 +98,9 @@ def counts_table(data: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def sex_table(data: dict[str, pd.DataFrame], *, n_bootstrap: int, confidence: float, seed: int) -> pd.DataFrame:
-    """Share of rows per sex category (F, M, O, not stated) with bootstrap CIs, per dataset.
+    """Share of rows per sex category (F, M, O, not stated) with bootstrap CIs, per dataset: ``share`` over all
+    records, and ``share_of_stated`` over the ``n_stated`` records that state a sex (the honest headline where
+    many records do not: IU X-ray parses sex from the indication, so most of its records state none).
 
     The shares of one dataset are bootstrapped jointly (the same resampled units for every category).
     """
@@ -106,12 +112,26 @@ def sex_table(data: dict[str, pd.DataFrame], *, n_bootstrap: int, confidence: fl
         frame = pd.DataFrame({c: sex == c for c in cats})
         stats = {c: column_mean(c) for c in cats}  # shares: means of indicators, bootstrapped in closed form
         res = paired_bootstrap(frame, stats, units=units, n_bootstrap=n_bootstrap, confidence=confidence, seed=seed)
+        stated = sex != "not stated"
+        of_stated = {}
+        stated_cats = [c for c in cats if c != "not stated"]
+        if stated.sum() >= 2 and stated_cats:
+            sub = frame.loc[stated, stated_cats].reset_index(drop=True)
+            of_stated = {r.metric: r for r in paired_bootstrap(
+                sub, {c: column_mean(c) for c in stated_cats}, units=units[stated], n_bootstrap=n_bootstrap,
+                confidence=confidence, seed=seed).itertuples()}
         for r in res.itertuples():
+            s = of_stated.get(r.metric)
             out.append({"dataset": name, "sex": r.metric, "n": int((sex == r.metric).sum()),
-                        "share": r.estimate, "low": r.low, "high": r.high, "unit": unit_name})
+                        "share": r.estimate, "low": r.low, "high": r.high, "n_stated": int(stated.sum()),
+                        "share_of_stated": s.estimate if s is not None else np.nan,
+                        "stated_low": s.low if s is not None else np.nan,
+                        "stated_high": s.high if s is not None else np.nan, "unit": unit_name})
     t = pd.DataFrame(out)
     if len(t):
         t["share [95% CI]"] = [format_ci(e, lo, hi) for e, lo, hi in zip(t["share"], t["low"], t["high"])]
+        t["share of stated [95% CI]"] = ["" if pd.isna(e) else format_ci(e, lo, hi)
+                                         for e, lo, hi in zip(t["share_of_stated"], t["stated_low"], t["stated_high"])]
     return t
 
 
@@ -124,6 +144,7 @@ def _summary_with_ci(values: pd.Series, units: np.ndarray, *, n_bootstrap: int, 
         "mean [95% CI]": format_ci(ci.estimate, ci.low, ci.high, digits=1),
         "median": float(np.median(v)), "q1": float(np.quantile(v, 0.25)), "q3": float(np.quantile(v, 0.75)),
         "min": float(v.min()), "max": float(v.max()),
+        "flag": f"few records (n < {MIN_N_MEAN})" if len(v) < MIN_N_MEAN else "",
     }
 
 
