@@ -65,7 +65,7 @@ def test_report_hides_code_parameters_and_logs_and_cites_arxiv(tmp_path):
     page = render_run_report(run).read_text()
     assert page.startswith("<!DOCTYPE html>") and "<h1>01 · A title</h1>" in page
     assert "SECRET_CODE" not in page and "seed = 0" not in page and "The cell below is tagged" not in page
-    assert "WARNING a log line" not in page and "visible output" in page
+    assert "WARNING a log line" not in page and "visible output" not in page  # printed lines and logs: run.log
     assert "shared/papers" not in page and "https://arxiv.org/abs/2603.01625" in page  # the paper by arXiv id
     assert "two lines" not in page and "Intro" in page  # the notebook's own citation paragraph, all of it, is gone
     assert page.index("id='findings'") < page.index("The analysis") < page.index("id='methods'")
@@ -97,7 +97,7 @@ def test_index_lists_every_run_newest_first_with_findings_and_thumbnail(tmp_path
     page = render_index(tmp_path).read_text()
     rows = re.findall(r"<tr><td>(\w+)</td>", page)
     assert rows == ["modality_shift", "decoding_erasure"]
-    assert "First finding: <b>0.5</b>" in page and "src='modality_shift/20260101-000000_smoke/figures/fig.png'" in page
+    assert "First finding: <b>0.5</b> <small>[0.4, 0.6]</small>" in page and "src='modality_shift/20260101-000000_smoke/figures/fig.png'" in page
     assert "href='decoding_erasure/20260101-000000_smoke/decoding_erasure.html'" in page
 
 
@@ -111,3 +111,32 @@ def test_report_of_a_run_without_manifest_or_findings_still_renders(tmp_path, ba
         (run / "manifest.json").write_text(bad)
     page = render_run_report(run, run / "decoding_erasure.ipynb").read_text()
     assert "wrote no findings" in page and "A title" in page
+
+
+def test_a_report_shows_no_path_of_the_machine_that_made_it(tmp_path, monkeypatch):
+    from radaudit.paths import project_root
+
+    data = tmp_path / "lab" / "data"
+    monkeypatch.setenv("RADAUDIT_DATA", str(data))
+    run = _fake_run(tmp_path)
+    nb = nbformat.read(run / "decoding_erasure.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("display(...)", outputs=[nbformat.v4.new_output(
+        "display_data", data={"text/markdown": f"Run folder: `{run}`; cache `{project_root()}/.cache/radaudit`; "
+                                               f"images under {data}/iu_xray"})]))
+    nbformat.write(nb, run / "decoding_erasure.ipynb")
+    page = render_run_report(run).read_text()
+    assert str(tmp_path) not in page and str(project_root()) not in page
+    assert "Run folder: <code>&lt;this run&gt;</code>" in page
+    assert "&lt;project&gt;/.cache/radaudit" in page and "$RADAUDIT_DATA/iu_xray" in page
+    index = render_index(tmp_path).read_text()
+    assert str(tmp_path) not in index
+
+
+def test_index_leads_each_run_with_the_finding_that_answers_the_papers_question(tmp_path):
+    run = _fake_run(tmp_path, "modality_shift")
+    doc = json.loads((run / "findings.json").read_text())
+    doc["findings"] = [dict(doc["findings"][0], id="only_image_auroc", label="Positive control"),
+                       dict(doc["findings"][0], id="text_shift_nfr", label="Text shift NFR")]
+    (run / "findings.json").write_text(json.dumps(doc))
+    page = render_index(tmp_path, top=1).read_text()
+    assert "Text shift NFR" in page and "Positive control" not in page

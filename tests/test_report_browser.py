@@ -54,6 +54,36 @@ def open_page(browser, path):
     return page, errors, blocked
 
 
+_CLIPPED = """() => {
+  const main = document.querySelector('main').getBoundingClientRect();
+  const out = [];
+  for (const el of document.querySelectorAll('main *')) {
+    const st = getComputedStyle(el);
+    const scrolls = ['auto', 'scroll', 'hidden'].includes(st.overflowX) || ['auto', 'scroll', 'hidden'].includes(st.overflowY);
+    if (scrolls && (el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1))
+      out.push(el.tagName + '.' + el.className + ': ' + el.scrollWidth + 'x' + el.scrollHeight + ' in ' + el.clientWidth + 'x' + el.clientHeight);
+  }
+  for (const t of document.querySelectorAll('main table'))
+    if (t.getBoundingClientRect().right > main.right + 1) out.push('table wider than the page: ' + t.getBoundingClientRect().width);
+  return out;
+}"""
+
+
+def assert_a_document(page) -> None:
+    """A report is a document: no traceback or exception name, no path of this machine, no table clipped by a
+    scroll box or running off the page (issue 42, item 6)."""
+    import re
+
+    from radaudit.paths import project_root
+
+    text = page.inner_text("main")
+    assert "Traceback" not in text
+    assert not re.findall(r"\b[A-Z][A-Za-z]*(?:Error|Exception)\b", text), "an exception name in the report"
+    for p in {str(project_root()), os.path.expanduser("~"), os.environ.get("RADAUDIT_DATA", "")} - {"", "/"}:
+        assert p not in text, f"a path of this machine in the report: {p}"
+    assert page.evaluate(_CLIPPED) == []
+
+
 def _images(page) -> list[tuple[bool, int]]:
     return page.evaluate("Array.from(document.images).map(i => [i.complete, i.naturalWidth])")
 
@@ -73,6 +103,7 @@ def test_report_reads_offline_with_findings_first(browser, smoke_runs, experimen
         images = _images(page)
         assert images and all(done and width > 0 for done, width in images)
         assert page.locator(".jp-InputArea").count() == 0  # no code
+        assert_a_document(page)
         page.screenshot(path=str(res.run_dir / "report.png"))
     finally:
         page.close()

@@ -41,6 +41,9 @@ class Experiment:
     #: "module:ATTR" of every constant that decides the experiment's trained stand-ins (training configs, recipe
     #: versions): part of the recipe the stability benchmark's verdicts belong to (:func:`radaudit.stability.recipe_id`).
     stand_ins: tuple[str, ...] = ()
+    #: The finding ids that answer the paper's question, most direct first: ``index.html`` and listings lead with
+    #: them (controls and descriptive numbers follow).
+    headline: tuple[str, ...] = ()
 
     def params_model(self) -> type[BaseParams]:
         if not isinstance(self.params, str):
@@ -82,6 +85,7 @@ register(Experiment(
     rehearsal="radaudit.audits.decoding_erasure.rehearsal:rehearse",
     shard_step="radaudit.audits.decoding_erasure.shards:generation_step",
     first_run_rank=1,  # three report writers
+    headline=("erased_terms_greedy", "greedy_distinct_reports"),
     stand_ins=("radaudit.audits.decoding_erasure.models:RECIPE_VERSION",
                "radaudit.audits.decoding_erasure.models:DEMO_CONFIG"),
     description="Does the decoding strategy erase sex-associated clinical terms? CAD, WAE, diversity, WEAT, ΔDIR "
@@ -100,6 +104,7 @@ register(Experiment(
 
 register(Experiment(
     name="metric_metaeval",
+    headline=("whole_report_auroc_median", "trimmed_pair_auroc_median"),
     notebook="02_metric_metaeval.ipynb",
     params="radaudit.audits.metric_metaeval:Params",
     rehearsal="radaudit.audits.metric_metaeval.rehearsal:rehearse",
@@ -119,6 +124,7 @@ register(Experiment(
 
 register(Experiment(
     name="atomic_facts",
+    headline=("atomimed_tau_total_errors", "atomimed_preference_accuracy"),
     notebook="03_atomic_facts.ipynb",
     params="radaudit.audits.atomic_facts:Params",
     rehearsal="radaudit.audits.atomic_facts.rehearsal:rehearse",
@@ -153,6 +159,7 @@ register(Experiment(
            'their answers far more than swapping the image, they stay confident when misled, and their attention'
            ' falls mostly on text tokens.'),
     first_run_rank=2,  # the tiny LLaVA
+    headline=("text_shift_nfr", "image_shift_nfr"),
     stand_ins=("radaudit.audits.modality_shift.models:RECIPE_VERSION",
                "radaudit.audits.modality_shift.models:DEMO_VLM_CONFIG"),
 ))
@@ -165,6 +172,7 @@ register(Experiment(
     rehearsal="radaudit.audits.synthetic_cxr.rehearsal:rehearse",
     shard_step="radaudit.audits.synthetic_cxr.shards:feature_step",
     first_run_rank=3,  # a diffusion model, three image networks, utility classifiers
+    headline=("encoder_fid_order_agreement", "memoriser_flagged", "diffusion_vs_heldout_fid_gap_cxr"),
     stand_ins=("radaudit.audits.synthetic_cxr.models:RECIPE_VERSION",
                "radaudit.audits.synthetic_cxr.models:DEMO_ENCODER_CONFIG",
                "radaudit.audits.synthetic_cxr.models:DEMO_CLIP_CONFIG",

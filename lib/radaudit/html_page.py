@@ -23,20 +23,23 @@ a { color: #0b57d0; }
 .meta { color: var(--muted); font-size: .92rem; }
 .meta a { margin-right: .8rem; }
 .claim { background: var(--panel); border-left: 4px solid #0b57d0; padding: .7rem 1rem; margin: 1rem 0; }
-table { border-collapse: collapse; font-size: .88rem; margin: .4rem 0; }
-th, td { border-bottom: 1px solid var(--rule); padding: .3rem .55rem; text-align: left; vertical-align: top; }
+table { border-collapse: collapse; font-size: .88rem; margin: .4rem 0; max-width: 100%; }
+th, td { border-bottom: 1px solid var(--rule); padding: .3rem .55rem; text-align: left; vertical-align: top;
+  overflow-wrap: break-word; }
+td .meta { overflow-wrap: anywhere; }  /* finding ids: long snake_case words may break */
 th { background: var(--panel); position: sticky; top: 0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .verdict { display: inline-block; color: #fff; border-radius: 1em; padding: 0 .6em; font-size: .82rem;
   white-space: nowrap; }
-.scroll { max-height: 32rem; overflow: auto; border: 1px solid var(--rule); margin: .5rem 0; }
+.scroll { border: 1px solid var(--rule); margin: .5rem 0; }  /* a box, never a scroll box: nothing is clipped */
 .scroll table { margin: 0; }
 #findings { overflow-x: auto; margin: .5rem 0; }
 #findings th { position: static; }
 .nb img { max-width: 100%; height: auto; }
-.nb .output_html, .nb .output_text, .nb .jp-RenderedHTML, .nb .jp-RenderedText { max-height: 32rem; overflow: auto; \
-margin: .5rem 0; }
-.nb .output_markdown { overflow-x: auto; }
+.nb .output_html, .nb .output_text, .nb .jp-RenderedHTML, .nb .jp-RenderedText { margin: .5rem 0; }
+.nb table { font-size: .8rem; width: auto; }
+.nb th, .nb td { padding: .25rem .4rem; }
+@media print { th { position: static; } }
 .nb pre { background: var(--panel); padding: .6rem .8rem; overflow: auto; font-size: .85rem; white-space: pre-wrap; }
 .nb .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"] { display: none; }
 .error { background: #fdecea; border: 1px solid #b3261e; padding: .6rem .8rem; }

@@ -7,8 +7,8 @@ A run's ``<experiment>.html`` reads top to bottom as a short paper:
 2. one paragraph of what the paper claims, with its arXiv id (:attr:`radaudit.experiments.Experiment.claim`);
 3. the findings table of ``findings.json`` (value, 95% CI, the paper's value, verdict, note);
 4. the notebook's narrative — its markdown and every figure and table it shows, **code hidden** (cells tagged
-   ``parameters``/``injected-parameters`` and every code input left out), log lines (stderr) left out
-   (they are in ``run.log``), equations pre-rendered to MathML (``latex2mathml``; browsers draw MathML
+   ``parameters``/``injected-parameters`` and every code input left out), printed lines, log lines and
+   warnings (stdout and stderr streams) left out (they are in ``run.log``), equations pre-rendered to MathML (``latex2mathml``; browsers draw MathML
    natively, so nothing is fetched), tables complete in a scrolling box;
 5. methods: how to repeat the run, its parameters, the models it resolved and their revisions, the time
    each section took, the machine and package versions.
@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
 import re
 import shlex
 from pathlib import Path
@@ -34,13 +35,15 @@ from typing import Any
 
 from radaudit import manifest
 from radaudit.experiments import EXPERIMENTS, Experiment
+from radaudit.errors import RadauditError
 from radaudit.files import atomic_write
 from radaudit.html_page import VERDICT_COLOURS
 from radaudit.html_page import escape as _e
 from radaudit.html_page import fmt_number as _fmt
 from radaudit.html_page import page as _page
+from radaudit.paths import project_root
 
-__all__ = ["latex_to_mathml", "render_index", "render_run_report"]
+__all__ = ["headline_first", "latex_to_mathml", "render_index", "render_run_report", "scrub_paths"]
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +125,7 @@ def _reader_notebook(nb: Any, exp: Experiment | None) -> tuple[Any, str | None]:
                 cells.append(cell)
         elif cell.cell_type == "code":
             cell.outputs = [o for o in cell.get("outputs", [])
-                            if not (o.get("output_type") == "stream" and o.get("name") == "stderr")
+                            if o.get("output_type") != "stream"  # printed lines and warnings: in run.log
                             and _WIDGET not in o.get("data", {})]  # a progress-bar widget is live state, not a result
             for o in cell.outputs:  # markdown a cell displays (display(Markdown(...))) gets math too
                 data = o.get("data", {})
@@ -266,8 +269,40 @@ def render_run_report(run_dir: str | Path, nb_path: str | Path | None = None) ->
     page = "\n".join(head + ["<h2>Findings</h2>", findings_table(findings),
                              "<h2>The analysis</h2>", f"<div class='nb'>{body}</div>", methods_section(m)])
     out = run_dir / f"{name}.html"
-    atomic_write(out, _page(f"{title} — {name} ({m.get('preset') or 'interactive'})", page))
+    html = scrub_paths(_page(f"{title} — {name} ({m.get('preset') or 'interactive'})", page),
+                       {p: _e(w) for p, w in _machine_paths(m, run_dir).items()})
+    atomic_write(out, html)
     return out
+
+
+def _machine_paths(m: dict[str, Any], run_dir: Path) -> dict[str, str]:
+    """Folders of this machine a report may mention, and the words that stand for them."""
+    params = m.get("params") or {}
+    found = {str(run_dir.resolve()): "<this run>", str(run_dir): "<this run>"}
+    for key, word in (("data_root", "$RADAUDIT_DATA"), ("cache_dir", "$RADAUDIT_CACHE")):
+        if isinstance(params.get(key), str) and params[key].startswith("/"):
+            found[params[key].rstrip("/")] = word
+    for env, word in (("RADAUDIT_DATA", "$RADAUDIT_DATA"), ("RADAUDIT_CACHE", "$RADAUDIT_CACHE")):
+        if os.environ.get(env, "").startswith("/"):
+            found[os.environ[env].rstrip("/")] = word
+    try:
+        found[str(project_root())] = "<project>"
+    except RadauditError:
+        pass
+    home = os.path.expanduser("~")
+    if home not in ("", "/"):
+        found[home] = "~"
+    return found
+
+
+def scrub_paths(text: str, paths: dict[str, str]) -> str:
+    """``text`` with every absolute folder of ``paths`` replaced by its word (longest first, so a run folder
+    inside the project reads ``<this run>``, not ``<project>/outputs/...``): a report shows no path of the
+    machine that made it."""
+    for p in sorted(paths, key=len, reverse=True):
+        if len(p) > 1:
+            text = text.replace(p, paths[p])
+    return text
 
 
 def _status_cell(m: dict[str, Any]) -> str:
@@ -285,6 +320,13 @@ def _status_cell(m: dict[str, Any]) -> str:
     return _e(status) + "".join(f"<br><small>{_e(n)}</small>" for n in notes)
 
 
+def headline_first(findings: list[dict[str, Any]], exp: Experiment | None) -> list[dict[str, Any]]:
+    """``findings`` with those that answer the paper's question (:attr:`Experiment.headline`, in that order) first,
+    the rest in the run's order."""
+    order = {fid: i for i, fid in enumerate(exp.headline if exp is not None else ())}
+    return sorted(findings, key=lambda f: order.get(f.get("id"), len(order)))
+
+
 def render_index(root: str | Path, top: int = 3) -> Path:
     """Write ``<root>/index.html``: every run under ``root`` (``<experiment>/<run>/manifest.json``, sweeps
     included), newest first, with its status (a ``running`` run whose process is gone reads ``interrupted``:
@@ -295,8 +337,10 @@ def render_index(root: str | Path, top: int = 3) -> Path:
         rel = run_dir.relative_to(root).as_posix()
         name = m.get("experiment") or run_dir.parent.name
         report = f"{rel}/{name}.html"
-        findings = _read_json(run_dir / "findings.json").get("findings", [])[:top]
+        findings = headline_first(_read_json(run_dir / "findings.json").get("findings", []), _experiment(name))[:top]
         fcell = "<br>".join(f"{_e(f.get('label'))}: <b>{_e(_fmt(f.get('value')))}</b> "
+                            + (f"<small>[{_e(_fmt(f['ci'][0]))}, {_e(_fmt(f['ci'][1]))}]</small> " if f.get("ci") else "")
+                            + 
                             f"<span class='verdict' style='background:{VERDICT_COLOURS.get(f.get('verdict'), '#5f6368')}'>"
                             f"{_e(f.get('verdict'))}</span>" for f in findings)
         figs = sorted((run_dir / "figures").glob("*.png")) if (run_dir / "figures").is_dir() else []
@@ -310,7 +354,8 @@ def render_index(root: str | Path, top: int = 3) -> Path:
     table = ("<table><thead><tr><th>Experiment</th><th>Preset</th><th>Run</th><th>Started (UTC)</th><th>Status</th>"
              "<th>Commit</th><th>Top findings</th><th>Figure</th></tr></thead><tbody>" + "".join(rows)
              + "</tbody></table>") if rows else "<p class='meta'>No runs yet: <code>make demo</code>.</p>"
-    body = f"<h1>radaudit runs</h1><p class='meta'>{len(rows)} runs under {_e(root)}</p>{table}"
+    body = (f"<h1>radaudit runs</h1><p class='meta'>{len(rows)} runs in this folder, newest first; each with the "
+            f"findings that answer its paper's question first (value [95% CI], verdict)</p>{table}")
     out = root / "index.html"
     # written whole, then moved: runs side by side (run all --jobs) each rewrite it, and a reader never sees half a file
     return atomic_write(out, _page("radaudit runs", body))
