@@ -1,4 +1,4 @@
-# radaudit: the two commands a new user needs are `make demo` and `make test` (see README.md).
+# radaudit: the two commands a new user needs are `make demo` and `make test` (see README.md; `make docs` builds docs/).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -10,7 +10,7 @@ DEMO_JOBS ?= 2
 DEMO_BUNDLE ?=
 DATA   ?= $(HOME)/radaudit-data
 
-.PHONY: install browser data demo lint test test-ci test-all bench clean-venv
+.PHONY: install browser data demo lint test test-ci test-all bench docs clean-venv
 
 $(STAMP): pyproject.toml requirements/nodeps.txt requirements/cpu.txt
 	$(PYTHON) -m venv $(VENV)
@@ -66,7 +66,13 @@ test-all: lint
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 	$(BIN)/python benchmarks/_results.py --readme
-	@echo "results: benchmarks/results/README.md (and README.md's speed lines)"
+	@echo "results: benchmarks/results/README.md (and the speed lines of docs/speed.md)"
+
+## The docs site (docs/, mkdocs.yml; Material theme, API pages from the docstrings) into site/ (git-ignored); --strict:
+## a broken link or an unreadable docstring fails it. `.venv/bin/mkdocs serve` previews it while you edit.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+	@echo "site: site/index.html"
 
 clean-venv:
 	rm -rf $(VENV)

@@ -208,7 +208,7 @@ def write_readme(folder: Path = RESULTS) -> Path:
     return path
 
 
-#: the project README's speed lines: (results file stem, what it measures) in the order shown
+#: the speed lines of docs/speed.md: (results file stem, what it measures) in the order shown
 SPEED_LINES = (
     ("association", "CAD + WAE, 1,000 bootstrap + 1,000 permutation replicates"),
     ("atomic", "AtomiMed rule backend"),
@@ -226,7 +226,7 @@ def _load(folder: Path, stem: str) -> dict[str, Any] | None:
 
 
 def render_speed_block(folder: Path = RESULTS) -> str:
-    """The README's ``<!-- bench:speed -->`` block: one line per benchmark, from its results file only."""
+    """The ``<!-- bench:speed -->`` block (docs/speed.md): one line per benchmark, from its results file only."""
     found = [d for d in (_load(folder, stem) for stem, _ in SPEED_LINES) if d is not None]
     machines = sorted({d.get("machine", "?") for d in found})
     on = machines[0] if len(machines) == 1 else "several machines (each line's file names its own)"
@@ -258,7 +258,8 @@ def render_speed_block(folder: Path = RESULTS) -> str:
 DEMO_KINDS = (("fresh", "from a fresh clone (`make install`, then every stand-in model trained and every generation made)"),
               ("cached", "again right after, with every cache present"),
               ("bundle", "from a fresh clone given a cache bundle of another clone's trained stand-ins (`make install`, "
-                         "then `make demo DEMO_BUNDLE=FILE`: nothing trained; see [Cache bundles](#cache-bundles-train-once-hand-out))"))
+                         "then `make demo DEMO_BUNDLE=FILE`: nothing trained; see "
+                         "[cache bundles](reliability.md#cache-bundles-train-once-hand-out))"))
 
 
 def _training_note(d: dict) -> str:
@@ -274,8 +275,8 @@ def _training_note(d: dict) -> str:
 
 
 def render_demo_block(folder: Path = RESULTS) -> str:
-    """The README's ``<!-- bench:demo -->`` block: ``make demo``'s wall time, from ``demo_<kind>.json``
-    (``benchmarks/demo_timings.py``), per experiment and with the slowest cells of the cached run."""
+    """The ``<!-- bench:demo -->`` block (docs/speed.md; its link is relative to docs/): ``make demo``'s wall time,
+    from ``demo_<kind>.json`` (``benchmarks/demo_timings.py``), per experiment and with the slowest cells of the cached run."""
     lines = []
     for kind, what in DEMO_KINDS:
         d = _load(folder, f"demo_{kind}")
@@ -302,7 +303,7 @@ def render_demo_block(folder: Path = RESULTS) -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":  # `python benchmarks/_results.py --readme`: rewrite both READMEs from the results
+if __name__ == "__main__":  # `python benchmarks/_results.py --readme`: rewrite results/README.md and the docs' blocks
     import sys
 
     write_readme()

@@ -106,13 +106,18 @@ def test_readme_block_is_written_between_its_markers_only():
         update_readme(readme, "atomic_facts", block)
 
 
-def test_readme_shows_the_decoding_erasure_findings_of_a_run():
-    """The README's numbers are written from a run's findings.json (the slow demo test checks they are the
-    latest run's); here: the block is there and names every finding issue 20 asks for."""
-    from radaudit.findings import readme_findings
+def _docs_page(experiment: str) -> str:
     from radaudit.paths import project_root
 
-    body = readme_findings((project_root() / "README.md").read_text(encoding="utf-8"), "decoding_erasure")
+    return (project_root() / "docs" / "experiments" / f"{experiment}.md").read_text(encoding="utf-8")
+
+
+def test_docs_show_the_decoding_erasure_findings_of_a_run():
+    """The experiment page's numbers are written from a run's findings.json (the slow demo test checks they are
+    the latest run's); here: the block is there and names every finding the issues ask for."""
+    from radaudit.findings import readme_findings
+
+    body = readme_findings(_docs_page("decoding_erasure"), "decoding_erasure")
     assert body is not None and body.startswith("Headline numbers of the `demo` run (")
     for fid in ("greedy_distinct_reports", "beam_distinct_reports", "erased_terms_greedy",
                 "erased_terms_greedy_paper_test", "nucleus_emergent_real_words", "erasure_positive_control",
@@ -120,12 +125,11 @@ def test_readme_shows_the_decoding_erasure_findings_of_a_run():
         assert f"`{fid}`" in body, fid
 
 
-def test_readme_shows_the_metric_metaeval_findings_of_a_run():
+def test_docs_show_the_metric_metaeval_findings_of_a_run():
     """As above for metric_metaeval: the context ablation leads, and the rules-per-cell check is quoted."""
     from radaudit.findings import readme_findings
-    from radaudit.paths import project_root
 
-    body = readme_findings((project_root() / "README.md").read_text(encoding="utf-8"), "metric_metaeval")
+    body = readme_findings(_docs_page("metric_metaeval"), "metric_metaeval")
     assert body is not None and body.startswith("Headline numbers of the `demo` run (")
     ids = [line.split("`")[1] for line in body.splitlines() if line.startswith("- **")]
     assert ids[:2] == ["whole_report_auroc_median", "trimmed_pair_auroc_median"] and "min_rules_per_cell" in ids

@@ -15,7 +15,7 @@ why not applicable). Numbers come from the run: the notebook passes computed val
 A notebook writes findings with :meth:`radaudit.session.Run.finding`; readers use :func:`read_findings`.
 
 **The verdict rules live here, and only here** (:func:`judge` for one number, :func:`settle` for a
-run's document; every experiment uses them, and the README states them):
+run's document; every experiment uses them, and ``docs/verdicts.md`` states them):
 
 1. *The CI, not the point estimate, clears the bar.* With a ``bar`` (:class:`Bar`), :func:`judge` says
    ``shown`` when the whole 95% CI is on the bar's side, ``partly`` when the estimate is but the CI
@@ -359,31 +359,36 @@ def findings_frame(findings: Iterable[Finding]):
 
 
 # ----------------------------------------------------------------------------------------------
-# README paragraphs written from a run (never typed)
+# The findings blocks of the docs' experiment pages, written from a run (never typed). The functions keep their
+# README names: the blocks lived in README.md before the docs site (docs/experiments/<experiment>.md) took them.
 
 _BLOCK = re.compile(r"(<!-- findings:(?P<exp>[a-z_]+) -->\n)(?P<body>.*?)(<!-- /findings -->)", re.DOTALL)
 
 
 def readme_block(doc: dict[str, Any], source: str = "") -> str:
-    """The Markdown the README shows for a run's findings: one line per finding with the value, its
-    95% CI, the paper's value and the verdict (the note after a dash). ``source`` names the run."""
+    """The Markdown an experiment's docs page shows for a run's findings: one line per finding with the value,
+    its 95% CI, the paper's value and the verdict (the note after a dash). ``source`` names the run."""
     lines = [f"Headline numbers of the `{doc['preset']}` run{f' ({source})' if source else ''}, written by "
-             f"`radaudit findings {doc['experiment']} --readme` from its `findings.json`:", ""]
+             f"`radaudit findings {doc['experiment']} --docs` from its `findings.json`:", ""]
+
+    def md(text: str) -> str:  # a label's or note's "p*" must not start Markdown emphasis
+        return str(text).replace("*", "\\*")
+
     for f in findings_frame(doc["findings"]).itertuples(index=False):
         paper = f" (paper: {f.paper})" if f.paper else ""
         bar = f" (bar {f.bar})" if f.bar else ""
-        note = f" — {f.note}" if f.note else ""
-        lines.append(f"- **{f.finding}** `{f.id}`: {f.value}{paper}{bar}; *{f.verdict}*{note}")
+        note = f" — {md(f.note)}" if f.note else ""
+        lines.append(f"- **{md(f.finding)}** `{f.id}`: {f.value}{paper}{bar}; *{f.verdict}*{note}")
     return "\n".join(lines) + "\n"
 
 
 def update_readme(text: str, experiment: str, block: str) -> str:
     """``text`` with the body between ``<!-- findings:<experiment> -->`` and ``<!-- /findings -->`` replaced
-    by ``block``. Raises :class:`FindingsError` when the README has no such markers (add them where the
-    experiment's paragraph should show its numbers)."""
+    by ``block``. ``text`` is a page's Markdown (``docs/experiments/<experiment>.md``). Raises
+    :class:`FindingsError` when it has no such markers (add them where the experiment's numbers belong)."""
     hits = [m for m in _BLOCK.finditer(text) if m.group("exp") == experiment]
     if not hits:
-        raise FindingsError(f"the README has no '<!-- findings:{experiment} -->' ... '<!-- /findings -->' block; "
+        raise FindingsError(f"the page has no '<!-- findings:{experiment} -->' ... '<!-- /findings -->' block; "
                             "add one where the experiment's numbers belong")
     out = text
     for m in reversed(hits):
@@ -392,7 +397,7 @@ def update_readme(text: str, experiment: str, block: str) -> str:
 
 
 def readme_findings(text: str, experiment: str) -> str | None:
-    """The current body of the experiment's README block (``None`` without one)."""
+    """The current body of the experiment's findings block in ``text`` (a page's Markdown; ``None`` without one)."""
     for m in _BLOCK.finditer(text):
         if m.group("exp") == experiment:
             return m.group("body")
