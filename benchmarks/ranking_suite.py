@@ -14,7 +14,9 @@ one; a metric that cannot be built or run here (missing package or weights; noth
 HF_HUB_OFFLINE=1) is listed as unavailable with its one-line reason.
 
 Each metric scores each split in ONE batch (all of that split's truth/candidate pairs), so
-batch-dependent metrics (CIDEr-D's idf) take their statistics from the whole split.
+batch-dependent metrics (CIDEr-D's idf) take their statistics from the whole split. Cases with a patient
+``context`` (issue 41) pass it to metrics whose ``compute`` takes ``context=`` (``atomimed_clinical``); the others
+ignore it (said in the markdown and in the json's ``uses_context``).
 
 Writes to ``--out``: ``ranking_suite.csv`` (metric, split, category, n_cases, n_correct, accuracy,
 pair accuracy, status/reason), ``ranking_suite_cases.csv`` (per case per metric; scores for dev
@@ -48,6 +50,7 @@ from radaudit.metrics import METRICS, MetricUnavailableError, build_metric  # no
 from radaudit.metrics.base import metric_label  # noqa: E402
 from radaudit.metrics.ranking import (  # noqa: E402
     CATEGORIES,
+    accepts_context,
     case_verdict,
     evaluate_metric_on_cases,
     load_ranking_cases,
@@ -81,6 +84,8 @@ SHORT = {
     "laterality": "laterality", "location_granularity": "location", "extra_specificity": "extra specif.",
     "synonyms": "synonyms", "negation_resolution": "negation", "temporal_change": "temporal",
     "devices": "devices", "uncertainty": "uncertainty", "normal_abnormal": "normal/abn.",
+    "omission_vs_imprecision": "omission/imprec.", "signs": "signs", "paraphrase": "paraphrase",
+    "interchangeable_terms": "interchang.", "severity_downgrade": "sev. downgrade", "context": "context",
 }
 
 
@@ -137,6 +142,7 @@ def run_metric(name: str, suites: dict[str, list], tie_tol: float) -> tuple[pd.D
         info.update(status="unavailable", reason=one_line(err), seconds={"build": time.perf_counter() - t0})
         return None, info
     info["seconds"]["build"] = time.perf_counter() - t0
+    info["uses_context"] = accepts_context(metric)
     frames = []
     for split, cases in suites.items():
         t0 = time.perf_counter()
@@ -231,6 +237,12 @@ def write_markdown(path: Path, summary: pd.DataFrame, pairs: pd.DataFrame, infos
         row = [f"{metric_label(m)} (`{m}`)", _pct(overall(m, "dev")), *(_pct(overall(m, s)) for s in splits if s != "dev"),
                *(_pct(acc[(m, "dev", c)].accuracy) if (m, "dev", c) in acc else "" for c in CATEGORIES)]
         lines.append("| " + " | ".join(row) + " |")
+    with_ctx = [m for m in ok if infos[m].get("uses_context")]
+    n_ctx = {s: sum(1 for c in cases if c.context is not None) for s, cases in suites.items()}
+    lines += ["", "Context (issue 41): " + ", ".join(f"{n_ctx[s]} {s} cases" for s in splits) + " carry a patient "
+              "context; it is passed to the metrics whose `compute` takes `context=` ("
+              + (", ".join(f"`{m}`" for m in with_ctx) or "none") + "). Every other metric ignores it and scores the "
+              "texts alone."]
     pr = {(r.metric, r.split): r for r in pairs.itertuples()}
     if "dev" in suites:
         lines += ["", "## Pairs (dev)", "",
@@ -367,7 +379,7 @@ def main() -> None:
                                    "sha256_12": file_digest(files[s]), "n_cases": len(c)} for s, c in suites.items()},
                     "metrics": {}}
     for m, info in infos.items():
-        entry: dict = {"status": info["status"], "reason": info["reason"],
+        entry: dict = {"status": info["status"], "reason": info["reason"], "uses_context": info.get("uses_context", False),
                        "seconds": {k: round(v, 2) for k, v in info["seconds"].items()}}
         if info["status"] == "ok":
             sub = summary[summary.metric == m]

@@ -7,7 +7,7 @@
     radaudit run decoding_erasure --preset demo --shard 1/3      # then 2/3, 3/3 (any order; machines sharing
     radaudit run decoding_erasure --preset demo                  # the cache), then this run finds all cached
     radaudit sweep data_overview --preset smoke --grid seed=0,1 [--grid key=v1,v2 ...] [--engine ray --address ray://head:10001]
-    radaudit findings decoding_erasure [--run DIR] [--readme]
+    radaudit findings decoding_erasure [--run DIR]
     radaudit runs [--experiment NAME] [--preset NAME] [--status interrupted] [--limit N] [--json]
     radaudit open latest [--browser]                                 # or a run's folder name, or <experiment>/<run>
     radaudit preflight modality_shift --preset paper                # what a paper run needs; exit 2 if missing
@@ -359,9 +359,11 @@ def sweep_cmd(experiment, preset, grid, overrides, data_root, out, no_progress, 
 @click.argument("experiment")
 @click.option("--run", "run_dir", type=click.Path(file_okay=False), default=None,
               help="A run folder (default: outputs/<experiment>/latest).")
-@click.option("--readme", is_flag=True, help="Rewrite the experiment's findings block in README.md from this run.")
-def findings_cmd(experiment, run_dir, readme) -> None:
-    """A run's headline findings (findings.json); --readme writes them into the README."""
+# a maintainer's flag, hidden from the user help (docs/maintainers.md documents it); --readme is its old name
+@click.option("--docs", "--readme", "write_docs", is_flag=True, hidden=True,
+              help="Rewrite the findings block of docs/experiments/<experiment>.md from this run.")
+def findings_cmd(experiment, run_dir, write_docs) -> None:
+    """A run's headline findings (findings.json)."""
     from pathlib import Path
 
     from radaudit.experiments import get_experiment
@@ -372,12 +374,13 @@ def findings_cmd(experiment, run_dir, readme) -> None:
     folder = Path(run_dir) if run_dir else project_root() / "outputs" / experiment / "latest"
     doc = read_findings(folder)
     click.echo(findings_frame(doc["findings"]).drop(columns=["note"]).to_string(index=False))
-    if readme:
-        path = project_root() / "README.md"
+    if write_docs:
+        page = Path("docs") / "experiments" / f"{experiment}.md"
+        path = project_root() / page
         name = folder.resolve().name
         path.write_text(update_readme(path.read_text(encoding="utf-8"), experiment, readme_block(doc, name)),
                         encoding="utf-8")
-        click.echo(f"README.md: findings of {experiment} written from {name}")
+        click.echo(f"{page}: findings of {experiment} written from {name}")
 
 
 _OUT_OPTION = click.option("--out", type=click.Path(file_okay=False), default=None,
@@ -495,7 +498,10 @@ def metrics_cmd() -> None:
 @click.option("--prediction-column", default="prediction", show_default=True)
 @click.option("--n-bootstrap", type=int, default=1000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-def score_cmd(table, metrics, by, out, reference_column, prediction_column, n_bootstrap, seed) -> None:
+@click.option("--context-columns", "context_columns", default="",
+              help="Comma-separated patient-context columns: age, sex, indication, history (key=column when named "
+                   "otherwise); passed to metrics that take a context (atomimed_clinical), ignored by the others.")
+def score_cmd(table, metrics, by, out, reference_column, prediction_column, n_bootstrap, seed, context_columns) -> None:
     """Score your own reports: each metric overall and per group, with 95% BCa bootstrap CIs and the gaps
     between groups (BH-corrected p-values). TABLE is a CSV with reference and prediction columns."""
     import datetime as _dt
@@ -506,7 +512,7 @@ def score_cmd(table, metrics, by, out, reference_column, prediction_column, n_bo
     names = [m.strip() for m in metrics.split(",") if m.strip()]
     groups = [b.strip() for b in by.split(",") if b.strip()]
     report = score_file(table, names, groups, reference=reference_column, prediction=prediction_column,
-                        n_bootstrap=n_bootstrap, seed=seed)
+                        n_bootstrap=n_bootstrap, seed=seed, context_columns=context_columns)
     stem = Path(table).stem
     folder = Path(out) if out else outputs_dir() / "score" / f"{stem}_{_dt.datetime.now():%Y%m%d-%H%M%S}"
     paths = report.write(folder, title=f"Scores of {Path(table).name}")

@@ -20,6 +20,11 @@ computed exactly on each group and resample from per-pair sufficient statistics
 second row named ``"mean per pair"``. Every other metric is a mean per pair. A corpus metric without
 sufficient statistics gets its corpus value without an interval, said in ``note``.
 
+**Patient context** (issue 41): ``context_columns`` (``--context-columns age,indication``) names columns holding
+each pair's ``age``, ``sex``, ``indication`` or ``history`` (``key=column`` when the column is named otherwise,
+e.g. ``age=patient_age``); a metric whose ``compute`` takes ``context=`` (``atomimed_clinical``) gets one context
+per pair, every other metric ignores it (said in ``note``). Empty cells are no context.
+
 Short names: ``bleu`` = ``bleu4``, ``rouge`` = ``rougeL``, ``chexpert_f1`` = ``chexpert_f1_micro_top5`` (the
 field's "micro-F1 over the 5 CheXpert labels"); any name of ``radaudit metrics`` works.
 """
@@ -131,17 +136,54 @@ def _statistic(result: Any, kind: str, rows_of: np.ndarray | None):
     return stat
 
 
+#: What a context column may hold (issue 41; :data:`radaudit.metrics.ranking.CONTEXT_KEYS`).
+CONTEXT_KEYS = ("age", "sex", "indication", "history")
+
+
+def _context_map(context_columns: Sequence[str] | str) -> dict[str, str]:
+    """``["age", "indication=reason"]`` -> ``{"age": "age", "indication": "reason"}`` (context key -> column)."""
+    items = context_columns.split(",") if isinstance(context_columns, str) else list(context_columns)
+    out: dict[str, str] = {}
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        key, _, column = item.partition("=")
+        key, column = key.strip(), (column.strip() or key.strip())
+        if key not in CONTEXT_KEYS:
+            raise ParamsError(f"context column {item!r}: {key!r} is not a context key; use {', '.join(CONTEXT_KEYS)} "
+                              "(or key=column, e.g. age=patient_age).")
+        out[key] = column
+    return out
+
+
+def _contexts(df: pd.DataFrame, cmap: Mapping[str, str]) -> list[dict[str, Any] | None]:
+    rows: list[dict[str, Any] | None] = []
+    for rec in df[list(cmap.values())].to_dict("records"):
+        ctx = {k: rec[c] for k, c in cmap.items() if not (rec[c] is None or (isinstance(rec[c], float) and rec[c] != rec[c])
+                                                          or (isinstance(rec[c], str) and not rec[c].strip()))}
+        if "age" in ctx and isinstance(ctx["age"], float) and ctx["age"].is_integer():
+            ctx["age"] = int(ctx["age"])
+        rows.append(ctx or None)
+    return rows
+
+
 def score(df: pd.DataFrame, metrics: Sequence[str], by: Sequence[str] = (), *, reference: str = "reference",
           prediction: str = "prediction", n_bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95,
-          options: Mapping[str, Mapping[str, Any]] | None = None) -> ScoreReport:
+          options: Mapping[str, Mapping[str, Any]] | None = None,
+          context_columns: Sequence[str] | str = ()) -> ScoreReport:
     """Score ``df``'s predictions against its references with ``metrics``, overall and per group of each ``by``
     column (see the module docstring). ``options`` maps a metric name to its build options. Rows whose group
-    value is missing are left out of that column's groups (counted in ``note``), never dropped silently."""
+    value is missing are left out of that column's groups (counted in ``note``), never dropped silently.
+    ``context_columns``: the patient-context columns (module docstring)."""
+    from radaudit.metrics.ranking import accepts_context
+
     by = [by] if isinstance(by, str) else list(by)
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     if not metrics:
         raise ParamsError("Name at least one metric (radaudit metrics lists them).")
-    _check_frame(df, reference, prediction, by)
+    cmap = _context_map(context_columns)
+    _check_frame(df, reference, prediction, [*by, *dict.fromkeys(c for c in cmap.values() if c not in by)])
+    contexts = _contexts(df, cmap) if cmap else None
     refs, preds = check_pairs(df[reference].fillna("").astype(str).tolist(), df[prediction].fillna("").astype(str).tolist())
     n = len(refs)
     idx = np.arange(n)
@@ -150,7 +192,14 @@ def score(df: pd.DataFrame, metrics: Sequence[str], by: Sequence[str] = (), *, r
     for name in metrics:
         reg = ALIASES.get(name, name)
         opts = dict((options or {}).get(name) or (options or {}).get(reg) or {})
-        result = build_metric(reg, **opts).compute(refs, preds)
+        metric = build_metric(reg, **opts)
+        ctx_note = ""
+        if contexts is not None and accepts_context(metric):
+            result = metric.compute(refs, preds, context=contexts)
+            ctx_note = f"context from {', '.join(cmap.values())}"
+        else:
+            result = metric.compute(refs, preds)
+            ctx_note = "context columns ignored: this metric takes no context" if contexts is not None else ""
         label = name if reg == name else f"{name} ({reg})"
         pairs[label] = result.per_sample
         kinds = ["corpus", "mean per pair"] if result.aggregate == "corpus" else ["mean per pair"]
@@ -167,7 +216,7 @@ def score(df: pd.DataFrame, metrics: Sequence[str], by: Sequence[str] = (), *, r
                               method="bca", seed=stable_seed(seed, name, kind, ALL))
             rows.append({"metric": label, "statistic": kind, "group_column": ALL, "group": ALL, "n": n,
                          "n_undefined": int(undefined.sum()), "estimate": ci.estimate, "low": ci.low,
-                         "high": ci.high, "method": ci.method, "note": note})
+                         "high": ci.high, "method": ci.method, "note": "; ".join(x for x in (note, ctx_note) if x)})
             for col in by:
                 values = df[col].reset_index(drop=True)
                 present = values.notna().to_numpy()

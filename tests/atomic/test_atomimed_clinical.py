@@ -68,17 +68,20 @@ def test_missed_emergency_costs_more_than_missed_incidental():
 
 
 def test_graded_severity_is_counted_on_both_sides_when_worse_than_omission():
+    # the graded facets before issue 41's critical findings (a large effusion is critical since: its downgrade is
+    # tested in test_clinical_ladder.py)
+    opt = ClinicalOptions(rules=False)
     ref = [F("pleural effusion", location="right", severity="large")]
-    row, _ = clinical_scores(ref, [F("pleural effusion", location="right", severity="small")])
+    row, _ = clinical_scores(ref, [F("pleural effusion", location="right", severity="small")], opt)
     # severity 1 - |4 - 2| / 3 = 1/3 (< 1/2, so the candidate's side counts it too), location 1: a = 2/3;
     # credit 0.5 + 0.5 * 2/3 = 5/6; R = P = (2 * 5/6 + 1) / 3 = 8/9
     assert row["recall"] == pytest.approx(8 / 9)
     assert row["precision"] == pytest.approx(8 / 9)
-    near, _ = clinical_scores(ref, [F("pleural effusion", location="right", severity="moderate")])
+    near, _ = clinical_scores(ref, [F("pleural effusion", location="right", severity="moderate")], opt)
     # severity 2/3 >= 1/2: held against recall only; R = (2 * (0.5 + 0.5 * 5/6) + 1) / 3, P = 1
     assert near["recall"] == pytest.approx((2 * (0.5 + 0.5 * 5 / 6) + 1) / 3)
     assert near["precision"] == 1.0
-    vague, _ = clinical_scores(ref, [F("pleural effusion", location="right")])
+    vague, _ = clinical_scores(ref, [F("pleural effusion", location="right")], opt)
     assert near["f1"] > vague["f1"] > row["f1"]
 
 
@@ -201,7 +204,10 @@ def test_registry_metric_and_failed_decompositions_are_not_scored():
     table = score_pairs_clinical(["Effusion."], ["Effusion."], decomposer=Failing())
     assert not table["ok"][0] and math.isnan(table["f1"][0]) and table["n_unparseable"][0] == 2
     res = build_metric("atomimed_clinical").compute(["Normal chest.", "Right effusion."], ["Pneumonia.", "Right effusion."])
-    assert res.per_sample.tolist() == pytest.approx([0.5, 1.0])
+    # issue 41: "Normal chest." denies the pneumonia (a stated absence, weight 2/4, credit 0): R = 1 / 1.5, P = 1/3
+    assert res.per_sample.tolist() == pytest.approx([4 / 9, 1.0])
+    old = build_metric("atomimed_clinical", rules=False).compute(["Normal chest."], ["Pneumonia."])
+    assert old.per_sample.tolist() == pytest.approx([0.5])
 
 
 def test_finding_with_a_wrong_detail_beats_leaving_it_out():

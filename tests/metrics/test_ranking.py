@@ -19,6 +19,7 @@ from radaudit.metrics.ranking import (
     CATEGORIES,
     RankingCase,
     RankingCaseError,
+    accepts_context,
     case_verdict,
     evaluate_metric_on_cases,
     load_ranking_cases,
@@ -173,7 +174,7 @@ def test_dev_suite_loads_and_covers_every_category():
     cases = load_ranking_cases(DEV)
     counts = Counter(c.category for c in cases)
     assert len(cases) >= 60
-    assert set(counts) == set(CATEGORIES) and len(CATEGORIES) == 13
+    assert set(counts) == set(CATEGORIES) and len(CATEGORIES) == 19
     assert min(counts.values()) >= 4, counts
     assert all(c.split == "dev" for c in cases)
     assert len({c.id for c in cases}) == len(cases)
@@ -243,3 +244,72 @@ def test_summarize_gives_known_accuracies():
     flat_all = s[(s.metric == "flat") & (s.category == "all")].iloc[0]
     assert (flat_all.pairs_ok, flat_all.pairs) == (1, 5)
     assert s[s.metric == "fake"]["category"].tolist() == ["laterality", "synonyms", "all"]
+
+
+# ------------------------------------------------------------------ issue 41: the six categories and a case's context
+
+ISSUE41 = ("omission_vs_imprecision", "signs", "paraphrase", "interchangeable_terms", "severity_downgrade", "context")
+
+
+def test_issue41_categories_have_four_dev_cases_each():
+    assert CATEGORIES[-6:] == ISSUE41
+    counts = Counter(c.category for c in load_ranking_cases(DEV))
+    assert all(counts[c] >= 4 for c in ISSUE41), counts
+
+
+CTX_CASE = """  - id: ctx-01
+    category: context
+    truth: "Small right pneumothorax."
+    candidates: {a: "No acute process.", b: "No acute process."}
+    order: "a > b"
+    why: "after a biopsy the pneumothorax is expected"
+"""
+
+
+def test_loader_reads_one_context_for_every_candidate(tmp_path):
+    text = CTX_CASE + "    context: {age: 61, sex: F, indication: 'lung biopsy'}\n"
+    case = load_ranking_cases(_write(tmp_path, text))[0]
+    assert case.context_of("a") == case.context_of("b") == {"age": 61, "sex": "F", "indication": "lung biopsy"}
+
+
+def test_loader_reads_a_context_per_candidate(tmp_path):
+    text = CTX_CASE + "    context:\n      a: {indication: 'lung biopsy'}\n"
+    case = load_ranking_cases(_write(tmp_path, text))[0]
+    assert case.context_of("a") == {"indication": "lung biopsy"} and case.context_of("b") is None
+
+
+@pytest.mark.parametrize("ctx,msg", [
+    ("{weight: 70}", r"unknown context key\(s\) weight; allowed: age, sex, indication, history"),
+    ("{age: 'sixty'}", "age must be whole years"),
+    ("{sex: female}", "sex must be 'F' or 'M'"),
+    ("{c: {age: 3}}", "names candidate\\(s\\) c, which the case does not have"),
+    ("{a: {age: 3}, b: {history: 7}}", "history must be non-empty text"),
+])
+def test_loader_rejects_a_bad_context(tmp_path, ctx, msg):
+    with pytest.raises(RankingCaseError, match=msg):
+        load_ranking_cases(_write(tmp_path, CTX_CASE + f"    context: {ctx}\n"))
+
+
+@dataclass
+class ContextMetric:
+    """Scores by text, plus 1 for a candidate whose context has an indication; records the contexts it got."""
+
+    name: str = "ctx"
+    seen: list = field(default_factory=list)
+
+    def compute(self, references, candidates, context=None):
+        self.seen.append(context)
+        bonus = [1.0 if c and c.get("indication") else 0.0 for c in (context or [None] * len(candidates))]
+        return MetricResult(name=self.name, score=0.0, per_sample=np.array(bonus))
+
+
+def test_evaluate_passes_context_to_a_metric_that_takes_it_and_not_to_others(tmp_path):
+    text = CTX_CASE + "    context:\n      a: {indication: 'lung biopsy'}\n"
+    cases = load_ranking_cases(_write(tmp_path, text))
+    m = ContextMetric()
+    frame = evaluate_metric_on_cases(m, cases)
+    assert m.seen == [[{"indication": "lung biopsy"}, None]] and frame["correct"].tolist() == [True]
+    fake = FakeMetric({"No acute process.": 0.5})
+    flat = evaluate_metric_on_cases(fake, cases)  # no context= in its compute: called as before, ties, wrong
+    assert len(fake.calls) == 1 and flat["correct"].tolist() == [False]
+    assert accepts_context(m) and not accepts_context(fake)

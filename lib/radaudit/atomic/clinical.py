@@ -54,6 +54,48 @@ reads as absent in the other report (the paper's ``unmentioned="no"``).
   normal reference gives P = 1/3, four give 1/9, where the paper's P is 0 for both) and gives two
   reports without findings 1, as the paper's rule for true normal studies does.
 
+The ladder (issue 41; ``ClinicalOptions.rules``, default on)
+-----------------------------------------------------------
+What a present reference finding of weight ``w`` earns, by what the candidate says about it (credits are
+fractions of ``w``; the tables are data files in ``radaudit/resources``, read by :mod:`radaudit.atomic.concepts`):
+
+===  ===================================  ================================  =======================================
+#    the candidate                        credit                            clinical reason
+===  ===================================  ================================  =======================================
+1    names it, every stated facet         1                                 finding and description are right
+     agreeing (the concept table's
+     descriptive, lay and
+     interchangeable forms are its name)
+2    names it with a wrong or missing     α + (1 − α)·a·h ∈ [½, 1); a more  found: the disease level (Eq. 4's half)
+     attribute (size, extent, severity,   generic name × its credit (½-1)   is right, the description is graded
+     lobe, change)
+2c   names a critical finding two or      ``downgrade_credit`` (0.3) ×      told it can wait, the clinician may not
+     more grades lower (tension/large →   rung 2 on the base part, 0 on     act: nearly a miss, still above one
+     small, massive → trace)              the critical part                 (``clinical_criticality.yaml``)
+3    states a sign that implies it        the sign's σ ≤ 0.45 (default      the reader must infer the finding; some
+     (silhouette sign, cephalisation,     0.4) on the base part             signs have other causes
+     deep sulcus sign, ...)                                                 (``clinical_signs.yaml``)
+4    says nothing about it                0                                 a miss
+5    denies it: "no X", a denied more     0, and the stated or implied      the report tells the clinician it is
+     generic finding ("no consolidation"  absence weighs                    not there: worse than silence
+     for pneumonia), or a normal          ``negative_weight``·w on          (``clinical_normals.yaml``)
+     statement covering it ("lungs are    precision with credit 0
+     clear")
+===  ===================================  ================================  =======================================
+
+So a missed or denied finding pulls recall to its floor ``κ/(w + κ)`` and leaves precision at best unchanged,
+while any rung ≥ 2c raises recall at an equal or smaller cost to precision: a report that mentions the finding
+scores above one that misses or denies it (tested on every finding of the concept table). The other way round
+(the reference states a sign, the candidate names the finding it implies) the sign is accounted for (credit 1).
+
+Critical findings (``clinical_criticality.yaml``: tension, a large pneumothorax, free intraperitoneal air, a
+malpositioned tube or line, a large or massive collection, complete collapse, severe edema) weigh the immediate
+tier (4); the part above the name's tier is earned only by a report that states the critical grade too.
+
+Context (``clinical_context.yaml``, :func:`context_factor`): with the patient's age, sex, indication and history,
+a finding the context explains (expected) weighs ``expected_factor`` (½) of its weight in both reports, and a finding
+the context makes dangerous (urgent) is raised to its rule's tier. No context changes nothing (tested).
+
 The trace (:func:`clinical_trace`) has one row per fact and direction: its weight, credit, the
 attribute agreement and the facets compared, so every score can be checked by hand.
 """
@@ -63,13 +105,22 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from radaudit.atomic.compare import location_key
+from radaudit.atomic.concepts import (
+    ContextRule,
+    Denial,
+    Tables,
+    check_context,
+    clinical_vocabulary,
+    find_denials,
+    load_tables,
+)
 from radaudit.atomic.decompose import RuleDecomposer
 from radaudit.atomic.lexicon import GENERIC_CREDIT, morphology_terms, related_as
 from radaudit.atomic.schema import ATTRIBUTES, Finding
@@ -412,6 +463,9 @@ class ClinicalOptions:
     theta: float = 0.8
     scorer: str = "ratio"
     significance: Significance = field(default_factory=load_significance)
+    #: the issue-41 rules (ladder: signs, normal statements, critical downgrades; the concept table; critical weights).
+    #: False: the definition before issue 41, exactly (kept to show that nothing else moved; tested).
+    rules: bool = True
 
     def __post_init__(self) -> None:
         for name, lo, hi in (("kappa", 0.0, math.inf), ("alpha", 0.0, 1.0), ("negative_weight", 0.0, 1.0),
@@ -453,9 +507,13 @@ def _related(f: Finding, others: Sequence[Finding]) -> tuple[Finding | None, str
 
 
 def _credit(asking: Finding, other: Finding | None, relation: str | None, *, reference_side: bool,
-            parts: list[tuple[str, float]], opt: ClinicalOptions, others: Sequence[Finding] = ()
+            parts: list[tuple[str, float]], opt: ClinicalOptions, others: Sequence[Finding] = (),
+            generic_credit: float | None = None, base_factor: float = 1.0, tables: Tables | None = None
             ) -> tuple[float, float | None, dict[str, float]]:
-    """``(credit, attribute agreement, facet credits)`` of one fact (module docstring)."""
+    """``(credit, attribute agreement, facet credits)`` of one fact (module docstring). ``generic_credit``: the
+    concept table's credit of a generic relation (default :data:`~radaudit.atomic.lexicon.GENERIC_CREDIT`);
+    ``base_factor``: the critical-downgrade factor on the base part; ``tables``: the issue-41 tables (a
+    ``critical:`` part is earned when the other finding is critical too)."""
     other_present = other is not None and other.present == "yes"
     if asking.present == "no" or (other is not None and other.present == "no" and other_resolved(other)):
         # absent in one report, present in the other: no credit, except that a report which says the
@@ -483,25 +541,293 @@ def _credit(asking: Finding, other: Finding | None, relation: str | None, *, ref
     h = opt.hedge_factor if reference_side and asking.hedged != other.hedged else 1.0
     base = opt.alpha + (1 - opt.alpha) * a * h
     if relation == "generic":
-        base *= GENERIC_CREDIT.get(" ".join(other.name.lower().split()), 0.5)
+        base *= generic_credit if generic_credit is not None else GENERIC_CREDIT.get(" ".join(other.name.lower().split()),
+                                                                                     0.5)
     total = sum(w for _, w in parts)
-    earned = parts[0][1] * base
+    earned = parts[0][1] * base * base_factor
     for label, w in parts[1:]:
         facet, term = label.split(":", 1)
+        if facet == "critical":
+            earned += w * (1.0 if tables is not None and is_critical(other, tables) else 0.0)
+            continue
         value = getattr(other.attributes, facet, None)
         earned += w * (1.0 if value and term in value.lower() else 0.0)
     return earned / total, a, credits
 
 
+# ------------------------------------------------------------------------------------- issue 41: the ladder
+
+
+def _levels(f: Finding) -> list[float]:
+    return _severity_levels(_facets(f).get("severity", ""))
+
+
+def is_critical(f: Finding | None, tables: Tables | None = None) -> bool:
+    """Whether a present finding meets a criterion of the critical-findings table (``clinical_criticality.yaml``):
+    always (free intraperitoneal air, a malpositioned tube), a severity at or above a level (a large pneumothorax,
+    a massive effusion: "complete"/"white-out" is the top level) or a morphology term (tension)."""
+    if f is None or f.present != "yes":
+        return False
+    t = tables or load_tables()
+    for rule in t.critical:
+        if rule.finding != f.name:
+            continue
+        kind, value = rule.when
+        if kind == "always":
+            return True
+        if kind == "severity":
+            lv = _levels(f)
+            if lv and max(lv) >= value:
+                return True
+        if kind == "morphology" and value in {x for x, _, _ in morphology_terms(f.attributes.morphology or "")}:
+            return True
+    return False
+
+
+def _downgraded(ref: Finding, cand: Finding, t: Tables) -> bool:
+    """A critical reference finding that the candidate states at a grade of ``downgrade_level`` or less."""
+    if not is_critical(ref, t) or is_critical(cand, t):
+        return False
+    lv = _levels(cand)
+    return bool(lv) and max(lv) <= t.downgrade_level
+
+
+def _context_rules(context: Mapping[str, Any] | None) -> list[ContextRule]:
+    if not context:
+        return []
+    return [r for r in load_tables().context_rules if r.matches(context)]
+
+
+def context_factor(f: Finding, total: float, rules: Sequence[ContextRule]) -> float:
+    """The factor a matched context rule puts on finding ``f``'s weight ``total`` (``clinical_context.yaml``): an
+    urgent rule raises the weight to its tier (never lowers it), then any expected rule (whose ``max_level`` the
+    finding's stated grade does not exceed) multiplies it by ``expected_factor`` (once). No rule naming the finding:
+    1."""
+    hits = [r for r in rules if f.name in r.findings]
+    if not hits:
+        return 1.0
+    factor = 1.0
+    urgent = [r.tier for r in hits if r.effect == "urgent"]
+    if urgent and total > 0 and max(urgent) > total:
+        factor = max(urgent) / total
+    lv = _levels(f)
+    if any(r.effect == "expected" and (r.max_level is None or not lv or max(lv) <= r.max_level) for r in hits):
+        factor *= load_tables().expected_factor
+    return factor
+
+
+def _prepare(findings: Sequence[Finding], t: Tables) -> list[Finding]:
+    """Names mapped to the concept table's canonical names (an LLM's "hyperexpansion"), stated-absent pure signs
+    dropped ("no deep sulcus sign" adds nothing the finding's own negation does not), morphology implicit in a
+    form added ("airspace disease" is an airspace opacity)."""
+    out = []
+    for f in findings:
+        name = t.aliases.get(normalize_name(f.name), f.name)
+        if name in t.pure_signs and f.present == "no":
+            continue
+        upd: dict[str, Any] = {"name": name} if name != f.name else {}
+        implicit = t.implicit_morphology.get(name, ())
+        if implicit and f.present == "yes" and f.evidence:
+            have = {x for x, _, _ in morphology_terms(f.attributes.morphology or "")}
+            add = [term for pat, term in implicit if pat.search(f.evidence) and term not in have]
+            if add:
+                morph = ", ".join([*([f.attributes.morphology] if f.attributes.morphology else []), *dict.fromkeys(add)])
+                upd["attributes"] = f.attributes.model_copy(update={"morphology": morph})
+        out.append(f.model_copy(update=upd) if upd else f)
+    return out
+
+
+def _pair_issue41(ref: Sequence[Finding], cand: Sequence[Finding], opt: ClinicalOptions,
+                  names: frozenset[str]) -> list[tuple[int, int]]:
+    """:func:`pair_entities` over the clinical vocabulary: two different names of the vocabulary (lexicon, new
+    findings, signs) are different entities; otherwise name similarity ≥ θ, most similar first."""
+    cands = []
+    for i, a in enumerate(ref):
+        for j, b in enumerate(cand):
+            na, nb = normalize_name(a.name), normalize_name(b.name)
+            s = 1.0 if na == nb else (0.0 if na in names and nb in names else name_similarity(a.name, b.name, opt.scorer))
+            if s >= opt.theta:
+                cands.append((-s, i, j))
+    cands.sort()
+    used_i: set[int] = set()
+    used_j: set[int] = set()
+    out = []
+    for _, i, j in cands:
+        if i not in used_i and j not in used_j:
+            used_i.add(i)
+            used_j.add(j)
+            out.append((i, j))
+    return sorted(out)
+
+
+def _concept_relation(asking: str, other: str, t: Tables) -> tuple[str | None, float | None]:
+    for r in t.relations:
+        if r.interchangeable and {asking, other} == {r.generic, r.specific} and asking != other:
+            return "generic", r.credit
+        if not r.interchangeable and asking == r.generic and other == r.specific:
+            return "specific", None
+        if not r.interchangeable and asking == r.specific and other == r.generic:
+            return "generic", r.credit
+    return None, None
+
+
+def _related_issue41(f: Finding, others: Sequence[Finding], t: Tables
+                     ) -> tuple[Finding | None, str | None, float | None]:
+    """The lexicon's relations (:func:`_related`), then the concept table's: more specific before more generic."""
+    o, rel = _related(f, others)
+    if o is not None:
+        return o, rel, None
+    for want in ("specific", "generic"):
+        for o in others:
+            if o.present == "yes" and not _sides_disjoint(f, o):
+                rel, credit = _concept_relation(f.name, o.name, t)
+                if rel == want:
+                    return o, rel, credit
+    return None, None, None
+
+
+def _sign_link(f: Finding, others: Sequence[Finding], t: Tables, reference_side: bool
+               ) -> tuple[Finding | None, str | None, float]:
+    """``(other, relation, credit)`` of a present finding through the signs table (module docstring, rung 3).
+
+    ``"sign"``: the other report states a sign implying ``f``: a reference finding earns the sign's credit (on its
+    base part); a candidate finding earns 1 when the reference's sign is a pure sign (the reference's own
+    observation supports it), else the sign's credit. ``"sign-of"``: ``f`` is a sign and the other report names a
+    finding it implies: 1 (the sign is accounted for), except a reference finding-sign (mediastinal shift) whose own
+    finding the candidate did not report."""
+    best: tuple[Finding | None, str | None, float] = (None, None, 0.0)
+    for o in others:
+        s = t.signs.get(o.name)
+        if o.present == "yes" and s is not None and f.name in s.implies and not _sides_disjoint(f, o):
+            c = s.implies[f.name] if reference_side or s.kind == "finding" else 1.0
+            if c > best[2]:
+                best = (o, "sign", c)
+    if best[0] is not None:
+        return best
+    s = t.signs.get(f.name)
+    if s is not None and not (reference_side and s.kind == "finding"):
+        for o in others:
+            if o.present == "yes" and o.name in s.implies and not _sides_disjoint(f, o):
+                return o, "sign-of", 1.0
+    return best
+
+
+def _contradicted(f: Finding, others: Sequence[Finding], t: Tables) -> Finding | None:
+    """A present finding of the other report that a stated absence ``f`` denies through a relation: "no
+    consolidation" against "pneumonia" (the other finding is a more specific form of the denied one)."""
+    for o in others:
+        if o.present != "yes" or _sides_disjoint(f, o):
+            continue
+        if related_as(f.name, o.name) == "specific" or _concept_relation(f.name, o.name, t)[0] == "specific":
+            return o
+    return None
+
+
+def _sides(f: Finding) -> frozenset[str]:
+    loc = (f.attributes.location or "").split("tip:")[0]
+    return frozenset(location_key(loc)[0] & {"left", "right"}) if loc.strip() else frozenset()
+
+
+def _scores_issue41(ref: list[Finding], cand: list[Finding], opt: ClinicalOptions, context: Mapping[str, Any] | None,
+                    ref_denials: Sequence[Denial], cand_denials: Sequence[Denial]
+                    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """AtomiMed-clinical with the issue-41 ladder (module docstring)."""
+    t = load_tables()
+    ref, cand = _prepare(ref, t), _prepare(cand, t)
+    pairs = _pair_issue41(ref, cand, opt, t.names())
+    to_c = dict(pairs)
+    to_r = {j: i for i, j in pairs}
+    rules = _context_rules(context)
+    trace: list[dict[str, Any]] = []
+    sums = {"gt->inf": [0.0, 0.0], "inf->gt": [0.0, 0.0]}
+    missed = false = 0
+    for direction, asking, others, link, denials, other_dir in (
+            ("gt->inf", ref, cand, to_c, cand_denials, "inf->gt"), ("inf->gt", cand, ref, to_r, ref_denials, "gt->inf")):
+        reference_side = direction == "gt->inf"
+        for k, f in enumerate(asking):
+            other, relation = (others[link[k]], "same") if k in link else (None, None)
+            generic_credit, sign_credit = None, 0.0
+            if f.present == "yes" and (other is None or other.present != "yes"):
+                rel_other, rel, generic_credit = _related_issue41(f, others, t)
+                if rel_other is not None:
+                    other, relation = rel_other, rel
+                else:
+                    s_other, s_rel, sign_credit = _sign_link(f, others, t, reference_side)
+                    if s_other is not None:
+                        other, relation = s_other, s_rel
+            parts = opt.significance.parts(f, opt.theta, opt.scorer)
+            base_total = sum(x for _, x in parts)
+            if f.present == "yes" and is_critical(f, t) and base_total < t.critical_tier:
+                parts = [*parts, (f"critical:{f.name}", t.critical_tier - base_total)]
+            total = sum(x for _, x in parts)
+            w = total * (opt.negative_weight if f.present == "no" else 1.0)
+            if f.hedged:
+                w *= opt.hedge_factor
+            w *= context_factor(f, total, rules)
+            agreement, facets = None, {}
+            if relation in ("sign", "sign-of"):
+                # a sign earns its credit on the base part; the critical/modifier parts need the finding itself
+                credit = parts[0][1] * sign_credit / total if sign_credit < 1.0 else 1.0
+            elif f.present == "no" and other is None and (denied := _contradicted(f, others, t)) is not None:
+                credit, other, relation = 0.0, denied, "contradicted"
+            else:
+                down = reference_side and relation == "same" and f.present == "yes" and other is not None \
+                    and other.present == "yes" and _downgraded(f, other, t)
+                credit, agreement, facets = _credit(f, other, relation, reference_side=reference_side, parts=parts,
+                                                    opt=opt, others=others, generic_credit=generic_credit,
+                                                    base_factor=t.downgrade_credit if down else 1.0, tables=t)
+                if down:
+                    relation = "same, critical downgrade"
+            if f.present == "yes" and credit == 0.0:
+                if reference_side:
+                    missed += 1
+                else:
+                    false += 1
+            sums[direction][0] += w
+            sums[direction][1] += w * credit
+            trace.append({"direction": direction, "finding": f.name, "present": f.present, "hedged": f.hedged,
+                          "other": f"{other.name}: {other.present}" if other is not None else "not mentioned",
+                          "relation": relation, "weight": w, "credit": credit, "agreement": agreement,
+                          "facets": facets})
+            if f.present == "yes" and credit == 0.0 and (other is None or other.present == "yes"):
+                # the other report's normal statement denies it: a stated absence of the other report (rung 5);
+                # an unsided one ("lungs otherwise clear") not when that report states the finding elsewhere
+                states = any(o.present == "yes" and o.name == f.name for o in others)
+                d = next((d for d in denials if d.denies(f.name, _sides(f)) and (d.sides or not states)), None)
+                if d is not None:
+                    wd = opt.negative_weight * w
+                    sums[other_dir][0] += wd
+                    trace.append({"direction": other_dir, "finding": f.name, "present": "no", "hedged": False,
+                                  "other": f"{f.name}: yes", "relation": f"denied: {d.text}", "weight": wd,
+                                  "credit": 0.0, "agreement": None, "facets": {}})
+    (w_r, c_r), (w_c, c_c) = sums["gt->inf"], sums["inf->gt"]
+    recall = (c_r + opt.kappa) / (w_r + opt.kappa)
+    precision = (c_c + opt.kappa) / (w_c + opt.kappa)
+    row = {"precision": precision, "recall": recall, "f1": f1(precision, recall), "w_reference": w_r,
+           "w_candidate": w_c, "credit_reference": c_r, "credit_candidate": c_c, "n_missed": missed,
+           "n_false": false, "n_paired": len(pairs)}
+    return row, trace
+
+
 def clinical_scores(reference: Sequence[Finding], candidate: Sequence[Finding],
-                    options: ClinicalOptions | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                    options: ClinicalOptions | None = None, *, context: Mapping[str, Any] | None = None,
+                    reference_denials: Sequence[Denial] = (), candidate_denials: Sequence[Denial] = ()
+                    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """AtomiMed-clinical of one pair from its two decompositions: ``(row, trace)``.
 
     ``row`` has :data:`CLINICAL_COLUMNS`; ``trace`` one dict per fact and direction (``direction``
     ``"gt->inf"`` for reference facts, ``"inf->gt"`` for candidate facts, ``finding``, ``present``,
     ``other`` (the paired finding's name and answer, or ``"not mentioned"``), ``relation``
     (``"same"``, ``"specific"``/``"generic"`` for a finding credited through
-    :data:`~radaudit.atomic.lexicon.SPECIFIC_OF`), ``weight``, ``credit``, ``agreement``, ``facets``).
+    :data:`~radaudit.atomic.lexicon.SPECIFIC_OF` or the concept table, ``"sign"``/``"sign-of"`` (signs table),
+    ``"same, critical downgrade"``, ``"contradicted"`` (a stated absence of a finding the other report names more
+    specifically), ``"denied: <statement>"`` (a normal statement's implied absence)), ``weight``, ``credit``,
+    ``agreement``, ``facets``).
+
+    ``context``: the patient's age/sex/indication/history (:data:`~radaudit.atomic.concepts.CONTEXT_KEYS`), which
+    scales the weights of the findings the context rules name; ``None`` (or a context no rule matches) changes
+    nothing. ``reference_denials``/``candidate_denials``: the normal statements of each report
+    (:func:`~radaudit.atomic.concepts.find_denials`; :func:`score_pairs_clinical` finds them in the texts).
 
     >>> from radaudit.atomic.schema import Finding
     >>> row, _ = clinical_scores([], [Finding(name="pneumonia", present="yes")])
@@ -509,6 +835,15 @@ def clinical_scores(reference: Sequence[Finding], candidate: Sequence[Finding],
     (0.3333, 1.0)
     """
     opt = options or ClinicalOptions()
+    if opt.rules:
+        return _scores_issue41(list(reference), list(candidate), opt, context, reference_denials, candidate_denials)
+    return _scores_before_issue41(reference, candidate, opt, context)
+
+
+def _scores_before_issue41(reference: Sequence[Finding], candidate: Sequence[Finding], opt: ClinicalOptions,
+                           context: Mapping[str, Any] | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The definition before issue 41 (``rules=False``), unchanged except that a context scales weights."""
+    rules = _context_rules(context)
     ref, cand = list(reference), list(candidate)
     pairs = pair_entities(ref, cand, opt.theta, opt.scorer)
     to_c = dict(pairs)
@@ -529,6 +864,8 @@ def clinical_scores(reference: Sequence[Finding], candidate: Sequence[Finding],
             w = sum(x for _, x in parts) * (opt.negative_weight if f.present == "no" else 1.0)
             if f.hedged:
                 w *= opt.hedge_factor  # "possible pneumothorax" claims less than "pneumothorax"
+            if rules:
+                w *= context_factor(f, sum(x for _, x in parts), rules)
             credit, agreement, facets = _credit(f, other, relation, reference_side=reference_side, parts=parts,
                                                 opt=opt, others=others)
             if f.present == "yes" and credit == 0.0:
@@ -552,18 +889,40 @@ def clinical_scores(reference: Sequence[Finding], candidate: Sequence[Finding],
     return row, trace
 
 
+def clinical_decomposer(uncertain: str = "yes", rules: bool = True) -> RuleDecomposer:
+    """The rule decomposer of AtomiMed-clinical: the lexicon's vocabulary with the concept table's forms and the
+    signs (:func:`~radaudit.atomic.concepts.clinical_vocabulary`); ``rules=False``: the lexicon's own (as before
+    issue 41 and as the paper's ``atomimed``)."""
+    return RuleDecomposer(uncertain=uncertain, findings=clinical_vocabulary() if rules else None)
+
+
+def check_contexts(context: Any, n: int) -> list[dict[str, Any] | None] | None:
+    """``context`` of a batch of ``n`` pairs as a list of validated per-pair dicts (``None`` entries allowed), or
+    ``None``. One mapping applies to every pair; a sequence must have one entry per pair."""
+    if context is None:
+        return None
+    if isinstance(context, Mapping):
+        one = check_context(context)
+        return [one] * n
+    items = list(context)
+    if len(items) != n:
+        raise ParamsError(f"context has {len(items)} entries for {n} pairs: give one per pair (or one mapping for all).")
+    return [check_context(c, f"context of pair {i}") for i, c in enumerate(items)]
+
+
 def score_pairs_clinical(references: Sequence[str], candidates: Sequence[str], *, decomposer: Any = None,
-                         options: ClinicalOptions | None = None, uncertain: str = "yes"):
+                         options: ClinicalOptions | None = None, uncertain: str = "yes", context: Any = None):
     """AtomiMed-clinical of each (reference, candidate) pair: a DataFrame with ``pair``,
     :data:`CLINICAL_COLUMNS`, ``ok``, ``error`` and ``n_unparseable``; the per-fact trace in
-    ``.attrs["trace"]``. ``decomposer``: any decomposer (default: the rule backend with
+    ``.attrs["trace"]``. ``decomposer``: any decomposer (default: :func:`clinical_decomposer` with
     ``uncertain``); a pair whose decomposition failed (LLM backend) is NaN with ``ok=False``, never
-    scored."""
+    scored. ``context``: ``None``, one context for every pair, or one per pair (:func:`check_contexts`)."""
     import pandas as pd
 
     refs, cands = check_pairs(references, candidates)
     opt = options or ClinicalOptions()
-    dec = decomposer if decomposer is not None else RuleDecomposer(uncertain=uncertain)
+    contexts = check_contexts(context, len(refs))
+    dec = decomposer if decomposer is not None else clinical_decomposer(uncertain, opt.rules)
     facts = dec.decompose(refs + cands)
     rows, trace = [], []
     for i, (g, c) in enumerate(zip(facts[: len(refs)], facts[len(refs):])):
@@ -573,10 +932,20 @@ def score_pairs_clinical(references: Sequence[str], candidates: Sequence[str], *
             rows.append({"pair": i, **dict.fromkeys(CLINICAL_COLUMNS, math.nan), "ok": False, "error": err,
                          "n_unparseable": n_unp})
             continue
-        row, tr = clinical_scores(g.findings, c.findings, opt)
+        ctx = contexts[i] if contexts is not None else None
+        if opt.rules:
+            row, tr = clinical_scores(g.findings, c.findings, opt, context=ctx, reference_denials=_denials(refs[i]),
+                                      candidate_denials=_denials(cands[i]))
+        else:
+            row, tr = clinical_scores(g.findings, c.findings, opt, context=ctx)
         rows.append({"pair": i, **row, "ok": True, "error": "", "n_unparseable": n_unp})
         trace += [{"pair": i, **t} for t in tr]
     frame = pd.DataFrame(rows, columns=["pair", *CLINICAL_COLUMNS, "ok", "error", "n_unparseable"])
     frame.attrs["trace"] = pd.DataFrame(trace, columns=["pair", "direction", "finding", "present", "hedged", "other",
                                                          "relation", "weight", "credit", "agreement", "facets"])
     return frame
+
+
+@functools.lru_cache(maxsize=4096)
+def _denials(text: str) -> tuple[Denial, ...]:
+    return find_denials(text)

@@ -14,6 +14,13 @@ suite; a held-out suite in the same schema)::
         order: "a > b"
         why: "one line: the clinical reason for the order"
         source: "optional: citation"
+        context: {age: 67, sex: F, indication: "...", history: "..."}   # optional (issue 41)
+
+``context`` (optional): the patient's context, either one mapping for every candidate or a mapping from candidate
+key to a mapping (candidates not listed have none); keys ``age`` (whole years), ``sex`` (``"F"``/``"M"``),
+``indication`` and ``history`` (text). :func:`evaluate_metric_on_cases` passes it to a metric whose ``compute``
+takes ``context=`` (``compute(references, candidates, context=[per-pair dict or None, ...])``, e.g.
+``atomimed_clinical``); every other metric ignores it and scores the texts alone.
 
 How a metric is judged (:func:`case_verdict`). The order is read as tiers
 (:func:`parse_order`: ``"a = b > c"`` -> ``[["a", "b"], ["c"]]``) and expanded into every pair of
@@ -54,8 +61,8 @@ from radaudit.errors import RadauditError
 from radaudit.metrics.base import METRICS, Metric, MetricInputError
 
 __all__ = [
-    "CATEGORIES", "CANDIDATE_KEYS", "RankingCase", "RankingCaseError", "case_verdict",
-    "evaluate_metric_on_cases", "load_ranking_cases", "pair_constraints", "parse_order", "summarize",
+    "CATEGORIES", "CANDIDATE_KEYS", "CONTEXT_KEYS", "RankingCase", "RankingCaseError", "case_verdict",
+    "accepts_context", "evaluate_metric_on_cases", "load_ranking_cases", "pair_constraints", "parse_order", "summarize",
 ]
 
 #: The 13 categories of the suite (issue 18); every case belongs to exactly one.
@@ -73,14 +80,24 @@ CATEGORIES: tuple[str, ...] = (
     "devices",                      # tube/line present, position correct vs malpositioned
     "uncertainty",                  # hedged vs definite vs negated
     "normal_abnormal",              # a normal study vs a report with findings, and the reverse
+    # issue 41
+    "omission_vs_imprecision",      # the finding at a wrong size/extent > a sign of it > left out > denied by a normal
+    "signs",                        # a radiographic sign that implies the finding (silhouette sign, cephalisation)
+    "paraphrase",                   # the same facts in descriptive or lay words
+    "interchangeable_terms",        # terms radiologists use interchangeably (hyperinflation / hyperexpansion)
+    "severity_downgrade",           # a critical finding reported as a mild one is nearly a miss
+    "context",                      # the patient's age, indication and history change what a miss costs
 )
+
+#: Keys of a case's optional ``context`` (issue 41) and their types.
+CONTEXT_KEYS: tuple[str, ...] = ("age", "sex", "indication", "history")
 
 #: Candidate keys, in order; a case uses the first 2-4.
 CANDIDATE_KEYS: tuple[str, ...] = ("a", "b", "c", "d")
 
 SCHEMA_VERSION = 1
 _REQUIRED = ("id", "category", "truth", "candidates", "order", "why")
-_OPTIONAL = ("source",)
+_OPTIONAL = ("source", "context")
 _ID_RE = re.compile(r"^[a-z0-9-]+$")
 _ORDER_TOKEN_RE = re.compile(r"\s*([>=])\s*")
 
@@ -104,11 +121,17 @@ class RankingCase:
     why: str
     source: str = ""
     split: str = "dev"
+    #: candidate key -> its context (module docstring); ``None``: the case has none
+    context: Mapping[str, Mapping[str, Any] | None] | None = None
 
     @property
     def tiers(self) -> list[list[str]]:
         """The order as tiers, best first (:func:`parse_order`)."""
         return parse_order(self.order, self.candidates.keys())
+
+    def context_of(self, key: str) -> Mapping[str, Any] | None:
+        """The context of candidate ``key`` (``None`` when it has none)."""
+        return None if self.context is None else self.context.get(key)
 
 
 def parse_order(order: str, candidates: Sequence[str] | None = None) -> list[list[str]]:
@@ -246,9 +269,48 @@ def _check_case(raw: Any, index: int, path: Path, split: str) -> RankingCase:
         parse_order(raw["order"], keys)
     except RankingCaseError as err:
         raise _fail(where, str(err)) from None
+    context = _check_context(raw.get("context"), sorted(keys), where)
     return RankingCase(id=cid, category=raw["category"], truth=raw["truth"],
                        candidates={k: cands[k] for k in sorted(keys)}, order=raw["order"].strip(),
-                       why=raw["why"], source=source, split=split)
+                       why=raw["why"], source=source, split=split, context=context)
+
+
+def _check_one_context(ctx: Any, where: str) -> dict[str, Any]:
+    if not isinstance(ctx, Mapping):
+        raise _fail(where, f"a context must be a mapping with keys {', '.join(CONTEXT_KEYS)}, got {type(ctx).__name__}.")
+    unknown = sorted(set(map(str, ctx)) - set(CONTEXT_KEYS))
+    if unknown:
+        raise _fail(where, f"unknown context key(s) {', '.join(unknown)}; allowed: {', '.join(CONTEXT_KEYS)}.")
+    out: dict[str, Any] = {}
+    for k, v in ctx.items():
+        if k == "age":
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 130:
+                raise _fail(where, f"context age must be whole years (an integer 0-130), got {v!r}.")
+        elif k == "sex":
+            if v not in ("F", "M"):
+                raise _fail(where, f"context sex must be 'F' or 'M', got {v!r}.")
+        elif not isinstance(v, str) or not v.strip():
+            raise _fail(where, f"context {k} must be non-empty text, got {v!r}.")
+        out[str(k)] = v
+    return out
+
+
+def _check_context(raw: Any, keys: Sequence[str], where: str) -> dict[str, dict[str, Any] | None] | None:
+    """A case's ``context`` as candidate key -> context (module docstring): one mapping of context keys applies to
+    every candidate; a mapping whose keys are candidate keys gives each its own."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or not raw:
+        raise _fail(where, f"context must be a non-empty mapping (keys {', '.join(CONTEXT_KEYS)}, or candidate keys "
+                           f"{', '.join(keys)} each with such a mapping).")
+    names = set(map(str, raw))
+    if names <= set(CANDIDATE_KEYS):
+        extra = sorted(names - set(keys))
+        if extra:
+            raise _fail(where, f"context names candidate(s) {', '.join(extra)}, which the case does not have.")
+        return {k: (_check_one_context(raw[k], f"{where}, context of {k}") if k in raw else None) for k in keys}
+    one = _check_one_context(raw, where)
+    return {k: one for k in keys}
 
 
 def load_ranking_cases(path: str | Path, split: str = "dev") -> list[RankingCase]:
@@ -295,13 +357,26 @@ def _higher_is_better(metric: Metric) -> bool:
     return True if spec is None else bool(spec.higher_is_better)
 
 
+def accepts_context(metric: Any) -> bool:
+    """Whether ``metric.compute`` takes a ``context=`` keyword (issue 41; e.g. ``atomimed_clinical``)."""
+    import inspect
+
+    try:
+        params = inspect.signature(metric.compute).parameters
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return "context" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
 def evaluate_metric_on_cases(metric: Metric, cases: Sequence[RankingCase], tie_tol: float = 1e-6,
                              higher_is_better: bool | None = None) -> pd.DataFrame:
     """Score every candidate of every case with ONE ``metric.compute`` call and judge each case.
 
     The batch is ``references = [truth] * n_candidates`` per case and ``candidates`` the case's
     reports, concatenated over the cases (so batch-dependent metrics such as CIDEr-D take their
-    statistics from the whole suite; see the module docstring). ``higher_is_better``: the metric's
+    statistics from the whole suite; see the module docstring). Cases with a ``context`` pass it, one entry
+    per pair, to a metric that accepts ``context=`` (:func:`accepts_context`); other metrics ignore it
+    (issue 41). ``higher_is_better``: the metric's
     direction (default: the registry's ``MetricSpec.higher_is_better`` for ``metric.name``, or True
     for an unregistered metric); lower-is-better scores are negated before judging.
 
@@ -313,13 +388,18 @@ def evaluate_metric_on_cases(metric: Metric, cases: Sequence[RankingCase], tie_t
     hib = _higher_is_better(metric) if higher_is_better is None else higher_is_better
     refs: list[str] = []
     cands: list[str] = []
+    contexts: list[Mapping[str, Any] | None] = []
     index: list[tuple[int, str]] = []
     for ci, case in enumerate(cases):
         for key, text in case.candidates.items():
             refs.append(case.truth)
             cands.append(text)
+            contexts.append(case.context_of(key))
             index.append((ci, key))
-    result = metric.compute(refs, cands)
+    if any(c is not None for c in contexts) and accepts_context(metric):
+        result = metric.compute(refs, cands, context=contexts)
+    else:  # no context in the batch, or a metric that cannot use one: it scores the texts alone
+        result = metric.compute(refs, cands)
     values = np.asarray(result.per_sample, dtype=float)
     if values.shape != (len(refs),):
         raise MetricInputError(f"metric {getattr(metric, 'name', metric)!r} returned {values.shape} per-sample "

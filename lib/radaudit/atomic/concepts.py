@@ -1,0 +1,401 @@
+"""The data tables of AtomiMed-clinical (issue 41), read from ``radaudit/resources``: concepts, signs, normal
+statements, critical findings and context rules. Not part of the AtomiMed paper: the paper's ``atomimed`` reads none
+of them (its rule decomposer keeps :data:`radaudit.atomic.lexicon.FINDINGS`).
+
+- ``clinical_concepts.yaml``: each finding's descriptive, lay and interchangeable forms (with the source of each
+  mapping), free-text names an LLM may use, morphology implicit in a form ("airspace disease"), and relations between
+  findings beyond :data:`~radaudit.atomic.lexicon.SPECIFIC_OF` (hydropneumothorax → pneumothorax).
+- ``clinical_signs.yaml``: radiographic signs and the findings each implies, with a credit ≤ 0.45.
+- ``clinical_normals.yaml``: normal statements ("the lungs are clear") and the findings each denies.
+- ``clinical_criticality.yaml``: critical findings (ACR category 1) and the downgrade rule.
+- ``clinical_context.yaml``: which findings the patient's age, indication and history make expected or urgent.
+
+:func:`clinical_vocabulary` builds the clinical rule decomposer's vocabulary: new findings of the concept table, then
+the signs (before the lexicon's patterns, so "obscuration of the right heart border" is the sign, not an
+"opacity"), then the lexicon's findings with the concept table's forms appended. Every table is validated on load;
+an error names the file and the entry.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from radaudit.atomic.lexicon import FINDINGS, MORPHOLOGY, canonical_names
+from radaudit.atomic.score import normalize_name
+from radaudit.errors import ParamsError
+from radaudit.text.attributes import extract_laterality
+from radaudit.text.sections import sentences
+
+__all__ = ["CONTEXT_KEYS", "ContextRule", "CriticalRule", "Denial", "NormalStatement", "Relation", "Sign", "Tables",
+           "check_context", "clinical_vocabulary", "find_denials", "load_tables", "TABLE_FILES"]
+
+#: The five table files (package resources).
+TABLE_FILES = {"concepts": "clinical_concepts.yaml", "signs": "clinical_signs.yaml", "normals": "clinical_normals.yaml",
+               "criticality": "clinical_criticality.yaml", "context": "clinical_context.yaml"}
+
+#: Keys a context may have, with their types (issue 41): age in years, sex "F"/"M", indication and history as text.
+CONTEXT_KEYS: dict[str, type] = {"age": int, "sex": str, "indication": str, "history": str}
+
+_MAX_SIGN_CREDIT = 0.45  # a sign must stay below the imprecise rung's floor (alpha = 0.5)
+_TIERS = {"immediate": 4.0, "urgent": 2.0, "follow_up": 1.0, "incidental": 0.5}
+
+
+@dataclass(frozen=True)
+class Sign:
+    """A radiographic sign: ``kind`` ``"sign"`` (only a pointer) or ``"finding"`` (a finding that is also a sign);
+    ``implies``: finding → credit."""
+
+    name: str
+    kind: str
+    patterns: tuple[str, ...]
+    implies: Mapping[str, float]
+    reason: str
+    source: str
+    example: str
+
+
+@dataclass(frozen=True)
+class Relation:
+    """``specific`` implies ``generic``; ``interchangeable`` relations hold both ways. ``credit`` scales the
+    imprecise rung of the report that names the generic (or the other interchangeable) finding."""
+
+    generic: str
+    specific: str
+    credit: float
+    interchangeable: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class NormalStatement:
+    """A normal statement: its regex and the findings it denies (``None``: every finding)."""
+
+    id: str
+    pattern: re.Pattern[str]
+    covers: frozenset[str] | None
+    example: str
+
+
+@dataclass(frozen=True)
+class Denial:
+    """One normal statement found in a report: what it denies, and on which sides (empty: both)."""
+
+    id: str
+    covers: frozenset[str] | None
+    sides: frozenset[str]
+    text: str
+
+    def denies(self, name: str, sides: frozenset[str]) -> bool:
+        """Whether the statement denies finding ``name`` stated on ``sides`` (empty: side not stated). A sided
+        statement ("the left lung is clear") denies only a finding stated on that side alone."""
+        if self.covers is not None and name not in self.covers:
+            return False
+        if not self.sides:
+            return True
+        return bool(sides) and sides <= self.sides
+
+
+@dataclass(frozen=True)
+class CriticalRule:
+    """``finding`` is critical ``when`` ``"always"``, ``("severity", level)`` or ``("morphology", term)``."""
+
+    finding: str
+    when: tuple[str, Any]
+    reason: str
+
+
+@dataclass(frozen=True)
+class ContextRule:
+    """A context rule (``clinical_context.yaml``)."""
+
+    id: str
+    text: re.Pattern[str] | None
+    text_not: re.Pattern[str] | None
+    age_min: int | None
+    age_max: int | None
+    sex: str | None
+    findings: frozenset[str]
+    max_level: int | None
+    effect: str
+    tier: float
+    reason: str
+
+    def matches(self, context: Mapping[str, Any]) -> bool:
+        """Whether every condition of the rule holds for ``context`` (an age bound needs an age)."""
+        age = context.get("age")
+        if self.age_min is not None and (age is None or age < self.age_min):
+            return False
+        if self.age_max is not None and (age is None or age > self.age_max):
+            return False
+        if self.sex is not None and context.get("sex") != self.sex:
+            return False
+        words = " ".join(str(context.get(k) or "") for k in ("indication", "history"))
+        if self.text is not None and not self.text.search(words):
+            return False
+        if self.text_not is not None and self.text_not.search(words):
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Every table, validated (:func:`load_tables`)."""
+
+    forms: Mapping[str, tuple[str, ...]]
+    new_findings: Mapping[str, str]
+    aliases: Mapping[str, str]
+    implicit_morphology: Mapping[str, tuple[tuple[re.Pattern[str], str], ...]]
+    concepts: Mapping[str, Mapping[str, Any]]
+    relations: tuple[Relation, ...]
+    signs: Mapping[str, Sign]
+    normals: tuple[NormalStatement, ...]
+    critical: tuple[CriticalRule, ...]
+    critical_tier: float
+    downgrade_level: int
+    downgrade_credit: float
+    context_rules: tuple[ContextRule, ...]
+    expected_factor: float
+
+    @property
+    def pure_signs(self) -> frozenset[str]:
+        """Names of the signs of kind ``"sign"`` (not findings of their own)."""
+        return frozenset(n for n, s in self.signs.items() if s.kind == "sign")
+
+    def names(self) -> frozenset[str]:
+        """Every canonical name of the clinical vocabulary (the lexicon's, new findings, signs)."""
+        return frozenset([*canonical_names(), *self.new_findings, *self.signs])
+
+
+def _read(name: str) -> dict[str, Any]:
+    import yaml
+
+    text = resources.files("radaudit.resources").joinpath(name).read_text(encoding="utf-8")
+    doc = yaml.safe_load(text)
+    if not isinstance(doc, dict) or doc.get("schema") != 1:
+        raise ParamsError(f"radaudit/resources/{name}: needs 'schema: 1' at the top.")
+    return doc
+
+
+def _err(file: str, where: str, msg: str) -> ParamsError:
+    return ParamsError(f"radaudit/resources/{file}, {where}: {msg}")
+
+
+def _compile(file: str, where: str, pattern: str) -> str:
+    try:
+        re.compile(pattern, re.IGNORECASE)
+    except re.error as e:
+        raise _err(file, where, f"pattern {pattern!r} is not a valid regex ({e}).") from None
+    return pattern
+
+
+@functools.lru_cache(maxsize=1)
+def load_tables() -> Tables:
+    """Read and validate the five tables (cached; module docstring)."""
+    known = set(canonical_names())
+    cf = TABLE_FILES["concepts"]
+    cdoc = _read(cf)
+    forms: dict[str, tuple[str, ...]] = {}
+    new: dict[str, str] = {}
+    aliases: dict[str, str] = {}
+    implicit: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {}
+    morph_terms = set(MORPHOLOGY.values())
+    for name, entry in (cdoc.get("concepts") or {}).items():
+        if entry.get("new"):
+            new[name] = _compile(cf, name, str(entry["pattern"]))
+        elif name not in known:
+            raise _err(cf, name, "is not a canonical finding of radaudit.atomic.lexicon; mark a new one 'new: true' with "
+                                 "a 'pattern'.")
+        fl = []
+        for f in entry.get("forms") or []:
+            for k in ("pattern", "kind", "source", "example"):
+                if not f.get(k):
+                    raise _err(cf, name, f"a form needs {k} (form {f!r}).")
+            fl.append(_compile(cf, name, str(f["pattern"])))
+        forms[name] = tuple(fl)
+        for alias in [name, *(entry.get("names") or [])]:
+            aliases[normalize_name(str(alias))] = name
+        pairs = []
+        for pat, term in (entry.get("implicit_morphology") or {}).items():
+            if term not in morph_terms:
+                raise _err(cf, name, f"implicit morphology {term!r} is not a term of lexicon.MORPHOLOGY.")
+            pairs.append((re.compile(_compile(cf, name, pat), re.IGNORECASE), term))
+        implicit[name] = tuple(pairs)
+    names = known | set(new)
+    relations = []
+    for r in cdoc.get("relations") or []:
+        if "interchangeable" in r:
+            a, b = r["interchangeable"]
+            relations.append(Relation(a, b, float(r["credit"]), True, str(r.get("reason", ""))))
+        else:
+            relations.append(Relation(r["generic"], r["specific"], float(r["credit"]), False, str(r.get("reason", ""))))
+    for r in relations:
+        for n in (r.generic, r.specific):
+            if n not in names:
+                raise _err(cf, "relations", f"{n!r} is not a finding of the vocabulary.")
+        if not 0 < r.credit <= 1:
+            raise _err(cf, "relations", f"credit {r.credit} of {r.generic}/{r.specific} must be in (0, 1].")
+
+    sf = TABLE_FILES["signs"]
+    sdoc = _read(sf)
+    default = float(sdoc.get("default_credit", 0.4))
+    signs: dict[str, Sign] = {}
+    for name, e in (sdoc.get("signs") or {}).items():
+        kind = e.get("kind")
+        if kind not in ("sign", "finding"):
+            raise _err(sf, name, f"kind must be 'sign' or 'finding', got {kind!r}.")
+        if kind == "finding" and name not in names:
+            raise _err(sf, name, "a sign of kind 'finding' must be a finding of the vocabulary.")
+        if kind == "sign" and name in names:
+            raise _err(sf, name, "a sign of kind 'sign' must not reuse a finding's name.")
+        pats = tuple(_compile(sf, name, str(p)) for p in e.get("patterns") or [])
+        if kind == "sign" and not pats:
+            raise _err(sf, name, "a sign needs patterns.")
+        imp = e.get("implies") or {}
+        implies = {str(k): default for k in imp} if isinstance(imp, list) else {str(k): float(v) for k, v in imp.items()}
+        for f, c in implies.items():
+            if f not in names:
+                raise _err(sf, name, f"implies {f!r}, which is not a finding of the vocabulary.")
+            if not 0 < c <= _MAX_SIGN_CREDIT:
+                raise _err(sf, name, f"credit {c} for {f!r} must be in (0, {_MAX_SIGN_CREDIT}] (below the imprecise "
+                                     "rung's floor).")
+        for k in ("reason", "source", "example"):
+            if not e.get(k):
+                raise _err(sf, name, f"needs {k}.")
+        signs[name] = Sign(name, kind, pats, implies, str(e["reason"]), str(e["source"]), str(e["example"]))
+        aliases.setdefault(normalize_name(name), name)
+    all_names = names | set(signs)
+
+    nf = TABLE_FILES["normals"]
+    ndoc = _read(nf)
+    groups = {g: frozenset(v) for g, v in (ndoc.get("groups") or {}).items()}
+    for g, members in groups.items():
+        bad = sorted(members - all_names)
+        if bad:
+            raise _err(nf, f"group {g}", f"{bad} are not findings of the vocabulary.")
+    normals = []
+    for s in ndoc.get("statements") or []:
+        covers: set[str] | None = set()
+        for c in s["covers"]:
+            if c == "all":
+                covers = None
+                break
+            if c in groups:
+                covers |= groups[c]
+            elif c in all_names:
+                covers.add(c)
+            else:
+                raise _err(nf, s["id"], f"covers {c!r}: not a group ({', '.join(groups)}), 'all' or a finding.")
+        pat = re.compile(rf"(?<![\w-])(?:{_compile(nf, s['id'], s['pattern'])})(?![\w])", re.IGNORECASE)
+        normals.append(NormalStatement(s["id"], pat, None if covers is None else frozenset(covers), str(s["example"])))
+
+    kf = TABLE_FILES["criticality"]
+    kdoc = _read(kf)
+    crit = []
+    for c in kdoc.get("critical") or []:
+        if c["finding"] not in all_names:
+            raise _err(kf, c["finding"], "is not a finding of the vocabulary.")
+        w = c["when"]
+        if w == "always":
+            when: tuple[str, Any] = ("always", None)
+        elif isinstance(w, dict) and "severity_at_least" in w:
+            when = ("severity", float(w["severity_at_least"]))
+        elif isinstance(w, dict) and "morphology" in w and w["morphology"] in morph_terms:
+            when = ("morphology", str(w["morphology"]))
+        else:
+            raise _err(kf, c["finding"], f"when {w!r}: use always, {{severity_at_least: 1-4}} or {{morphology: term}}.")
+        crit.append(CriticalRule(c["finding"], when, str(c.get("reason", ""))))
+    if kdoc.get("tier") not in _TIERS:
+        raise _err(kf, "tier", f"must be one of {', '.join(_TIERS)}.")
+
+    xf = TABLE_FILES["context"]
+    xdoc = _read(xf)
+    rules = []
+    for r in xdoc.get("rules") or []:
+        when = r.get("when") or {}
+        unknown = sorted(set(when) - {"text", "text_not", "age_min", "age_max", "sex"})
+        if unknown:
+            raise _err(xf, r["id"], f"unknown condition(s) {unknown}.")
+        bad = sorted(set(r["findings"]) - all_names - {"sternotomy wires", "clips"})
+        if bad:
+            raise _err(xf, r["id"], f"{bad} are not findings of the vocabulary.")
+        if r["effect"] not in ("expected", "urgent"):
+            raise _err(xf, r["id"], "effect must be 'expected' or 'urgent'.")
+        tier = r.get("tier", xdoc.get("urgent_tier", "immediate"))
+        if tier not in _TIERS:
+            raise _err(xf, r["id"], f"tier {tier!r} is not one of {', '.join(_TIERS)}.")
+        text = re.compile(_compile(xf, r["id"], when["text"]), re.IGNORECASE) if "text" in when else None
+        text_not = re.compile(_compile(xf, r["id"], when["text_not"]), re.IGNORECASE) if "text_not" in when else None
+        rules.append(ContextRule(str(r["id"]), text, text_not, when.get("age_min"), when.get("age_max"), when.get("sex"),
+                                 frozenset(r["findings"]), r.get("max_level"), r["effect"], _TIERS[tier],
+                                 str(r.get("reason", ""))))
+    return Tables(forms=forms, new_findings=new, aliases=aliases, implicit_morphology=implicit,
+                  concepts=cdoc.get("concepts") or {}, relations=tuple(relations), signs=signs, normals=tuple(normals),
+                  critical=tuple(crit), critical_tier=_TIERS[kdoc["tier"]], downgrade_level=int(kdoc["downgrade_level"]),
+                  downgrade_credit=float(kdoc["downgrade_credit"]), context_rules=tuple(rules),
+                  expected_factor=float(xdoc.get("expected_factor", 0.5)))
+
+
+@functools.lru_cache(maxsize=1)
+def clinical_vocabulary() -> dict[str, str]:
+    """The clinical rule decomposer's vocabulary, canonical name → regex alternation, in matching order: new
+    findings of the concept table, signs (kind ``"sign"``), then :data:`~radaudit.atomic.lexicon.FINDINGS` with the
+    concept table's forms appended (module docstring)."""
+    t = load_tables()
+    out: dict[str, str] = {}
+    for name, pat in t.new_findings.items():
+        out[name] = "|".join([pat, *t.forms.get(name, ())])
+    for name, s in t.signs.items():
+        if s.kind == "sign":
+            out[name] = "|".join(s.patterns)
+    for name, pat in FINDINGS.items():
+        out[name] = "|".join([pat, *t.forms.get(name, ())])
+    return out
+
+
+def find_denials(text: str) -> tuple[Denial, ...]:
+    """The normal statements of a report (``clinical_normals.yaml``), searched in its FINDINGS/IMPRESSION body
+    sentence by sentence; each with the sides its own words name ("the left lung is clear": left)."""
+    from radaudit.atomic.decompose import report_body  # lazy: decompose imports this module's users
+
+    out = []
+    for sent in sentences(report_body(text)):
+        for st in load_tables().normals:
+            for m in st.pattern.finditer(sent.text):
+                sides = frozenset(a.value for a in extract_laterality(m.group(0)))
+                sides = frozenset() if sides >= {"left", "right"} or "bilateral" in sides else sides
+                out.append(Denial(st.id, st.covers, sides & {"left", "right"}, m.group(0)))
+    return tuple(out)
+
+
+def check_context(context: Any, where: str = "context") -> dict[str, Any] | None:
+    """A validated copy of one context mapping (keys :data:`CONTEXT_KEYS`), ``None`` for ``None``. Errors name the
+    key and what is allowed. Empty strings and NaN values are dropped (a CSV cell left empty)."""
+    if context is None:
+        return None
+    if not isinstance(context, Mapping):
+        raise ParamsError(f"{where} must be a mapping with keys {', '.join(CONTEXT_KEYS)}, got {type(context).__name__}.")
+    unknown = sorted(set(map(str, context)) - set(CONTEXT_KEYS))
+    if unknown:
+        raise ParamsError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(CONTEXT_KEYS)}.")
+    out: dict[str, Any] = {}
+    for k, v in context.items():
+        if v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip()):
+            continue
+        if k == "age":
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or not 0 <= v <= 130:
+                raise ParamsError(f"{where}: age must be whole years in 0-130, got {v!r}.")
+            out[k] = int(v)
+        elif k == "sex":
+            if v not in ("F", "M"):
+                raise ParamsError(f"{where}: sex must be 'F' or 'M', got {v!r}.")
+            out[k] = v
+        else:
+            if not isinstance(v, str):
+                raise ParamsError(f"{where}: {k} must be text, got {type(v).__name__}.")
+            out[k] = v
+    return out
