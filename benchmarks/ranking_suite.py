@@ -74,6 +74,9 @@ SPLIT_NOTES = {
     "holdout2": ("written by a separate author on 2026-11-27 after those rules, from clinical knowledge only; "
                  "never read; first scored at 9f389b0 with the rules frozen (a rule written after that and scored "
                  "here again is scored on a suite whose results have been seen)"),
+    "holdout3": ("written on 2026-12-02 by a separate author who read neither the rules, the lexicon nor the concept "
+                 "tables (issue 41's six categories, 50 cases, per-candidate context); never read; first scored at "
+                 "51a9972 with the issue-41 rules frozen"),
 }
 log = logging.getLogger("ranking_suite")
 
