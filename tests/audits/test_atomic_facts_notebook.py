@@ -30,7 +30,17 @@ def test_smoke_run_writes_agreement_tables_and_figures(smoke_runs):
     assert set(by) == {"atomimed_tau_total_errors", "atomimed_tau_gain_bleu4",
                        "atomimed_tau_gain_chexpert_f1_micro_all14", "atomimed_preference_accuracy",
                        "atomimed_unparseable_replies"}  # the smoke preset's headline: BLEU-4 and the label F1
-    row = long[(long["metric"] == "atomimed") & (long["target"] == "total_errors") & (long["rater"].astype(str) == "mean")
-               & (long["coefficient"] == "kendall")].iloc[0]
-    assert by["atomimed_tau_total_errors"].value == row["estimate"]
+    # RadPref with the rule backend is in sample: the verdicts rest on the test half (2 of the smoke's 8 cases),
+    # read back from the run's own unseen-half table; the all-cases value stays in the note
+    unseen = pd.read_csv(r.run_dir / "tables" / "table2_unseen_long.csv")
+
+    def row(table, metric):
+        return table[(table["metric"] == metric) & (table["target"] == "total_errors")
+                     & (table["rater"].astype(str) == "mean") & (table["coefficient"] == "kendall")].iloc[0]
+
+    assert row(unseen, "atomimed")["n_cases"] == 2 and row(long, "atomimed")["n_cases"] == 8
+    tau = by["atomimed_tau_total_errors"]
+    assert tau.value == row(unseen, "atomimed")["estimate"] and tau.bar.to_dict() == {"op": ">", "value": 0}
+    assert "test half of RadPref" in tau.note and "all 8 cases (in sample)" in tau.note
+    assert by["atomimed_tau_gain_bleu4"].value == row(unseen, "bleu4")["diff_vs_reference"]
     assert by["atomimed_unparseable_replies"].verdict == "n/a" and by["atomimed_unparseable_replies"].value == 0

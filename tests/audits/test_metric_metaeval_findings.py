@@ -57,8 +57,22 @@ def test_findings_verdicts_follow_the_stated_rule():
     f = {x.id: x for x in mm.headline_findings(trimmed, whole)}
     assert list(f) == ["whole_report_auroc_median", "trimmed_pair_auroc_median"]  # the ablation leads
     assert f["whole_report_auroc_median"].verdict == "shown" and f["whole_report_auroc_median"].ci == (0.45, 0.55)
+    # the bar is the paper's claim, "cannot tell harmful from harmless": the median AUROC below 0.6
+    assert f["whole_report_auroc_median"].bar.to_dict() == {"op": "<", "value": 0.6} and {
+        "op": "<", "value": 0.6} == f["trimmed_pair_auroc_median"].bar.to_dict()
+    assert f["whole_report_auroc_median"].controls == ()  # no oracle given: rests on nothing
     separating = {**whole, "median": 0.7, "low": 0.62, "high": 0.78}
     assert mm.headline_findings(trimmed, separating)[0].verdict == "not shown"
+    # the estimate is below 0.6 but the CI reaches it: partly, and the note says why
+    crossing = mm.headline_findings(trimmed, {**whole, "median": 0.55, "low": 0.48, "high": 0.63})[0]
+    assert crossing.verdict == "partly" and "crosses the bar" in crossing.note
+    # with the oracle, both medians rest on it and it is reported after them
+    oracle = {"median": 0.9, "low": 0.85, "high": 0.94, "n_metrics": 1, "n_pairs": 800, "method": "bca", "target": 0.9,
+              "n_from_rules": 800, "n_from_labels": 0}
+    g = mm.headline_findings(trimmed, whole, oracle=oracle)
+    assert [x.id for x in g] == ["whole_report_auroc_median", "trimmed_pair_auroc_median", "oracle_auroc_control"]
+    assert g[0].controls == g[1].controls == ("oracle_auroc_control",)
+    assert g[2].verdict == "shown" and g[2].bar.to_dict() == {"op": ">", "value": 0.6} and g[2].controls == ()
     off = mm.headline_findings(trimmed, None)[0]
     assert off.value is None and off.verdict == "n/a" and "ablation off" in off.note
     assert not math.isnan(f["trimmed_pair_auroc_median"].value)

@@ -29,19 +29,29 @@ def test_smoke_notebook_writes_every_table_and_figure(shared_data, tmp_path):
     for f in ("fig2_discriminative_vs_robustness", "auroc_heatmap", "auroc_context_ablation", "fig4_monotonicity"):
         assert (d / "figures" / f"{f}.png").exists(), f
     t4 = pd.read_csv(d / "tables" / "table4_discriminative.csv")
-    assert set(t4["Metric"]) == {"ROUGE-L", "BLEU-4"} and "Overall" in t4.columns
+    # the label F1 shares the pairs' verifier: marked † in Tables 4/5, the AUROC tables, with the caption's footnote
+    assert set(t4["Metric"]) == {"ROUGE-L", "BLEU-4", "CheXpert-label F1 (micro, 14) †"} and "Overall" in t4.columns
+    assert "† verified by the same labeler" in (d / "tables" / "table5_robustness.md").read_text(encoding="utf-8")
+    overall = pd.read_csv(d / "tables" / "auroc_overall.csv", keep_default_na=False).set_index("label")
+    assert overall.at["CheXpert-label F1 (micro, 14) †", "shares_verifier"] == "verified by the same labeler"
+    assert overall.at["BLEU-4", "shares_verifier"] == ""
     assert (d / "pairs_dataset" / "pairs.parquet").exists() and (d / "pairs_dataset" / "provenance.json").exists()
     scores = pd.read_parquet(d / "scores_per_pair.parquet")
-    assert len(scores) == 2 * (40 + 10)  # 40 Table 2 cells x 1 pair + 2 reports x 5 groups, two metrics
+    assert len(scores) == 3 * (40 + 10)  # 40 Table 2 cells x 1 pair + 2 reports x 5 groups, three metrics
     assert m["recorded"]["pair_datasets"]["pairs_dataset"]["n_pairs"] == 40
     # findings.json: the context ablation's two medians, each the median of the per-metric table's AUROCs
     from radaudit.findings import read_findings
 
     f = {x.id: x for x in read_findings(d)["findings"]}
-    assert list(f)[:2] == ["whole_report_auroc_median", "trimmed_pair_auroc_median"]
-    comp = pd.read_csv(d / "tables" / "auroc_context_ablation.csv")
-    assert f["trimmed_pair_auroc_median"].value == pytest.approx(comp["auroc_paper"].median())
-    assert f["whole_report_auroc_median"].value == pytest.approx(comp["auroc_full"].median())
+    assert list(f)[:3] == ["whole_report_auroc_median", "trimmed_pair_auroc_median", "oracle_auroc_control"]
+    comp = pd.read_csv(d / "tables" / "auroc_context_ablation.csv", keep_default_na=False)
+    kept = comp[comp["shares_verifier"] == ""]  # the medians leave out the metric that shares the verifier
+    assert len(kept) == 2 and len(comp) == 3
+    assert f["trimmed_pair_auroc_median"].value == pytest.approx(kept["auroc_paper"].median())
+    assert f["whole_report_auroc_median"].value == pytest.approx(kept["auroc_full"].median())
+    assert "chexpert_f1_micro_all14 (verified by the same labeler)" in f["whole_report_auroc_median"].note
+    assert f["whole_report_auroc_median"].controls == ("oracle_auroc_control",)
+    assert f["oracle_auroc_control"].bar.to_dict() == {"op": ">", "value": 0.6}
     assert all(x.ci is None or x.ci[0] <= x.value <= x.ci[1] for x in f.values())
     # every pair is in the review sheet with blank reviewer columns; the filled sheet was read back
     sheet = pd.read_csv(d / "tables" / "review_sheet.csv", keep_default_na=False)
@@ -66,8 +76,13 @@ def test_demo_run_findings_and_readme(shared_data, tmp_path):
     assert f["min_rules_per_cell"].value >= 3
     for fid in ("whole_report_auroc_median", "trimmed_pair_auroc_median"):
         assert f[fid].ci[0] <= f[fid].value <= f[fid].ci[1]
-    comp = pd.read_csv(r.run_dir / "tables" / "auroc_context_ablation.csv")
-    assert f["whole_report_auroc_median"].value == pytest.approx(comp["auroc_full"].median())
+    comp = pd.read_csv(r.run_dir / "tables" / "auroc_context_ablation.csv", keep_default_na=False)
+    kept = comp[comp["shares_verifier"] == ""]  # the label F1s and AtomiMed share the pairs' verifier
+    assert set(comp["metric"]) - set(kept["metric"]) == {
+        "chexpert_f1_micro_top5", "chexpert_f1_micro_all14", "chexpert_f1_macro_top5", "chexpert_f1_macro_all14",
+        "atomimed", "atomimed_clinical"}
+    assert f["whole_report_auroc_median"].value == pytest.approx(kept["auroc_full"].median())
+    assert f["oracle_auroc_control"].verdict == "shown"  # enough pairs to see a metric that separates
     body = readme_findings((project_root() / "README.md").read_text(encoding="utf-8"), "metric_metaeval")
     run_name = body.split("run (", 1)[1].split(")", 1)[0]
     assert body == readme_block(doc, run_name), "README numbers are stale: radaudit findings metric_metaeval --readme"

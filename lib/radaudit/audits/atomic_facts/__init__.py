@@ -98,7 +98,7 @@ from radaudit.audits.atomic_facts.data import (
     split_cases,
     split_study,
 )
-from radaudit.audits.atomic_facts.findings import headline_findings
+from radaudit.audits.atomic_facts.findings import headline_findings, in_sample_reason, unseen_agreement
 from radaudit.audits.atomic_facts.params import (
     Params,
 )
@@ -130,6 +130,7 @@ from radaudit.audits.atomic_facts.tables import (
 )
 
 __all__ = [
+    "in_sample_reason", "unseen_agreement",
     "agreement_by_split", "CI_METHODS", "select_cases", "split_cases", "split_study", "SPLIT_PARTS", "SPLIT_SEED",
     "agreement_coefficients", "ANATOMICAL_SYSTEMS", "atomimed_options", "CANDIDATE_COLUMNS",
     "correlation_table", "distinct_metrics", "FAILURE_COLUMNS", "failure_line", "failures_table", "fig_correlation",

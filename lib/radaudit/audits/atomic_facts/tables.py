@@ -240,14 +240,32 @@ def correlation_row(corr: pd.DataFrame, metric: str, target: str, coef: str = "k
 
 def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str], *,
                   skipped: Mapping[str, str] | None = None, backend: str = "rule", study: str = "radpref",
-                  atomimed: pd.DataFrame | None = None, calls: pd.DataFrame | None = None) -> list[str]:
+                  atomimed: pd.DataFrame | None = None, calls: pd.DataFrame | None = None,
+                  in_sample: str | None = None, unseen_corr: pd.DataFrame | None = None) -> list[str]:
     """Findings in plain words, computed from the tables: AtomiMed's τ against each radiologist
     judgement beside the headline baselines and the best metric, whether the paired differences are
     distinguishable from 0 (BH-adjusted), the pairwise-preference accuracy, and the human ceiling.
     With ``atomimed`` (:attr:`MetricScores.atomimed`) and a backend that called a model, a last
     line counts the failed and repaired model outputs and the candidates left unscored
-    (:func:`failure_line`)."""
+    (:func:`failure_line`). ``in_sample`` (the reason the all-cases numbers are in sample,
+    :func:`~radaudit.audits.atomic_facts.findings.in_sample_reason`) opens the lines with a warning, and
+    ``unseen_corr`` (the test half's Table 2 long table) adds AtomiMed's τ and gains there, on total errors."""
     lines = []
+    if in_sample:
+        lines.append(f"**Read the all-cases numbers below as in sample** ({in_sample}); the findings rest on the "
+                     "test half of the cases" + (" (next line)." if unseen_corr is not None else
+                                                 ", which this run could not compute."))
+        a = correlation_row(unseen_corr, "atomimed", "total_errors") if unseen_corr is not None else None
+        if a is not None:
+            gains = []
+            for m in headline:
+                b = correlation_row(unseen_corr, m, "total_errors")
+                if b is not None and math.isfinite(b.diff_vs_reference):
+                    gain = format_ci(b.diff_vs_reference, b.diff_low, b.diff_high, 2)
+                    gains.append(f"{metric_label(m, METRIC_LABELS)} {gain} (BH p = {format_number(b.diff_p_bh, 3)})")
+            lines.append(f"**Test half** ({int(a.n_cases)} cases): AtomiMed τ with total errors = "
+                         f"{format_ci(a.estimate, a.low, a.high, 2)}" + ("; its gain over " + "; ".join(gains)
+                                                                        if gains else "") + ".")
     targets = [t for t in TARGETS if t in set(corr["target"])]
     name = "the rule-based backend" if backend == "rule" else "the LLM backend"
     for t in targets:

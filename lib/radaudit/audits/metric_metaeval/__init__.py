@@ -55,7 +55,9 @@ Where things are (one line per module)
 - ``scores.py``: scoring the pairs; DS/RS, AUROC of harmful vs harmless rewrites, monotonicity.
 - ``agreement.py``: inter-radiologist agreement on error counts (Table 1; RadPref, ReXVal).
 - ``tables.py``: the DS/RS tables, whole-report vs trimmed AUROC, the run summary.
-- ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (the context ablation first).
+- ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (the context ablation first; bars, control).
+- ``verifier.py``: which metrics share the pairs' verifier (marked † in the tables, left out of the medians).
+- ``controls.py``: the planted oracle, the control the AUROC findings rest on.
 - ``plots.py``: the figures.
 - ``rehearsal.py``: :func:`rehearse`, the paper preset on CPU (tiny twins, invented fixtures; ``--rehearse``).
 """
@@ -74,13 +76,22 @@ from radaudit.audits.metric_metaeval.agreement import (
     rexval_agreement,
     rexval_error_counts,
 )
+from radaudit.audits.metric_metaeval.controls import ORACLE, ORACLE_AUROC, oracle_auroc, oracle_noise_sd, oracle_scores
 from radaudit.audits.metric_metaeval.data import (
     MetaevalData,
     build_datasets,
     examples_table,
     make_engine,
 )
-from radaudit.audits.metric_metaeval.findings import fill_finding, headline_findings, rules_finding
+from radaudit.audits.metric_metaeval.findings import (
+    ORACLE_CONTROL_ID,
+    SEPARATION_MIN,
+    fill_finding,
+    headline_findings,
+    oracle_finding,
+    rules_finding,
+    run_findings,
+)
 from radaudit.audits.metric_metaeval.params import (
     Params,
 )
@@ -127,6 +138,18 @@ from radaudit.audits.metric_metaeval.tables import (
     score_table,
     summary_lines,
 )
+from radaudit.audits.metric_metaeval.verifier import (
+    SAME_LABELER,
+    SAME_TOOLKIT,
+    VERIFIER_MARK,
+    VERIFIER_SHARED,
+    mark_labels,
+    shares_verifier,
+    verifier_column,
+    verifier_footnote,
+    verifier_marks,
+    without_shared,
+)
 
 __all__ = [
     "agreement_table", "AGREEMENT_TYPES", "ASPECT_SHORT", "auroc", "auroc_table", "build_datasets",
@@ -139,4 +162,7 @@ __all__ = [
     "RADPREF_SIGNIFICANT", "RADPREF_TYPES", "resolve_metrics", "rexval_agreement", "REXVAL_CANDIDATE_LABELS",
     "rexval_error_counts", "SCORE_COLUMNS", "score_pairs", "score_table", "SIG_COLOR", "summary_lines", "TABLE_ASPECT_ORDER",
     "table_columns", "undefined_table", "violated_transitions",
+    "mark_labels", "ORACLE", "ORACLE_AUROC", "ORACLE_CONTROL_ID", "oracle_auroc", "oracle_finding", "oracle_noise_sd",
+    "oracle_scores", "run_findings", "SAME_LABELER", "SAME_TOOLKIT", "SEPARATION_MIN", "shares_verifier", "VERIFIER_MARK",
+    "VERIFIER_SHARED", "verifier_column", "verifier_footnote", "verifier_marks", "without_shared",
 ]

@@ -3,27 +3,35 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Literal
 
 import pandas as pd
 
-from radaudit.audits.metric_metaeval.scores import table_columns
+from radaudit.audits.metric_metaeval.scores import metric_label, table_columns
+from radaudit.audits.metric_metaeval.verifier import mark_labels, verifier_column
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.tables import format_ci, format_number
 
 log = logging.getLogger(__name__)
 
 
-def score_table(long: pd.DataFrame, score: Literal["DS", "RS"], digits: int = 2) -> pd.DataFrame:
+def score_table(long: pd.DataFrame, score: Literal["DS", "RS"], digits: int = 2,
+                marks: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Table 4 (``"DS"``) or Table 5 (``"RS"``) layout: one row per metric, the 20 aspect/error-type
     columns in the paper's order, ``Overall`` and its CI. Cells are numbers (x 100); the CI is text in a
     column named for its method (``CI (paper: mean ± 1.96·SD/√k over the k column means)`` or
-    ``CI (percentile bootstrap over pairs)``, from ``long``'s ``ci_method``), so the table says which."""
+    ``CI (percentile bootstrap over pairs)``, from ``long``'s ``ci_method``), so the table says which.
+    ``marks`` (:func:`~radaudit.audits.metric_metaeval.verifier.verifier_marks`): those metrics' names get
+    :data:`~radaudit.audits.metric_metaeval.verifier.VERIFIER_MARK` (the caption carries
+    :func:`~radaudit.audits.metric_metaeval.verifier.verifier_footnote`)."""
     if score not in ("DS", "RS"):
         raise ParamsError(f"score must be 'DS' or 'RS', got {score!r}")
     part = long[long["score"] == score]
     if part.empty:
         raise DataFormatError(f"no {score} rows in the long table")
+    if marks:
+        part = part.assign(label=mark_labels(part["label"], part["metric"], marks))
     wide = part.pivot_table(index="label", columns="column", values="estimate", aggfunc="first", sort=False)
     cols = [c for c in table_columns() if c in wide.columns]
     wide = wide[cols].round(digits)
@@ -36,15 +44,17 @@ def score_table(long: pd.DataFrame, score: Literal["DS", "RS"], digits: int = 2)
     return wide.reset_index()
 
 
-def context_comparison(auroc_paper: pd.DataFrame, auroc_full: pd.DataFrame) -> pd.DataFrame:
+def context_comparison(auroc_paper: pd.DataFrame, auroc_full: pd.DataFrame,
+                       marks: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Overall AUROC per metric with the paper's reduced context for insignificant pairs vs the same
-    rewrites kept whole (``context="full"``): how much of the separation is the context design."""
+    rewrites kept whole (``context="full"``): how much of the separation is the context design. A last
+    column ``shares_verifier`` gives, for a metric in ``marks``, why it is left out of the median findings."""
     cols = ["label", "auroc", "low", "high", "p_adj"]
     a = auroc_paper[auroc_paper["aspect"] == "Overall"][["metric", *cols]]
     b = auroc_full[auroc_full["aspect"] == "Overall"][["metric", *cols]]
     out = a.merge(b.drop(columns="label"), on="metric", suffixes=("_paper", "_full"))
     out["change"] = out["auroc_full"] - out["auroc_paper"]
-    return out
+    return verifier_column(out, marks or {})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -63,11 +73,20 @@ def fill_line(fill: pd.DataFrame) -> str:
 
 def summary_lines(long: pd.DataFrame | None, auroc_tab: pd.DataFrame | None, mono: pd.DataFrame | None = None,
                   agreement: pd.DataFrame | None = None, *, fdr_alpha: float = 0.05,
-                  fill: pd.DataFrame | None = None) -> list[str]:
+                  fill: pd.DataFrame | None = None, marks: Mapping[str, str] | None = None) -> list[str]:
     """Plain-language findings computed from the run's tables (the notebook prints them). ``long`` and
     ``auroc_tab`` are ``None`` when no discrimination/robustness pair was left; ``fill`` (the pair dataset's
-    fill table) adds a first line on pairs filled and rewrites rejected."""
+    fill table) adds a first line on pairs filled and rewrites rejected; ``marks`` (the metrics that share the
+    pairs' verifier, :func:`~radaudit.audits.metric_metaeval.verifier.verifier_marks`) adds a line naming them."""
     lines = [fill_line(fill)] if fill is not None else []
+    if marks:
+        by: dict[str, list[str]] = {}
+        for m, why in marks.items():
+            by.setdefault(why, []).append(metric_label(m))
+        lines.append("**Scored partly by construction.** " + "; ".join(f"{', '.join(ms)}: {why}" for why, ms in by.items())
+                     + ". The rewrites were verified with the labeler or text toolkit these metrics score with, so their "
+                     "scores on these pairs partly repeat the verifier's verdict (marked † in the tables); the median-AUROC "
+                     "findings leave them out.")
     empty = pd.DataFrame(columns=["column", "label", "score", "estimate", "aspect", "auroc"])
     long = empty if long is None else long
     auroc_tab = empty if auroc_tab is None else auroc_tab
