@@ -105,11 +105,39 @@ def list_cmd() -> None:
     from radaudit.experiments import EXPERIMENTS
     from radaudit.paths import params_dir
 
+    measured = _demo_minutes()
     for exp in EXPERIMENTS.values():
         click.echo(click.style(exp.name, bold=True) + f"  ({exp.notebook})")
         click.echo(f"    {exp.description}")
         for preset, desc in list_presets(params_dir(), exp.name).items():
             click.echo(f"    --preset {preset:<8} {desc}")
+            if preset == "demo" and exp.name in measured:
+                click.echo(f"    {'':<17} measured: {measured[exp.name]}")
+
+
+def _demo_minutes() -> dict[str, str]:
+    """Per experiment, what its demo took on a fresh clone and with its models cached, from the benchmark results
+    (``benchmarks/results/demo_fresh.json``, ``demo_cached.json``), with the machine and date: never a typed time."""
+    import json
+
+    from radaudit.paths import project_root
+
+    out: dict[str, dict[str, float]] = {}
+    where = {}
+    for kind in ("fresh", "cached"):
+        try:
+            doc = json.loads((project_root() / "benchmarks" / "results" / f"demo_{kind}.json").read_text())
+        except (OSError, ValueError, RadauditError):
+            continue
+        for name, seconds in (doc.get("per_experiment") or {}).items():
+            out.setdefault(name, {})[kind] = float(seconds) / 60
+        where[kind] = f"{doc.get('machine', '?')}, {str(doc.get('date', '?'))[:10]}"
+    text = {}
+    for name, t in out.items():
+        parts = [f"{t[k]:.1f} min {label}" for k, label in (("fresh", "on a fresh clone (models trained)"),
+                                                             ("cached", "with its models cached")) if k in t]
+        text[name] = "; ".join(parts) + f" ({where.get('fresh') or where.get('cached')})"
+    return text
 
 
 @main.command("params")
