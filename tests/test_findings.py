@@ -192,6 +192,9 @@ def test_settle_lowers_findings_whose_control_failed_was_descriptive_or_missing(
     assert out["text_shift_nfr"].verdict == "not shown" and "swap_changed (not shown)" in out["text_shift_nfr"].note
     assert out["image_auc"].verdict == "not shown" and "no_input_auroc (n/a)" in out["image_auc"].note
     assert "never_written (not reported)" in out["other"].note
+    weak = Finding("weak", "Weak", 0.3, "partly", ci=(0.1, 0.5), controls=("swap_changed",), note="CIs overlap")
+    lowered = {f.id: f for f in settle([weak, neg])}["weak"]
+    assert lowered.verdict == "not shown" and "swap_changed (not shown)" in lowered.note  # partial evidence needs it too
     good = Finding("swap_changed", "swap", 0.05, "shown", ci=(0.02, 0.08), bar=("<=", 0.1))
     assert {f.id: f.verdict for f in settle([a, good])} == {"text_shift_nfr": "shown", "swap_changed": "shown"}
     with pytest.raises(FindingsError, match="its own control"):

@@ -28,8 +28,9 @@ def test_modality_shift_paper_rehearsal_runs_every_named_vlm_class(tmp_path):
         "deepseek-community/Janus-Pro-7B": "JanusForConditionalGeneration",
         "microsoft/llava-med-v1.5-mistral-7b": "LlavaForConditionalGeneration (as converted; see radaudit preflight)"}
     res_long = pd.read_parquet(res.run_dir / "tables" / "results_long.parquet")
-    # every model x every evaluated fixture study (8 test studies) x the paper's six conditions, batched
-    assert res_long.groupby("model").size().to_dict() == {name: 8 * 6 for name in res_long["model"].unique()}
+    # every model x every evaluated fixture study (8 test studies) x the paper's six conditions and the two
+    # same-label swaps (the negative controls), batched
+    assert res_long.groupby("model").size().to_dict() == {name: 8 * 8 for name in res_long["model"].unique()}
     assert res_long["model"].nunique() == 6 and res_long["p_yes"].between(0, 1).all()
     # the rest of the paper's params are the paper's: dtype, batch size, conditions
     specs = {s["name"]: s for s in m["params"]["models"]}

@@ -25,8 +25,9 @@ run's document; every experiment uses them, and ``docs/verdicts.md`` states them
    made ``n/a`` ("descriptive"); it cannot serve as a control either.
 3. *A finding is shown only when every control it rests on passed.* ``controls`` lists the ids of
    the control findings (each a finding of the same run whose ``shown`` means "the control passed");
-   a control that failed, is ``n/a`` or was not reported makes a ``shown`` that rests on it
-   ``not shown``, and the note names the control. Each control has a test in which it fails.
+   a control that failed, is ``n/a`` or was not reported makes a ``shown`` or ``partly`` that rests on
+   it ``not shown`` (without its controls a number is not evidence, not even partial), and the note
+   names the control. Each control has a test in which it fails.
 4. *A verdict on a trained stand-in holds over seeds.* With ``stability`` (the verdicts of the
    stability benchmark's training seeds for the same recipe), a ``shown`` that is not shown on every
    seed becomes ``partly``, and the note says on how many (``partly (k/n seeds)``).
@@ -272,7 +273,7 @@ def settle(findings: Sequence[Finding]) -> list[Finding]:
     by_id = {f.id: f for f in out}
     settled = []
     for f in out:
-        if f.verdict == "shown" and f.controls:
+        if f.verdict in ("shown", "partly") and f.controls:
             failed = [c for c in f.controls if c not in by_id or by_id[c].verdict != "shown"]
             if failed:
                 said = ", ".join(f"{c} ({by_id[c].verdict})" if c in by_id else f"{c} (not reported)" for c in failed)

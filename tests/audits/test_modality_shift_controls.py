@@ -1,5 +1,5 @@
-"""modality_shift controls (issue 21): AUROC of P(yes), changed answers, the no-input condition, the
-verdict rules and the findings — each against hand-computed values."""
+"""modality_shift controls (issues 21, 40): AUROC of P(yes), changed answers, the no-input condition (descriptive),
+the same-label swaps, the verdict rules and the findings — each against hand-computed values."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 
 from radaudit.audits.modality_shift.conditions import CONDITIONS, build_items, format_prompt, get_template
-from radaudit.audits.modality_shift.findings import control_verdict, headline_findings
+from radaudit.audits.modality_shift.findings import headline_findings, same_label_bar
 from radaudit.audits.modality_shift.tables import answer_change_rate, auroc, auroc_table, changed_table, nfr_table
 from radaudit.errors import ParamsError
+from radaudit.findings import settle
 from radaudit.stats import wilson_ci
 
 COVID = get_template("covid_cxr")
@@ -124,55 +125,96 @@ def test_no_input_question_falls_back_to_the_image_only_question():
 
 # --- verdict rules and findings ---------------------------------------------------------------------
 
-@pytest.mark.parametrize(("kind", "value", "verdict"), [
-    ("positive", 0.75, "shown"), ("positive", 0.7499, "not shown"), ("negative", 0.45, "shown"),
-    ("negative", 0.55, "shown"), ("negative", 0.56, "not shown"), ("negative", 0.44, "not shown"),
-    ("changed", 0.10, "not shown"), ("changed", 0.11, "shown"), ("positive", None, "n/a"),
-    ("changed", float("nan"), "n/a")])
-def test_control_verdicts(kind, value, verdict):
-    assert control_verdict(kind, value) == verdict
+def test_same_label_bar_is_half_the_opposite_swaps_lower_bound():
+    assert same_label_bar({"estimate": 0.6, "low": 0.5, "high": 0.7}) == pytest.approx(0.25)
+    assert same_label_bar({"estimate": 0.3, "low": float("nan"), "high": float("nan")}) == pytest.approx(0.15)
+    assert same_label_bar({"estimate": 0.0, "low": 0.0, "high": 0.03}) == 0.0
 
 
-def _tables(only_image=0.8, no_input=0.5, changed=0.2, text_nfr=(0.4, 0.3, 0.5), image_nfr=(0.05, 0.0, 0.1)):
+def _tables(only_image=0.8, no_input=0.5, changed=0.2, text_nfr=(0.4, 0.3, 0.5), image_nfr=(0.05, 0.0, 0.1),
+            same_image=(0.02, 0.0, 0.06), text_changed=(0.5, 0.4, 0.6), same_text=(0.05, 0.02, 0.11)):
     auroc_t = pd.DataFrame([{"model": "m", "condition": "only_image", "estimate": only_image, "low": only_image - 0.1,
                              "high": min(1.0, only_image + 0.1), "n": 100, "n_positive": 70},
                             {"model": "m", "condition": "no_input", "estimate": no_input, "low": np.nan,
                              "high": np.nan, "n": 100, "n_positive": 70}])
-    changed_t = pd.DataFrame([{"model": "m", "condition": "image_shift", "estimate": changed, "low": changed - 0.05,
-                               "high": changed + 0.05, "n_changed": int(changed * 100), "n": 100}])
+    changed_t = pd.DataFrame([{"model": "m", "condition": c, "estimate": e, "low": lo, "high": hi,
+                               "n_changed": round(e * 100), "n": 100}
+                              for c, (e, lo, hi) in (("image_shift", (changed, changed - 0.05, changed + 0.05)),
+                                                     ("same_label_image_shift", same_image),
+                                                     ("text_shift", text_changed), ("same_label_text_shift", same_text))])
     nfr_t = pd.DataFrame([{"model": "m", "condition": c, "measure": "nfr", "estimate": e, "low": lo, "high": hi,
                            "n": 100, "n_flipped": int(e * 100), "n_base_correct": 80}
                           for c, (e, lo, hi) in (("text_shift", text_nfr), ("image_shift", image_nfr))])
     return auroc_t, changed_t, nfr_t
 
 
+PIXELS = {"estimate": 0.68, "low": 0.58, "high": 0.78, "description": "pixels"}
+WORDS_LIKE_PIXELS = {"estimate": 0.7, "low": 0.6, "high": 0.8, "description": "words"}
+WORDS_FAR_ABOVE = {"estimate": 0.92, "low": 0.86, "high": 0.97, "description": "words"}
+
+
 def test_headline_findings_ids_and_verdicts():
-    probe = {"estimate": 0.68, "low": 0.58, "high": 0.78, "description": "pixels"}
-    found = {f.id: f for f in headline_findings(*_tables(), model="m", probe=probe)}
-    assert list(found) == ["only_image_auroc", "image_shift_changed", "image_probe_auroc", "no_input_auroc",
-                           "text_shift_nfr", "image_shift_nfr"]  # no marked conditions: no natural_* findings
-    assert found["only_image_auroc"].verdict == "shown" and found["only_image_auroc"].ci == pytest.approx((0.7, 0.9))
+    found = {f.id: f for f in settle(headline_findings(*_tables(), model="m", probe=PIXELS,
+                                                       text_probe=WORDS_LIKE_PIXELS))}
+    assert list(found) == ["only_image_auroc", "image_shift_changed", "same_label_image_swap_changed",
+                           "same_label_text_swap_changed", "image_probe_auroc", "text_probe_auroc",
+                           "notes_naming_diagnosis_share", "majority_accuracy", "no_input_auroc", "text_shift_nfr",
+                           "image_shift_nfr"]  # no marked conditions: no natural_* findings
+    assert found["only_image_auroc"].verdict == "partly"  # 0.8 but its CI [0.7, 0.9] crosses 0.75
+    assert found["only_image_auroc"].bar.to_dict() == {"op": ">=", "value": 0.75}
     assert "0.680 [0.580, 0.780]" in found["only_image_auroc"].note
-    assert found["image_probe_auroc"].verdict == "not shown"
-    assert found["no_input_auroc"].verdict == "shown" and found["no_input_auroc"].ci is None
+    assert found["image_probe_auroc"].verdict == "not shown" and found["image_probe_auroc"].bar is not None
+    # no_input: one constant prompt, AUROC 0.5 by construction -> descriptive, never a control
+    assert found["no_input_auroc"].verdict == "n/a" and "by construction" in found["no_input_auroc"].note
+    assert found["no_input_auroc"].bar is None and all("no_input_auroc" not in f.controls for f in found.values())
     assert found["image_shift_changed"].value == 0.2 and found["image_shift_changed"].verdict == "shown"
-    assert found["text_shift_nfr"].verdict == "shown"  # CI [0.3, 0.5] above the image shift's [0, 0.1]
+    # same-label image swap: 2 of 100, CI [0, 0.06] <= 0.5 x 0.15; same-label text swap: CI [0.02, 0.11] <= 0.5 x 0.4
+    assert found["same_label_image_swap_changed"].bar.to_dict() == {"op": "<=", "value": pytest.approx(0.075)}
+    assert found["same_label_image_swap_changed"].verdict == "shown"
+    assert found["same_label_text_swap_changed"].bar.to_dict() == {"op": "<=", "value": pytest.approx(0.2)}
+    assert found["same_label_text_swap_changed"].verdict == "shown"
+    # text NFR CI [0.3, 0.5] above the image shift's [0, 0.1], probes alike; rests on the controls, which here
+    # include only_image_auroc (partly): settle lowers it
+    t = found["text_shift_nfr"]
+    assert t.controls == ("only_image_auroc", "image_shift_changed", "same_label_image_swap_changed",
+                          "same_label_text_swap_changed")
+    assert t.bar.to_dict() == {"op": ">", "value": 0.1}
+    assert t.verdict == "not shown" and "only_image_auroc (partly)" in t.note
     assert found["image_shift_nfr"].verdict == "n/a"
+    found = {f.id: f for f in settle(headline_findings(*_tables(only_image=0.9), model="m", probe=PIXELS,
+                                                       text_probe=WORDS_LIKE_PIXELS))}
+    assert found["only_image_auroc"].verdict == "shown" and found["text_shift_nfr"].verdict == "shown"
+
+
+def test_text_reliance_is_rational_when_the_text_carries_the_label_far_better():
+    found = {f.id: f for f in settle(headline_findings(*_tables(only_image=0.9), model="m", probe=PIXELS,
+                                                       text_probe=WORDS_FAR_ABOVE))}
+    t = found["text_shift_nfr"]
+    assert t.verdict == "partly" and "rational weighting" in t.note and "0.920 [0.860, 0.970]" in t.note
+    assert found["text_probe_auroc"].verdict == "shown" and "pixel probe: 0.680" in found["text_probe_auroc"].note
+    # without the probes the rule cannot be checked: not the paper's claim either
+    t = {f.id: f for f in headline_findings(*_tables(only_image=0.9), model="m")}["text_shift_nfr"]
+    assert t.verdict == "partly" and "probes were not run" in t.note
 
 
 def test_headline_findings_failures_say_why():
-    found = {f.id: f for f in headline_findings(*_tables(only_image=0.6, no_input=0.7, changed=0.05,
-                                                         text_nfr=(0.1, 0.0, 0.2), image_nfr=(0.05, 0.0, 0.1)),
-                                                model="m", probe={"estimate": 0.6, "low": 0.5, "high": 0.7,
-                                                                  "description": "pixels"})}
-    assert found["only_image_auroc"].verdict == "not shown" and "so do the pixels" in found["only_image_auroc"].note
-    assert found["no_input_auroc"].verdict == "not shown" and "leak" not in found["no_input_auroc"].label
+    found = {f.id: f for f in settle(headline_findings(
+        *_tables(only_image=0.6, no_input=0.7, changed=0.05, text_nfr=(0.1, 0.0, 0.2), image_nfr=(0.05, 0.0, 0.1)),
+        model="m", probe={"estimate": 0.6, "low": 0.5, "high": 0.7, "description": "pixels"}))}
+    assert found["only_image_auroc"].verdict == "not shown" and "below the bar too" in found["only_image_auroc"].note
+    assert found["no_input_auroc"].verdict == "n/a"  # whatever its value: descriptive
     assert found["image_shift_changed"].verdict == "not shown"
-    assert found["text_shift_nfr"].verdict == "partly"
+    # its controls failed: not evidence, not even partial (radaudit.findings rule 3)
+    assert found["text_shift_nfr"].verdict == "not shown" and "only_image_auroc (not shown)" in found["text_shift_nfr"].note
+    # the opposite-label image swap changes 5 of 100 (CI [0, 0.1]): no label effect to stay below
+    assert found["same_label_image_swap_changed"].bar.value == 0.0
+    assert found["same_label_image_swap_changed"].verdict != "shown"
+    assert "no label effect" in found["same_label_image_swap_changed"].note
 
 
 def test_text_shift_ordering_is_not_evidence_when_the_image_is_ignored():
-    found = {f.id: f for f in headline_findings(*_tables(changed=0.0), model="m")}
+    found = {f.id: f for f in headline_findings(*_tables(changed=0.0), model="m", probe=PIXELS,
+                                                text_probe=WORDS_LIKE_PIXELS)}
     assert found["text_shift_nfr"].verdict == "partly" and "by construction" in found["text_shift_nfr"].note
 
 
@@ -189,3 +231,13 @@ def test_nfr_table_covers_no_input():
                         "label": [1, 0, 1, 0], "prediction": [1.0, 0.0, 1.0, 1.0]})
     t = nfr_table(res, n_bootstrap=50).query("measure == 'nfr'").iloc[0]
     assert t["condition"] == "no_input" and t["estimate"] == 0.5
+
+
+def test_a_partly_text_reliance_names_the_controls_that_failed():
+    # the same-label text swap changes 30 of 100 (CI [0.2, 0.4]) against a bar of 0.5 x 0.4: the control fails
+    found = {f.id: f for f in settle(headline_findings(*_tables(only_image=0.9, same_text=(0.3, 0.2, 0.4)), model="m",
+                                                       probe=PIXELS, text_probe=WORDS_FAR_ABOVE))}
+    assert found["same_label_text_swap_changed"].verdict == "not shown"
+    t = found["text_shift_nfr"]  # partly (rational weighting), and a control failed: not evidence at all
+    assert t.verdict == "not shown" and "rational weighting" in t.note
+    assert "control it rests on did not pass: same_label_text_swap_changed (not shown)" in t.note

@@ -25,6 +25,7 @@ from radaudit.audits.modality_shift.marker import (
 )
 from radaudit.audits.modality_shift.tables import changed_table, nfr_table
 from radaudit.errors import DataFormatError, ParamsError
+from radaudit.findings import settle
 
 COVID = get_template("covid_cxr")
 
@@ -101,7 +102,8 @@ def Path_mtime(p: str) -> int:
 
 def test_marked_items_show_the_marked_copy_with_the_unmarked_prompt(tmp_path):
     samples = add_marked_images(_samples(tmp_path), tmp_path / "marked")
-    partners = pd.DataFrame({"sample_id": list("abcd"), "image_partner": list("badc"), "text_partner": list("dcba")})
+    partners = pd.DataFrame({"sample_id": list("abcd"), "image_partner": list("badc"), "text_partner": list("dcba"),
+                             "same_label_image_partner": list("cdab"), "same_label_text_partner": list("cdab")})
     items = build_items(samples, partners, COVID, conditions=("no_shift", *MARKED_CONDITIONS)).set_index(
         ["sample_id", "condition"])
     marked = samples.set_index("sample_id")[MARKED_IMAGE_COLUMN]
@@ -109,10 +111,14 @@ def test_marked_items_show_the_marked_copy_with_the_unmarked_prompt(tmp_path):
     assert items.at[("a", "marked_image_shift"), "image_path"] == marked["b"]  # the partner's copy: opposite marker
     assert items.at[("a", "marked_image_shift"), "image_source"] == "b"
     assert items.at[("a", "marked_only_image"), "image_path"] == marked["a"]
+    # the negative control: another patient's marked copy with the same marker (same label)
+    assert items.at[("a", "marked_same_label_image_shift"), "image_path"] == marked["c"]
+    assert items.at[("a", "marked_same_label_image_shift"), "prompt"] == items.at[("a", "no_shift"), "prompt"]
     assert items.at[("a", "marked_no_shift"), "prompt"] == items.at[("a", "no_shift"), "prompt"]
     assert items.at[("a", "marked_only_image"), "prompt"] == format_prompt(COVID, None, "only_image")
     assert "marked" not in items.at[("a", "no_shift"), "prompt"]  # the copy's path is not a metadata field
-    assert [base_condition(c) for c in MARKED_CONDITIONS] == ["no_shift", "image_shift", "only_image"]
+    assert [base_condition(c) for c in MARKED_CONDITIONS] == ["no_shift", "image_shift", "only_image",
+                                                               "same_label_image_shift"]
     with pytest.raises(ParamsError, match="add_marked_images"):
         build_items(_samples(tmp_path), partners, COVID, conditions=("marked_only_image",))
 
@@ -136,43 +142,62 @@ def test_tables_pair_each_marked_shift_with_the_marked_base():
         changed_table(res[res["condition"] != "marked_no_shift"])
 
 
-def _tables(marked_auroc=0.95, natural_auroc=0.6, marked_changed=0.4, natural_changed=0.03):
+def _tables(marked_auroc=0.95, natural_auroc=0.6, marked_changed=0.4, natural_changed=0.03, marked_same=0.02,
+            natural_same=0.01):
     auroc_t = pd.DataFrame([{"model": "m", "condition": c, "estimate": e, "low": e - 0.08, "high": e + 0.08, "n": 100,
                              "n_positive": 70}
                             for c, e in (("marked_only_image", marked_auroc), ("only_image", natural_auroc),
                                          ("no_input", 0.5))])
     changed_t = pd.DataFrame([{"model": "m", "condition": c, "estimate": e, "low": max(0.0, e - 0.02),
                                "high": e + 0.05, "n_changed": round(e * 100), "n": 100}
-                              for c, e in (("marked_image_shift", marked_changed), ("image_shift", natural_changed))])
+                              for c, e in (("marked_image_shift", marked_changed), ("image_shift", natural_changed),
+                                           ("marked_same_label_image_shift", marked_same),
+                                           ("same_label_image_shift", natural_same), ("text_shift", 0.5),
+                                           ("same_label_text_shift", 0.05))])
     nfr_t = pd.DataFrame([{"model": "m", "condition": c, "measure": "nfr", "estimate": e, "low": lo, "high": hi,
                            "n": 100, "n_flipped": round(e * 100), "n_base_correct": 80}
                           for c, (e, lo, hi) in (("text_shift", (0.4, 0.3, 0.5)), ("image_shift", (0.02, 0.0, 0.05)))])
     return auroc_t, changed_t, nfr_t
 
 
+PROBES = {"probe": {"estimate": 0.7, "low": 0.6, "high": 0.8, "description": "pixels"},
+          "text_probe": {"estimate": 0.72, "low": 0.62, "high": 0.82, "description": "words"}}
+
+
 def test_findings_read_the_marked_positive_control_and_report_the_natural_images_beside():
-    found = {f.id: f for f in headline_findings(*_tables(), model="m")}
+    found = {f.id: f for f in settle(headline_findings(*_tables(), model="m", **PROBES))}
     assert list(found) == ["only_image_auroc", "image_shift_changed", "marker_saliency_share",
-                           "natural_only_image_auroc", "natural_image_shift_changed", "image_probe_auroc",
-                           "no_input_auroc", "text_shift_nfr", "image_shift_nfr"]
+                           "same_label_image_swap_changed", "same_label_text_swap_changed",
+                           "natural_only_image_auroc", "natural_image_shift_changed",
+                           "natural_same_label_image_swap_changed", "image_probe_auroc", "text_probe_auroc",
+                           "notes_naming_diagnosis_share", "majority_accuracy", "no_input_auroc", "text_shift_nfr",
+                           "image_shift_nfr"]
     assert found["marker_saliency_share"].verdict == "n/a"  # no gradient maps given
     assert found["only_image_auroc"].value == 0.95 and "burned" in found["only_image_auroc"].label
     assert found["only_image_auroc"].verdict == "shown"
     assert found["image_shift_changed"].value == 0.4 and found["image_shift_changed"].verdict == "shown"
+    # the marked same-label swap is read against the marked opposite-label swap: 0.5 x 0.38
+    assert found["same_label_image_swap_changed"].bar.value == pytest.approx(0.19)
+    assert found["same_label_image_swap_changed"].verdict == "shown"
     assert found["natural_only_image_auroc"].value == 0.6
     assert found["natural_only_image_auroc"].verdict == "partly"  # CI [0.52, 0.68] above chance, below 0.75
-    assert found["natural_image_shift_changed"].verdict == "partly"  # 3 of 100: CI above 0
+    # 3 of 100: CI above 0 (partly), but its negative control cannot pass on so small an effect (bar 0.5 x its lower
+    # bound): without its control not even partial evidence
+    assert found["natural_image_shift_changed"].verdict == "not shown"
+    assert "natural_same_label_image_swap_changed (not shown)" in found["natural_image_shift_changed"].note
+    assert found["natural_image_shift_changed"].controls == ("natural_same_label_image_swap_changed",)
     # the model reads marked images but follows the text on natural ones: the paper's ordering, not by construction
     assert found["text_shift_nfr"].verdict == "shown"
 
 
 def test_findings_when_the_marked_control_fails_too():
-    found = {f.id: f for f in headline_findings(*_tables(marked_auroc=0.55, marked_changed=0.0, natural_changed=0.0),
-                                                model="m")}
+    found = {f.id: f for f in settle(headline_findings(
+        *_tables(marked_auroc=0.55, marked_changed=0.0, natural_changed=0.0), model="m", **PROBES))}
     assert found["only_image_auroc"].verdict == "not shown"
     assert found["image_shift_changed"].verdict == "not shown"
     assert found["natural_image_shift_changed"].verdict == "not shown"
-    assert found["text_shift_nfr"].verdict == "partly" and "by construction" in found["text_shift_nfr"].note
+    assert found["text_shift_nfr"].verdict == "not shown" and "by construction" in found["text_shift_nfr"].note
+    assert "only_image_auroc (not shown)" in found["text_shift_nfr"].note
 
 
 def _maps(tmp_path, shares):
@@ -204,7 +229,8 @@ def test_marker_share_sums_the_marker_patches_and_the_finding_reads_it(tmp_path)
     assert t.at[("only_image", "s0"), "uniform_share"] == 0.25 and not t.at[("only_image", "s0"), "marked"]
     f = marker_saliency(marker_share(maps), "m", n_bootstrap=200)
     assert f.value == pytest.approx((0.76 + 0.6 + 0.68) / 3) and f.verdict == "shown"  # CI above 2 x 0.25
-    assert "0.250 (negative control)" in f.note
+    assert "the same corner on the natural images holds 0.250" in f.note
+    assert f.bar.to_dict() == {"op": ">", "value": 0.5}
     blind = marker_share(_maps(tmp_path, {"marked_only_image": [0.07, 0.06, 0.08]}))
     assert marker_saliency(blind, "m", n_bootstrap=200).verdict == "not shown"
 

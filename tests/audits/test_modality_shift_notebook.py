@@ -33,7 +33,8 @@ def test_smoke_run_writes_every_table_and_figure(smoke_run):
 
 def test_long_table_holds_every_sample_condition_and_the_raw_scores(smoke_run):
     res = pd.read_parquet(smoke_run.run_dir / "tables" / "results_long.parquet")
-    assert len(res) == 12 * 9 and res.groupby("sample_id")["condition"].nunique().eq(9).all()  # 6 + 3 marked
+    # 6 + 2 same-label controls + 4 marked
+    assert len(res) == 12 * 12 and res.groupby("sample_id")["condition"].nunique().eq(12).all()
     for col in ("generated", "answer", "prediction", "logit_Yes", "logit_No", "logit_yes", "logit_no", "p_yes", "p_no"):
         assert col in res.columns
     assert set(res["answer"]) <= {"yes", "no", "unknown", "unmatched"}
@@ -42,6 +43,9 @@ def test_long_table_holds_every_sample_condition_and_the_raw_scores(smoke_run):
     partners = pd.read_csv(smoke_run.run_dir / "tables" / "swap_partners.csv", dtype=str)
     label = res.drop_duplicates("sample_id").set_index("sample_id")["label"]
     assert (partners["image_partner"].map(label).to_numpy() != partners["sample_id"].map(label).to_numpy()).all()
+    for col in ("same_label_image_partner", "same_label_text_partner"):  # the negative controls: same label
+        assert (partners[col].map(label).to_numpy() == partners["sample_id"].map(label).to_numpy()).all()
+        assert (partners[col] != partners["sample_id"]).all()
     for cond in ("image_shift", "marked_image_shift"):
         shifted = res[res["condition"] == cond]
         assert (shifted["image_source"] != shifted["sample_id"]).all()
@@ -68,10 +72,21 @@ def test_findings_hold_the_controls(smoke_run):
     doc = read_findings(smoke_run.run_dir)
     assert doc["experiment"] == "modality_shift" and doc["preset"] == "smoke"
     found = {f.id: f for f in doc["findings"]}
-    assert {"only_image_auroc", "image_probe_auroc", "no_input_auroc", "image_shift_changed", "text_shift_nfr",
-            "image_shift_nfr"} <= set(found)
-    # the negative control is chance by construction: one prompt, no image, for every sample
-    assert found["no_input_auroc"].value == 0.5 and found["no_input_auroc"].verdict == "shown"
+    assert {"only_image_auroc", "image_probe_auroc", "text_probe_auroc", "no_input_auroc", "image_shift_changed",
+            "same_label_image_swap_changed", "same_label_text_swap_changed", "notes_naming_diagnosis_share",
+            "majority_accuracy", "text_shift_nfr", "image_shift_nfr"} <= set(found)
+    # no_input is chance by construction (one prompt, no image, for every sample): descriptive, not a control
+    assert found["no_input_auroc"].value == 0.5 and found["no_input_auroc"].verdict == "n/a"
+    assert all("no_input_auroc" not in f.controls for f in found.values())
+    assert set(found["text_shift_nfr"].controls) == {"only_image_auroc", "image_shift_changed",
+                                                     "same_label_image_swap_changed", "same_label_text_swap_changed"}
+    for fid in ("same_label_image_swap_changed", "same_label_text_swap_changed"):  # a control that can fail
+        f = found[fid]
+        assert f.bar is not None and f.bar.op == "<=" and f.ci is not None and f.ci[0] < f.ci[1]
+    metrics = pd.read_csv(smoke_run.run_dir / "tables" / "fig2ab_metrics.csv")
+    acc = metrics[metrics["metric"] == "accuracy"]
+    assert acc["majority_accuracy"].notna().all()  # beside every accuracy
+    assert found["majority_accuracy"].value == pytest.approx(acc["majority_accuracy"].iloc[0])
     auroc = pd.read_csv(smoke_run.run_dir / "tables" / "controls_auroc.csv").set_index("condition")
     # the smoke preset runs the marked conditions, so the positive control reads them; the natural ones beside
     assert found["only_image_auroc"].value == pytest.approx(auroc.at["marked_only_image", "estimate"])

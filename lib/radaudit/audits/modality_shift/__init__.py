@@ -15,7 +15,8 @@ Where things are (one line per module)
 - ``study.py``: the experiment's steps as the notebook runs them: loading the models, every condition, the summary.
 - ``tables.py``: the metric tables with CIs: accuracy/F1, NFR, ECE and reliability, answer rates, AUROC, answers changed.
 - ``heatmap.py``: the answer token's attention by modality per layer and over the image patches.
-- ``probe.py``: a pixel probe: how much of the label the images carry (the positive control's ceiling).
+- ``probe.py``: a pixel and a text probe (how much of the label each modality carries) and the notes that name
+  the diagnosis.
 - ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (controls first).
 - ``plots.py``: Fig. 2-4, the per-layer modality attention and the patch heatmaps.
 - ``rehearsal.py``: :func:`rehearse`, the paper preset on CPU (tiny twins, invented fixtures; ``--rehearse``).
@@ -30,6 +31,7 @@ from radaudit.audits.modality_shift.conditions import (
     NO_IMAGE_CONDITIONS,
     NO_TEXT_CONDITIONS,
     PROMPTS,
+    SAME_LABEL_CONDITIONS,
     attention_table,
     build_items,
     build_samples,
@@ -84,7 +86,14 @@ from radaudit.audits.modality_shift.plots import (
     plot_reliability,
     plot_text_attention,
 )
-from radaudit.audits.modality_shift.probe import image_probe, pixel_features
+from radaudit.audits.modality_shift.probe import (
+    DIAGNOSIS_PATTERNS,
+    image_probe,
+    notes_naming_diagnosis,
+    pixel_features,
+    text_documents,
+    text_probe,
+)
 from radaudit.audits.modality_shift.study import (
     all_samples,
     build_run_items,
@@ -110,6 +119,7 @@ from radaudit.audits.modality_shift.tables import (
     confusion_counts,
     ece_table,
     expected_calibration_error,
+    majority_accuracy,
     metrics_table,
     negative_flip_rate,
     nfr_table,
@@ -133,5 +143,6 @@ __all__ = [
     "plot_attention_shares", "plot_ece_bars", "plot_metric_bars", "plot_nfr_heatmap", "plot_reliability",
     "plot_text_attention", "PROMPTS", "reliability_bins", "reliability_table", "run_conditions", "run_models",
     "samples_fingerprint", "save_results", "split_by_patient", "summary_lines", "template", "TRAIN_CONDITIONS",
-    "train_demo_vlm", "UNKNOWN_POLICIES", "vllm_unservable",
+    "train_demo_vlm", "UNKNOWN_POLICIES", "vllm_unservable", "SAME_LABEL_CONDITIONS", "DIAGNOSIS_PATTERNS",
+    "notes_naming_diagnosis", "text_documents", "text_probe", "majority_accuracy",
 ]

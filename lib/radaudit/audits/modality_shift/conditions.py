@@ -24,9 +24,9 @@ Conditions (§2.1-2.2, §3.2; anchor ``shift`` column in brackets):
 * ``text_shift`` [Text]: ``(I, T', y)``, ``T'`` the text of a partner with the opposite label;
 * ``only_text`` [Only_text]: ``(-, T, y)``: no image at all (no image placeholder);
 * ``only_image`` [Only_image]: ``(I, -, y)``: the image with the image-only instruction;
-* ``no_input`` (ours, the negative control): ``(-, -, y)``: neither image nor text, only the question
-  and the instruction — the same prompt for every sample, so any AUROC other than 0.5 means that
-  something of the sample leaks into the input.
+* ``no_input`` (ours): ``(-, -, y)``: neither image nor text, only the question and the instruction — the
+  same prompt for every sample, so its P(yes) is one constant and its AUROC 0.5 by construction: a
+  descriptive number (the answer the model gives with nothing to go on), **not** a control, as it cannot fail.
 
 The positive control of the image pathway (ours, :data:`MARKED_CONDITIONS`, for a model trained with
 marked images — the demo stand-in; see :mod:`radaudit.audits.modality_shift.marker`): the same inputs
@@ -35,6 +35,17 @@ with the image replaced by its copy on which the label is burned in:
 * ``marked_no_shift``: ``(I*, T, y)``; ``marked_image_shift``: ``(I'*, T, y)``, the partner's marked copy,
   whose marker names the opposite label; ``marked_only_image``: ``(I*, -, y)``. Each uses the prompt of
   its unmarked condition (:func:`base_condition`).
+
+The negative controls of the swaps (ours, :data:`SAME_LABEL_CONDITIONS`): the same swaps with a partner of the
+**same** label (another patient's), which must change few answers — a model whose answers follow the label an
+image or a text shows keeps them when that label is kept; one that reads which patient or which picture it is
+(identity, noise) changes them as often as under the opposite-label swap:
+
+* ``same_label_image_shift``: ``(I'', T, y)``, ``I''`` the image of another patient with the same label;
+* ``same_label_text_shift``: ``(I, T'', y)``, ``T''`` the text (and, with ``swap_metadata``, the header) of
+  another patient with the same label;
+* ``marked_same_label_image_shift``: ``(I''*, T, y)``, that partner's marked copy (its marker names the same
+  label), read against ``marked_no_shift``.
 
 The ground truth is always the original sample's ``y``.
 """
@@ -56,7 +67,8 @@ from radaudit.models.attention import attention_by_modality
 from radaudit.models.vlm import DEFAULT_CANDIDATES, first_token_scores, parse_yes_no
 
 __all__ = [
-    "ALL_CONDITIONS", "ANSWERS", "CONDITIONS", "CONDITION_LABELS", "MARKED_CONDITIONS", "base_condition",
+    "ALL_CONDITIONS", "ANSWERS", "CONDITIONS", "CONDITION_LABELS", "MARKED_CONDITIONS", "SAME_LABEL_CONDITIONS",
+    "base_condition",
     "NO_IMAGE_CONDITIONS", "NO_TEXT_CONDITIONS", "PROMPTS", "attention_table", "build_items", "build_samples",
     "covid_samples", "draw_partners", "format_prompt", "get_template", "is_missing", "parse_answer", "run_conditions",
     "split_by_patient",
@@ -64,17 +76,28 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: The paper's five conditions in its Fig. 2 order, then our negative control ``no_input``.
+#: The paper's five conditions in its Fig. 2 order, then ``no_input`` (both inputs removed; descriptive).
 CONDITIONS: tuple[str, ...] = ("no_shift", "image_shift", "text_shift", "only_text", "only_image", "no_input")
+#: The swaps' negative controls: a partner of the same label (see the module docstring).
+SAME_LABEL_CONDITIONS: tuple[str, ...] = ("same_label_image_shift", "same_label_text_shift")
 #: The image pathway's positive control: conditions shown the marked copy of the image (see the module docstring).
-MARKED_CONDITIONS: tuple[str, ...] = ("marked_no_shift", "marked_image_shift", "marked_only_image")
+MARKED_CONDITIONS: tuple[str, ...] = ("marked_no_shift", "marked_image_shift", "marked_only_image",
+                                      "marked_same_label_image_shift")
 #: Every condition :func:`build_items` knows, in display order.
-ALL_CONDITIONS: tuple[str, ...] = CONDITIONS + MARKED_CONDITIONS
+ALL_CONDITIONS: tuple[str, ...] = CONDITIONS + SAME_LABEL_CONDITIONS + MARKED_CONDITIONS
 #: Display names (paper Fig. 2 legend; ours for the controls).
 CONDITION_LABELS: dict[str, str] = {"no_shift": "No Shift", "image_shift": "Image Shift", "text_shift": "Text Shift",
                                     "only_text": "Only Text", "only_image": "Only Image", "no_input": "No Input",
+                                    "same_label_image_shift": "Image Shift (same label)",
+                                    "same_label_text_shift": "Text Shift (same label)",
                                     "marked_no_shift": "No Shift (marked)", "marked_image_shift": "Image Shift (marked)",
-                                    "marked_only_image": "Only Image (marked)"}
+                                    "marked_only_image": "Only Image (marked)",
+                                    "marked_same_label_image_shift": "Image Shift (marked, same label)"}
+#: Which partner column of :func:`draw_partners` each swap takes its image / text from.
+_PARTNER_COLUMN: dict[str, tuple[str, str]] = {"image_shift": ("image", "image_partner"),
+                                                "text_shift": ("text", "text_partner"),
+                                                "same_label_image_shift": ("image", "same_label_image_partner"),
+                                                "same_label_text_shift": ("text", "same_label_text_partner")}
 #: Conditions whose input holds no image / no text (what :func:`build_items` removes).
 NO_IMAGE_CONDITIONS: frozenset[str] = frozenset({"only_text", "no_input"})
 NO_TEXT_CONDITIONS: frozenset[str] = frozenset({"only_image", "no_input", "marked_only_image"})
@@ -360,6 +383,13 @@ def draw_partners(samples: pd.DataFrame, seed: int = 0, *, same_partner: bool = 
     anchor draws with ``candidates.sample(1)`` and no seed; here samples are sorted by ``sample_id``
     and drawn with ``numpy.random.default_rng(seed)``, so the same samples and seed give the same
     partners whatever the row order.
+
+    The same-label partners of the negative controls (:data:`SAME_LABEL_CONDITIONS`) are in
+    ``same_label_image_partner`` / ``same_label_text_partner``: drawn uniformly from the **other** samples
+    with the **same** label (never the sample itself; never its patient when ``exclude_same_patient``), with
+    their own generator ``numpy.random.default_rng([seed, 1])`` after the opposite-label draws, so adding them
+    left the opposite-label partners of every seed as they were. ``None`` where no such sample exists
+    (:func:`build_items` then refuses a same-label condition for that sample).
     """
     for col in ("sample_id", "label"):
         if col not in samples.columns:
@@ -383,7 +413,25 @@ def draw_partners(samples: pd.DataFrame, seed: int = 0, *, same_partner: bool = 
         b = a if same_partner else cand[rng.integers(cand.size)]
         img.append(ids[a])
         txt.append(ids[b])
-    out = pd.DataFrame({"sample_id": ids, "image_partner": img, "text_partner": txt})
+    rng_same = np.random.default_rng([seed, 1])
+    same_img: list[Any] = []
+    same_txt: list[Any] = []
+    for i in range(len(df)):
+        ok = (labels == labels[i]) & (np.arange(len(df)) != i)
+        if patients is not None:
+            ok &= patients != patients[i]
+        cand = np.flatnonzero(ok)
+        if cand.size == 0:
+            same_img.append(None)
+            same_txt.append(None)
+            continue
+        a = cand[rng_same.integers(cand.size)]
+        b = a if same_partner else cand[rng_same.integers(cand.size)]
+        same_img.append(ids[a])
+        same_txt.append(ids[b])
+    out = pd.DataFrame({"sample_id": ids, "image_partner": img, "text_partner": txt,
+                        "same_label_image_partner": pd.Series(same_img, dtype=object),
+                        "same_label_text_partner": pd.Series(same_txt, dtype=object)})
     out.attrs["seed"] = seed
     return out
 
@@ -417,9 +465,13 @@ def build_items(samples: pd.DataFrame, partners: pd.DataFrame, template: Mapping
         metadata_columns = [c for c in samples.columns if c not in (*SAMPLE_COLUMNS, MARKED_IMAGE_COLUMN)]
     part = partners.set_index("sample_id")
     missing = sorted(set(samples["sample_id"]) - set(part.index))
-    if missing and any(base_condition(c) in ("image_shift", "text_shift") for c in conditions):
+    if missing and any(base_condition(c) in _PARTNER_COLUMN for c in conditions):
         raise ParamsError(f"{len(missing)} samples have no partner (e.g. {missing[:3]}); draw partners for the "
                           "same samples.")
+    for c in conditions:
+        column = _PARTNER_COLUMN.get(base_condition(c), (None, None))[1]
+        if column is not None and column not in part.columns:
+            raise ParamsError(f"Condition {c!r} needs the partners' column {column!r}; draw them with draw_partners.")
 
     def fields(sid: str, text_sid: str) -> dict[str, Any]:
         meta_sid = text_sid if swap_metadata else sid
@@ -434,10 +486,17 @@ def build_items(samples: pd.DataFrame, partners: pd.DataFrame, template: Mapping
             img_sid: str | None = sid
             txt_sid: str | None = sid
             base = base_condition(cond)
-            if base == "image_shift":
-                img_sid = part.at[sid, "image_partner"]
-            elif base == "text_shift":
-                txt_sid = part.at[sid, "text_partner"]
+            if base in _PARTNER_COLUMN:
+                side, column = _PARTNER_COLUMN[base]
+                donor = part.at[sid, column]
+                if is_missing(donor):
+                    raise ParamsError(f"Sample {sid!r} has no partner in {column!r} (no other patient with "
+                                      f"{'the same' if base in SAME_LABEL_CONDITIONS else 'the opposite'} label), "
+                                      f"so condition {cond!r} cannot be built; drop it from the conditions.")
+                if side == "image":
+                    img_sid = donor
+                else:
+                    txt_sid = donor
             if cond in NO_IMAGE_CONDITIONS:
                 img_sid = None
             if cond in NO_TEXT_CONDITIONS:

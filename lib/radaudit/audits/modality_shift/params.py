@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from radaudit.audits.modality_shift.conditions import ALL_CONDITIONS, CONDITIONS, get_template
+from radaudit.audits.modality_shift.conditions import ALL_CONDITIONS, CONDITIONS, SAME_LABEL_CONDITIONS, get_template
 from radaudit.audits.modality_shift.models import DEMO_MODEL, vllm_unservable
 from radaudit.config import BaseParams, Requirement
 from radaudit.errors import ParamsError
@@ -61,11 +61,13 @@ class Params(BaseParams):
     swap_metadata: bool = Field(True, description="Text shift shows the partner's metadata header with its text "
                                                   "(the anchor swaps the whole row); false swaps only the notes/report.")
     conditions: list[str] = Field(
-        default_factory=lambda: list(CONDITIONS),
-        description="Conditions to run: no_shift, image_shift, text_shift, only_text, only_image, no_input (the negative "
-                    "control: neither image nor text); no_shift is needed for NFR. marked_no_shift, marked_image_shift, "
-                    "marked_only_image: the image pathway's positive control (the image with the label burned in; "
-                    "only for a model trained on marked images, the demo stand-in).",
+        default_factory=lambda: [*CONDITIONS, *SAME_LABEL_CONDITIONS],
+        description="Conditions to run: no_shift, image_shift, text_shift, only_text, only_image, no_input (neither image "
+                    "nor text: one constant prompt, descriptive); no_shift is needed for NFR. same_label_image_shift, "
+                    "same_label_text_shift: the swaps' negative controls (another patient's image / text with the same "
+                    "label; text_shift_nfr rests on them). marked_no_shift, marked_image_shift, marked_only_image, "
+                    "marked_same_label_image_shift: the image pathway's controls on the image with the label burned in "
+                    "(only for a model trained on marked images, the demo stand-in).",
     )
     prompt: dict[str, Any] = Field(
         default_factory=dict,
@@ -109,6 +111,9 @@ class Params(BaseParams):
                                                 "how much of the label the images carry, beside the only_image "
                                                 "positive control.")
     image_probe_size: int = Field(32, ge=4, description="Side (pixels) of the grayscale images the pixel probe reads.")
+    text_probe: bool = Field(True, description="Fit the text probe (TF-IDF logistic regression on the training patients' "
+                                               "Only Text prompts): how much of the label the text carries, beside the "
+                                               "pixel probe; text_shift_nfr is read against both.")
     image_probe_max_train: int | None = Field(
         None, ge=4,
         description="At most this many training images for the pixel probe (null = all; the smoke preset caps it).",
@@ -168,6 +173,10 @@ class Params(BaseParams):
             raise ParamsError(f"image_probe needs the training patients' images, which dataset={self.dataset!r} does "
                               "not load (only eval_split): set image_probe: false (the probe is the demo's ceiling "
                               "for its positive control).")
+        if self.text_probe and self.dataset != "covid_cxr":
+            raise ParamsError(f"text_probe needs the training patients' texts, which dataset={self.dataset!r} does "
+                              "not load (only eval_split): set text_probe: false (text_shift_nfr then says that it "
+                              "could not weigh the two modalities).")
 
     def requirements(self) -> list[Requirement]:
         """The dataset folder and options (credentialed data by local path) and every model of ``models``."""

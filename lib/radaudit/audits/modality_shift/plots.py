@@ -24,8 +24,6 @@ from radaudit.audits.modality_shift.conditions import (
     ALL_CONDITIONS,
     CONDITION_LABELS,
     CONDITIONS,
-    MARKED_CONDITIONS,
-    base_condition,
 )
 from radaudit.audits.modality_shift.tables import ece_table, metrics_table, nfr_table, reliability_table
 from radaudit.errors import ParamsError
@@ -35,11 +33,15 @@ from radaudit.plots import PALETTE, bar_with_ci
 __all__ = ["CONDITION_COLORS", "model_view", "plot_attention_shares", "plot_ece_bars", "plot_layer_shares",
            "plot_metric_bars", "plot_nfr_heatmap", "plot_patch_heatmaps", "plot_reliability", "plot_text_attention"]
 
-#: One colour per condition (Okabe-Ito), No Shift in blue as in the paper's Fig. 2; a marked condition
-#: (the positive control) takes its unmarked condition's colour.
+#: A distinct colour for every condition, No Shift in blue as in the paper's Fig. 2: the paper's conditions
+#: and No Input take the first six Okabe-Ito colours; the marked conditions (the positive control) the other
+#: two (black, yellow), grey and indigo, so a marked bar is never mistaken for its natural twin; the same-label
+#: controls two colours of Paul Tol's muted scheme (wine, teal), also colour-blind safe.
 CONDITION_COLORS: dict[str, str] = {CONDITION_LABELS[c]: PALETTE[i] for i, c in enumerate(CONDITIONS)}
-CONDITION_COLORS.update({CONDITION_LABELS[c]: CONDITION_COLORS[CONDITION_LABELS[base_condition(c)]]
-                         for c in MARKED_CONDITIONS})
+CONDITION_COLORS.update({CONDITION_LABELS[c]: colour for c, colour in zip(
+    ("marked_no_shift", "marked_image_shift", "marked_only_image", "marked_same_label_image_shift",
+     "same_label_image_shift", "same_label_text_shift"),
+    (PALETTE[7], PALETTE[6], "#999999", "#332288", "#882255", "#44AA99"))})
 NFR_LABELS = {"nfr": "NFR (paper: flips / all N)", "nfr_base_correct": "NFR over base-correct (flips / base-correct)"}
 
 
@@ -63,21 +65,33 @@ def plot_metric_bars(results: pd.DataFrame, metrics: Sequence[str] = ("accuracy"
                      n_bootstrap: int = 1000, seed: int = 0, units: str | None = None) -> Any:
     """Fig. 2a/b: one panel per metric; bars = models x conditions, error bars = 95% bootstrap CIs.
 
-    The unknown-answer rate is printed under each panel's title, as the metrics depend on its policy.
+    The unknown-answer rate is printed under each panel's title, as the metrics depend on its policy. The
+    accuracy panel draws the accuracy of the constant majority answer on the same samples
+    (:func:`radaudit.audits.modality_shift.tables.majority_accuracy`) as a dashed line across it, with its
+    value in the legend: a bar below the line is worse than always giving that answer.
     """
     table = metrics_table(results, metrics=metrics, unknown=unknown, n_bootstrap=n_bootstrap, seed=seed, units=units)
     conds = _conditions_present(table)
     table = table.assign(condition_label=table["condition"].map(_label))
     unk = results.groupby("condition")["prediction"].apply(lambda s: s.isna().mean())
     fig, axes = _subplots(len(metrics), width=max(4.5, 1.2 * table["model"].nunique() * len(conds) / 2))
+    baselines: dict[int, list[Any]] = {}
     for ax, metric in zip(axes, metrics):
         sub = table[table["metric"] == metric]
         bar_with_ci(sub, x="model", y="estimate", low="low", high="high", hue="condition_label", ax=ax, orient="v",
                     hue_order=[_label(c) for c in conds], palette=CONDITION_COLORS)
         ax.set_ylim(0, 1.05)
+        if metric == "accuracy" and "majority_accuracy" in sub:
+            baselines[id(ax)] = [ax.axhline(value, color="0.35", ls="--", lw=1.1, zorder=0,
+                                            label=f"majority answer always: {value:.3f}")
+                                 for value in sorted(set(sub["majority_accuracy"].dropna().round(6)))]
         ax.set_xlabel("")
         ax.set_ylabel(metric.capitalize() if metric != "f1" else "F1")
-        ax.set_title(f"{ax.get_ylabel()}  (unknown answers: max {unk.max():.1%}, policy '{unknown}')", fontsize=9)
+        title = f"{ax.get_ylabel()}  (unknown answers: max {unk.max():.1%}, policy '{unknown}')"
+        if baselines.get(id(ax)):
+            title += "\ndashed: always the majority answer (" + ", ".join(
+                f"{line.get_ydata()[0]:.3f}" for line in baselines[id(ax)]) + ")"
+        ax.set_title(title, fontsize=9)
         if ax is not axes[-1] and ax.get_legend() is not None:
             ax.get_legend().remove()
     if axes[-1].get_legend() is not None:
@@ -87,14 +101,18 @@ def plot_metric_bars(results: pd.DataFrame, metrics: Sequence[str] = ("accuracy"
 
 
 def plot_nfr_heatmap(results: pd.DataFrame, measures: Sequence[str] = ("nfr", "nfr_base_correct"), *,
-                     base: str = "no_shift", n_bootstrap: int = 1000, seed: int = 0, units: str | None = None) -> Any:
+                     base: str | None = None, n_bootstrap: int = 1000, seed: int = 0, units: str | None = None) -> Any:
     """Fig. 2c/d: heatmaps (rows = models, columns = shifts) of each NFR measure, annotated with the
-    estimate and its CI; colour map ``YlGnBu_r`` as the anchor's ``plot_nfr_heatmap``."""
+    estimate and its CI; colour map ``YlGnBu_r`` as the anchor's ``plot_nfr_heatmap``.
+
+    ``base``: as :func:`radaudit.audits.modality_shift.tables.nfr_table`, whose default this shares, so the figure
+    and the ``fig2cd_nfr`` table show the same numbers: ``None`` compares each shift with its own unshifted input
+    (No Shift; No Shift (marked) for the marked shifts), which the figure's subtitle says."""
     import seaborn as sns
 
     table = nfr_table(results, base=base, n_bootstrap=n_bootstrap, seed=seed, units=units)
     if table.empty:
-        raise ParamsError(f"No shifted condition to compare with {base!r} in the results.")
+        raise ParamsError(f"No shifted condition to compare with {base or 'its unshifted input'!r} in the results.")
     conds = _conditions_present(table)
     fig, axes = _subplots(len(measures), width=1.6 * len(conds) + 2.0, height=0.7 * table["model"].nunique() + 1.8)
     for ax, measure in zip(axes, measures):
@@ -109,6 +127,9 @@ def plot_nfr_heatmap(results: pd.DataFrame, measures: Sequence[str] = ("nfr", "n
         ax.set_title(NFR_LABELS.get(measure, measure), fontsize=10)
         ax.set_xlabel("")
         ax.set_ylabel("")
+    said = (f"base: {_label(base)}" if base is not None else
+            "base: No Shift; the marked shifts against No Shift (marked)")
+    fig.suptitle(said, fontsize=9)
     fig.tight_layout()
     return fig
 

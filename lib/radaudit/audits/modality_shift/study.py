@@ -211,6 +211,12 @@ def summary_lines(metrics: pd.DataFrame, nfr: pd.DataFrame, ece: pd.DataFrame, r
         lines.append(f"**{model}**")
         acc = ", ".join(f"{CONDITION_LABELS[c]} {_fmt(m.loc[c])}" for c in ALL_CONDITIONS if c in m.index)
         lines.append(f"- Accuracy: {acc}.")
+        if "majority_accuracy" in m.columns and "no_shift" in m.index and pd.notna(m.loc["no_shift", "majority_accuracy"]):
+            b = m.loc["no_shift"]
+            lines.append(f"- Always giving the majority answer: accuracy {b['majority_accuracy']:.3f} "
+                         f"[{b['majority_low']:.3f}, {b['majority_high']:.3f}] (Wilson) on the same samples; No Shift "
+                         + ("beats it." if b["low"] > b["majority_accuracy"] else
+                            "falls below it." if b["estimate"] < b["majority_accuracy"] else "does not clearly beat it."))
         n = nfr[(nfr["model"] == model) & (nfr["measure"] == "nfr")].set_index("condition")
         nb = nfr[(nfr["model"] == model) & (nfr["measure"] == "nfr_base_correct")].set_index("condition")
         for shift in ("image_shift", "text_shift"):

@@ -24,6 +24,10 @@ Definitions (TP, FP, TN, FN over yes/no answers; U+ / U- unknown answers on posi
     specificity = TN / (TN + FP + U-)
     F1          = 2 TP / (2 TP + FP + FN + U+)         (= harmonic mean of precision and recall when
                                                         both exist; 0 when TP = 0, as sklearn's set F1)
+
+Beside every accuracy, the accuracy of the constant answer (:func:`majority_accuracy`): answering the majority
+label of the same rows every time, ``max(P, N) / (P + N)``. A model whose accuracy does not exceed it has
+learnt nothing a constant answer does not give.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from radaudit.stats import BootstrapError, auroc_replicates, bootstrap_ci, cover
 __all__ = [
     "CLASSIFICATION_METRICS", "UNKNOWN_POLICIES", "answer_change_rate", "answer_rates", "auroc", "auroc_table",
     "changed_table", "classification_metrics", "confusion_counts", "ece_table", "expected_calibration_error",
-    "metrics_table", "negative_flip_rate", "nfr_table",
+    "majority_accuracy", "metrics_table", "negative_flip_rate", "nfr_table",
     "reliability_bins", "reliability_table",
 ]
 
@@ -149,6 +153,28 @@ def classification_metrics(y_true: Any, pred: Any, *, unknown: str = "wrong") ->
     return _metrics_from_counts(confusion_counts(y_true, pred), unknown)
 
 
+def majority_accuracy(y_true: Any, confidence: float = 0.95) -> dict[str, float]:
+    """Accuracy of always answering the majority label of ``y_true`` (ties: "yes", label 1), with a Wilson CI.
+
+    ``accuracy = max(P, N) / (P + N)`` over the P positive and N negative labels. The majority is read from
+    the very samples it is scored on (the best constant answer on them, the strictest constant baseline); the
+    interval is the Wilson interval of that share (the number of majority-label samples is binomial).
+    Returns ``estimate, low, high, n, majority`` (1 = "yes", 0 = "no"); NaN without samples.
+
+    >>> majority_accuracy([1, 1, 1, 0])["estimate"]
+    0.75
+    """
+    y = np.asarray(y_true, dtype=float)
+    n = int(y.shape[0])
+    if n == 0:
+        return {"estimate": math.nan, "low": math.nan, "high": math.nan, "n": 0, "majority": math.nan}
+    pos = int(np.sum(y == 1))
+    majority = 1 if pos >= n - pos else 0
+    k = pos if majority == 1 else n - pos
+    low, high = wilson_ci(k, n, confidence)
+    return {"estimate": k / n, "low": low, "high": high, "n": n, "majority": majority}
+
+
 def _metric_fn(name: str, unknown: str) -> Callable[[np.ndarray, np.ndarray], float]:
     def fn(y: np.ndarray, p: np.ndarray) -> float:
         return _metrics_from_counts(confusion_counts(y, p), unknown)[name]
@@ -202,10 +228,12 @@ def metrics_table(results: pd.DataFrame, *, by: Sequence[str] = ("model", "condi
                   method: str = "percentile") -> pd.DataFrame:
     """Paper Fig. 2a/b: each metric per model x condition with a bootstrap CI over samples.
 
-    Long table: ``by..., metric, estimate, low, high, n, n_unknown, unknown_policy``. All metrics of a
-    group are bootstrapped on the same resampled samples (:func:`radaudit.stats.paired_bootstrap`,
-    ``method`` interval, seeded). ``units``: a column to resample as clusters (e.g.
-    ``"patient_id"``); default one unit per row, i.e. per sample within a model x condition.
+    Long table: ``by..., metric, estimate, low, high, n, n_unknown, unknown_policy, majority_accuracy,
+    majority_low, majority_high``. All metrics of a group are bootstrapped on the same resampled samples
+    (:func:`radaudit.stats.paired_bootstrap`, ``method`` interval, seeded). ``units``: a column to resample as
+    clusters (e.g. ``"patient_id"``); default one unit per row, i.e. per sample within a model x condition.
+    The ``majority_*`` columns, on the accuracy rows only (NaN on the others), are :func:`majority_accuracy` of the
+    same rows: the accuracy of the constant answer beside the model's.
     """
     _check_policy(unknown)
     bad = [m for m in metrics if m not in CLASSIFICATION_METRICS]
@@ -222,9 +250,13 @@ def metrics_table(results: pd.DataFrame, *, by: Sequence[str] = ("model", "condi
         cis = _ci_rows(data, stats, units=None if units is None else g[units].to_numpy(), n_bootstrap=n_bootstrap,
                        seed=seed, confidence=confidence, method=method)
         n_unknown = int(g["prediction"].isna().sum())
+        base = majority_accuracy(data[0], confidence)
         for m in metrics:
+            major = ({"majority_accuracy": base["estimate"], "majority_low": base["low"], "majority_high": base["high"]}
+                     if m == "accuracy" else dict.fromkeys(("majority_accuracy", "majority_low", "majority_high"),
+                                                           math.nan))
             rows.append({**dict(zip(by, key)), "metric": m, **cis[m], "n": len(g), "n_unknown": n_unknown,
-                         "unknown_policy": unknown})
+                         "unknown_policy": unknown, **major})
     return pd.DataFrame(rows)
 
 
