@@ -37,8 +37,11 @@ def test_smoke_run_end_to_end(smoke_runs):
     m = json.loads((a.run_dir / "manifest.json").read_text())
     assert m["status"] == "succeeded"
     rec = m["recorded"]
-    assert rec["erasure_controls"]["positive"]["n_reports"] == 6
-    assert rec["erasure_controls"]["negative"]["Erasure (silence test)"] == 0
+    assert rec["erasure_controls"]["floor"]["n_reports"] == 6
+    neg = rec["erasure_controls"]["negative"]
+    assert neg["n_halvings"] == 200 and neg["alarms"] == 0  # random halves of the references: no false alarm
+    planted = rec["erasure_controls"]["planted"]
+    assert planted["n_target"] == 3 and planted["enough"] is False  # 3 female studies cannot carry a BH association
     assert "ratescore" not in m["params"]["surface_metrics"]
     # findings.json: every named finding present and valid
     from radaudit.findings import read_findings
@@ -46,13 +49,19 @@ def test_smoke_run_end_to_end(smoke_runs):
     fa = read_findings(a.run_dir)
     assert fa["preset"] == "smoke"
     ids = [f.id for f in fa["findings"]]
-    for fid in ("greedy_distinct_reports", "beam_distinct_reports", "erased_terms_greedy",
-                "erased_terms_greedy_paper_test", "nucleus_emergent_real_words", "erasure_positive_control",
-                "erasure_negative_control", "erasure_ranking_reversed_pairs"):
+    for fid in ("greedy_distinct_reports", "beam_distinct_reports", "reference_associated_words", "erased_terms_greedy",
+                "erased_terms_greedy_paper_test", "erased_terms_beam", "erased_terms_beam_paper_test",
+                "nucleus_emergent_real_words", "erasure_planted_control", "erasure_planted_control_paper_test",
+                "erasure_positive_control", "erasure_negative_control", "erasure_ranking_reversed_pairs"):
         assert fid in ids, fid
     by = {f.id: f for f in fa["findings"]}
     assert by["beam_distinct_reports"].verdict == "n/a"  # the smoke preset runs greedy and nucleus only
-    assert by["erasure_negative_control"].value == 0
+    assert by["erased_terms_beam"].verdict == "n/a"
+    assert by["erasure_negative_control"].value == 0 and by["erasure_negative_control"].verdict == "shown"
+    # six studies: the planted control fails (too few studies), so no Erasure count can be shown
+    assert by["erasure_planted_control"].verdict == "not shown" and "too few studies" in by["erasure_planted_control"].note
+    assert by["erased_terms_greedy"].verdict == "not shown"
+    assert by["erased_terms_greedy"].controls == ("erasure_planted_control", "erasure_negative_control")
 
 
 @pytest.fixture(scope="module")
@@ -72,13 +81,24 @@ def test_demo_run_findings_and_readme(demo_run):
     doc = read_findings(r.run_dir)
     f = {x.id: x for x in doc["findings"]}
     long = pd.read_csv(r.run_dir / "tables" / "table1_long.csv")
-    assert f["erasure_positive_control"].value > 0 and f["erasure_negative_control"].value == 0
+    from radaudit.audits.decoding_erasure.findings import NO_ASSOCIATION
+
+    # the controls pass: 150 female studies carry the planted phrase's association, the template erases it, the
+    # paper's test cannot see it; random halves of the references raise no false alarm
+    assert f["erasure_planted_control"].verdict == "shown" and f["erasure_planted_control_paper_test"].value == 0
+    assert f["erasure_negative_control"].verdict == "shown"
     assert f["nucleus_emergent_real_words"].value >= 0.8
-    assert f["erased_terms_greedy"].value > 0  # the silence test sees the words greedy decoding leaves out
-    assert f["erased_terms_greedy_paper_test"].value == 0  # ... which the paper's test cannot
     assert f["beam_distinct_reports"].value <= 0.05
+    # only words whose reference association survives BH can be erased; with none, no Erasure count is shown
+    n_assoc = f["reference_associated_words"].value
     erased = long[long["metric"] == "Erasure (#, silence test)"].set_index("corpus")["estimate"]
-    assert erased["greedy"] > 0 and erased["nucleus"] == 0  # deterministic decoding erases, sampling does not
+    assert (erased <= n_assoc).all()
+    for fid in ("erased_terms_greedy", "erased_terms_beam", "erased_terms_greedy_paper_test"):
+        assert f[fid].ci is not None and f[fid].bar is not None
+        if n_assoc == 0:
+            assert f[fid].verdict == "not shown" and NO_ASSOCIATION in f[fid].note
+    if n_assoc > 0:
+        assert erased["nucleus"] <= erased["greedy"]  # sampling erases no more than greedy decoding
     td = long[long["metric"] == "Template Div. (%)"].set_index("corpus")["estimate"]
     assert td["greedy"] < td["nucleus"] and td["beam4"] < td["nucleus"]
     skew = pd.read_csv(r.run_dir / "tables" / "fig2c_skew_sensitivity.csv")

@@ -330,20 +330,28 @@ def test_headline_findings_template_generator_collapses_and_erases():
     nucleus = _result(refs, [f"heart normal zqxv{i % 7}k lungs" if i % 2 else "heart enlarged pneumothorax"
                              for i in range(len(refs))], name="nucleus")
     df = pd.DataFrame({"reference": refs, "group": ["F", "M"] * (len(refs) // 2)})
-    controls = {"positive": de.collapse_floor(df), "negative": de.copy_control(df)}
+    controls = {"planted": de.planted_control(df, n_bootstrap=50), "negative": de.halving_control(df),
+                "floor": de.collapse_floor(df)}
+    boot = {"greedy": de.erasure_bootstrap(df.assign(prediction="heart normal. lungs clear."), n_bootstrap=30)}
     reversals = de.ranking_reversals(de.pstar_sweep_table([greedy, nucleus], [0.01, 0.05, 0.2]))
     found = {f.id: f for f in de.headline_findings([greedy, nucleus], controls, reversals,
-                                                   vocabulary={"heart", "enlarged", "pneumothorax", "normal", "lungs"})}
+                                                   vocabulary={"heart", "enlarged", "pneumothorax", "normal", "lungs"},
+                                                   erasure_ci=boot)}
     g = found["greedy_distinct_reports"]
     assert g.value == pytest.approx(1 / 60) and g.verdict == "shown" and g.ci[0] <= g.value <= g.ci[1]
     assert g.paper == 0.003
     beam = found["beam_distinct_reports"]  # not run here: said, not silently missing
     assert beam.value is None and beam.verdict == "n/a" and "not run" in beam.note
-    # the template never says mastectomy/aicd/changes/device: the silence test sees it, the paper's test cannot
-    assert found["erased_terms_greedy"].value >= 4 and found["erased_terms_greedy"].verdict == "shown"
+    # the template never says mastectomy/aicd/changes/device, all four sex-associated after BH: the silence test
+    # sees their erasure, the paper's test cannot
+    assert found["reference_associated_words"].value >= 4 and found["reference_associated_words"].verdict == "shown"
+    erased = found["erased_terms_greedy"]
+    assert erased.value >= 4 and erased.verdict == "shown" and erased.ci is not None and erased.bar.op == ">"
+    assert erased.controls == ("erasure_planted_control", "erasure_negative_control")
     assert found["erased_terms_greedy_paper_test"].value == 0
     assert found["erased_terms_greedy_paper_test"].verdict == "not shown"
-    assert found["erasure_positive_control"].value > 0 and found["erasure_negative_control"].value == 0
+    assert found["erasure_planted_control"].verdict == "shown" and found["erasure_negative_control"].value == 0
+    assert found["erasure_positive_control"].value > 0 and found["erasure_positive_control"].verdict == "n/a"
     # nucleus writes enlarged, pneumothorax (real) and zqxv/k (not in the vocabulary): 2 of 3 emergent words
     real = found["nucleus_emergent_real_words"]
     assert real.value == pytest.approx(2 / 3) and real.verdict == "not shown" and "zqxv" in real.note
@@ -354,14 +362,25 @@ def test_headline_findings_template_generator_collapses_and_erases():
 
 
 def test_headline_findings_controls_that_fail_make_the_count_uninterpretable():
+    from radaudit.findings import settle
+
     refs = _sexed_corpus()
     greedy = _result(refs, ["heart normal. lungs clear."] * len(refs), name="greedy")
-    bad = {"positive": {"Erasure (silence test)": 0, "Erasure": 0, "strong_reference_words_exact": 0},
-           "negative": {"Erasure (silence test)": 0, "Erasure": 0, "strong_reference_words_exact": 0}}
+    df = pd.DataFrame({"reference": refs, "group": ["F", "M"] * (len(refs) // 2)})
+    # a planted control whose model copies the references (erases nothing) and a negative control whose "predictions"
+    # are the reports with every sex-specific word removed: both fail
+    copied = de.planted_control(df, model=lambda d: d["reference"].tolist(), n_bootstrap=20)
+    stripped = df.assign(prediction=df["reference"].str.replace(r"mastectomy changes\.|aicd device\.", "", regex=True))
+    bad = {"planted": copied, "negative": de.halving_control(stripped, prediction="prediction", n_halvings=20),
+           "floor": de.collapse_floor(df)}
     sweep = de.ranking_reversals(de.pstar_sweep_table([greedy], [0.05]))
-    found = {f.id: f for f in de.headline_findings([greedy], bad, sweep, vocabulary=set())}
-    assert found["erased_terms_greedy"].verdict == "not shown" and "controls fail" in found["erased_terms_greedy"].note
-    assert found["erasure_positive_control"].verdict == "not shown" and "no power" in found["erasure_positive_control"].note
+    found = {f.id: f for f in settle(de.headline_findings([greedy], bad, sweep, vocabulary=set()))}
+    assert found["erasure_planted_control"].verdict == "not shown"
+    assert found["erasure_negative_control"].verdict == "not shown"
+    note = found["erased_terms_greedy"].note
+    assert found["erased_terms_greedy"].verdict == "not shown" and "a control it rests on did not pass" in note
+    assert "erasure_planted_control (not shown)" in note and "erasure_negative_control (not shown)" in note
+    assert found["erasure_positive_control"].verdict == "n/a" and "descriptive" in found["erasure_positive_control"].note
     assert found["erasure_ranking_reversed_pairs"].verdict == "n/a"  # one strategy: nothing to rank
 
 
@@ -374,6 +393,8 @@ def test_figure1_marks_and_labels_the_silence_tests_erased_words():
     ax = fig.axes[0]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert f"Erasure, silence test ({len(erased)})" in legend
+    assoc = int(greedy.words["ref_associated"].sum())
+    assert assoc >= len(erased) and f"reference association survives BH ({assoc})" in legend
     blue = {t.get_text() for t in ax.texts if t.get_color() == de.CATEGORY_COLORS["Erasure"]}
     assert {"mastectomy", "aicd"} <= blue  # the paper flags nothing here, so the erased words get the labels
     assert "no word displaced or erased" not in ax.get_title()

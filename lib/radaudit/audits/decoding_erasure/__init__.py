@@ -37,6 +37,8 @@ Where things are (one line per module)
 - ``study.py``: the experiment's steps as the notebook runs them: generations per decoding strategy, the skew study.
 - ``shards.py``: the shard step (``--shard i/n``): report generation.
 - ``tables.py``: Table 1 / Table 2 layouts, the p* sweep, skews, words, the run summary.
+- ``erasure.py``: which reference words can be erased (BH), the Erasure counts' CIs over studies, the planted and
+  halving controls (:func:`erasure_controls`, :func:`erasure_intervals`).
 - ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (each number, its control, a verdict).
 - ``plots.py``: Fig. 1, 2a, 2c, 3 and the vocabulary transitions.
 - ``rehearsal.py``: :func:`rehearse`, the paper preset on CPU (tiny twins, invented fixtures; ``--rehearse``).
@@ -52,6 +54,17 @@ from radaudit.audits.decoding_erasure.corpus import (
     collapse_floor,
     copy_control,
     evaluate_corpus,
+)
+from radaudit.audits.decoding_erasure.erasure import (
+    N_HALVINGS,
+    PLANTED_PHRASE,
+    erasure_bootstrap,
+    erasure_controls,
+    erasure_intervals,
+    halving_control,
+    plant_phrase,
+    planted_control,
+    planted_mentions,
 )
 from radaudit.audits.decoding_erasure.findings import headline_findings, real_word_vocabulary
 from radaudit.audits.decoding_erasure.models import (
@@ -107,7 +120,9 @@ from radaudit.audits.decoding_erasure.tables import (
 __all__ = [
     "baseline_corpora", "BASELINE_NAMES", "build_training_corpus", "CATEGORY_COLORS", "collapse_floor", "copy_control",
     "config_hash", "corpus_fingerprint", "corpus_kwargs", "CorpusResult", "DEFAULT_TEMPLATE", "DEMO_CONFIG",
-    "demo_model_path", "DIVERSITY_LABELS", "evaluate_corpus", "evaluate_strategies", "fig_association_shift",
+    "demo_model_path", "DIVERSITY_LABELS", "erasure_bootstrap", "erasure_controls", "erasure_intervals",
+    "evaluate_corpus", "evaluate_strategies", "fig_association_shift", "halving_control", "N_HALVINGS",
+    "plant_phrase", "planted_control", "planted_mentions", "PLANTED_PHRASE",
     "fig_pstar_sweep", "headline_findings", "real_word_vocabulary", "fig_skew_sensitivity", "fig_surface_vs_diversity",
     "fig_vocabulary_transitions", "format_prompt", "generate_reports", "GENERATION_COLUMNS", "generation_summary",
     "lora_config", "PAPER_SKEWS", "Params", "pstar_sweep_table", "ranking_reversals", "REF_COLUMN", "report_seeds",

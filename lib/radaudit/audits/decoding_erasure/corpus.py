@@ -83,15 +83,27 @@ class CorpusResult:
         return self.association.excluded
 
     def category_counts(self) -> dict[str, int]:
-        """Words per category of the paper (§2.1.2, its displacement test) and, under
-        :data:`SILENCE_ERASURE`, the words the silence test calls erased (association module, item 9)."""
+        """Words per category of the paper (§2.1.2, its displacement test); under :data:`SILENCE_ERASURE`, the
+        words the silence test calls erased (association module, items 9 and 11); under
+        :data:`REFERENCE_ASSOCIATED`, the reference words whose sex association survives BH (item 11); and under
+        :data:`PAPER_ERASURE_ASSOCIATED`, the paper's Erasure words among those."""
         return _category_counts(self.association.words)
+
+
+REFERENCE_ASSOCIATED = "Reference-associated (BH)"
+"""Key of :meth:`CorpusResult.category_counts`: reference words whose sex association survives BH over the vocabulary
+(association module, item 11) — the only words that can be erased."""
+PAPER_ERASURE_ASSOCIATED = "Erasure (paper's test, BH-associated)"
+"""Key of :meth:`CorpusResult.category_counts`: the paper's Erasure words whose reference association survives BH."""
 
 
 def _category_counts(words: pd.DataFrame) -> dict[str, int]:
     counts = words["category"].value_counts()
     out = {c: int(counts.get(c, 0)) for c in (*CATEGORIES, "Unclassified", "Stable")}
     out[SILENCE_ERASURE] = int(words["erased_silence"].sum())
+    assoc = words["ref_associated"].to_numpy(dtype=bool)
+    out[REFERENCE_ASSOCIATED] = int(assoc.sum())
+    out[PAPER_ERASURE_ASSOCIATED] = int(((words["category"] == "Erasure").to_numpy() & assoc).sum())
     return out
 
 
@@ -289,7 +301,10 @@ def collapse_floor(df: pd.DataFrame, *, reference: str = "reference", group: str
     """What CAD can detect on these references at all: the categories when *every* prediction is ``template``.
 
     A generator that writes the same normal report for every study is the extreme of template
-    collapse: this is the positive control of the Erasure counts. The paper's test flags only the
+    collapse. On the run's own references this count is descriptive (finding ``erasure_positive_control``):
+    it is 0 whenever the references hold no word whose sex association survives BH (association module,
+    item 11), so the control the findings rest on plants an association first
+    (:func:`radaudit.audits.decoding_erasure.erasure.planted_control`). The paper's test flags only the
     template's own words here (a word the model never writes cannot be displaced under Eqs. 1–3:
     :mod:`radaudit.metrics.association` item 8), so its count is the most the *paper's* Erasure
     can show on these references whatever the sample size; the silence test (item 9) flags the
@@ -319,20 +334,20 @@ def collapse_floor(df: pd.DataFrame, *, reference: str = "reference", group: str
 
 def _associated_after_bh(words: pd.DataFrame, p_star: float) -> int:
     """Reference words whose sex association survives Benjamini–Hochberg over the vocabulary: the exact
-    test's two-sided p (from ``z_ref_exact``, association module item 10), adjusted at ``p_star``. The
-    paper's "strongly associated" (|z_ref| > z_strong) is not corrected for testing every word, so with
-    V words about 5% pass it by chance; this count says how many associations are more than that."""
-    from scipy.stats import norm
-
-    p = 2.0 * norm.sf(words["z_ref_exact"].abs().to_numpy(float))
-    return int(benjamini_hochberg(p, alpha=p_star)[0].sum())
+    test's two-sided p (``p_ref_exact``, association module items 10–11), adjusted at ``p_star`` (whatever the
+    audit's ``correction``). The paper's "strongly associated" (|z_ref| > z_strong) is not corrected for testing
+    every word, so with V words about 5% pass it by chance; this count says how many associations are more
+    than that."""
+    return int(benjamini_hochberg(words["p_ref_exact"].to_numpy(float), alpha=p_star)[0].sum())
 
 
 def copy_control(df: pd.DataFrame, *, reference: str = "reference", group: str = "group",
                  groups: Sequence[Any] = ("F", "M"), **cad_kwargs: Any) -> dict[str, Any]:
-    """The negative control of the Erasure counts: every prediction is its own reference.
+    """Every prediction is its own reference: a sanity check, not a control.
 
-    Nothing is erased, so both tests must flag 0 words; a count above 0 here would mean the test
-    flags words by itself. Returns the same keys as :func:`collapse_floor`.
+    Nothing is erased, so both tests flag 0 words — by construction (equal rates give a silence p ≥ 0.5), so
+    this cannot fail and is no evidence. The negative control the findings rest on compares *disjoint* real
+    reports (:func:`radaudit.audits.decoding_erasure.erasure.halving_control`). Returns the same keys as
+    :func:`collapse_floor`.
     """
     return collapse_floor(df, reference=reference, group=group, groups=groups, template=None, **cad_kwargs)

@@ -44,12 +44,17 @@ def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: 
     are roughly stable (a guide to the eye: whether a word is displaced is decided by its own
     z_disp, Eq. 3, which the colours show). Dotted lines at ±z_neutral mark neutrality. Colours
     are the §2.1.2 categories; blue rings mark the words the silence test calls erased (ours: most sit
-    near y = 0, never written). The ``top_k`` displaced words with the largest |z_disp| are labelled,
-    then the silence test's erased words (blue), then the most sex-associated stable words (grey italics).
+    near y = 0, never written); black squares mark the words whose sex association in the references
+    survives Benjamini–Hochberg over the vocabulary (column ``ref_associated``, association module item 11:
+    the only words that can be erased), and their labels are bold. The legend always has the square's entry,
+    with its count (0 included: then no point on the plot is a real reference association). The ``top_k``
+    displaced words with the largest |z_disp| are labelled, then the silence test's erased words (blue), then
+    the BH-associated words, then the most sex-associated stable words (grey italics).
     Positive z = associated with ``groups[0]`` (female by default), as in CAD.
     Returns the Figure.
     """
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     need = {"word", "z_ref", "z_pred", "z_disp", "category"}
     if not need <= set(words_table.columns):
@@ -84,26 +89,51 @@ def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: 
         m = silent & finite
         ax.scatter(x[m], y[m], s=70, facecolors="none", edgecolors=CATEGORY_COLORS["Erasure"], linewidths=1.3,
                    label=f"Erasure, silence test ({int(m.sum())})", zorder=3)
+    assoc = (words_table["ref_associated"].to_numpy(bool) if "ref_associated" in words_table
+             else np.zeros(len(words_table), dtype=bool))
+    n_assoc = int(assoc.sum())
+    if (assoc & finite).any():
+        ax.scatter(x[assoc & finite], y[assoc & finite], s=95, marker="s", facecolors="none", edgecolors="black",
+                   linewidths=1.1, zorder=3)
+    bh_label = (f"reference association survives BH ({n_assoc})" if n_assoc else
+                "reference association survives BH (0: none can be erased)")
+    assoc_words = set(words_table.loc[assoc, "word"].astype(str))
+
+    def weight(word: str) -> str:
+        return "bold" if word in assoc_words else "normal"
+
     disp = words_table[words_table["category"] != "Stable"]
     if top_k:
         top = disp.reindex(disp["z_disp"].abs().sort_values(ascending=False).index).head(top_k)
         for r in top.itertuples(index=False):
-            ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, 3), textcoords="offset points", fontsize=8, zorder=4)
+            ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, 3), textcoords="offset points", fontsize=8, zorder=4,
+                        fontweight=weight(r.word))
         n_labels = len(top)
+        done = set(top["word"].astype(str))
         if n_labels < top_k and silent.any():  # then the silence test's erased words, most associated first
             extra = words_table[silent & ~words_table["word"].isin(top["word"]).to_numpy()]
             extra = extra.reindex(extra["z_ref_exact"].abs().sort_values(ascending=False).index).head(top_k - n_labels)
             for r in extra.itertuples(index=False):
                 ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, -9), textcoords="offset points", fontsize=8,
-                            color=CATEGORY_COLORS["Erasure"], zorder=4)
+                            color=CATEGORY_COLORS["Erasure"], zorder=4, fontweight=weight(r.word))
             n_labels += len(extra)
+            done |= set(extra["word"].astype(str))
+        if n_labels < top_k and n_assoc:  # then the BH-associated reference words, most associated first
+            extra = words_table[assoc & finite & ~words_table["word"].astype(str).isin(done).to_numpy()]
+            extra = extra.reindex(extra["z_ref"].abs().sort_values(ascending=False).index).head(top_k - n_labels)
+            for r in extra.itertuples(index=False):
+                ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, 3), textcoords="offset points", fontsize=8,
+                            zorder=4, fontweight="bold")
+            n_labels += len(extra)
+            done |= set(extra["word"].astype(str))
         if n_labels < top_k:  # fill with the most sex-associated stable words, in grey: which words these are
-            stable = words_table[(words_table["category"] == "Stable").to_numpy() & ~silent]
+            stable = words_table[(words_table["category"] == "Stable").to_numpy() & ~silent
+                                 & ~words_table["word"].astype(str).isin(done).to_numpy()]
             strength = np.maximum(stable["z_ref"].abs(), stable["z_pred"].abs())
             for r in (stable.reindex(strength.sort_values(ascending=False).index)
                       .head(top_k - n_labels).itertuples(index=False)):
                 ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, 3), textcoords="offset points", fontsize=7,
-                            color="#666666", style="italic", zorder=4)
+                            color="#666666", style="italic", zorder=4, fontweight=weight(r.word))
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
     ax.set_aspect("equal")
@@ -113,7 +143,11 @@ def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: 
         title = (f"{title} — " if title else "") + "no word displaced or erased at this p*"
     if title:
         ax.set_title(title)
-    ax.legend(fontsize=7, loc="upper left", frameon=True)
+    handles, labels = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], marker="s", ls="none", markerfacecolor="none", markeredgecolor="black",
+                          markersize=8))
+    labels.append(bh_label)
+    ax.legend(handles, labels, fontsize=7, loc="upper left", frameon=True)
     return fig
 
 

@@ -131,7 +131,8 @@ def pstar_sweep_table(results: Sequence[CorpusResult], p_grid: Sequence[float]) 
     rule) or |z_disp| > Φ⁻¹(1 − p*/2) (``correction="none"``); categories by
     :func:`radaudit.metrics.association.classify_shift` with the audit's z_neutral / z_strong.
     The silence test's Erasure (:data:`SILENCE_ERASURE`) is re-flagged the same way from
-    ``p_silence_adj`` (or ``p_silence``) by :func:`radaudit.metrics.association.silence_erased`.
+    ``p_silence_adj`` (or ``p_silence``) by :func:`radaudit.metrics.association.silence_erased`, with the
+    reference association re-tested at the same p* (``p_ref_exact_adj`` ≤ p*, association module item 11).
     Columns: ``corpus``, ``p_star``, ``category``, ``count``.
     """
     from scipy.stats import norm
@@ -151,9 +152,10 @@ def pstar_sweep_table(results: Sequence[CorpusResult], p_grid: Sequence[float]) 
                                   z_strong=prm["z_strong"])
             for c in (*CATEGORIES, "Unclassified"):
                 rows.append({"corpus": r.name, "p_star": float(p), "category": c, "count": int((cats == c).sum())})
-            p_sil = w["p_silence_adj" if prm.get("correction", "bh") == "bh" else "p_silence"]
+            bh = prm.get("correction", "bh") == "bh"
+            p_sil = w["p_silence_adj" if bh else "p_silence"]
             silent = silence_erased(p_sil, w["z_ref_exact"], w["z_pred_exact"], p_star=p, z_neutral=prm["z_neutral"],
-                                    z_strong=prm["z_strong"])
+                                    z_strong=prm["z_strong"], p_ref=w["p_ref_exact_adj" if bh else "p_ref_exact"])
             rows.append({"corpus": r.name, "p_star": float(p), "category": SILENCE_ERASURE, "count": int(silent.sum())})
     return pd.DataFrame(rows, columns=["corpus", "p_star", "category", "count"])
 
@@ -309,12 +311,15 @@ def ranking_reversals(sweep: pd.DataFrame) -> pd.DataFrame:
 
 
 def summary_lines(results: Sequence[CorpusResult], floor: Mapping[str, Any] | None = None,
-                  deterministic: Sequence[str] = ("greedy", "beam4")) -> list[str]:
+                  deterministic: Sequence[str] = ("greedy", "beam4"),
+                  controls: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
     """Plain-language findings of a run, computed from its numbers (the notebook prints them as Markdown).
 
     Compares the deterministic corpora (``deterministic`` names present in ``results``) with the
-    others on template diversity, vocabulary kept, category counts and WAE_pred, and states what the
-    collapse floor (:func:`collapse_floor`) says about CAD's power here.
+    others on template diversity, vocabulary kept, category counts and WAE_pred; says how many reference words
+    are sex-associated after BH (the only words that can be erased); states what the collapse floor
+    (:func:`collapse_floor`) says about CAD's power here; and, with ``controls`` (:func:`erasure_controls`),
+    what the planted and the halving controls found.
     """
     by = {r.name: r for r in results}
     det = [n for n in deterministic if n in by]
@@ -345,14 +350,44 @@ def summary_lines(results: Sequence[CorpusResult], floor: Mapping[str, Any] | No
     lines.append("**WAE (pred).** " + "; ".join(
         f"{n}: {format_ci(w['estimate'], w['low'], w['high'])} (permutation p = {format_number(w['perm_pvalue'])})"
         for n, w in wae.items()) + ". WAE ≈ 1 is the noise floor (no more displacement than sampling noise).")
+    w0 = results[0].association.words
+    if "ref_associated" in w0:
+        n_assoc, n_strong, V = int(w0["ref_associated"].sum()), int((w0["z_ref"].abs() > 2.0).sum()), len(w0)
+        n_studies = int(sum(results[0].association.n_reports.values()))
+        lines.append(
+            f"**Is there anything to erase?** Of the {V} words of these {n_studies} studies' references, {n_strong} pass "
+            f"the paper's |z_ref| > 2 (about {0.05 * V:.0f} would by chance alone), and {n_assoc} survive "
+            "Benjamini–Hochberg over the vocabulary: "
+            + ("a word that is not sex-associated in the references cannot be erased, so these references cannot show "
+               "erasure at all, and every Erasure count of this run is *not shown* for that reason (no power), not evidence "
+               "of no erasure." if n_assoc == 0 else
+               f"only these {n_assoc} can count as erased ({', '.join(sorted(w0.loc[w0['ref_associated'], 'word'])[:10])}"
+               f"{' …' if n_assoc > 10 else ''})."))
+    if controls is not None and "planted" in controls:
+        pc, nc = controls["planted"], controls["negative"]
+        found = pc["value"] <= pc["p_star"]
+        lines.append(
+            f"**Planted control.** '{pc['phrase']}' was added to {pc['mentions']} of the {pc['n_target']} "
+            f"{pc['target']} references ({100 * pc['share']:.0f}%) and every study given the normal template: the silence "
+            f"test calls {len(pc['erased'])} of the {len(pc['planted_words'])} planted words erased "
+            f"({'found' if found else 'not found'}: largest p {pc['value']:.2g}, 95% CI "
+            f"[{pc['low']:.2g}, {pc['high']:.2g}], needs ≤ {pc['p_star']:g}), the paper's test "
+            f"{len(pc['paper_flags'])}." + ("" if pc["enough"] else " This preset has too few studies for a planted "
+                                              "association to survive BH with margin."))
+        lines.append(
+            f"**Negative control.** In {nc['alarms']} of {nc['n_halvings']} random halvings of the references (one half "
+            f"as the predictions of the other) a test flagged an erased word (95% CI [{nc['low']:.2g}, "
+            f"{nc['high']:.2g}] for the share, needs ≤ {nc['p_star']:g}); a half held {nc['mean_reference_associated']:.2f} "
+            "BH-associated words on average.")
     if floor is not None:
         silence = floor.get(SILENCE_ERASURE, 0)
         lines.append(
-            f"**Positive control.** If every one of these {floor['n_reports']} studies got the same normal template, the "
+            f"**One template, unplanted (descriptive).** If every one of these {floor['n_reports']} studies got the same "
+            "normal template, the "
             f"paper's test would flag {floor.get('Erasure', 0)} erased words and the silence test {silence}. The paper's "
             "test cannot flag a word the model never writes, at any sample size (its predicted count is 0, so its "
             "variance is the smoothing floor 2/α and the displacement cannot reach significance): a template erases "
             "words by leaving them out, so the paper's count is a floor and the silence test's is the one to read"
             + (". The silence test flags nothing even here: these references hold no sex-associated word frequent "
-               "enough to detect its loss, so zeros below mean *no power*, not *no erasure*." if silence == 0 else "."))
+               "enough to detect its loss, so zeros mean *no power*, not *no erasure*." if silence == 0 else "."))
     return lines

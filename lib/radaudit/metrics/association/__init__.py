@@ -107,7 +107,8 @@ Decisions where the paper is silent or ambiguous (each is repeated where it appl
    soon as the references use it a few times. It is corrected like the paper's test (BH over all V
    words at p*, or unadjusted p ≤ p* with ``correction="none"``) and a word is ``erased_silence``
    when that holds *and* it meets the Erasure conditions of §2.1.2 on association z's
-   (|z_ref| > z_strong, |z_pred| < z_neutral), with the z's of item 10. The ``category`` column
+   (|z_ref| > z_strong, |z_pred| < z_neutral), with the z's of item 10, and its reference association
+   survives BH (item 11). The ``category`` column
    stays the paper's; the two Erasure counts are reported side by side (:func:`erasure_counts`).
    Caveat shared with Eq. (2): tokens are treated as independent draws, so a word repeated within
    one report counts several times.
@@ -120,6 +121,15 @@ Decisions where the paper is silent or ambiguous (each is repeated where it appl
    two-sided p (doubled smaller tail, capped at 1) is turned into a z of the same size,
    z = sign(s) · Φ⁻¹(1 − p/2), so the paper's thresholds z_neutral, z_strong keep their meaning
    (30 vs 0 with equal N: p = 2·0.5³⁰, z = 6.0).
+11. **Which reference words are sex-associated at all** (``p_ref_exact``, ``p_ref_exact_adj``,
+   ``ref_associated``). The paper's "strongly associated" (|z_ref| > z_strong) is a per-word threshold
+   over V words with no correction for testing every word: with V ≈ 900 words about 5% pass |z| > 2 by
+   chance alone. A word counts as associated with a group in the references only when its exact test
+   (item 10) survives Benjamini–Hochberg over the V words at p* (``correction="none"``: unadjusted
+   p ≤ p*). The silence test calls a word erased only when it is ``ref_associated`` (besides the
+   conditions of item 9): a word that is not sex-associated in the references cannot be erased. The
+   paper's ``category`` column is left as the paper defines it (Eq. 3, §2.1.2); a reader who wants the
+   paper's Erasure restricted to real associations takes ``(category == "Erasure") & ref_associated``.
 
 Where the parts are (one line per module)
 -----------------------------------------
@@ -144,10 +154,12 @@ from radaudit.metrics.association.cad import (
     CATEGORY_ORDER,
     SILENCE_ERASURE,
     cad,
+    cad_arrays,
     cad_from_counts,
     cad_summary,
     classify_shift,
     erasure_counts,
+    exact_association_p,
     exact_association_z,
     silence_erased,
     silence_pvalues,
@@ -174,11 +186,13 @@ __all__ = [
     "AssociationInputError",
     "association_audit",
     "cad",
+    "cad_arrays",
     "cad_from_counts",
     "cad_summary",
     "classify_shift",
     "count_reports",
     "erasure_counts",
+    "exact_association_p",
     "exact_association_z",
     "load_stopwords",
     "SILENCE_ERASURE",

@@ -18,9 +18,9 @@ from radaudit.metrics.association.counts import AssociationCounts, AssociationIn
 from radaudit.metrics.association.equations import log_ratio
 from radaudit.stats import benjamini_hochberg
 
-__all__ = ["CATEGORIES", "CATEGORY_ORDER", "SILENCE_ERASURE", "cad", "cad_from_counts", "cad_summary",
-           "check_thresholds", "classify_shift", "erasure_counts", "exact_association_z", "silence_erased",
-           "silence_pvalues"]
+__all__ = ["CATEGORIES", "CATEGORY_ORDER", "SILENCE_ERASURE", "cad", "cad_arrays", "cad_from_counts", "cad_summary",
+           "check_thresholds", "classify_shift", "erasure_counts", "exact_association_p", "exact_association_z",
+           "silence_erased", "silence_pvalues"]
 
 CATEGORIES: tuple[str, ...] = ("Erasure", "New Bias", "Bias Flip", "Preservation")
 """The paper's categories of displaced words (§2.1.2)."""
@@ -52,34 +52,48 @@ def silence_pvalues(c_ref: Any, c_pred: Any, s_ref: Any) -> tuple[np.ndarray, np
     return k, np.clip(p, 0.0, 1.0)
 
 
-def exact_association_z(counts: Any, s: Any) -> np.ndarray:
-    """Item 10 of the module docstring: the signed z-equivalent of the exact conditional binomial
-    test of no association, per word. ``counts``: ``[V × 2]`` token counts of one corpus (column k =
-    groups[k]); ``s``: the Eq. (1) log ratio, whose sign the z takes. A word the corpus never uses has z = 0."""
+def exact_association_p(counts: Any) -> np.ndarray:
+    """Item 10 of the module docstring: the two-sided p of the exact conditional binomial test of no
+    association, per word. ``counts``: ``[V × 2]`` token counts of one corpus (column k = groups[k]).
+    Given the word's total n = c_0 + c_1, H0 gives c_0 ~ Binomial(n, N_0 / (N_0 + N_1)); p is the doubled
+    smaller tail, capped at 1. A word the corpus never uses, or a corpus where a group has no tokens at all
+    (nothing can be said about association), has p = 1."""
     c = np.asarray(counts, dtype=float)
     if c.ndim != 2 or c.shape[1] != 2:
         raise AssociationInputError(f"counts must be a [V x 2] array, got shape {c.shape}")
     n = c.sum(axis=1)
     totals = c.sum(axis=0)
     pi = totals[0] / totals.sum() if totals.sum() > 0 else 0.5
-    if not 0 < pi < 1:  # one group has no tokens at all: nothing can be said about association
-        return np.zeros(len(c))
+    if not 0 < pi < 1:
+        return np.ones(len(c))
     lower = stats.binom.cdf(c[:, 0], n, pi)
     upper = stats.binom.sf(c[:, 0] - 1, n, pi)
-    p = np.where(n > 0, np.minimum(1.0, 2.0 * np.minimum(lower, upper)), 1.0)
+    return np.where(n > 0, np.minimum(1.0, 2.0 * np.minimum(lower, upper)), 1.0)
+
+
+def exact_association_z(counts: Any, s: Any) -> np.ndarray:
+    """Item 10 of the module docstring: the signed z-equivalent of :func:`exact_association_p`, per word,
+    z = sign(s) · Φ⁻¹(1 − p/2). ``counts``: ``[V × 2]`` token counts of one corpus (column k = groups[k]);
+    ``s``: the Eq. (1) log ratio, whose sign the z takes. A word the corpus never uses has z = 0."""
+    p = exact_association_p(counts)
     z = stats.norm.isf(np.maximum(p, 1e-300) / 2.0)
     return np.sign(np.asarray(s, dtype=float)) * z
 
 
 def silence_erased(p_silence: Any, z_ref_exact: Any, z_pred_exact: Any, *, p_star: float, z_neutral: float = 1.0,
-                   z_strong: float = 2.0) -> np.ndarray:
-    """The silence test's verdict per word (module docstring, item 9): the group's rate fell
-    (``p_silence`` ≤ p*; pass the BH-adjusted values for the BH rule) and the word was strongly
-    associated in the reference (|z_ref_exact| > z_strong) but is neutral in the predictions
-    (|z_pred_exact| < z_neutral). Useful to re-flag a CAD table at another p* (paper Fig. 3)."""
+                   z_strong: float = 2.0, p_ref: Any = None) -> np.ndarray:
+    """The silence test's verdict per word (module docstring, items 9 and 11): the group's rate fell
+    (``p_silence`` ≤ p*; pass the BH-adjusted values for the BH rule), the word was strongly
+    associated in the reference (|z_ref_exact| > z_strong) and that association is real (``p_ref`` ≤ p*:
+    pass the BH-adjusted :func:`exact_association_p` of the references, column ``p_ref_exact_adj``; ``None``
+    skips this condition), and it is neutral in the predictions (|z_pred_exact| < z_neutral). Useful to
+    re-flag a CAD table at another p* (paper Fig. 3)."""
     p = np.asarray(p_silence, dtype=float)
-    return (p <= p_star) & (np.abs(np.asarray(z_ref_exact, dtype=float)) > z_strong) & (
+    out = (p <= p_star) & (np.abs(np.asarray(z_ref_exact, dtype=float)) > z_strong) & (
         np.abs(np.asarray(z_pred_exact, dtype=float)) < z_neutral)
+    if p_ref is not None:
+        out &= np.asarray(p_ref, dtype=float) <= p_star
+    return out
 
 
 def erasure_counts(table: pd.DataFrame) -> dict[str, int]:
@@ -156,9 +170,20 @@ def cad_from_counts(
                       z_neutral=z_neutral, z_strong=z_strong, correction=correction)
 
 
-def _cad_table(vocab: np.ndarray, c_ref: np.ndarray, c_pred: np.ndarray, g: tuple[str, str], *, alpha: float,
-               p_star: float, z_neutral: float, z_strong: float, correction: str) -> pd.DataFrame:
-    V = len(vocab)
+def cad_arrays(c_ref: Any, c_pred: Any, *, alpha: float = 0.1, p_star: float = 0.05, z_neutral: float = 1.0,
+               z_strong: float = 2.0, correction: Literal["bh", "none"] = "bh") -> dict[str, np.ndarray]:
+    """Every per-word quantity of the CAD table (:func:`cad`) from ``[V × 2]`` group totals, as arrays.
+
+    The one code path of the table's numbers: :func:`cad_from_counts` lays these arrays out as its
+    DataFrame, and a bootstrap that recomputes the Erasure counts on each resample (e.g. over studies)
+    calls this directly (no DataFrame per replicate). V = ``len(c_ref)``, as given (no ``min_count``).
+    Keys: the table's numeric columns (``s_ref``, ``var_ref``, ``z_ref``, ``s_pred``, ..., ``z_disp``,
+    ``p``, ``p_adj``, ``displaced``, ``category``, ``z_ref_exact``, ``z_pred_exact``, ``p_ref_exact``,
+    ``p_ref_exact_adj``, ``ref_associated``, ``silence_tested`` (0/1), ``p_silence``, ``p_silence_adj``,
+    ``erased_silence``) and ``z_crit``.
+    """
+    c_ref, c_pred = np.asarray(c_ref, dtype=float), np.asarray(c_pred, dtype=float)
+    V = len(c_ref)
     s_r, v_r = log_ratio(c_ref[:, [0]], c_ref[:, [1]], alpha, V)
     s_p, v_p = log_ratio(c_pred[:, [0]], c_pred[:, [1]], alpha, V)
     s_r, v_r, s_p, v_p = s_r[:, 0], v_r[:, 0], s_p[:, 0], v_p[:, 0]
@@ -170,9 +195,33 @@ def _cad_table(vocab: np.ndarray, c_ref: np.ndarray, c_pred: np.ndarray, g: tupl
     displaced = rejected if correction == "bh" else np.abs(z_disp) > z_crit
     tested, p_sil = silence_pvalues(c_ref, c_pred, s_r)
     p_sil_adj = benjamini_hochberg(p_sil, alpha=p_star)[1]
-    z_r_exact, z_p_exact = exact_association_z(c_ref, s_r), exact_association_z(c_pred, s_p)
+    # item 11: a reference association is real when its exact test survives BH over the V words at p*
+    p_r_exact = exact_association_p(c_ref)
+    p_r_exact_adj = benjamini_hochberg(p_r_exact, alpha=p_star)[1]
+    ref_associated = (p_r_exact_adj if correction == "bh" else p_r_exact) <= p_star
+    z_r_exact = np.sign(s_r) * stats.norm.isf(np.maximum(p_r_exact, 1e-300) / 2.0)
+    z_p_exact = exact_association_z(c_pred, s_p)
     erased_silence = silence_erased(p_sil_adj if correction == "bh" else p_sil, z_r_exact, z_p_exact, p_star=p_star,
-                                    z_neutral=z_neutral, z_strong=z_strong)
+                                    z_neutral=z_neutral, z_strong=z_strong,
+                                    p_ref=p_r_exact_adj if correction == "bh" else p_r_exact)
+    return {"s_ref": s_r, "var_ref": v_r, "z_ref": z_r, "s_pred": s_p, "var_pred": v_p, "z_pred": z_p,
+            "z_disp": z_disp, "p": p, "p_adj": p_adj, "displaced": np.asarray(displaced, dtype=bool),
+            "category": classify_shift(z_r, z_p, displaced, z_neutral=z_neutral, z_strong=z_strong),
+            "z_ref_exact": z_r_exact, "z_pred_exact": z_p_exact, "p_ref_exact": p_r_exact,
+            "p_ref_exact_adj": p_r_exact_adj, "ref_associated": np.asarray(ref_associated, dtype=bool),
+            "silence_tested": tested, "p_silence": p_sil, "p_silence_adj": p_sil_adj,
+            "erased_silence": np.asarray(erased_silence, dtype=bool), "z_crit": np.float64(z_crit)}
+
+
+def _cad_table(vocab: np.ndarray, c_ref: np.ndarray, c_pred: np.ndarray, g: tuple[str, str], *, alpha: float,
+               p_star: float, z_neutral: float, z_strong: float, correction: str) -> pd.DataFrame:
+    V = len(vocab)
+    a = cad_arrays(c_ref, c_pred, alpha=alpha, p_star=p_star, z_neutral=z_neutral, z_strong=z_strong,
+                   correction=correction)  # type: ignore[arg-type]
+    s_r, v_r, z_r, s_p, v_p, z_p = (a[k] for k in ("s_ref", "var_ref", "z_ref", "s_pred", "var_pred", "z_pred"))
+    z_disp, p, p_adj, displaced, z_crit = a["z_disp"], a["p"], a["p_adj"], a["displaced"], float(a["z_crit"])
+    tested, p_sil, p_sil_adj, erased_silence = a["silence_tested"], a["p_silence"], a["p_silence_adj"], a["erased_silence"]
+    z_r_exact, z_p_exact = a["z_ref_exact"], a["z_pred_exact"]
     table = pd.DataFrame({
         "word": vocab.astype(str),
         f"c_ref_{g[0]}": c_ref[:, 0].astype(np.int64), f"c_ref_{g[1]}": c_ref[:, 1].astype(np.int64),
@@ -181,8 +230,9 @@ def _cad_table(vocab: np.ndarray, c_ref: np.ndarray, c_pred: np.ndarray, g: tupl
         "s_ref": s_r, "var_ref": v_r, "z_ref": z_r,
         "s_pred": s_p, "var_pred": v_p, "z_pred": z_p,
         "z_disp": z_disp, "p": p, "p_adj": p_adj, "displaced": displaced.astype(bool),
-        "category": classify_shift(z_r, z_p, displaced, z_neutral=z_neutral, z_strong=z_strong),
-        "z_ref_exact": z_r_exact, "z_pred_exact": z_p_exact,
+        "category": a["category"],
+        "z_ref_exact": z_r_exact, "z_pred_exact": z_p_exact, "p_ref_exact": a["p_ref_exact"],
+        "p_ref_exact_adj": a["p_ref_exact_adj"], "ref_associated": a["ref_associated"],
         "silence_group": np.asarray(g, dtype=object)[tested], "p_silence": p_sil, "p_silence_adj": p_sil_adj,
         "erased_silence": erased_silence.astype(bool),
     })
@@ -242,8 +292,9 @@ def cad(
         ``s_ref``, ``var_ref``, ``z_ref``, ``s_pred``, ``var_pred``, ``z_pred`` (Eqs. 1–2);
         ``z_disp`` (Eq. 3), its two-sided normal p-value ``p``, the BH-adjusted ``p_adj``,
         ``displaced`` and ``category`` (:func:`classify_shift`); the silence test (module
-        docstring, items 9–10): ``z_ref_exact``, ``z_pred_exact``, ``silence_group``,
-        ``p_silence``, ``p_silence_adj`` (BH) and ``erased_silence``. ``table.attrs`` holds the
+        docstring, items 9–11): ``z_ref_exact``, ``z_pred_exact``, the reference association's exact
+        p ``p_ref_exact``, its BH-adjusted ``p_ref_exact_adj`` and ``ref_associated`` (it survives BH at p*),
+        ``silence_group``, ``p_silence``, ``p_silence_adj`` (BH) and ``erased_silence``. ``table.attrs`` holds the
         parameters, ``z_crit`` and V. A word absent from one corpus or group has count 0 and the
         smoothed probability α / (N + αV) there (module docstring, item 1).
     """
