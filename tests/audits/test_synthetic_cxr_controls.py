@@ -5,6 +5,7 @@ verdict rules (each test can fail: it feeds the rule both a passing and a failin
 
 from __future__ import annotations
 
+import dataclasses
 import types
 
 import numpy as np
@@ -16,8 +17,8 @@ from radaudit.audits.synthetic_cxr import findings as F
 from radaudit.audits.synthetic_cxr import generators as G
 from radaudit.audits.synthetic_cxr import params as P
 from radaudit.audits.synthetic_cxr import study as S
-from radaudit.audits.synthetic_cxr.models import _views
 from radaudit.audits.synthetic_cxr.aurocs import paired_auroc_differences
+from radaudit.audits.synthetic_cxr.models import _views
 
 
 @pytest.fixture(scope="module")
@@ -101,26 +102,48 @@ class _RandomScorer:
 
 
 def test_threshold_is_calibrated_on_the_max_over_seeds(frame, ctx):
-    meta = frame[frame["split"] == "test"].reset_index(drop=True)
-    study = types.SimpleNamespace(test_meta=meta, test=ctx.pixels(meta["study_id"]))
-    null = S.reid_null_threshold(study, _RandomScorer(), n_seeds=5, fpr=0.05, rounds=2, seed=0)
-    assert null["n_null"] == 2 * len(meta) and null["statistic"] == "max over 5 seeds"
+    """The null: training images of the calibration half of the patients (issue 40), each ``rounds`` times with
+    ``n_seeds`` matched test images of other patients; its max over seeds, not single pairs."""
+    train = frame[frame["split"] == "train"].reset_index(drop=True)
+    test = frame[frame["split"] == "test"].reset_index(drop=True)
+    study = types.SimpleNamespace(frame=frame, train_meta=train, test_meta=test, test=ctx.pixels(test["study_id"]),
+                                  context=ctx)
+    null = S.reid_null_threshold(study, _RandomScorer(), n_seeds=5, fpr=0.05, rounds=2, seed=0, n_prompts=40)
+    assert null["n_null"] == 2 * 40 and null["statistic"] == "max over 5 seeds" and null["n_calibration_prompts"] == 40
     assert (null["null_max"] > null["threshold"]).mean() <= 0.05
     # a per-pair threshold at the same rate is lower: applied to the max it lets far more than 5% through
     assert null["pair_threshold"] < null["threshold"]
     assert (null["null_max"] > null["pair_threshold"]).mean() > 0.1
+    # calibrated on one half of the training patients only; the privacy prompts are drawn from the other half
+    cal, audit = S.reid_halves(frame, 0)
+    assert (null["calibration_patients"], null["audit_patients"]) == (cal, audit) and not cal & audit
+    assert set(null["null"]["patient_id"]) <= cal
+    assert set(train["patient_id"].astype(str)) == cal | audit
+    req = G.privacy_requests(frame, n_prompts=60, n_seeds=5, seed=0, patients=audit)
+    assert set(req["source_patient_id"]) <= audit and req["source_study_id"].nunique() == 60
 
 
 def test_flagged_share_and_the_control_verdicts():
+    from radaudit.findings import settle
+
     pp = pd.DataFrame({"max_reid": [0.99] * 19 + [0.2]})
     thr = {"threshold": 0.5, "statistic": "max over 5 seeds", "fpr": 0.01, "n_null": 500}
     s = S.flagged_share(pp, 0.5)
     assert s["share"] == 0.95 and s["low"] < 0.95 < s["high"] and s["k"] == 19
-    assert F.flagged("memoriser_flagged", "m", s, thr, positive=True).verdict == "shown"
-    assert F.flagged("heldout_real_flagged", "h", s, thr, positive=False).verdict == "not shown"
+    # 19 of 20 is >= 0.9 but its Wilson CI reaches below 0.9: the central rule makes it partly, not shown
+    mem, held = settle([F.flagged("memoriser_flagged", "m", s, thr, positive=True),
+                        F.flagged("heldout_real_flagged", "h", s, thr, positive=False)])
+    assert mem.verdict == "partly" and mem.bar.op == ">=" and mem.bar.value == 0.9
+    assert held.verdict == "not shown" and held.bar.op == "<=" and held.bar.value == 0.1
+    big = S.flagged_share(pd.DataFrame({"max_reid": [0.99] * 100}), 0.5)
+    assert settle([F.flagged("memoriser_flagged", "m", big, thr, positive=True)])[0].verdict == "shown"
     low = S.flagged_share(pd.DataFrame({"max_reid": [0.1] * 20}), 0.5)
-    assert F.flagged("memoriser_flagged", "m", low, thr, positive=True).verdict == "not shown"
-    assert F.flagged("heldout_real_flagged", "h", low, thr, positive=False).verdict == "shown"
+    mem, held = settle([F.flagged("memoriser_flagged", "m", low, thr, positive=True),
+                        F.flagged("heldout_real_flagged", "h", low, thr, positive=False)])
+    assert mem.verdict == "not shown"
+    assert held.verdict == "partly" and held.ci[1] > 0.1  # 0 of 20: too few prompts to clear <= 0.1 with the CI
+    none = S.flagged_share(pd.DataFrame({"max_reid": [0.1] * 40}), 0.5)
+    assert settle([F.flagged("heldout_real_flagged", "h", none, thr, positive=False)])[0].verdict == "shown"
 
 
 # --- dose-response, Table 2 intervals, the FID gap --------------------------------------------------------------
@@ -181,14 +204,26 @@ def test_fid_gap_interval_and_encoder_agreement():
     assert F.fid_order(agr).verdict == "not shown"
 
 
-def test_gap_verdict_needs_non_overlapping_intervals():
+def test_gap_verdict_reads_the_paired_ci_against_zero():
+    """The gap's paired bootstrap CI is read against > 0 by the central rule (issue 40); whether the two Table-1
+    intervals overlap is reported in the note; the gap rests on the encoder's controls."""
+    from radaudit.findings import settle
+
     def fidelity(dl, dh, hl, hh):
         return pd.DataFrame({"generator": ["d", "h"], "encoder": "cxr", "metric": "fid", "estimate": [(dl + dh) / 2,
                              (hl + hh) / 2], "low": [dl, hl], "high": [dh, hh]})
     apart = F.gap(fidelity(20, 30, 5, 10), {"gap": 17.5, "low": 9, "high": 25}, "d", "h")
-    assert apart.verdict == "shown"
+    assert apart.verdict == "shown" and "apart" in apart.note and apart.bar.op == ">" and apart.bar.value == 0
+    assert apart.controls == ("encoder_view_accuracy", "degrader_dose_spearman")
     overlap = F.gap(fidelity(8, 30, 5, 10), {"gap": 11.5, "low": -1, "high": 25}, "d", "h")
-    assert overlap.verdict == "not shown" and "overlap" in overlap.note
+    assert "overlap" in overlap.note
+    ctrl = [F.encoder_view({"metrics": {"view_accuracy": 0.95, "view_majority": 0.5, "n_eval": 200}}),
+            F.dose(S.dose_spearman(_dose([1.0, 2, 3, 4, 5])))]  # the encoder's controls, passing
+    got = {f.id: f for f in settle(ctrl + [apart, dataclasses.replace(overlap, id="gap_overlap")])}
+    assert got["diffusion_vs_heldout_fid_gap_cxr"].verdict == "shown"
+    assert got["gap_overlap"].verdict == "partly"  # its CI crosses 0
+    below = F.gap(fidelity(5, 10, 20, 30), {"gap": -17.5, "low": -25, "high": -9}, "d", "h")
+    assert below.verdict == "not shown" and "not above 0" in below.note
 
 
 # --- the encoder's view task and its verdict -----------------------------------------------------------------
@@ -197,9 +232,13 @@ def test_view_target_projection_and_view_verdict():
     meta = pd.DataFrame({"view": ["PA", "AP", "AP SUPINE", "LATERAL", None]})
     assert _views(meta, "projection") == ["PA", "AP", "AP", "LATERAL", None]
     assert _views(meta) == ["PA", "AP", "AP SUPINE", "LATERAL", None]
+    from radaudit.findings import settle
+
     card = {"metrics": {"view_accuracy": 0.70, "view_majority": 0.523, "n_eval": 107}}
     f = F.encoder_view(card)
     assert f.verdict == "shown" and "majority share 0.523" in f.note and f.ci[0] < 0.70 < f.ci[1]
+    assert f.bar.op == ">=" and f.bar.value == pytest.approx(0.673)
+    assert settle([f])[0].verdict == "partly"  # 0.70 >= 0.673, but the Wilson CI over 107 images crosses the bar
     card["metrics"]["view_accuracy"] = 0.477  # the issue's encoder
     card["metrics"]["pixel_probe_view_accuracy"] = 0.62
     f = F.encoder_view(card)

@@ -12,6 +12,9 @@ from radaudit.run import run_experiment
 
 ISSUE_21_IDS = ("encoder_view_accuracy", "degrader_dose_spearman", "privacy_reference_overlap", "memoriser_flagged",
                 "heldout_real_flagged", "diffusion_vs_heldout_fid_gap_cxr")
+ISSUE_40_IDS = ("encoder_view_gain_over_pixels", "memoriser_flagged_paper_delta", "diffusion_flagged")
+CONTROL_IDS = ("encoder_view_accuracy", "degrader_dose_spearman", "privacy_reference_overlap", "memoriser_flagged",
+               "heldout_real_flagged")
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +72,18 @@ def test_smoke_run_writes_the_controls_and_findings(smoke_run):
     assert "majority share" in ids["encoder_view_accuracy"].note
     assert ids["memoriser_flagged"].ci is not None and ids["heldout_real_flagged"].ci is not None
     assert ids["degrader_dose_spearman"].value is not None and "5 levels" in ids["degrader_dose_spearman"].note
+    # issue 40: every control has a bar, the findings name the controls they rest on, the re-ID threshold is
+    # calibrated on one half of the training patients and the flags are read on the other
+    assert set(ISSUE_40_IDS) <= set(ids)
+    assert all(ids[c].bar is not None for c in CONTROL_IDS)
+    assert set(ids["diffusion_flagged"].controls) == {"privacy_reference_overlap", "memoriser_flagged",
+                                                      "heldout_real_flagged"}
+    assert set(ids["diffusion_vs_heldout_fid_gap_cxr"].controls) == {"encoder_view_accuracy", "degrader_dose_spearman"}
+    held = ids["heldout_real_flagged"].note
+    assert "audit-half prompts" in held and "calibration half" in held
+    assert ids["encoder_view_gain_over_pixels"].ci is not None
+    reid = json.loads((d / "manifest.json").read_text())["recorded"]["reid_threshold"]
+    assert reid["n_calibration_patients"] + reid["n_audit_patients"] == 185
     tables = {p.stem for p in (d / "tables").glob("*.csv")}
     assert {"degrader_dose_long", "degrader_dose_spearman", "privacy_reference_overlap"} <= tables
     figures = {p.stem for p in (d / "figures").glob("*.png")}
@@ -103,6 +118,9 @@ def test_demo_run_meets_issue_21_and_matches_the_readme(demo_run):
     assert f["degrader_dose_spearman"].value == 1.0
     assert f["privacy_reference_overlap"].value == 0
     assert f["memoriser_flagged"].value >= 0.9 and f["heldout_real_flagged"].value <= 0.1
+    delta = f["memoriser_flagged_paper_delta"]
+    if "below δ" in delta.note:  # the stand-in's ceiling is below the paper's δ: nothing can be flagged at δ
+        assert delta.value == 0 and delta.verdict == "not shown"
     gap = f["diffusion_vs_heldout_fid_gap_cxr"]
     assert gap.verdict == "shown" or (gap.verdict == "not shown" and gap.note)
     body = readme_findings((project_root() / "README.md").read_text(encoding="utf-8"), "synthetic_cxr")

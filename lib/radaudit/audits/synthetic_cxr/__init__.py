@@ -19,6 +19,8 @@ Where things are (one line per module)
   ``aurocs.py`` (per-label AUROC, bootstrap CIs, paired differences) and ``table4.py`` (the table and its flags).
 - ``reports.py``: Table 5, report generation from each source's image-text pairs.
 - ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (the stand-ins' controls, the FID gap).
+- ``controls.py``: the re-ID threshold calibrated on one half of the training patients and tested on the other,
+  flagged shares with Wilson CIs, and the encoder's view gain over a pixel probe.
 - ``plots.py``: the figures. The metrics themselves are :mod:`radaudit.metrics.image`.
 - ``rehearsal.py``: :func:`rehearse`, the paper preset on CPU (tiny twins, invented fixtures; ``--rehearse``).
 """
@@ -41,6 +43,13 @@ from radaudit.audits.synthetic_cxr.classifier import (
     load_or_train_classifier,
     predict_scores,
     train_classifier,
+)
+from radaudit.audits.synthetic_cxr.controls import (
+    calibrated_threshold,
+    flag_share,
+    patient_halves,
+    split_calibration,
+    view_gain,
 )
 from radaudit.audits.synthetic_cxr.data import (
     DEMO_LABELS,
@@ -97,6 +106,7 @@ from radaudit.audits.synthetic_cxr.models import (
     train_demo_encoder,
     train_demo_reid,
     verification_pairs,
+    view_correctness,
 )
 from radaudit.audits.synthetic_cxr.params import (
     DATASET_SPLITS,
@@ -145,6 +155,7 @@ from radaudit.audits.synthetic_cxr.study import (
     dose_sets,
     dose_spearman,
     encoder_agreement,
+    encoder_view_check,
     fid_gap,
     fidelity_long,
     flagged_share,
@@ -161,6 +172,9 @@ from radaudit.audits.synthetic_cxr.study import (
     privacy_reference_overlap,
     rank_summary,
     real_utility_set,
+    reid_ceiling,
+    reid_flags,
+    reid_halves,
     reid_null_threshold,
     report_candidates,
     report_utility,
@@ -200,5 +214,6 @@ __all__ = [
     "train_classifier", "TRAIN_DEFAULTS", "train_demo_clip", "train_demo_encoder", "train_demo_reid",
     "TrainedClassifier", "utility_flags", "utility_requests", "utility_table", "UtilityResult",
     "verification_pairs", "write_synthetic_set", "dose_sets", "feature_jobs", "fidelity_encoders", "fidelity_features",
-    "image_features",
+    "image_features", "calibrated_threshold", "encoder_view_check", "flag_share", "patient_halves", "reid_ceiling",
+    "reid_flags", "reid_halves", "split_calibration", "view_correctness", "view_gain",
 ]

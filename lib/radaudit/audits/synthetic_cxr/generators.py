@@ -58,7 +58,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -212,7 +212,8 @@ def _split_rows(frame: pd.DataFrame, split: str) -> pd.DataFrame:
 
 
 def privacy_requests(frame: pd.DataFrame, n_prompts: int = 2000, n_seeds: int = 10, seed: int = 0, *,
-                     split: str = "train", unique_prompts: bool = False) -> pd.DataFrame:
+                     split: str = "train", unique_prompts: bool = False,
+                     patients: Collection[Any] | None = None) -> pd.DataFrame:
     """Requests for the privacy audit (§2.3): ``n_prompts`` training prompts × ``n_seeds`` seeds.
 
     The paper takes 2000 training image–caption pairs and generates N = 10 images per caption, each
@@ -223,12 +224,18 @@ def privacy_requests(frame: pd.DataFrame, n_prompts: int = 2000, n_seeds: int = 
     the authors draw 10 seeds shared by all prompts, and never pass them to the pipeline).
     ``unique_prompts``: first keep one row per caption, as the authors' ``drop_duplicates`` on
     ``annotated_prompt`` (right for LLaVA-Rad captions, where a caption is near-unique; the demo's
-    metadata captions repeat, so the default samples images). Extra columns ``prompt_index``,
-    ``seed_index``.
+    metadata captions repeat, so the default samples images). ``patients``: draw only from these patients' rows
+    (the audit half of :func:`radaudit.audits.synthetic_cxr.controls.patient_halves`, so the re-ID threshold is
+    calibrated on patients the audit never sees). Extra columns ``prompt_index``, ``seed_index``.
     """
     n_prompts = _check_count("n_prompts", n_prompts)
     n_seeds = _check_count("n_seeds", n_seeds)
     rows = _split_rows(frame, split)
+    if patients is not None:
+        keep = {str(p) for p in patients}
+        rows = rows[rows["patient_id"].astype(str).isin(keep)]
+        if rows.empty:
+            raise ParamsError(f"No {split!r} rows of the {len(keep)} given patients to draw privacy prompts from.")
     if unique_prompts:
         rows = rows.drop_duplicates("prompt")
     rows = rows.sort_values("study_id", kind="stable")

@@ -121,10 +121,12 @@ __all__ = [
     "demo_reid_path",
     "label_names_of",
     "model_card",
+    "pixel_view_probe_predictions",
     "train_demo_clip",
     "train_demo_encoder",
     "train_demo_reid",
     "verification_pairs",
+    "view_correctness",
 ]
 
 log = logging.getLogger(__name__)
@@ -184,16 +186,64 @@ def _pixel_view_probe(x_tr: np.ndarray, v_tr: np.ndarray, x_ev: np.ndarray, v_ev
     The encoder's view accuracy is read beside it: an encoder that does not beat the pixels has learnt
     nothing a linear model on pixels could not. ``None`` when either side lacks two views.
     """
+    pred = pixel_view_probe_predictions(x_tr, v_tr, x_ev, v_ev)
+    if pred is None:
+        return None
+    ev = v_ev >= 0
+    return float((pred[ev] == v_ev[ev]).mean())
+
+
+def pixel_view_probe_predictions(x_tr: np.ndarray, v_tr: np.ndarray, x_ev: np.ndarray, v_ev: np.ndarray
+                                 ) -> np.ndarray | None:
+    """The pixel probe of the encoder's model card (logistic regression, L2 with ``C=0.01``, on standardised
+    flattened pixels of the training images with a known view code ``v_tr >= 0``): its predicted view code for
+    every held-out image (``-1`` where ``v_ev`` is unknown). ``None`` when either side lacks two views / a
+    known view. The card's ``pixel_probe_view_accuracy`` is the accuracy of these predictions."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    v_tr, v_ev = np.asarray(v_tr), np.asarray(v_ev)
     tr, ev = v_tr >= 0, v_ev >= 0
     if len(np.unique(v_tr[tr])) < 2 or not ev.any():
         return None
     clf = make_pipeline(StandardScaler(), LogisticRegression(C=0.01, max_iter=5000))
     clf.fit(x_tr[tr].reshape(int(tr.sum()), -1), v_tr[tr])
-    return float((clf.predict(x_ev[ev].reshape(int(ev.sum()), -1)) == v_ev[ev]).mean())
+    pred = np.full(len(v_ev), -1, dtype=np.int64)
+    pred[ev] = clf.predict(x_ev[ev].reshape(int(ev.sum()), -1))
+    return pred
+
+
+def view_correctness(encoder: Any, train_images: np.ndarray, train_meta: pd.DataFrame, eval_images: np.ndarray,
+                     eval_meta: pd.DataFrame, view_target: str = "projection") -> pd.DataFrame | None:
+    """Per held-out image with a known view: whether the demo encoder's view head and the pixel probe
+    (:func:`pixel_view_probe_predictions`, trained on ``train_images``) get its view right — the paired data of
+    :func:`radaudit.audits.synthetic_cxr.controls.view_gain`. ``encoder``: a ``CXREncoderModel``, or anything
+    with one as ``.model`` (a :class:`~radaudit.models.cxr_nets.CXREncoder`). The head is read exactly as the
+    model card's ``view_accuracy`` (same images, same tensors), so the accuracies here equal the card's.
+    Columns ``row`` (index into ``eval_meta``), ``view``, ``encoder_correct``, ``pixel_correct``; ``None`` when
+    the encoder has no view head or the views do not allow a probe. Nothing is trained but the probe."""
+    import torch
+
+    model = getattr(encoder, "model", encoder)
+    view_names = list(getattr(model.config, "view_names", []) or [])
+    if len(view_names) < 2 or getattr(model, "view_head", None) is None:
+        return None
+    v_index = {v: i for i, v in enumerate(view_names)}
+    v_tr = np.array([v_index.get(v, -1) if v is not None else -1 for v in _views(train_meta, view_target)], dtype=np.int64)
+    v_ev = np.array([v_index.get(v, -1) if v is not None else -1 for v in _views(eval_meta, view_target)], dtype=np.int64)
+    probe = pixel_view_probe_predictions(np.asarray(train_images), v_tr, np.asarray(eval_images), v_ev)
+    if probe is None:
+        return None
+    X_ev = _tensor(np.asarray(eval_images))
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        vlog = torch.cat([model(X_ev[i:i + 128].to(device))["view_logits"].float().cpu()
+                          for i in range(0, len(X_ev), 128)]).numpy()
+    known = np.flatnonzero(v_ev >= 0)
+    return pd.DataFrame({"row": known, "view": [view_names[v] for v in v_ev[known]],
+                         "encoder_correct": vlog.argmax(1)[known] == v_ev[known],
+                         "pixel_correct": probe[known] == v_ev[known]})
 
 
 # --- inputs -------------------------------------------------------------------------------------------

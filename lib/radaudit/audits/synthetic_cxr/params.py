@@ -162,19 +162,26 @@ class Params(BaseParams):
         5, ge=2,
         description="Per-label FID is left blank (with a note) below this many real or synthetic images of the label.",
     )
-    privacy_prompts: int = Field(60, ge=1, description="Training prompts audited for privacy (paper: 2000).")
+    privacy_prompts: int = Field(
+        100, ge=1,
+        description="Training prompts audited for privacy, drawn from the audit half of the training patients (paper: "
+                    "2000); as many null prompts are drawn from the other half to calibrate the re-ID threshold. The demo's "
+                    "100 (of 153 audit-half images) let a clean held-out control clear its bar (<= 0.1) with its whole "
+                    "Wilson CI with up to 4 prompts flagged.",
+    )
     privacy_seeds: int = Field(5, ge=1, description="Synthetic images per audited prompt, one seed each (paper: 10).")
     delta: float = Field(0.85, gt=0, lt=1, description="Re-identification threshold δ of the Table 3 count (paper: 0.85).")
     reid_fpr: float = Field(
         0.01, gt=0, lt=0.5,
-        description="False-positive rate of the calibrated re-ID threshold: the share of held-out prompts of OTHER patients "
-                    "(test split, label/view-matched, privacy_seeds images each) whose max re-ID over seeds exceeds it — "
-                    "the statistic the audit applies it to.",
+        description="False-positive rate of the calibrated re-ID threshold: the share of null prompts (training images of "
+                    "the calibration half of the patients, each with privacy_seeds label/view-matched test images of OTHER "
+                    "patients) whose max re-ID over seeds exceeds it — the statistic the audit applies it, on the other "
+                    "half.",
     )
     reid_null_rounds: int = Field(
         5, ge=1,
-        description="Null prompts per test image for the re-ID threshold (each = privacy_seeds images of other test "
-                    "patients).",
+        description="Null prompts per calibration-half training image for the re-ID threshold (each = privacy_seeds "
+                    "images of other patients from the test split).",
     )
     degrader_levels: list[dict[str, float]] = Field(
         default_factory=lambda: [dict(v) for v in DEFAULT_DOSE_LEVELS],

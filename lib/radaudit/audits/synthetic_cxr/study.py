@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.audits.synthetic_cxr import controls as scc
 from radaudit.audits.synthetic_cxr import generators as scg
 from radaudit.audits.synthetic_cxr import models as scm
 from radaudit.audits.synthetic_cxr.data import demo_frame, mimic_prompts, read_synthetic_set
@@ -66,10 +67,12 @@ from radaudit.stats import bootstrap_ci, resample_groups, stable_seed
 from radaudit.stats.ranks import kendall_tau, spearman_rho
 
 __all__ = [
-    "alignment_table", "card_table", "dose_response", "dose_spearman", "encoder_agreement", "fid_gap", "fidelity_long",
+    "alignment_table", "card_table", "dose_response", "dose_spearman", "encoder_agreement", "encoder_view_check", "fid_gap",
+    "fidelity_long", "reid_ceiling",
     "flagged_share", "generate_sets", "generators_to_inspect", "load_models", "per_label_intervals", "per_label_table",
     "per_label_wide", "plot_closest_pairs", "prepare", "privacy_for", "privacy_long", "privacy_reference_overlap",
-    "rank_summary", "real_utility_set", "reid_null_threshold", "report_candidates", "report_utility",
+    "rank_summary", "real_utility_set", "reid_flags", "reid_halves", "reid_null_threshold", "report_candidates",
+    "report_utility",
     "sample_grid_inputs", "Study", "summary_lines", "table1", "table3", "utility_cache_dir", "utility_train_sets",
 ]
 
@@ -164,6 +167,33 @@ def load_models(params: Params, study: Study, cache_dir: str | os.PathLike | Non
     return out
 
 
+def encoder_view_check(params: Params, study: Study, models: Mapping[str, Any]) -> dict[str, float] | None:
+    """The demo encoder's view accuracy against a linear probe on the pixels of the same test images
+    (:func:`~radaudit.audits.synthetic_cxr.models.view_correctness`, the probe of its model card), as
+    :func:`~radaudit.audits.synthetic_cxr.controls.view_gain`: ``gain, low, high, encoder, pixels, n``. ``None``
+    without the demo encoder (RadDino has no view head) or without two views."""
+    if params.cxr_encoder != "demo" or "cxr" not in models:
+        return None
+    card = (models.get("cards") or {}).get("encoder") or {}
+    target = (card.get("hyperparameters") or {}).get("view_target", "projection")
+    vc = scm.view_correctness(models["cxr"], study.train, study.train_meta, study.test, study.test_meta, target)
+    if vc is None or len(vc) < 2:
+        return None
+    return scc.view_gain(vc["encoder_correct"], vc["pixel_correct"], n_bootstrap=params.n_bootstrap,
+                     seed=stable_seed(params.seed, "view-gain"), confidence=params.confidence)
+
+
+def reid_ceiling(scorer: Any) -> float | None:
+    """The highest score a re-ID network with a monotone head can give (an exact copy: ``sigmoid(bias)``; see
+    :mod:`radaudit.audits.synthetic_cxr.models`, "Re-ID"), or ``None`` for an unconstrained head (the paper's)."""
+    model = getattr(scorer, "model", None)
+    if model is None or not getattr(getattr(model, "config", None), "monotone_head", False):
+        return None
+    import torch
+
+    return float(torch.sigmoid(model.fc_end.bias.detach().double()).reshape(-1)[0])
+
+
 def card_table(cards: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """The demo models' held-out quality numbers, one row per (model, metric)."""
     rows = [{"model": name, "metric": k, "value": v} for name, card in cards.items()
@@ -182,12 +212,15 @@ def utility_cache_dir(params: Params, cache_dir: str | os.PathLike | None = None
 
 def generate_sets(params: Params, study: Study, cache_dir: str | os.PathLike | None = None) -> dict[str, dict[str, Any]]:
     """Every generator's three image sets (cached on disk): ``fidelity`` (``fidelity_k`` images per test
-    prompt), ``privacy`` (``privacy_prompts`` training prompts x ``privacy_seeds`` seeds) and ``utility``
+    prompt), ``privacy`` (``privacy_prompts`` training prompts of the audit half of the training patients,
+    :func:`reid_halves`, x ``privacy_seeds`` seeds) and ``utility``
     (``utility_n`` training prompts). Returns ``{generator: {purpose: (images, requests)}}``."""
     seed = params.seed
+    _, audit_patients = reid_halves(study, seed)  # privacy prompts: the audit half only (see reid_null_threshold)
     requests = {
         "fidelity": scg.fidelity_requests(study.frame, "test", k=params.fidelity_k, seed=seed),
-        "privacy": scg.privacy_requests(study.frame, params.privacy_prompts, params.privacy_seeds, seed=seed),
+        "privacy": scg.privacy_requests(study.frame, params.privacy_prompts, params.privacy_seeds, seed=seed,
+                                        patients=audit_patients),
         "utility": scg.utility_requests(study.frame, params.utility_n or len(study.train_meta), seed=seed),
     }
     out: dict[str, dict[str, Any]] = {}
@@ -583,7 +616,8 @@ def summary_lines(fidelity: pd.DataFrame, privacy: pd.DataFrame, utility_long: p
         if len(cal):
             thr = float(cal["threshold"].iloc[0])
             lines.append(f"- Above the re-ID network's own calibrated threshold ({thr:.2f}: the max over seeds that "
-                         "1% of held-out prompts of other patients exceed): " + ", ".join(
+                         "1% of null prompts exceed, calibrated on one half of the training patients; the audited "
+                         "prompts are the other half's): " + ", ".join(
                              f"{g} {int(r['estimate'])}/{int(r['n_prompts'])}" for g, r in cal.iterrows()) + ".")
     macro = utility_long[utility_long["label"] == "macro"].set_index("source")
     if len(macro):
@@ -634,50 +668,86 @@ def privacy_reference_overlap(sets: Mapping[str, Mapping[str, Any]], generators:
     return pd.DataFrame(rows)
 
 
+def reid_halves(study: Study | pd.DataFrame, seed: int = 0) -> tuple[frozenset[str], frozenset[str]]:
+    """``(calibration, audit)`` halves of the **training** patients
+    (:func:`radaudit.audits.synthetic_cxr.controls.patient_halves`): the re-ID threshold is calibrated on the
+    first, every generator's privacy prompts are drawn from the second (:func:`generate_sets`)."""
+    frame = study if isinstance(study, pd.DataFrame) else study.frame
+    return scc.patient_halves(frame.loc[frame["split"] == "train", "patient_id"].astype(str), seed)
+
+
 def reid_null_threshold(study: Study, scorer: Any, *, n_seeds: int, fpr: float = 0.01, rounds: int = 5,
-                        seed: int = 0) -> dict[str, Any]:
-    """The re-ID threshold calibrated on the statistic the audit applies it to: the **max over ``n_seeds``**.
+                        seed: int = 0, n_prompts: int | None = None) -> dict[str, Any]:
+    """The re-ID threshold, calibrated on the statistic the audit applies it to (the **max over ``n_seeds``**) and
+    on patients the audit never sees (issue 40; :mod:`radaudit.audits.synthetic_cxr.controls`).
 
     A prompt is flagged when the highest re-ID score of its ``n_seeds`` images exceeds the threshold. A
     threshold taken from single pairs (e.g. 1% of different-patient *pairs* above it) lets a prompt of
-    unrelated images through about ``1 − 0.99^n_seeds`` of the time (5% at 5 seeds). Here the null
-    distribution is built from the real **test** split (patients no demo network trains on, and not the
-    held-out real generator's holdout split, so the negative control stays independent): every test image
-    is a "prompt image" ``rounds`` times, and each time ``n_seeds`` images of OTHER test patients with the
-    same labels and view (:func:`~radaudit.audits.synthetic_cxr.generators.match_pool`, ``other_patient``)
-    play the synthetic images — what a generator producing realistic, new patients would give. The threshold
-    is the ``1 − fpr`` quantile of those maxima (``method="higher"``: at most ``fpr`` of null prompts lie
-    above it). Returns ``threshold``, ``fpr``, ``n_null`` (null prompts), ``null_max`` (their maxima),
-    ``statistic``."""
-    meta = study.test_meta.reset_index(drop=True)
-    reps = meta.loc[meta.index.repeat(rounds * n_seeds)].reset_index(drop=True)
-    k = np.arange(len(reps))
-    reps = reps.assign(seed=[stable_seed(seed, "reid-null", sid, int(j)) for sid, j in zip(reps["study_id"], k)],
-                       source_patient_id=reps["patient_id"].astype(str))
-    partners, _ = match_pool(reps, meta, "reid-null", other_patient=True)
-    pos = {sid: i for i, sid in enumerate(meta["study_id"].astype(str))}
-    ref = study.test[[pos[s] for s in reps["study_id"].astype(str)]]
+    unrelated images through about ``1 − 0.99^n_seeds`` of the time (5% at 5 seeds). The null prompts are
+    ``n_prompts`` training images (default: every one) of the **calibration half** of the training patients
+    (:func:`reid_halves`; the privacy prompts come from the other half), drawn as the audit draws its prompts
+    (:func:`~radaudit.audits.synthetic_cxr.generators.privacy_requests`); each is a "prompt image" ``rounds``
+    times, and each time ``n_seeds`` label- and view-matched images of the real **test** split (patients no
+    demo network trains on, other than the prompt's; not the held-out real generator's split, so that control
+    stays independent; :func:`~radaudit.audits.synthetic_cxr.generators.match_pool`) play the synthetic images —
+    what a generator producing realistic, new patients would give. The threshold is the ``1 − fpr`` quantile of
+    those maxima (:func:`~radaudit.audits.synthetic_cxr.controls.calibrated_threshold`). Returns ``threshold``,
+    ``fpr``, ``n_null`` (null prompts x rounds), ``null_max`` (their maxima), ``null`` (a frame ``patient_id,
+    study_id, round, max_reid``), ``pair_threshold`` (the per-pair quantile, for comparison), ``statistic``,
+    ``n_seeds``, ``calibration_patients`` / ``audit_patients`` (the halves) and their sizes."""
+    cal, audit = reid_halves(study, seed)
+    n_cal = int(study.train_meta["patient_id"].astype(str).isin(cal).sum())
+    base = scg.privacy_requests(study.frame, n_prompts or n_cal, n_seeds * rounds, seed=seed, patients=cal)
+    partners, _ = match_pool(base, study.test_meta, "reid-null", other_patient=True)
+    pos = {sid: i for i, sid in enumerate(study.test_meta["study_id"].astype(str))}
+    prompt_ids = base["source_study_id"].astype(str).tolist()
+    uniq = list(dict.fromkeys(prompt_ids))
+    upos = {sid: i for i, sid in enumerate(uniq)}
+    prompt_px = study.context.pixels(uniq)
+    ref = prompt_px[[upos[s] for s in prompt_ids]]
     other = study.test[[pos[s] for s in partners]]
     scores = np.asarray(scorer(list(ref), list(other)), dtype=float)
     maxima = scores.reshape(-1, n_seeds).max(axis=1)
-    thr = float(np.quantile(maxima, 1.0 - fpr, method="higher"))
-    return {"threshold": thr, "fpr": float(fpr), "n_null": int(len(maxima)), "null_max": maxima,
+    first = np.arange(0, len(base), n_seeds)
+    null = pd.DataFrame({"patient_id": base["source_patient_id"].astype(str).to_numpy()[first],
+                         "study_id": np.asarray(prompt_ids, dtype=object)[first],
+                         "round": (np.arange(len(first)) % rounds), "max_reid": maxima})
+    thr = scc.calibrated_threshold(maxima, fpr)
+    return {"threshold": thr, "fpr": float(fpr), "n_null": int(len(maxima)), "null_max": maxima, "null": null,
             "pair_threshold": float(np.quantile(scores, 1.0 - fpr, method="higher")),
-            "statistic": f"max over {n_seeds} seeds", "n_seeds": int(n_seeds)}
+            "statistic": f"max over {n_seeds} seeds", "n_seeds": int(n_seeds), "rounds": int(rounds),
+            "calibration_patients": cal, "audit_patients": audit, "n_calibration_patients": len(cal),
+            "n_audit_patients": len(audit), "n_calibration_prompts": len(uniq)}
+
+
+def reid_flags(null: Mapping[str, Any], per_prompt: Mapping[str, pd.DataFrame], study: Study, *,
+               threshold: float | None = None, confidence: float = 0.95) -> dict[str, dict[str, float]]:
+    """Per generator, the share of its **audit-half** privacy prompts whose max re-ID over seeds exceeds the
+    threshold of :func:`reid_null_threshold` (Wilson CI), through
+    :func:`~radaudit.audits.synthetic_cxr.controls.split_calibration`: the threshold is taken from the null's
+    calibration half and every generator's prompts of calibration patients are dropped (``n_dropped``; 0 when
+    the sets come from :func:`generate_sets`). ``per_prompt``: :func:`radaudit.metrics.image.per_prompt_privacy`
+    tables keyed by generator (``prompt`` = the prompt's training study id). ``threshold``: flag at this value
+    instead (e.g. the paper's δ), on the same audit-half prompts."""
+    patient_of = dict(zip(study.frame["study_id"].astype(str), study.frame["patient_id"].astype(str)))
+    audit = {g: pd.DataFrame({"patient_id": [patient_of.get(str(p), "") for p in pp["prompt"]],
+                              "max_reid": pp["max_reid"].to_numpy(float)}) for g, pp in per_prompt.items()}
+    out = scc.split_calibration(null["null"], audit, null["calibration_patients"], fpr=null["fpr"], confidence=confidence)
+    if abs(out["threshold"] - null["threshold"]) > 1e-12:
+        raise DataFormatError("reid_flags: the null's calibration half does not give the run's threshold; pass the "
+                              "dict reid_null_threshold returned.")
+    if threshold is None:
+        return out["flags"]
+    return {g: {**scc.flag_share(df.loc[~df["patient_id"].isin(null["calibration_patients"]), "max_reid"], threshold,
+                             confidence), "n_dropped": out["flags"][g]["n_dropped"]} for g, df in audit.items()}
 
 
 def flagged_share(per_prompt: pd.DataFrame, threshold: float, confidence: float = 0.95) -> dict[str, float]:
-    """Share of prompts whose max re-ID exceeds ``threshold`` with its exact (Clopper–Pearson) CI: the unit is
-    the prompt and the count is binomial, so the exact interval is used instead of a bootstrap."""
-    from scipy.stats import binomtest
-
-    mx = per_prompt["max_reid"].to_numpy(float)
-    mx = mx[np.isfinite(mx)]
-    k, n = int((mx > threshold).sum()), len(mx)
-    if n == 0:
-        return {"share": float("nan"), "low": float("nan"), "high": float("nan"), "k": 0, "n": 0}
-    ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
-    return {"share": k / n, "low": float(ci.low), "high": float(ci.high), "k": k, "n": n}
+    """Share of prompts whose max re-ID exceeds ``threshold`` with its Wilson CI
+    (:func:`~radaudit.audits.synthetic_cxr.controls.flag_share`: the unit is the prompt and the count binomial; a
+    0/n or n/n share still gets an interval of non-zero width). The run reads the audit half only:
+    :func:`reid_flags`."""
+    return scc.flag_share(per_prompt["max_reid"].to_numpy(float), threshold, confidence)
 
 
 # --- the degrader's dose-response ------------------------------------------------------------------------
