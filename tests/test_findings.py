@@ -119,8 +119,8 @@ def test_docs_show_the_decoding_erasure_findings_of_a_run():
 
     body = readme_findings(_docs_page("decoding_erasure"), "decoding_erasure")
     assert body is not None and body.startswith("Headline numbers of the `demo` run (")
-    for fid in ("greedy_distinct_reports", "beam_distinct_reports", "erased_terms_greedy",
-                "erased_terms_greedy_paper_test", "nucleus_emergent_real_words", "erasure_positive_control",
+    for fid in ("greedy_distinct_reports", "beam_distinct_reports", "reference_associated_words", "erased_terms_greedy",
+                "erased_terms_greedy_paper_test", "nucleus_emergent_real_words", "erasure_planted_control",
                 "erasure_negative_control"):
         assert f"`{fid}`" in body, fid
 
