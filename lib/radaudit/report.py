@@ -8,8 +8,9 @@ A run's ``<experiment>.html`` reads top to bottom as a short paper:
 3. the findings table of ``findings.json`` (value, 95% CI, the paper's value, verdict, note);
 4. the notebook's narrative — its markdown and every figure and table it shows, **code hidden** (cells tagged
    ``parameters``/``injected-parameters`` and every code input left out), printed lines, log lines and
-   warnings (stdout and stderr streams) left out (they are in ``run.log``), equations pre-rendered to MathML (``latex2mathml``; browsers draw MathML
-   natively, so nothing is fetched), tables complete in a scrolling box;
+   warnings (stdout and stderr streams) left out (they are in ``run.log``), equations pre-rendered to MathML
+   (``latex2mathml``; browsers draw MathML natively, so nothing is fetched), tables complete (they wrap, never
+   scroll);
 5. methods: how to repeat the run, its parameters, the models it resolved and their revisions, the time
    each section took, the machine and package versions.
 
@@ -34,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from radaudit import manifest
-from radaudit.experiments import EXPERIMENTS, Experiment
 from radaudit.errors import RadauditError
+from radaudit.experiments import EXPERIMENTS, Experiment
 from radaudit.files import atomic_write
 from radaudit.html_page import VERDICT_COLOURS
 from radaudit.html_page import escape as _e
@@ -340,7 +341,7 @@ def render_index(root: str | Path, top: int = 3) -> Path:
         findings = headline_first(_read_json(run_dir / "findings.json").get("findings", []), _experiment(name))[:top]
         fcell = "<br>".join(f"{_e(f.get('label'))}: <b>{_e(_fmt(f.get('value')))}</b> "
                             + (f"<small>[{_e(_fmt(f['ci'][0]))}, {_e(_fmt(f['ci'][1]))}]</small> " if f.get("ci") else "")
-                            + 
+                            +
                             f"<span class='verdict' style='background:{VERDICT_COLOURS.get(f.get('verdict'), '#5f6368')}'>"
                             f"{_e(f.get('verdict'))}</span>" for f in findings)
         figs = sorted((run_dir / "figures").glob("*.png")) if (run_dir / "figures").is_dir() else []

@@ -31,12 +31,13 @@ network mounts) it falls back to SQLite's rollback journal.
 **Integrity.** The first opening of a cache file in a process runs SQLite's ``PRAGMA quick_check`` (under
 a millisecond for a demo's ~1k entries, ~0.1 s for 50k; ``benchmarks/bench_cache_check.py``); later
 openings in that process skip it while the file's size and modification time are unchanged (new entries
-go to the ``-wal`` file first, so that is most openings; :func:`forget_checks` resets it). A damaged file (overwritten pages, a truncated copy,
-not a database at all) is moved aside to ``<name>.sqlite.corrupt-<time>`` (with its ``-wal``/``-shm``), a
-new cache is started, and one warning names the file, says that its entries will be recomputed and where
-the old one is. The check and the move happen under a lock file, so two processes that open a damaged
-cache at once repair it once. Damage found later, mid-run, raises one message naming the file and
-the repair command (``radaudit cache check --repair``).
+go to the ``-wal`` file first, so that is most openings; :func:`forget_checks` resets it). A damaged file
+(overwritten pages, a truncated copy, not a database at all) is moved aside to
+``<name>.sqlite.corrupt-<time>`` (with its ``-wal``/``-shm``), a new cache is started, and one warning
+names the file, says that its entries will be recomputed and where the old one is. The check and the
+move happen under a lock file, so two processes that open a damaged cache at once repair it once. Damage
+found later, mid-run, raises one message naming the file and the repair command
+(``radaudit cache check --repair``).
 
 **Location.** ``cache=`` param, else ``$RADAUDIT_CACHE``, else ``<project>/.cache/radaudit``
 (git-ignored), else ``~/.cache/radaudit`` outside a project.

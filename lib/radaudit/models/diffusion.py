@@ -692,7 +692,8 @@ class _TrainedUNet:
 def _train_unet(arr: np.ndarray, cvec: np.ndarray, null_vector: np.ndarray, hpv: Mapping[str, Any]) -> _TrainedUNet:
     """Train the UNet on the pixels ``arr`` ``[N, S, S]`` and condition vectors ``cvec``: AdamW with a linear
     warm-up, an EMA of the weights (loaded at the end), every planned step (``max_seconds`` only warns). The initial
-    weights and every draw come from ``hpv["seed"]``, inside a forked torch RNG (the caller's RNG state is left as it was)."""
+    weights and every draw come from ``hpv["seed"]``, inside a forked torch RNG (the caller's RNG state is left as
+    it was)."""
     import torch  # lazy: torch only when training
 
     null = torch.from_numpy(null_vector)

@@ -59,6 +59,7 @@ from radaudit.audits.data_overview.tables import (
 __all__ = [
     "age_table", "counts_table", "DatasetName", "example_markdown", "fig_age", "fig_example_images",
     "fig_labels", "fig_length", "fig_ratings", "fig_sex", "label_prevalence", "length_table", "load_all",
-    "headline_findings", "MIN_N_MEAN", "Params", "pick_examples", "rating_table", "report_lengths", "resampling_units", "SEX_ORDER",
+    "headline_findings", "MIN_N_MEAN", "Params", "pick_examples", "rating_table", "report_lengths", "resampling_units",
+    "SEX_ORDER",
     "sex_table", "word_count",
 ]
