@@ -33,6 +33,7 @@ from radaudit.metrics.embedding import (  # noqa: E402
     length_batches,
     load_baseline,
 )
+from radaudit.metrics.token_match import forward_batches, greedy_match  # noqa: E402
 from radaudit.models.resolver import (  # noqa: E402
     DEFAULT_TEXT_ENCODER,
     ModelUnavailableError,
@@ -242,6 +243,98 @@ def test_results_follow_input_order(radeval_pairs):
     perm = np.random.default_rng(0).permutation(len(refs))
     shuffled = metric.compute([refs[i] for i in perm], [cands[i] for i in perm]).per_sample
     np.testing.assert_allclose(shuffled, base[perm], rtol=0, atol=1e-6)
+
+
+def test_forward_batches_minimise_padded_steps_plus_calls():
+    """Sorted 10, 10, 9, 2, 2 (indices 0-4), at most 3 a batch. call_cost 5: {10,10,9}+{2,2} costs 5+30 + 5+4 = 44,
+    {10,10}+{9}+{2,2} 48, {10,10}+{9,2,2} 57. call_cost 0: 20+9+4 = 33 beats 30+4 = 34 (equal lengths only)."""
+    lengths = [10, 2, 9, 10, 2]
+    assert forward_batches(lengths, 3, call_cost=5) == [[0, 3, 2], [1, 4]]
+    assert forward_batches(lengths, 3, call_cost=0) == [[0, 3], [2], [1, 4]]
+    assert forward_batches(lengths, 1, call_cost=5) == [[0], [3], [2], [1], [4]]
+    assert forward_batches([], 4) == []
+
+
+def test_forward_batches_are_optimal_against_brute_force():
+    """Every split of the sorted order into runs of at most 3, priced call_cost + n x longest: none beats the DP's."""
+    import itertools
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        lengths = rng.integers(1, 40, size=7).tolist()
+        s = sorted(lengths, reverse=True)
+        best = math.inf
+        for cuts in itertools.product([0, 1], repeat=len(s) - 1):
+            runs, cur = [], [s[0]]
+            for c, x in zip(cuts, s[1:]):
+                if c:
+                    runs.append(cur)
+                    cur = []
+                cur.append(x)
+            runs.append(cur)
+            if max(map(len, runs)) <= 3:
+                best = min(best, sum(12 + len(r) * r[0] for r in runs))
+        batches = forward_batches(lengths, 3, call_cost=12)
+        assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+        assert sum(12 + len(b) * lengths[b[0]] for b in batches) == best
+
+
+def test_greedy_match_by_hand():
+    """Pair 0: candidate tokens (1,0), (0,1) weights 1, 3; reference tokens (1,0), (0.6,0.8) weights 1, 1.
+    Best matches: candidate 1 and 0.8 -> P = (1 + 3 x 0.8) / 4 = 0.85; reference 1 and 0.8 -> R = 0.9.
+    Pair 1 (padded to pair 0's length in the same batch): candidate (1,0) vs reference (-1,0): P = R = -1 (the
+    padded slots are masked, not 0); with clip (bert-score's padding artefact) both become 0."""
+    c0, r0 = torch.tensor([[1.0, 0.0], [0.0, 1.0]]), torch.tensor([[1.0, 0.0], [0.6, 0.8]])
+    c1, r1 = torch.tensor([[1.0, 0.0]]), torch.tensor([[-1.0, 0.0]])
+    w = [torch.tensor([1.0, 3.0]), torch.tensor([1.0])], [torch.tensor([1.0, 1.0]), torch.tensor([2.0])]
+    P, R = greedy_match([c0, c1], [r0, r1], w[0], w[1], batch_size=2)
+    np.testing.assert_allclose(P.numpy(), [0.85, -1.0], rtol=0, atol=1e-7)
+    np.testing.assert_allclose(R.numpy(), [0.9, -1.0], rtol=0, atol=1e-7)
+    P, R = greedy_match([c0, c1], [r0, r1], w[0], w[1], batch_size=2, clip_p=[False, True], clip_r=[False, True])
+    np.testing.assert_allclose(P.numpy(), [0.85, 0.0], rtol=0, atol=1e-7)
+    np.testing.assert_allclose(R.numpy(), [0.9, 0.0], rtol=0, atol=1e-7)
+    P, R = greedy_match([], [], [], [], batch_size=2)
+    assert P.shape == R.shape == (0,)
+
+
+@pytest.mark.filterwarnings("ignore:bertscore.*truncated:UserWarning")
+@pytest.mark.parametrize("idf", [False, True])
+def test_length_sorted_batching_equals_unsorted(radeval_pairs, tiny_bert, monkeypatch, idf):
+    """The length-bucketed batches (default, and equal lengths only) give the scores of plain input-order batches
+    of 8 (padded to each batch's longest), in input order."""
+    import radaudit.metrics.token_match as token_match
+
+    refs, cands = radeval_pairs
+    sorted_default = BERTScore(model=tiny_bert, idf=idf, cache_mb=0, disk_cache=False).compute(refs, cands)
+    equal_only = BERTScore(model=tiny_bert, idf=idf, cache_mb=0, disk_cache=False, call_cost=0).compute(refs, cands)
+    seen: list[list[int]] = []
+
+    def input_order(lengths, batch_size, call_cost=0):
+        batches = [list(range(i, min(i + 8, len(lengths)))) for i in range(0, len(lengths), 8)]
+        seen.extend([lengths[i] for i in b] for b in batches)
+        return batches
+
+    monkeypatch.setattr(token_match, "forward_batches", input_order)
+    unsorted = BERTScore(model=tiny_bert, idf=idf, cache_mb=0, disk_cache=False).compute(refs, cands)
+    assert seen and any(len(set(b)) > 1 for b in seen)  # the stand-in did run, on batches of mixed lengths
+    for key in ("precision", "recall", "f1"):
+        np.testing.assert_allclose(sorted_default.details[key], unsorted.details[key], rtol=0, atol=1e-6)
+        np.testing.assert_allclose(equal_only.details[key], unsorted.details[key], rtol=0, atol=1e-6)
+
+
+def test_one_token_and_empty_texts_equal_bert_score(minilm_path, bert_score_empty_shim):
+    """One real token ([CLS] x [SEP]) against itself scores 1; against an empty text 0; mixed with a longer pair
+    and equal-length-only batching, every score is bert-score's."""
+    refs = ["effusion", "effusion", "", "effusion", "no acute cardiopulmonary process."]
+    cands = ["effusion", "", "effusion", "edema", "effusion"]
+    with pytest.warns(UserWarning, match=r"1 empty candidate\(s\) and 1 empty reference\(s\)"):
+        ours = BERTScore(model=MINILM, disk_cache=False).compute(refs, cands)
+    assert_prf_equal(ours, reference_bert_score(cands, refs, minilm_path, num_layers=6))
+    np.testing.assert_allclose(ours.per_sample[:3], [1.0, 0.0, 0.0], rtol=0, atol=1e-6)
+    with pytest.warns(UserWarning, match="empty"):
+        equal_only = BERTScore(model=MINILM, disk_cache=False, call_cost=0).compute(refs, cands)
+    for key in ("precision", "recall", "f1"):
+        np.testing.assert_allclose(equal_only.details[key], ours.details[key], rtol=0, atol=1e-6)
 
 
 def test_length_batches_bound_padding():

@@ -55,9 +55,13 @@ does not depend on our own ``batch_size``: the clipping is computed from the chu
 how we batch.
 
 Speed: unique texts are encoded once (and, through ``cache_mb``, once per metric object across calls:
-references repeat across strategies, conditions and aspects), in batches sorted by token length (:func:`length_batches`:
-at most ``batch_size`` texts, padding under 10% of each batch), with the unused top layers dropped; pairs are matched in
-padded batches sorted by length, and results returned in input order.
+references repeat across strategies, conditions and aspects), the model loaded once per metric object with the
+unused top layers dropped. The distinct texts are sorted by token length and cut into batches of neighbours that
+minimise padded token-steps plus a per-call cost (:func:`radaudit.metrics.token_match.forward_batches`: at most
+``batch_size`` texts; about 2% padding on RadEval's reports; equal-length batches run without an attention mask); pairs
+are matched in length-sorted batches with one batched matmul each, padded positions masked
+(:func:`radaudit.metrics.token_match.greedy_match`), and results returned in input order. A score does not depend
+on the batching beyond float32 rounding (~1e-7).
 
 Sentence-embedding similarity
 -----------------------------
@@ -84,6 +88,7 @@ import numpy as np
 
 from radaudit.errors import ParamsError
 from radaudit.metrics.base import MetricResult, MetricSpec, check_pairs, mean_result
+from radaudit.metrics.token_match import DEFAULT_CALL_COST, greedy_match, normalised_token_states
 from radaudit.models.encoders import (
     TextEncoder,
     batched_token_states,
@@ -254,6 +259,8 @@ class BERTScore:
     bert-score baseline file or ``"bert-score"``) with ``baseline_lang``, ``batch_size`` (texts per
     forward pass and pairs per matching step), ``max_length``, ``device`` (``None`` = cuda when
     available), ``dtype`` (``None`` = fp32), ``empty`` (``"zero"`` as bert-score, or ``"nan"``),
+    ``call_cost`` (the fixed cost of one forward call in token-steps, for the length bucketing of
+    :func:`radaudit.metrics.token_match.forward_batches`; 0 = batches of equal length only, no padding),
     ``bert_score_batch`` (64 = reproduce ``bert_score.score(batch_size=64)`` exactly, its padding
     artefact included; ``None`` = the paper's max over real tokens; see the module docstring),
     ``cache_mb`` (token states of texts already encoded are kept across calls, up to this many MiB,
@@ -273,7 +280,7 @@ class BERTScore:
                  max_length: int | None = None, device: str | None = None, dtype: Any = None,
                  empty: Literal["zero", "nan"] = "zero", bert_score_batch: int | None = 64,
                  trust_remote_code: bool = False, name: str = "bertscore", cache_mb: float = 256.0,
-                 disk_cache: Any = True) -> None:
+                 disk_cache: Any = True, call_cost: float = DEFAULT_CALL_COST) -> None:
         import torch
 
         if not isinstance(idf, bool):
@@ -283,6 +290,9 @@ class BERTScore:
         self.name = name
         self.idf = idf
         self.batch_size = int(batch_size)
+        if float(call_cost) < 0:
+            raise ParamsError(f"call_cost must be >= 0 (0 = batches of equal length only), got {call_cost!r}.")
+        self.call_cost = float(call_cost)
         self.empty = _check_choice("empty", empty, ("zero", "nan"))
         if bert_score_batch is not None and int(bert_score_batch) < 1:
             raise ParamsError(f"bert_score_batch must be a positive integer or null, got {bert_score_batch!r}.")
@@ -330,17 +340,16 @@ class BERTScore:
         cache changes no score beyond that; a fresh metric object scoring the same calls in the same
         order gives the same numbers bit for bit.
         """
-        import torch
-
         missing = [t for t in texts if t not in self._cache]
         self.cache_hits += len(texts) - len(missing)
         self.cache_misses += len(missing)
         new: dict[str, tuple[list[int], bool, Any]] = {}
         if missing:
             ids_m, cut_m = _tokenize(self.tokenizer, missing, self.max_length)
-            states_m = _token_states(self.model, ids_m, self._pad_id, self.batch_size, self.device, self._hidden_index)
+            states_m = normalised_token_states(self.model, ids_m, self._pad_id, self.batch_size, self.device,
+                                               self._hidden_index, self.call_cost)
             for t, i, c, st in zip(missing, ids_m, cut_m, states_m):
-                new[t] = (i, c, st / torch.norm(st, dim=-1, keepdim=True))
+                new[t] = (i, c, st)
         out = [new[t] if t in new else self._cache[t] for t in texts]
         if self.cache_mb > 0:
             for t in texts:
@@ -397,16 +406,16 @@ class BERTScore:
         """The disk-cache key parts of one call (:func:`radaudit.models.text_memo.call_key_parts`); ``None`` when
         the cache is off or the weights have no identity on disk."""
         options = {"num_layers": self.num_layers, "idf": self.idf, "empty": self.empty, "max_length": self.max_length,
-                   "bert_score_batch": self.bert_score_batch, "batch_size": self.batch_size,
+                   "bert_score_batch": self.bert_score_batch, "batch_size": self.batch_size, "call_cost": self.call_cost,
                    "baseline": None if self.baseline is None else np.asarray(self.baseline, dtype=float).tolist()}
         return encoder_call_parts(self, "bertscore", {"spec": self.resolved.spec}, options,
                                   {"references": refs, "candidates": cands},
-                                  code=("radaudit.metrics.embedding", "radaudit.models.encoders"))
+                                  code=("radaudit.metrics.embedding", "radaudit.metrics.token_match",
+                                        "radaudit.models.encoders"))
 
     def _score(self, refs: list[str], cands: list[str]) -> tuple[dict[str, np.ndarray], dict[str, int]]:
         """``({"prf": [n, 3] float64}, counts)``: the computation behind :meth:`score` (no warnings)."""
         import torch
-        from torch.nn.utils.rnn import pad_sequence
 
         n = len(refs)
         texts, where = _unique(refs + cands)
@@ -425,34 +434,9 @@ class BERTScore:
             chunk = np.arange(n) // self.bert_score_batch
             clip_p = (ref_len < np.maximum.reduceat(ref_len, np.unique(chunk, return_index=True)[1])[chunk]).tolist()
             clip_r = (cand_len < np.maximum.reduceat(cand_len, np.unique(chunk, return_index=True)[1])[chunk]).tolist()
-        P = torch.zeros(n, dtype=torch.float32)
-        R = torch.zeros(n, dtype=torch.float32)
-        order = sorted(range(n), key=lambda i: max(len(ids[ref_u[i]]), len(ids[cand_u[i]])), reverse=True)
-        with torch.inference_mode():
-            for start in range(0, n, self.batch_size):
-                idx = order[start:start + self.batch_size]
-                h = pad_sequence([states[cand_u[i]] for i in idx], batch_first=True)
-                r = pad_sequence([states[ref_u[i]] for i in idx], batch_first=True)
-                hw = pad_sequence([weights[cand_u[i]] for i in idx], batch_first=True).to(h.device)
-                rw = pad_sequence([weights[ref_u[i]] for i in idx], batch_first=True).to(h.device)
-                hl = torch.tensor([len(ids[cand_u[i]]) for i in idx], device=h.device)
-                rl = torch.tensor([len(ids[ref_u[i]]) for i in idx], device=h.device)
-                hm = torch.arange(h.shape[1], device=h.device)[None, :] < hl[:, None]
-                rm = torch.arange(r.shape[1], device=h.device)[None, :] < rl[:, None]
-                sim = torch.bmm(h, r.transpose(1, 2))
-                sim.masked_fill_(~(hm[:, :, None] & rm[:, None, :]), -math.inf)  # max over real tokens only
-                word_p = sim.max(dim=2).values.masked_fill(~hm, 0.0)
-                word_r = sim.max(dim=1).values.masked_fill(~rm, 0.0)
-                if clip_p is not None:  # bert-score's zero similarity to padding (see bert_score_batch)
-                    cp = torch.tensor([clip_p[i] for i in idx], device=h.device)[:, None]
-                    cr = torch.tensor([clip_r[i] for i in idx], device=h.device)[:, None]
-                    word_p = torch.where(cp, word_p.clamp(min=0.0), word_p)
-                    word_r = torch.where(cr, word_r.clamp(min=0.0), word_r)
-                # bert-score normalises the weights first, then sums (same float order)
-                p = (word_p * (hw / hw.sum(dim=1, keepdim=True))).sum(dim=1)
-                rr = (word_r * (rw / rw.sum(dim=1, keepdim=True))).sum(dim=1)
-                P[idx] = p.cpu()
-                R[idx] = rr.cpu()
+        # one batched matmul per length-sorted batch of pairs, padded positions masked (radaudit.metrics.token_match)
+        P, R = greedy_match([states[u] for u in cand_u], [states[u] for u in ref_u], [weights[u] for u in cand_u],
+                            [weights[u] for u in ref_u], self.batch_size, clip_p, clip_r)
 
         F = 2 * P * R / (P + R)
         empty_c = torch.tensor([len(ids[u]) == self._n_special for u in cand_u], dtype=torch.bool)
