@@ -140,3 +140,23 @@ def test_index_leads_each_run_with_the_finding_that_answers_the_papers_question(
     (run / "findings.json").write_text(json.dumps(doc))
     page = render_index(tmp_path, top=1).read_text()
     assert "Text shift NFR" in page and "Positive control" not in page
+
+
+def test_a_wide_table_is_shown_in_parts_that_repeat_its_labels():
+    import pandas as pd
+
+    from radaudit.report import split_wide_tables
+
+    df = pd.DataFrame({f"c{i}": [i, 10 * i] for i in range(12)}, index=pd.Index(["bleu", "rouge"], name="metric"))
+    html = split_wide_tables(df.to_html(), max_columns=6)
+    parts = pd.read_html(__import__("io").StringIO(html))
+    # 13 columns (the index + 12): label columns = index + c0, then 4 data columns per part: 11 / 4 -> 3 parts
+    assert len(parts) == 3 and "columns 3–6 of 13" in html and "columns 11–13 of 13" in html
+    assert all(list(p.iloc[:, 0]) == ["bleu", "rouge"] for p in parts)
+    names = [str(c[0] if isinstance(c, tuple) else c) for p in parts for c in p.columns]
+    got = sorted({c for c in names if c.startswith("c")}, key=lambda c: int(c[1:]))
+    assert got == [f"c{i}" for i in range(12)]  # every column shown once beside the labels (c0 in every part)
+    narrow = df.iloc[:, :3].to_html()
+    assert split_wide_tables(narrow, max_columns=6) == narrow  # nothing to split: untouched
+    merged = pd.DataFrame([[1] * 12], columns=pd.MultiIndex.from_product([["a", "b"], list("uvwxyz")])).to_html()
+    assert split_wide_tables(merged, max_columns=6) == merged  # merged header cells: left whole

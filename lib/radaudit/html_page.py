@@ -38,7 +38,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 .nb img { max-width: 100%; height: auto; }
 .nb .output_html, .nb .output_text, .nb .jp-RenderedHTML, .nb .jp-RenderedText { margin: .5rem 0; }
 .nb table { font-size: .8rem; width: auto; }
-.nb th, .nb td { padding: .25rem .4rem; }
+.nb th, .nb td { padding: .25rem .4rem; overflow-wrap: anywhere; }
 @media print { th { position: static; } }
 .nb pre { background: var(--panel); padding: .6rem .8rem; overflow: auto; font-size: .85rem; white-space: pre-wrap; }
 .nb .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"] { display: none; }

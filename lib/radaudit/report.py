@@ -44,7 +44,7 @@ from radaudit.html_page import fmt_number as _fmt
 from radaudit.html_page import page as _page
 from radaudit.paths import project_root
 
-__all__ = ["headline_first", "latex_to_mathml", "render_index", "render_run_report", "scrub_paths"]
+__all__ = ["headline_first", "latex_to_mathml", "render_index", "render_run_report", "scrub_paths", "split_wide_tables"]
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +132,9 @@ def _reader_notebook(nb: Any, exp: Experiment | None) -> tuple[Any, str | None]:
                 data = o.get("data", {})
                 if "text/markdown" in data:
                     data["text/markdown"] = latex_to_mathml(data["text/markdown"])
+                if "text/html" in data:  # a wide table is split into parts that fit the page, never clipped
+                    html = data["text/html"]
+                    data["text/html"] = split_wide_tables("".join(html) if isinstance(html, list) else html)
             if cell.outputs:
                 cells.append(cell)
     nb.cells = cells
@@ -274,6 +277,55 @@ def render_run_report(run_dir: str | Path, nb_path: str | Path | None = None) ->
                        {p: _e(w) for p, w in _machine_paths(m, run_dir).items()})
     atomic_write(out, html)
     return out
+
+
+#: A notebook table with more columns than this is shown in parts (its label columns repeated in each part).
+MAX_TABLE_COLUMNS = 9
+
+
+def split_wide_tables(html: str, max_columns: int = MAX_TABLE_COLUMNS) -> str:
+    """``html`` with every ``<table>`` of more than ``max_columns`` columns split into parts of at most that many,
+    each repeating the table's label columns (the leading ``<th>`` cells of its body rows, pandas' index, and the
+    first data column), with a line saying which columns each part shows. Tables with merged cells (``colspan``/
+    ``rowspan``) are left whole. A wide table on a page either scrolls (and hides columns, on screen and in print)
+    or runs off the page; parts do neither."""
+    if "<table" not in html:
+        return html
+    import copy as _copy
+
+    import lxml.html
+
+    root = lxml.html.fragment_fromstring(html, create_parent="div")
+    changed = False
+    for table in list(root.iter("table")):
+        rows = table.findall(".//tr")
+        if not rows or any(c.get("colspan", "1") != "1" or c.get("rowspan", "1") != "1" for r in rows for c in r):
+            continue
+        n = max(len(r) for r in rows)
+        body = table.find("tbody")
+        first = (body if body is not None else table).find(".//tr")
+        keep = sum(1 for c in first if c.tag == "th") + 1 if first is not None else 1
+        step = max_columns - keep
+        if n <= max_columns or step < 1:
+            continue
+        parent, at = table.getparent(), table.getparent().index(table)
+        parts = []
+        for start in range(keep, n, step):
+            stop = min(n, start + step)
+            part = _copy.deepcopy(table)
+            for r in part.findall(".//tr"):
+                for i, c in reversed(list(enumerate(list(r)))):
+                    if not (i < keep or start <= i < stop):
+                        r.remove(c)
+            note = lxml.html.fragment_fromstring(f"<p class='meta'>columns {start + 1}–{stop} of {n}</p>")
+            parts += [note, part]
+        parent.remove(table)
+        for j, el in enumerate(parts):
+            parent.insert(at + j, el)
+        changed = True
+    if not changed:
+        return html
+    return "".join(lxml.html.tostring(el, encoding="unicode") for el in root)
 
 
 def _machine_paths(m: dict[str, Any], run_dir: Path) -> dict[str, str]:
