@@ -208,17 +208,30 @@ def test_a_figure_write_that_fails_leaves_no_partial_file(tmp_path, monkeypatch)
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root ignores folder permissions")
-def test_a_read_only_outputs_folder_is_one_clear_message(tmp_path):
+def test_a_read_only_outputs_folder_is_one_clear_message(tmp_path, monkeypatch):
+    """A folder the user may not write to. As root (CI, containers) folder permissions do not apply, so the refusal
+    is injected where the kernel gives it for a read-only folder: at the rename into place (the temporary file is
+    written, then refused); without root the real folder mode is used too."""
     out = tmp_path / "outputs"
     out.mkdir()
-    out.chmod(0o500)
-    try:
-        with pytest.raises(OutputWriteError, match="permission denied"):
+    (out / "manifest.json").write_text('{"status": "running"}')
+
+    def refuse(src, dst):
+        raise PermissionError(errno.EACCES, "Permission denied", str(dst))
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "replace", refuse)
+        with pytest.raises(OutputWriteError, match=r"manifest\.json: permission denied .*To fix: make the folder writable"):
             atomic_write(out / "manifest.json", "{}")
-    finally:
-        out.chmod(0o700)
-    assert list(out.iterdir()) == []
+    assert [p.name for p in out.iterdir()] == ["manifest.json"]  # the temporary file is gone, the old one kept
+    assert (out / "manifest.json").read_text() == '{"status": "running"}'
+    if os.name == "posix" and os.geteuid() != 0:
+        out.chmod(0o500)
+        try:
+            with pytest.raises(OutputWriteError, match="permission denied"):
+                atomic_write(out / "other.json", "{}")
+        finally:
+            out.chmod(0o700)
 
 
 def test_the_manifest_write_is_atomic_and_explains_a_read_only_disk(tmp_path, monkeypatch):
