@@ -179,3 +179,18 @@ def test_cli_takes_papermills_param_form_beside_key_equals_value():
         assert "\nseed: 3\n" in "\n" + r.output and "\nn_bootstrap: 50\n" in "\n" + r.output
     r = CliRunner().invoke(main, ["params", "data_overview", "-p", "seed"])
     assert r.exit_code == 2 and "must look like key=value" in r.output
+
+
+def test_no_progress_still_prints_the_warnings_once(capsys):
+    """--no-progress hides the progress lines, not the warnings (a damaged cache set aside must be seen)."""
+    import logging
+
+    from radaudit.run import _TerminalStage  # noqa: PLC2701 - the runner's own handler, tested where it lives
+
+    h = _TerminalStage("", warnings_only=True)
+    rec = lambda name, level, msg: logging.LogRecord(name, level, __file__, 1, msg, None, None)  # noqa: E731
+    h.emit(rec("radaudit.progress", logging.INFO, "generate greedy: 4/12 batches"))
+    h.emit(rec("radaudit.models.cache", logging.WARNING, "The cache x.sqlite was damaged"))
+    h.emit(rec("radaudit.models.cache", logging.WARNING, "The cache x.sqlite was damaged"))
+    out = capsys.readouterr().out
+    assert out == "  warning: The cache x.sqlite was damaged\n"

@@ -159,16 +159,21 @@ class _TerminalStage(logging.Handler):
     """While a notebook runs, echo the kernel's progress lines (:mod:`radaudit.progress`, training steps) and its
     warnings to the terminal, above papermill's cell bar (``tqdm.write``), so a long cell shows its stage. With a
     ``prefix`` (several notebooks at once, :mod:`radaudit.run_many`: no cell bar) each line is printed after it.
-    A warning already shown is not shown again (data loaders warn once per call; ``run.log`` keeps every line)."""
+    A warning already shown is not shown again (data loaders warn once per call; ``run.log`` keeps every line).
+    ``warnings_only`` (``--no-progress``): the warnings alone, printed as they come (a damaged cache set aside, rows
+    left out), never the progress."""
 
-    def __init__(self, prefix: str | None = None) -> None:
+    def __init__(self, prefix: str | None = None, *, warnings_only: bool = False) -> None:
         super().__init__()
         self.prefix = prefix
+        self.warnings_only = warnings_only
         self._warned: set[str] = set()
 
     def emit(self, record: logging.LogRecord) -> None:
         if not record.name.startswith("radaudit") or not (
                 record.levelno >= logging.WARNING or record.name in ("radaudit.progress", "radaudit.models.train")):
+            return
+        if self.warnings_only and record.levelno < logging.WARNING:
             return
         line = f"{record.levelname.lower() + ': ' if record.levelno >= logging.WARNING else ''}{record.getMessage()}"
         if record.levelno >= logging.WARNING:
@@ -372,7 +377,8 @@ def run_experiment(
     pm_propagate, pm_logger.propagate = pm_logger.propagate, False  # cell output goes to run.log, not the console
     levels = _KernelLogLevels()
     pm_logger.addFilter(levels)
-    terminal = _TerminalStage() if progress else _TerminalStage(stage_prefix) if stage_prefix is not None else None
+    terminal = (_TerminalStage() if progress else _TerminalStage(stage_prefix) if stage_prefix is not None
+                else _TerminalStage("", warnings_only=True))
     if terminal is not None:
         pm_logger.addHandler(terminal)
     os.environ.setdefault("PYTHONHASHSEED", "0")
