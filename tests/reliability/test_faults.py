@@ -345,3 +345,27 @@ def test_a_download_cut_short_or_damaged_is_fetched_again(tmp_path):
     with pytest.raises(DataFormatError, match="Checksum mismatch"):
         F._run_phase([src], folder, None, False, False, "t", False)  # noqa: SLF001
     assert list(folder.iterdir()) == []  # nothing kept under the real name, no temporary file
+
+
+# ---------------------------------------------------------------------------------------- a run killed
+
+
+def test_a_run_whose_process_died_is_listed_interrupted_in_the_index(tmp_path):
+    """SIGKILL leaves a manifest that says ``running``; its process is gone, so ``index.html`` (and ``radaudit runs``,
+    tests/test_runs.py, which also kills a real run) lists it ``interrupted`` with its last completed cell."""
+    import socket
+
+    from radaudit import manifest
+    from radaudit.report import render_index
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(timeout=30)
+    run = tmp_path / "decoding_erasure" / "20260101-000000_demo"
+    run.mkdir(parents=True)
+    manifest.write(run / "manifest.json", {
+        "experiment": "decoding_erasure", "preset": "demo", "status": "running", "started": "2026-01-01T00:00:00+00:00",
+        "pid": dead.pid, "host": socket.gethostname(), "heartbeat": manifest.utcnow(),
+        "last_cell": {"index": 7, "heading": "3. Generations"}})
+    assert manifest.observed_status(manifest.read(run / "manifest.json"))[0] == "interrupted"
+    page = render_index(tmp_path).read_text()
+    assert "interrupted" in page and "running" not in page.split("<tbody>")[1]
