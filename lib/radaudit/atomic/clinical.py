@@ -800,13 +800,7 @@ def _scores_issue41(ref: list[Finding], cand: list[Finding], opt: ClinicalOption
                     trace.append({"direction": other_dir, "finding": f.name, "present": "no", "hedged": False,
                                   "other": f"{f.name}: yes", "relation": f"denied: {d.text}", "weight": wd,
                                   "credit": 0.0, "agreement": None, "facets": {}})
-    (w_r, c_r), (w_c, c_c) = sums["gt->inf"], sums["inf->gt"]
-    recall = (c_r + opt.kappa) / (w_r + opt.kappa)
-    precision = (c_c + opt.kappa) / (w_c + opt.kappa)
-    row = {"precision": precision, "recall": recall, "f1": f1(precision, recall), "w_reference": w_r,
-           "w_candidate": w_c, "credit_reference": c_r, "credit_candidate": c_c, "n_missed": missed,
-           "n_false": false, "n_paired": len(pairs)}
-    return row, trace
+    return _score_row(sums, opt.kappa, missed, false, len(pairs)), trace
 
 
 def clinical_scores(reference: Sequence[Finding], candidate: Sequence[Finding],
@@ -880,13 +874,7 @@ def _scores_before_issue41(reference: Sequence[Finding], candidate: Sequence[Fin
                           "relation": relation, "weight": w, "credit": credit, "agreement": agreement,
                           "facets": facets})
         sums[direction] = (w_sum, c_sum)
-    (w_r, c_r), (w_c, c_c) = sums["gt->inf"], sums["inf->gt"]
-    recall = (c_r + opt.kappa) / (w_r + opt.kappa)
-    precision = (c_c + opt.kappa) / (w_c + opt.kappa)
-    row = {"precision": precision, "recall": recall, "f1": f1(precision, recall), "w_reference": w_r,
-           "w_candidate": w_c, "credit_reference": c_r, "credit_candidate": c_c, "n_missed": missed,
-           "n_false": false, "n_paired": len(pairs)}
-    return row, trace
+    return _score_row(sums, opt.kappa, missed, false, len(pairs)), trace
 
 
 def clinical_decomposer(uncertain: str = "yes", rules: bool = True) -> RuleDecomposer:
@@ -949,3 +937,14 @@ def score_pairs_clinical(references: Sequence[str], candidates: Sequence[str], *
 @functools.lru_cache(maxsize=4096)
 def _denials(text: str) -> tuple[Denial, ...]:
     return find_denials(text)
+
+
+def _score_row(sums: dict, kappa: float, missed: int, false: int, n_paired: int) -> dict:
+    """The pair's smoothed recall and precision (credit + kappa over weight + kappa, each direction) and F1, with the
+    weights, credits and counts they come from: one row of the score table."""
+    (w_r, c_r), (w_c, c_c) = sums["gt->inf"], sums["inf->gt"]
+    recall = (c_r + kappa) / (w_r + kappa)
+    precision = (c_c + kappa) / (w_c + kappa)
+    return {"precision": precision, "recall": recall, "f1": f1(precision, recall), "w_reference": w_r,
+            "w_candidate": w_c, "credit_reference": c_r, "credit_candidate": c_c, "n_missed": missed,
+            "n_false": false, "n_paired": n_paired}
