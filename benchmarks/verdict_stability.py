@@ -12,7 +12,8 @@ with ``RADAUDIT_STABILITY=off`` so each seed's verdict is its own. Writes
      "experiments": {"<experiment>": {"recipe": "<radaudit.stability.recipe_id>", "sweep": "<folder>",
         "findings": {"<id>": [{"seed": 0, "value": ..., "ci": [lo, hi], "verdict": "shown"}, ...]}}}}
 
-and ``<out>/verdict_stability.md``: per experiment, a table finding × seed (value [CI], verdict) and the
+and ``<out>/verdict_stability.md`` (and, when ``<out>`` is the committed results folder, the block of
+``docs/stability.md``; ``--render`` rewrites both from the saved JSON): per experiment, a table finding × seed (value [CI], verdict) and the
 published verdict over seeds (``shown`` on every seed; else ``partly (k/n seeds)``; the same other verdict
 on every seed as it is). A later run of the same recipe carries these verdicts in its ``findings.json``
 (:mod:`radaudit.stability`), and :func:`radaudit.findings.settle` lowers a ``shown`` that does not hold on
@@ -113,6 +114,27 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+DOCS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "stability.md"
+_DOCS_BLOCK = ("<!-- stability -->\n", "<!-- /stability -->")
+
+
+def docs_block(doc: dict[str, Any]) -> str:
+    """The docs page's block: :func:`markdown` one heading level down (the page has its own title)."""
+    body = markdown(doc).split("\n", 2)[2]  # without the "# ..." title line and the blank line after it
+    return "\n".join("#" + ln if ln.startswith("## ") else ln for ln in body.splitlines()) + "\n"
+
+
+def update_docs(doc: dict[str, Any], page: Path = DOCS_PAGE) -> None:
+    """Replace the body between ``<!-- stability -->`` and ``<!-- /stability -->`` of ``page`` with
+    :func:`docs_block` (the page must have the markers)."""
+    text = page.read_text(encoding="utf-8")
+    start, end = _DOCS_BLOCK
+    if start not in text or end not in text:
+        raise SystemExit(f"{page} has no '{start.strip()}' ... '{end}' block")
+    head, rest = text.split(start, 1)
+    page.write_text(head + start + docs_block(doc) + end + rest.split(end, 1)[1], encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--experiments", nargs="+", default=list(EXPERIMENTS))
@@ -121,7 +143,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--engine", default="ray", choices=["ray", "serial", "auto"])
     ap.add_argument("--data-root", default=None)
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--render", action="store_true",
+                    help="only rewrite verdict_stability.md and the docs page from the saved JSON (no runs)")
     a = ap.parse_args(argv)
+    if a.render:
+        doc = json.loads((a.out / "verdict_stability.json").read_text(encoding="utf-8"))
+        (a.out / "verdict_stability.md").write_text(markdown(doc) + "\n", encoding="utf-8")
+        update_docs(doc)
+        return doc
     if len(a.seeds) < 2 or len(set(a.seeds)) != len(a.seeds):
         ap.error("--seeds needs at least two different seeds")
     t0 = time.perf_counter()
@@ -130,6 +159,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     doc = record("verdict_stability", seconds=time.perf_counter() - t0, n=n_runs, unit="runs", folder=a.out,
                  seeds=a.seeds, preset=a.preset, experiments=experiments)
     (a.out / "verdict_stability.md").write_text(markdown(doc) + "\n", encoding="utf-8")
+    if a.out.resolve() == RESULTS.resolve():
+        update_docs(doc)
     return doc
 
 

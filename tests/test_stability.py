@@ -85,3 +85,46 @@ def test_a_run_of_the_benchmarks_recipe_publishes_a_split_verdict_as_partly(tmp_
     Run(experiment="modality_shift", params=params, dir=third).finding("text_shift_nfr", "NFR", 0.2, verdict="shown",
                                                                       ci=[0.1, 0.3])
     assert read_findings(third)["findings"][0].stability is None
+
+
+def _benchmark():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "verdict_stability.py"
+    spec = importlib.util.spec_from_file_location("verdict_stability_bench", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_docs_block_is_the_benchmarks_table_and_replaces_only_its_body(tmp_path):
+    bench = _benchmark()
+    doc = {**_doc("abc"), "commit": "abc1234", "machine": "x86_64, 2 cores, AMD EPYC"}
+    block = bench.docs_block(doc)
+    assert block.startswith("Written by `benchmarks/verdict_stability.py` at abc1234")
+    assert "### modality_shift" in block and "\n## " not in block  # one level below the page's title
+    # seed 1 did not show it: published as partly (2/3 seeds), each seed's cell with its CI and verdict
+    assert "| `text_shift_nfr` | 0.2 [0.1, 0.3] *shown* | 0.2 [0.1, 0.3] *not shown* |" in block
+    assert block.rstrip().endswith("| **partly (2/3 seeds)** |")
+    page = tmp_path / "stability.md"
+    page.write_text("# Title\n\nprose\n\n<!-- stability -->\nold table\n<!-- /stability -->\n\nafter\n")
+    bench.update_docs(doc, page)
+    text = page.read_text()
+    assert "old table" not in text and text.startswith("# Title\n\nprose\n\n<!-- stability -->\nWritten by")
+    assert text.endswith("<!-- /stability -->\n\nafter\n")
+    page.write_text("# no markers\n")
+    with pytest.raises(SystemExit, match="no '<!-- stability -->'"):
+        bench.update_docs(doc, page)
+
+
+def test_the_published_stability_page_is_the_committed_benchmark():
+    """docs/stability.md's block is rendered from benchmarks/results/verdict_stability.json, never typed."""
+    bench = _benchmark()
+    text = bench.DOCS_PAGE.read_text()
+    body = text.split("<!-- stability -->\n", 1)[1].split("<!-- /stability -->", 1)[0]
+    saved = bench.RESULTS / "verdict_stability.json"
+    if not saved.exists():
+        assert body.strip() == "*Not yet run for this recipe.*"
+        return
+    assert body == bench.docs_block(json.loads(saved.read_text()))
