@@ -136,23 +136,83 @@ def test_a_critical_grade_weighs_the_immediate_tier():
     assert row["recall"] == pytest.approx(0.55) and row["precision"] == 1.0
 
 
-def test_a_critical_downgrade_costs_nearly_a_miss():
+def test_a_critical_downgrade_is_scored_as_a_miss():
     ref = [F("pneumothorax", location="right", severity="large")]
     row, trace = clinical_scores(ref, [F("pneumothorax", location="right", severity="small")])
-    # reference: a = mean(location 1, severity 1 - |4 - 2| / 3 = 1/3) = 2/3, rung 2 = 5/6, x 0.3 = 0.25 on the base
-    # part (2): credit 0.5 / 4 = 0.125; R = (4 * 0.125 + 1) / 5 = 0.3. Candidate: weight 2, credit 5/6 -> P = 8/9
-    assert trace[0]["relation"] == "same, critical downgrade"
-    assert trace[0]["credit"] == pytest.approx(0.125)
-    assert row["recall"] == pytest.approx(0.3) and row["precision"] == pytest.approx(8 / 9)
+    # reference: weight 2 + 2 (critical part), credit 0 -> R = 1 / (4 + 1) = 0.2; the candidate's "small" statement is
+    # left out of its precision (weight 0): P = (0 + 1) / (0 + 1) = 1; F1 = 2 * 0.2 / 1.2 = 1/3
+    assert trace[0]["relation"] == "critical downgrade: as a miss" and trace[0]["credit"] == 0.0
+    assert trace[1]["relation"] == "critical downgrade: not counted" and trace[1]["weight"] == 0.0
+    assert row["recall"] == pytest.approx(0.2) and row["precision"] == 1.0 and row["f1"] == pytest.approx(1 / 3)
     miss, _ = clinical_scores(ref, [])
+    denied, _ = clinical_scores(ref, [F("pneumothorax", present="no")])
     moderate, _ = clinical_scores(ref, [F("pneumothorax", location="right", severity="moderate")])
-    assert moderate["f1"] > row["f1"] > miss["f1"]
+    # a downgrade ties the miss exactly; a denial is below both; one grade lower (moderate) is imprecise, above both
+    assert moderate["f1"] > row["f1"] == miss["f1"] > denied["f1"]
+
+
+def test_a_downgrade_of_a_non_critical_finding_stays_imprecise():
+    ref = [F("pneumothorax", location="right", severity="moderate")]
+    row, trace = clinical_scores(ref, [F("pneumothorax", location="right", severity="small")])
+    # not critical: rung 2, a = mean(location 1, severity 1 - 1/3) = 5/6 -> credit 0.5 + 0.5 * 5/6 = 11/12
+    # R = (2 * 11/12 + 1) / 3 = 0.9444; the candidate asks severity small vs moderate 2/3 (>= 1/2, kept 1): P = 1
+    assert trace[0]["relation"] == "same"
+    assert row["recall"] == pytest.approx((2 * 11 / 12 + 1) / 3) and row["precision"] == 1.0
+
+
+def test_a_malpositioned_tube_called_satisfactory_is_a_miss_and_a_false_position_is_worse():
+    ref = [F("endotracheal tube", location="tip: right main bronchus"), F("malpositioned endotracheal tube")]
+    satisfactory = [F("endotracheal tube"), F("malpositioned endotracheal tube", present="no")]
+    silent: list = []
+    elsewhere = [F("endotracheal tube", location="tip: 4 cm above the carina"),
+                 F("malpositioned endotracheal tube", present="no")]
+    sat, trace = clinical_scores(ref, satisfactory)
+    sil, _ = clinical_scores(ref, silent)
+    # both reference facts (tube 1, malposition 4) earn 0 in both: R = 1 / 6; the satisfactory candidate's two facts are
+    # not counted: P = 1 -> the same F1 as silence
+    assert [t["relation"] for t in trace[:2]] == ["critical downgrade: as a miss"] * 2
+    assert sat["recall"] == pytest.approx(1 / 6) and sat["precision"] == 1.0 and sat["f1"] == sil["f1"]
+    # a tip placed elsewhere: the tube's fact earns nothing on either side; the candidate's "not malpositioned"
+    # (immediate 4 x 1/4 = 1) is contradicted (credit 0): P = 1 / (1 + 1 + 1) = 1/3, R = 1/6 -> F1 = 2/9 < 2/7 (silence)
+    far, trace = clinical_scores(ref, elsewhere)
+    assert trace[0]["relation"] == "false position"
+    assert far["precision"] == pytest.approx(1 / 3) and far["f1"] == pytest.approx(2 / 9)
+    assert sil["f1"] == pytest.approx(2 / 7)
+
+
+def test_a_finding_explained_away_as_technique_is_not_asserted():
+    ref = [F("widened mediastinum")]
+    dismissed = [Finding(name="widened mediastinum", present="yes", attributes=Attributes(severity="mildly"),
+                         evidence="Mediastinum appears mildly prominent, likely related to supine AP technique.")]
+    row, _ = clinical_scores(ref, dismissed)
+    miss, _ = clinical_scores(ref, [])
+    # the dismissed finding is dropped: exactly the miss, R = 1 / (2 + 1), P = 1
+    assert row == miss and row["recall"] == pytest.approx(1 / 3)
+
+
+def test_a_sign_is_folded_into_the_finding_its_report_names():
+    ref = [F("pneumothorax", location="right", severity="small")]
+    cand = [F("pleural line", location="right apex"), F("pneumothorax", severity="small")]
+    row, trace = clinical_scores(ref, cand)
+    # the candidate's pleural line is part of its pneumothorax (dropped), which takes its place (right apex): exact, 1
+    assert row["f1"] == 1.0 and [t["finding"] for t in trace] == ["pneumothorax", "pneumothorax"]
+    # a mediastinal shift beside a tension pneumothorax is its sign whatever its side (the side it moves to)
+    ref = [F("pneumothorax", location="right", morphology="tension"), F("mediastinal shift", location="left")]
+    row, _ = clinical_scores(ref, [F("pneumothorax", location="right", morphology="tension")])
+    assert row["f1"] == 1.0
+    # not into a hedged finding, and not when the other report states the sign too (then they are compared)
+    hedged = [F("cardiomegaly", severity="marked"), F("pericardial effusion", hedged=True)]
+    _, trace = clinical_scores(hedged, [F("cardiomegaly", severity="mild")])
+    assert trace[0]["finding"] == "cardiomegaly"
+    _, trace = clinical_scores([F("hilar enlargement", location="right"), F("lymphadenopathy")],
+                               [F("hilar enlargement", location="left"), F("lymphadenopathy")])
+    assert trace[0]["finding"] == "hilar enlargement" and trace[0]["credit"] == 0.0
 
 
 def test_tension_reported_as_small_is_a_downgrade():
     ref = [F("pneumothorax", location="right", morphology="tension")]
     _, trace = clinical_scores(ref, [F("pneumothorax", location="right", severity="small")])
-    assert trace[0]["relation"] == "same, critical downgrade"
+    assert trace[0]["relation"] == "critical downgrade: as a miss"
 
 
 # ------------------------------------------------------------------ concept table relations
@@ -193,6 +253,16 @@ CONTEXT_CASES = {
     "trauma-urgent": ({"indication": "motor vehicle collision"}, F("subcutaneous emphysema"), 1.0, 2.0),
     "known-malignancy": ({"history": "breast cancer"}, F("nodule"), 1.0, 2.0),
     "breathless-or-failure": ({"indication": "shortness of breath"}, F("vascular congestion"), 1.0, 2.0),
+    "remote-trauma": ({"history": "rib fractures in a fall three months ago"}, F("fracture"), 2.0, 1.0),
+    "post-abdominal-surgery": ({"history": "laparoscopic cholecystectomy two days ago"}, F("pneumoperitoneum"), 4.0, 2.0),
+    "esophageal-rupture-risk": ({"indication": "chest pain after repeated vomiting"}, F("pneumomediastinum"), 2.0, 4.0),
+    "suspected-tuberculosis": ({"indication": "night sweats and cough"}, F("scarring"), 0.5, 2.0),
+    "suspected-malignancy": ({"history": "30 pack-year smoker"}, F("nodule"), 1.0, 2.0),
+    "known-sarcoidosis": ({"history": "sarcoidosis"}, F("lymphadenopathy"), 2.0, 1.0),
+    "known-heart-disease": ({"history": "ischemic cardiomyopathy"}, F("cardiomegaly"), 1.0, 0.5),
+    "acute-cardiac-symptoms": ({"indication": "pleuritic chest pain"}, F("cardiomegaly"), 1.0, 2.0),
+    "young-adult": ({"age": 28}, F("emphysema"), 0.5, 2.0),
+    "infant-fracture": ({"age": 1, "history": "no known trauma"}, F("fracture"), 2.0, 4.0),
 }
 
 
@@ -233,6 +303,70 @@ def test_no_context_or_no_matching_rule_changes_nothing(ctx):
     ref = [F("pneumothorax", location="right"), F("degenerative change")]
     cand = [F("pneumothorax", location="left")]
     assert clinical_scores(ref, cand, context=ctx) == clinical_scores(ref, cand)
+
+
+def test_a_negated_or_remote_context_does_not_fire():
+    fx = F("fracture")
+    # "no known trauma": the trauma rules do not fire (weight stays 2); the same words affirmed raise it to 4
+    assert clinical_scores([fx], [], context={"history": "no known trauma"})[1][0]["weight"] == 2.0
+    assert clinical_scores([fx], [], context={"history": "trauma"})[1][0]["weight"] == 2.0 * 1  # urgent tier = own tier
+    ptx = F("pneumothorax")
+    assert clinical_scores([ptx], [], context={"indication": "fall"})[1][0]["weight"] == 4.0
+    assert clinical_scores([ptx], [], context={"indication": "cough", "history": "denies any fall"})[1][0]["weight"] == 2.0
+    # a fall two months ago makes nothing urgent today; its healing fracture is expected (2 x 1/2)
+    assert clinical_scores([ptx], [], context={"history": "fall two months ago"})[1][0]["weight"] == 2.0
+    assert clinical_scores([fx], [], context={"history": "fall two months ago"})[1][0]["weight"] == 1.0
+    # living where tuberculosis is endemic is a risk of it, not a history of it: scarring urgent (2), not expected
+    assert clinical_scores([F("scarring")], [], context={"history": "from a region where tuberculosis is endemic"}
+                           )[1][0]["weight"] == 2.0
+
+
+def test_the_history_documents_known_findings():
+    from radaudit.atomic.clinical import history_findings
+
+    assert history_findings("biopsy-proven sarcoidosis with hilar adenopathy stable for 5 years") == {"lymphadenopathy"}
+    assert history_findings("longstanding cardiomyopathy with known, unchanged cardiomegaly") == {"cardiomegaly"}
+    assert history_findings("new cardiomegaly on last week's film") == frozenset()
+    assert history_findings("no pneumothorax on the prior film") == frozenset()
+    ctx = {"history": "identical right apical scarring on many prior radiographs"}
+    _, t = clinical_scores([F("scarring", location="right")], [], context=ctx)
+    # scarring incidental 0.5 x expected 1/2 = 0.25: R = 1 / 1.25 = 0.8
+    assert t[0]["weight"] == pytest.approx(0.25)
+    assert clinical_scores([F("scarring")], [], context=ctx)[0]["recall"] == pytest.approx(0.8)
+
+
+def test_affirmed_reads_negation_per_clause():
+    import re
+
+    from radaudit.atomic.concepts import affirmed
+
+    trauma = re.compile(r"\btrauma\b")
+    assert not affirmed(trauma, "cough; no known trauma")
+    assert affirmed(trauma, "no fever, trauma to the chest")
+    assert affirmed(trauma, "no fever; blunt trauma")
+
+
+def _rewrites():
+    from importlib import resources
+
+    import yaml
+
+    doc = yaml.safe_load(resources.files("radaudit.resources").joinpath("clinical_concepts.yaml").read_text("utf-8"))
+    return [(r["replace"], r["example"]) for r in doc["rewrites"]]
+
+
+@pytest.mark.parametrize("replace,example", _rewrites(), ids=[e for _, e in _rewrites()])
+def test_each_rewrite_changes_its_example(replace, example):
+    from radaudit.atomic.concepts import rewrite
+
+    assert replace in rewrite(example), (example, rewrite(example))
+
+
+def test_a_tube_in_lay_words_is_read_as_in_technical_words():
+    lay = clinical_decomposer().decompose_one("The breathing tube ends 4 cm above where the windpipe divides.")
+    tech = clinical_decomposer().decompose_one("The endotracheal tube ends 4 cm above the carina.")
+    assert [(f.name, f.present, f.attributes.location) for f in lay] == \
+        [(f.name, f.present, f.attributes.location) for f in tech] != []
 
 
 def test_context_is_validated():

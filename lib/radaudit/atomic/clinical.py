@@ -69,12 +69,15 @@ fractions of ``w``; the tables are data files in ``radaudit/resources``, read by
 2    names it with a wrong or missing     α + (1 − α)·a·h ∈ [½, 1); a more  found: the disease level (Eq. 4's half)
      attribute (size, extent, severity,   generic name × its credit (½-1)   is right, the description is graded
      lobe, change)
-2c   names a critical finding two or      ``downgrade_credit`` (0.3) ×      told it can wait, the clinician may not
-     more grades lower (tension/large →   rung 2 on the base part, 0 on     act: nearly a miss, still above one
-     small, massive → trace)              the critical part                 (``clinical_criticality.yaml``)
+2c   names a critical finding two or      0, as rung 4, and its statement   told it can wait, the clinician does not
+     more grades lower (tension/large →   is left out of precision          act: the same harm as a miss
+     small, massive → trace), calls a     (``downgrade_credit`` 0; a        (``clinical_criticality.yaml``); a tube
+     malpositioned tube "satisfactory",   tube placed elsewhere: its fact   said to lie where it does not is a false
+     or explains it away as technique     earns 0 on both sides)            statement, worse than silence
 3    states a sign that implies it        the sign's σ ≤ 0.45 (default      the reader must infer the finding; some
      (silhouette sign, cephalisation,     0.4) on the base part             signs have other causes
-     deep sulcus sign, ...)                                                 (``clinical_signs.yaml``)
+     deep sulcus sign, hilar                                                (``clinical_signs.yaml``)
+     displacement, ...)
 4    says nothing about it                0                                 a miss
 5    denies it: "no X", a denied more     0, and the stated or implied      the report tells the clinician it is
      generic finding ("no consolidation"  absence weighs                    not there: worse than silence
@@ -88,13 +91,24 @@ while any rung ≥ 2c raises recall at an equal or smaller cost to precision: a 
 scores above one that misses or denies it (tested on every finding of the concept table). The other way round
 (the reference states a sign, the candidate names the finding it implies) the sign is accounted for (credit 1).
 
+Signs a report states beside the finding they imply (same report, compatible side, the finding not hedged) are part
+of that finding's description, not second facts (:func:`_fold_signs`): "a pleural line with no markings beyond it,
+a small pocket of air" is a small pneumothorax, "a massive effusion with white-out and contralateral shift" one massive
+effusion; a sign the other report states too is compared as it is. A finding the report itself explains away as
+technique ("likely related to supine AP technique") is not asserted (:func:`_dismissed`). The clinical decomposer
+reads a report after the concept table's ``rewrites`` (lay words for devices and anatomy: "breathing tube", "where the
+windpipe divides"; :class:`ClinicalRuleDecomposer`).
+
 Critical findings (``clinical_criticality.yaml``: tension, a large pneumothorax, free intraperitoneal air, a
 malpositioned tube or line, a large or massive collection, complete collapse, severe edema) weigh the immediate
 tier (4); the part above the name's tier is earned only by a report that states the critical grade too.
 
 Context (``clinical_context.yaml``, :func:`context_factor`): with the patient's age, sex, indication and history,
 a finding the context explains (expected) weighs ``expected_factor`` (½) of its weight in both reports, and a finding
-the context makes dangerous (urgent) is raised to its rule's tier. No context changes nothing (tested).
+the context makes dangerous (urgent) is raised to its rule's tier. A rule's words count only where the context affirms
+them ("no known trauma", "denies vomiting" do not fire; :func:`~radaudit.atomic.concepts.affirmed`), an injury or an
+operation weeks or years ago explains (expected) rather than alarms, and a finding the history itself documents as
+known, stable or treated is expected (:func:`history_findings`). No context changes nothing (tested).
 
 The trace (:func:`clinical_trace`) has one row per fact and direction: its weight, credit, the
 attribute agreement and the facets compared, so every score can be checked by hand.
@@ -120,6 +134,7 @@ from radaudit.atomic.concepts import (
     clinical_vocabulary,
     find_denials,
     load_tables,
+    rewrite,
 )
 from radaudit.atomic.decompose import RuleDecomposer
 from radaudit.atomic.lexicon import GENERIC_CREDIT, morphology_terms, related_as
@@ -130,7 +145,8 @@ from radaudit.metrics.base import check_pairs
 from radaudit.text.attributes import extract_location, extract_quantity, extract_severity, extract_size, extract_temporal
 
 __all__ = ["Significance", "load_significance", "SIGNIFICANCE_FILE", "facet_credit", "attribute_agreement",
-           "pair_entities", "clinical_scores", "CLINICAL_COLUMNS", "ClinicalOptions"]
+           "pair_entities", "clinical_scores", "CLINICAL_COLUMNS", "ClinicalOptions", "ClinicalRuleDecomposer",
+           "history_findings"]
 
 #: The default significance table (package resource).
 SIGNIFICANCE_FILE = "clinical_significance.yaml"
@@ -592,10 +608,46 @@ def _downgraded(ref: Finding, cand: Finding, t: Tables) -> bool:
     return bool(lv) and max(lv) <= t.downgrade_level
 
 
-def _context_rules(context: Mapping[str, Any] | None) -> list[ContextRule]:
+def _context_rules(context: Mapping[str, Any] | None, history: bool = False) -> list[ContextRule]:
+    """The context rules ``context`` matches; ``history``: also the rule of the findings its history documents
+    (:func:`history_findings`)."""
     if not context:
         return []
-    return [r for r in load_tables().context_rules if r.matches(context)]
+    rules = [r for r in load_tables().context_rules if r.matches(context)]
+    known = history_findings(str(context.get("history") or "")) if history else frozenset()
+    if known:
+        rules.append(ContextRule("history-documents-finding", None, None, None, None, None, known, None, "expected",
+                                 0.0, "a finding the history already documents as known, stable or treated"))
+    return rules
+
+
+@functools.lru_cache(maxsize=1024)
+def history_findings(history: str) -> frozenset[str]:
+    """The findings a patient's history documents as already known (``clinical_context.yaml``, ``history_documents``):
+    stated present, not hedged, in a sentence with a cue of chronicity ("known, unchanged cardiomegaly", "adenopathy
+    stable for 5 years", "rib fractures in a car accident two months ago") and none of novelty ("new", "enlarging").
+    A finding the team already knows costs less when a report leaves it out (an expected finding).
+
+    >>> sorted(history_findings("dilated cardiomyopathy with known, unchanged cardiomegaly"))
+    ['cardiomegaly']
+    >>> sorted(history_findings("new cardiomegaly on last week's film")), sorted(history_findings("fall today"))
+    ([], [])
+    """
+    t = load_tables()
+    if not history.strip() or t.history_cue is None:
+        return frozenset()
+    out = set()
+    for f in _history_decomposer().decompose_one(history):
+        ev = f.evidence or ""
+        if f.present == "yes" and not f.hedged and t.history_cue.search(ev) and \
+                not (t.history_cue_not is not None and t.history_cue_not.search(ev)):
+            out.add(t.aliases.get(normalize_name(f.name), f.name))
+    return frozenset(out)
+
+
+@functools.lru_cache(maxsize=1)
+def _history_decomposer() -> RuleDecomposer:
+    return ClinicalRuleDecomposer(findings=clinical_vocabulary(), sections=False)
 
 
 def context_factor(f: Finding, total: float, rules: Sequence[ContextRule]) -> float:
@@ -618,14 +670,21 @@ def context_factor(f: Finding, total: float, rules: Sequence[ContextRule]) -> fl
 
 def _prepare(findings: Sequence[Finding], t: Tables) -> list[Finding]:
     """Names mapped to the concept table's canonical names (an LLM's "hyperexpansion"), stated-absent pure signs
-    dropped ("no deep sulcus sign" adds nothing the finding's own negation does not), morphology implicit in a
-    form added ("airspace disease" is an airspace opacity)."""
+    dropped ("no deep sulcus sign" adds nothing the finding's own negation does not), findings explained away as
+    technique dropped (:func:`_dismissed`), morphology terms read as the concept table's same term ("linear" atelectasis
+    is plate-like), morphology implicit in a form added ("airspace disease" is an airspace opacity)."""
     out = []
     for f in findings:
         name = t.aliases.get(normalize_name(f.name), f.name)
-        if name in t.pure_signs and f.present == "no":
+        if (name in t.pure_signs and f.present == "no") or _dismissed(f):
             continue
         upd: dict[str, Any] = {"name": name} if name != f.name else {}
+        same = (t.same_morphology or {}).get(name)
+        if same and f.attributes.morphology:
+            terms = [x for x, _, _ in morphology_terms(f.attributes.morphology)]
+            if any(x in same for x in terms):
+                morph = ", ".join(dict.fromkeys(same.get(x, x) for x in terms))
+                f = f.model_copy(update={"attributes": f.attributes.model_copy(update={"morphology": morph})})
         implicit = t.implicit_morphology.get(name, ())
         if implicit and f.present == "yes" and f.evidence:
             have = {x for x, _, _ in morphology_terms(f.attributes.morphology or "")}
@@ -635,6 +694,90 @@ def _prepare(findings: Sequence[Finding], t: Tables) -> list[Finding]:
                 upd["attributes"] = f.attributes.model_copy(update={"morphology": morph})
         out.append(f.model_copy(update=upd) if upd else f)
     return out
+
+
+#: a finding explained away in its own sentence as technique, projection or artifact ("the mediastinum appears
+#: prominent, likely related to supine AP technique"): the report does not assert it (clinical usage)
+_DISMISSED = re.compile(
+    r"\b(?:(?:likely|probably|presumably|most\s+likely|may\s+be|could\s+be|is|are|possibly)\s+)?(?:related|due|"
+    r"attributable|attributed|secondary)\s+to\s+(?:the\s+)?(?:supine|ap|portable|projection\w*|technique|technical|"
+    r"positioning|patient\s+positioning|rotation|(?:patient\s+)?rotation|low\s+lung\s+volumes|poor\s+inspiration|"
+    r"shallow\s+inspiration|overlying\s+(?:soft\s+tissues?|breast\s+tissue)|artifact|artefact)"
+    r"|\b(?:likely|probably|presumably|most\s+likely)\s+(?:technical|projectional|artifactual|artefactual|positional)\b",
+    re.IGNORECASE)
+
+
+def _dismissed(f: Finding) -> bool:
+    """Whether a present finding is explained away as technique in the sentence that states it (:data:`_DISMISSED`)."""
+    return f.present == "yes" and bool(f.evidence) and bool(_DISMISSED.search(f.evidence or ""))
+
+
+def _fold_signs(findings: list[Finding], other: Sequence[Finding], t: Tables) -> list[Finding]:
+    """A report's present signs dropped when the same report names a finding each implies, not hedged ("consider a
+    pericardial effusion" does not absorb the enlarged silhouette), on a compatible side (a
+    mediastinal shift's side is the direction it moves, so any side): "a pleural line with no markings beyond it ...
+    small pneumothorax", "massive effusion with opacification of the hemithorax and contralateral shift". A sign is the
+    evidence for a finding; once the report draws the conclusion, the sign is part of that finding's description,
+    not a second fact (clinical usage: reports list the signs that make the diagnosis). A finding without a stated place
+    takes its sign's ("a pleural line at the right apex ... a small pocket of air": a right apical pneumothorax). A sign
+    the ``other`` report states present too stays, and the two are compared as they are (a side, a grade)."""
+    out: list[Finding] = []
+    place: dict[int, str] = {}
+    for f in findings:
+        s = t.signs.get(f.name)
+        if any(o.name == f.name and o.present == "yes" for o in other):
+            s = None  # the other report states the sign too: the two are compared as they are
+        into = next((k for k, g in enumerate(findings) if g is not f and g.present == "yes" and not g.hedged
+                     and s is not None and g.name in s.implies
+                     and (f.name == "mediastinal shift" or not _sides_disjoint(f, g))), None) if f.present == "yes" else None
+        if into is None:
+            out.append(f)
+        elif f.name != "mediastinal shift" and f.attributes.location and not findings[into].attributes.location:
+            place.setdefault(into, f.attributes.location)  # the sign's place is the finding's ("pleural line at the apex")
+    if place:
+        moved = {id(findings[k]): loc for k, loc in place.items()}
+        out = [f.model_copy(update={"attributes": f.attributes.model_copy(update={"location": moved[id(f)]})})
+               if id(f) in moved else f for f in out]
+    return out
+
+
+def _as_missed(ref: Sequence[Finding], cand: Sequence[Finding], pairs: Sequence[tuple[int, int]], t: Tables
+               ) -> tuple[set[int], set[int], tuple[set[int], set[int]]]:
+    """``(reference facts scored as missed, candidate facts not counted, (reference, candidate) facts of a device
+    placed falsely)`` (module docstring, rung 2c). With ``downgrade_credit`` 0 a critical reference finding that the
+    candidate states ``downgrade_level`` or more grades lower is a miss, and the candidate's statement of it is left out
+    of its precision (neither credit nor blame): told it can wait, the clinician does not act, as if it were not
+    reported. A malpositioned tube or line that the candidate calls in satisfactory position without saying where its
+    tip is: the device's two facts (the device, its position) likewise; when the candidate places the tip elsewhere, a
+    false position, the device's fact earns nothing on either side (the report's only message about it is wrong)."""
+    missed: set[int] = set()
+    not_said: set[int] = set()
+    false_r: set[int] = set()
+    false_c: set[int] = set()
+    if t.downgrade_credit == 0:
+        for i, j in pairs:
+            if ref[i].present == "yes" and cand[j].present == "yes" and _downgraded(ref[i], cand[j], t):
+                missed.add(i)
+                not_said.add(j)
+    for i, j in pairs:
+        r, c = ref[i], cand[j]
+        if not (r.name.startswith("malpositioned ") and r.present == "yes" and c.present == "no"):
+            continue
+        device = r.name[len("malpositioned "):]
+        ri = next((k for k, f in enumerate(ref) if f.name == device and f.present == "yes"), None)
+        ci = next((k for k, f in enumerate(cand) if f.name == device and f.present == "yes"), None)
+        if ci is None:
+            continue
+        if "tip:" in (cand[ci].attributes.location or ""):
+            false_c.add(ci)
+            if ri is not None:
+                false_r.add(ri)
+        else:
+            missed.add(i)
+            not_said.update((j, ci))
+            if ri is not None:
+                missed.add(ri)
+    return missed, not_said, (false_r, false_c)
 
 
 def _pair_issue41(ref: Sequence[Finding], cand: Sequence[Finding], opt: ClinicalOptions,
@@ -734,10 +877,12 @@ def _scores_issue41(ref: list[Finding], cand: list[Finding], opt: ClinicalOption
     """AtomiMed-clinical with the issue-41 ladder (module docstring)."""
     t = load_tables()
     ref, cand = _prepare(ref, t), _prepare(cand, t)
+    ref, cand = _fold_signs(ref, cand, t), _fold_signs(cand, ref, t)
     pairs = _pair_issue41(ref, cand, opt, t.names())
     to_c = dict(pairs)
     to_r = {j: i for i, j in pairs}
-    rules = _context_rules(context)
+    rules = _context_rules(context, history=True)
+    as_missed, not_said, false_position = _as_missed(ref, cand, pairs, t)
     trace: list[dict[str, Any]] = []
     sums = {"gt->inf": [0.0, 0.0], "inf->gt": [0.0, 0.0]}
     missed = false = 0
@@ -747,6 +892,13 @@ def _scores_issue41(ref: list[Finding], cand: list[Finding], opt: ClinicalOption
         for k, f in enumerate(asking):
             other, relation = (others[link[k]], "same") if k in link else (None, None)
             generic_credit, sign_credit = None, 0.0
+            if not reference_side and k in not_said:
+                # the candidate's statement of a critical finding it downgraded: counted as not said (rung 2c)
+                trace.append({"direction": direction, "finding": f.name, "present": f.present, "hedged": f.hedged,
+                              "other": f"{other.name}: {other.present}" if other is not None else "not mentioned",
+                              "relation": "critical downgrade: not counted", "weight": 0.0, "credit": 0.0,
+                              "agreement": None, "facets": {}})
+                continue
             if f.present == "yes" and (other is None or other.present != "yes"):
                 rel_other, rel, generic_credit = _related_issue41(f, others, t)
                 if rel_other is not None:
@@ -765,14 +917,17 @@ def _scores_issue41(ref: list[Finding], cand: list[Finding], opt: ClinicalOption
                 w *= opt.hedge_factor
             w *= context_factor(f, total, rules)
             agreement, facets = None, {}
-            if relation in ("sign", "sign-of"):
+            if (reference_side and k in as_missed) or (k in (false_position[0] if reference_side else false_position[1])):
+                credit = 0.0
+                relation = "critical downgrade: as a miss" if reference_side and k in as_missed else "false position"
+            elif relation in ("sign", "sign-of"):
                 # a sign earns its credit on the base part; the critical/modifier parts need the finding itself
                 credit = parts[0][1] * sign_credit / total if sign_credit < 1.0 else 1.0
             elif f.present == "no" and other is None and (denied := _contradicted(f, others, t)) is not None:
                 credit, other, relation = 0.0, denied, "contradicted"
             else:
                 down = reference_side and relation == "same" and f.present == "yes" and other is not None \
-                    and other.present == "yes" and _downgraded(f, other, t)
+                    and other.present == "yes" and t.downgrade_credit > 0 and _downgraded(f, other, t)
                 credit, agreement, facets = _credit(f, other, relation, reference_side=reference_side, parts=parts,
                                                     opt=opt, others=others, generic_credit=generic_credit,
                                                     base_factor=t.downgrade_credit if down else 1.0, tables=t)
@@ -877,11 +1032,24 @@ def _scores_before_issue41(reference: Sequence[Finding], candidate: Sequence[Fin
     return _score_row(sums, opt.kappa, missed, false, len(pairs)), trace
 
 
+@dataclass
+class ClinicalRuleDecomposer(RuleDecomposer):
+    """The rule decomposer reading each report after the concept table's ``rewrites``
+    (:func:`~radaudit.atomic.concepts.rewrite`: lay words such as "breathing tube" or "where the windpipe divides"
+    turned into "endotracheal tube", "the carina")."""
+
+    def decompose_one(self, text: str) -> list[Finding]:
+        return super().decompose_one(rewrite(text))
+
+
 def clinical_decomposer(uncertain: str = "yes", rules: bool = True) -> RuleDecomposer:
     """The rule decomposer of AtomiMed-clinical: the lexicon's vocabulary with the concept table's forms and the
-    signs (:func:`~radaudit.atomic.concepts.clinical_vocabulary`); ``rules=False``: the lexicon's own (as before
-    issue 41 and as the paper's ``atomimed``)."""
-    return RuleDecomposer(uncertain=uncertain, findings=clinical_vocabulary() if rules else None)
+    signs (:func:`~radaudit.atomic.concepts.clinical_vocabulary`), reading the text after the concept table's
+    rewrites (:class:`ClinicalRuleDecomposer`); ``rules=False``: the lexicon's own (as before issue 41 and as the
+    paper's ``atomimed``)."""
+    if not rules:
+        return RuleDecomposer(uncertain=uncertain)
+    return ClinicalRuleDecomposer(uncertain=uncertain, findings=clinical_vocabulary())
 
 
 def check_contexts(context: Any, n: int) -> list[dict[str, Any] | None] | None:
@@ -936,7 +1104,7 @@ def score_pairs_clinical(references: Sequence[str], candidates: Sequence[str], *
 
 @functools.lru_cache(maxsize=4096)
 def _denials(text: str) -> tuple[Denial, ...]:
-    return find_denials(text)
+    return find_denials(rewrite(text))
 
 
 def _score_row(sums: dict, kappa: float, missed: int, false: int, n_paired: int) -> dict:

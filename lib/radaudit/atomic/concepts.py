@@ -32,7 +32,7 @@ from radaudit.text.attributes import extract_laterality
 from radaudit.text.sections import sentences
 
 __all__ = ["CONTEXT_KEYS", "ContextRule", "CriticalRule", "Denial", "NormalStatement", "Relation", "Sign", "Tables",
-           "check_context", "clinical_vocabulary", "find_denials", "load_tables", "TABLE_FILES"]
+           "affirmed", "check_context", "clinical_vocabulary", "find_denials", "load_tables", "rewrite", "TABLE_FILES"]
 
 #: The five table files (package resources).
 TABLE_FILES = {"concepts": "clinical_concepts.yaml", "signs": "clinical_signs.yaml", "normals": "clinical_normals.yaml",
@@ -109,9 +109,37 @@ class CriticalRule:
     reason: str
 
 
+#: a negation cue that, earlier in the same clause of the context text, cancels a rule's text match: "no recent
+#: surgery", "denies trauma", "no known heart disease", "without prior imaging" (clinical usage of history lines)
+_CONTEXT_NEGATION = re.compile(r"\b(?:no|not|nor|denies|denied|without|never|negative\s+for|free\s+of|ruled\s+out)\b",
+                               re.IGNORECASE)
+#: what ends a clause of the context text (a negation does not reach past it)
+_CONTEXT_CLAUSE = re.compile(r"[.;,:()]|\b(?:but|and\s+then|although|however|whereas)\b", re.IGNORECASE)
+
+
+def affirmed(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether ``pattern`` occurs in ``text`` at least once outside a negated clause: a match counts unless a negation
+    cue (:data:`_CONTEXT_NEGATION`) stands between the start of its clause and the match ("no known trauma" does not
+    say trauma; "fall, no loss of consciousness" still says fall).
+
+    >>> affirmed(re.compile(r"trauma"), "cough and fever; no known trauma")
+    False
+    >>> affirmed(re.compile(r"fall"), "fall from a ladder, no loss of consciousness")
+    True
+    """
+    for m in pattern.finditer(text):
+        start = 0
+        for c in _CONTEXT_CLAUSE.finditer(text, 0, m.start()):
+            start = c.end()
+        if not _CONTEXT_NEGATION.search(text, start, m.start()):
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class ContextRule:
-    """A context rule (``clinical_context.yaml``)."""
+    """A context rule (``clinical_context.yaml``). ``text``/``text_and`` must both occur affirmed
+    (:func:`affirmed`) in the indication and history; ``text_not`` affirmed there stops the rule."""
 
     id: str
     text: re.Pattern[str] | None
@@ -124,6 +152,7 @@ class ContextRule:
     effect: str
     tier: float
     reason: str
+    text_and: re.Pattern[str] | None = None
 
     def matches(self, context: Mapping[str, Any]) -> bool:
         """Whether every condition of the rule holds for ``context`` (an age bound needs an age)."""
@@ -134,10 +163,12 @@ class ContextRule:
             return False
         if self.sex is not None and context.get("sex") != self.sex:
             return False
-        words = " ".join(str(context.get(k) or "") for k in ("indication", "history"))
-        if self.text is not None and not self.text.search(words):
+        words = "; ".join(str(context.get(k) or "") for k in ("indication", "history"))
+        if self.text is not None and not affirmed(self.text, words):
             return False
-        if self.text_not is not None and self.text_not.search(words):
+        if self.text_and is not None and not affirmed(self.text_and, words):
+            return False
+        if self.text_not is not None and affirmed(self.text_not, words):
             return False
         return True
 
@@ -160,6 +191,13 @@ class Tables:
     downgrade_credit: float
     context_rules: tuple[ContextRule, ...]
     expected_factor: float
+    #: lay and descriptive wordings rewritten to the words the decomposer knows, before decomposing (``rewrites``)
+    rewrites: tuple[tuple[re.Pattern[str], str], ...] = ()
+    #: finding -> {morphology term: the term it is read as} (``same_morphology``)
+    same_morphology: Mapping[str, Mapping[str, str]] | None = None
+    #: cues of the findings a history documents (``clinical_context.yaml``, ``history_documents``)
+    history_cue: re.Pattern[str] | None = None
+    history_cue_not: re.Pattern[str] | None = None
 
     @property
     def pure_signs(self) -> frozenset[str]:
@@ -203,6 +241,7 @@ def load_tables() -> Tables:
     new: dict[str, str] = {}
     aliases: dict[str, str] = {}
     implicit: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {}
+    same_morph: dict[str, dict[str, str]] = {}
     morph_terms = set(MORPHOLOGY.values())
     for name, entry in (cdoc.get("concepts") or {}).items():
         if entry.get("new"):
@@ -225,6 +264,18 @@ def load_tables() -> Tables:
                 raise _err(cf, name, f"implicit morphology {term!r} is not a term of lexicon.MORPHOLOGY.")
             pairs.append((re.compile(_compile(cf, name, pat), re.IGNORECASE), term))
         implicit[name] = tuple(pairs)
+        same = {str(k): str(v) for k, v in (entry.get("same_morphology") or {}).items()}
+        if not set(same) | set(same.values()) <= morph_terms:
+            raise _err(cf, name, f"same_morphology {same!r}: every term must be a term of lexicon.MORPHOLOGY.")
+        if same:
+            same_morph[name] = same
+    rewrites = []
+    for k, r in enumerate(cdoc.get("rewrites") or []):
+        for key in ("pattern", "replace", "source", "example"):
+            if not r.get(key):
+                raise _err(cf, f"rewrite {k}", f"needs {key} ({r!r}).")
+        pat = re.compile(rf"(?<![\w-])(?:{_compile(cf, f'rewrite {k}', str(r['pattern']))})(?![\w-])", re.IGNORECASE)
+        rewrites.append((pat, str(r["replace"])))
     names = known | set(new)
     relations = []
     for r in cdoc.get("relations") or []:
@@ -314,10 +365,14 @@ def load_tables() -> Tables:
 
     xf = TABLE_FILES["context"]
     xdoc = _read(xf)
+    hist = xdoc.get("history_documents") or {}
+    history_cue = re.compile(_compile(xf, "history_documents", hist["cue"]), re.IGNORECASE) if hist.get("cue") else None
+    history_cue_not = re.compile(_compile(xf, "history_documents", hist["cue_not"]), re.IGNORECASE) \
+        if hist.get("cue_not") else None
     rules = []
     for r in xdoc.get("rules") or []:
         when = r.get("when") or {}
-        unknown = sorted(set(when) - {"text", "text_not", "age_min", "age_max", "sex"})
+        unknown = sorted(set(when) - {"text", "text_and", "text_not", "age_min", "age_max", "sex"})
         if unknown:
             raise _err(xf, r["id"], f"unknown condition(s) {unknown}.")
         bad = sorted(set(r["findings"]) - all_names - {"sternotomy wires", "clips"})
@@ -330,14 +385,16 @@ def load_tables() -> Tables:
             raise _err(xf, r["id"], f"tier {tier!r} is not one of {', '.join(_TIERS)}.")
         text = re.compile(_compile(xf, r["id"], when["text"]), re.IGNORECASE) if "text" in when else None
         text_not = re.compile(_compile(xf, r["id"], when["text_not"]), re.IGNORECASE) if "text_not" in when else None
+        text_and = re.compile(_compile(xf, r["id"], when["text_and"]), re.IGNORECASE) if "text_and" in when else None
         rules.append(ContextRule(str(r["id"]), text, text_not, when.get("age_min"), when.get("age_max"), when.get("sex"),
                                  frozenset(r["findings"]), r.get("max_level"), r["effect"], _TIERS[tier],
-                                 str(r.get("reason", ""))))
+                                 str(r.get("reason", "")), text_and))
     return Tables(forms=forms, new_findings=new, aliases=aliases, implicit_morphology=implicit,
                   concepts=cdoc.get("concepts") or {}, relations=tuple(relations), signs=signs, normals=tuple(normals),
                   critical=tuple(crit), critical_tier=_TIERS[kdoc["tier"]], downgrade_level=int(kdoc["downgrade_level"]),
                   downgrade_credit=float(kdoc["downgrade_credit"]), context_rules=tuple(rules),
-                  expected_factor=float(xdoc.get("expected_factor", 0.5)))
+                  expected_factor=float(xdoc.get("expected_factor", 0.5)), rewrites=tuple(rewrites),
+                  same_morphology=same_morph, history_cue=history_cue, history_cue_not=history_cue_not)
 
 
 @functools.lru_cache(maxsize=1)
@@ -355,6 +412,15 @@ def clinical_vocabulary() -> dict[str, str]:
     for name, pat in FINDINGS.items():
         out[name] = "|".join([pat, *t.forms.get(name, ())])
     return out
+
+
+def rewrite(text: str) -> str:
+    """``text`` with the concept table's ``rewrites`` applied in order: lay and descriptive wordings turned into the
+    words the rule decomposer reads ("the breathing tube" → "the endotracheal tube", "where the windpipe divides" →
+    "the carina"). Only the clinical decomposer rewrites; the paper's ``atomimed`` reads the text as written."""
+    for pat, rep in load_tables().rewrites:
+        text = pat.sub(rep, text)
+    return text
 
 
 def find_denials(text: str) -> tuple[Denial, ...]:
