@@ -315,6 +315,7 @@ def test_experiment_page_has_the_paper_and_its_findings_block(experiment):
 def test_findings_docs_flag_writes_the_page_and_is_hidden(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
+    import radaudit.cli
     import radaudit.paths
     from radaudit.cli import main
     from radaudit.findings import readme_findings
@@ -328,6 +329,7 @@ def test_findings_docs_flag_writes_the_page_and_is_hidden(tmp_path, monkeypatch)
         {"id": "greedy_distinct_reports", "label": "Distinct reports", "value": 0.03, "ci": [0.02, 0.05],
          "paper": 0.003, "verdict": "shown", "note": ""}]}), encoding="utf-8")
     monkeypatch.setattr(radaudit.paths, "project_root", lambda: tmp_path)
+    monkeypatch.setattr(radaudit.cli, "project_root", lambda: tmp_path)  # the CLI imports it at module level
     res = CliRunner().invoke(main, ["findings", "decoding_erasure", "--run", str(run), "--docs"])
     assert res.exit_code == 0, res.output
     body = readme_findings(page.read_text(encoding="utf-8"), "decoding_erasure")
