@@ -39,6 +39,9 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 .nb .output_html, .nb .output_text, .nb .jp-RenderedHTML, .nb .jp-RenderedText { margin: .5rem 0; }
 .nb table { font-size: .8rem; width: auto; }
 .nb th, .nb td { padding: .25rem .4rem; overflow-wrap: anywhere; }
+.nb table.reader td, .nb table.reader th { overflow-wrap: break-word; }  /* words whole; ids break at <wbr> */
+.nb td.num { white-space: normal; overflow-wrap: normal; }  /* a narrow column breaks before the interval only */
+.ci { white-space: nowrap; }
 @media print { th { position: static; } }
 .nb pre { background: var(--panel); padding: .6rem .8rem; overflow: auto; font-size: .85rem; white-space: pre-wrap; }
 .nb .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"] { display: none; }
@@ -55,7 +58,9 @@ def escape(x: Any) -> str:
 
 
 def fmt_number(x: Any) -> str:
-    """A number as a reader wants it: 3 significant digits (integers as they are); text as it is."""
+    """A number as a reader wants it: integers as they are (thousands separated), other numbers with 3 significant
+    digits but never more than 4 decimals (``0.812``, ``0.0412``, ``0.0093``), from 1,000 up as a whole number
+    (``12,346``); scientific notation only where a plain decimal would read as zero (``5.3e-40``). Text as it is."""
     if isinstance(x, bool) or x is None:
         return "—" if x is None else str(x)
     if isinstance(x, int):
@@ -63,7 +68,14 @@ def fmt_number(x: Any) -> str:
     if isinstance(x, float):
         if x != x:  # NaN
             return "—"
-        return f"{x:.3g}" if abs(x) < 1e4 else f"{x:,.0f}"
+        if abs(x) >= 1e3:
+            return f"{x:,.0f}" if abs(x) < 1e15 else f"{x:.3g}"
+        s = f"{x:.3g}"
+        if "e" in s or ("." in s and len(s.split(".")[1]) > 4):
+            s = f"{x:.4f}"
+            if float(s) == 0.0:
+                return f"{x:.1e}"
+        return s
     return str(x)
 
 

@@ -7,6 +7,7 @@ rcParams), on purpose, once per notebook.
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,8 +31,12 @@ __all__ = [
     "UNKNOWN",
     "bar_with_ci",
     "distribution_by_group",
+    "label_points",
+    "MIN_FONT_PT",
+    "REPORT_WIDTH_PX",
     "save_figure",
     "set_theme",
+    "small_text",
 ]
 
 DPI = 300
@@ -106,6 +111,11 @@ def save_figure(
     paths = {"png": directory / f"{name}.png", "pdf": directory / f"{name}.pdf"}
     with atomic_path(paths["png"]) as tmp:  # whole or not at all (radaudit.files)
         fig.savefig(tmp, format="png", dpi=dpi, bbox_inches=bbox_inches, metadata={"Software": None})
+    small = small_text(fig, display_px=REPORT_WIDTH_PX, dpi=dpi)
+    if small:  # a note for whoever draws the figure: the report would show this text below MIN_FONT_PT
+        logging.getLogger("radaudit.plots").info(
+            "figure %s: %d text(s) under %g pt as a report shows it (%.1f in wide at %d dpi), e.g. %r at %.1f pt",
+            name, len(small), MIN_FONT_PT, fig.get_figwidth(), dpi, small[0][0][:40], small[0][1])
     if pdf:
         with atomic_path(paths["pdf"]) as tmp:
             fig.savefig(
@@ -312,3 +322,93 @@ def distribution_by_group(
             warnings.filterwarnings("ignore", message=r"vert: bool was deprecated", category=DeprecationWarning)
             sns.boxplot(x=value, y=group, order=levels, orient="h", legend=False, **common)
     return ax
+
+
+MIN_FONT_PT = 8.0
+"""The smallest text a figure may carry, in points at its saved size (issue 42: legible at 100%)."""
+
+REPORT_WIDTH_PX = 1052
+"""The widest a figure is shown in a run report (``main`` is 1100 CSS px with 24 px padding each side)."""
+
+
+def small_text(fig: Figure, min_pt: float = MIN_FONT_PT, *, display_px: float | None = None,
+               dpi: float = 150.0) -> list[tuple[str, float]]:
+    """Visible text of ``fig`` smaller than ``min_pt`` points: ``[(text, effective size in pt), ...]``.
+
+    Without ``display_px`` the size is the font size at the saved size. With ``display_px`` (e.g.
+    :data:`REPORT_WIDTH_PX`), it is the size a reader sees at 100% zoom in the report: a PNG saved at ``dpi`` and
+    shown at its pixel width appears ``dpi / 96`` times its print size (96 CSS px per inch), and a figure wider than
+    ``display_px`` is scaled down to fit, so the size is multiplied by ``min(1, dpi / 96 × min(1, display_px /
+    (width × dpi)))`` — never credited more than its own size. A 30-inch strip of 8-pt titles, shown in 1052 px,
+    reads as 2.9 pt. Empty and invisible texts are left out."""
+    width_px = fig.get_figwidth() * dpi
+    scale = 1.0 if display_px is None else min(1.0, dpi / 96.0 * min(1.0, display_px / width_px))
+    out = []
+    for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text")):
+        text = t.get_text()
+        if not text or not text.strip() or not t.get_visible():
+            continue
+        size = float(t.get_fontsize()) * scale
+        if size < min_pt - 1e-6:
+            out.append((text, round(size, 2)))
+    return out
+
+
+def label_points(ax: Axes, items: Sequence[tuple[float, float, str, dict[str, Any]]], *, fontsize: float = MIN_FONT_PT,
+                 avoid: Any = None, pad_pt: float = 3.0) -> list[Any]:
+    """Label points without overlaps (a greedy placement; ``adjustText`` is not a dependency).
+
+    ``items``: ``(x, y, text, annotate kwargs)`` in priority order. Each label tries places around its point — the
+    four corners first, then rings farther out (joined to the point by a thin grey line) — and takes the first whose
+    box overlaps no label placed before it, covers no point of ``avoid`` (an ``(n, 2)`` array of data coordinates,
+    e.g. every plotted point) and stays inside the axes; a label with no such place takes the one that overlaps the
+    fewest labels, then stays inside, then covers the fewest points (never dropped). Call after the figure's layout
+    is final (limits, aspect, margins): the boxes are measured on the canvas, and a later ``tight_layout`` moves the
+    points under the labels. Returns the annotations."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    axes_box = ax.get_window_extent(renderer)
+    pts = np.empty((0, 2))
+    if avoid is not None and len(avoid):
+        pts = ax.transData.transform(np.asarray(avoid, dtype=float))
+        pts = pts[np.isfinite(pts).all(axis=1)]
+    gap = 2.0 * fig.dpi / 72.0  # 2 pt
+    placed: list[Any] = []
+    out = []
+    places = []
+    for ring, dist in enumerate((pad_pt, 3 * pad_pt, 5 * pad_pt, 8 * pad_pt)):
+        for dx, dy, ha, va in ((1, 1, "left", "bottom"), (1, -1, "left", "top"), (-1, 1, "right", "bottom"),
+                               (-1, -1, "right", "top"), (0, 1.3, "center", "bottom"), (0, -1.3, "center", "top"),
+                               (1.3, 0, "left", "center"), (-1.3, 0, "right", "center")):
+            places.append((dx * dist, dy * dist, ha, va, ring > 0))
+    for x, y, text, kw in items:
+        kw = dict(kw)
+        kw.setdefault("fontsize", fontsize)
+        kw.setdefault("zorder", 4)
+        here = ax.transData.transform((x, y))
+        best = None  # (score, place): no overlap with a label first, then inside the axes, then no point covered
+        for k, (dx, dy, ha, va, leader) in enumerate(places):
+            probe = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va, **kw)
+            box = probe.get_window_extent(renderer).padded(gap)  # a little air around each label
+            probe.remove()
+            inside = (box.x0 >= axes_box.x0 and box.x1 <= axes_box.x1 and box.y0 >= axes_box.y0
+                      and box.y1 <= axes_box.y1)
+            covered = 0
+            if len(pts):
+                hit = ((pts[:, 0] >= box.x0 - 1) & (pts[:, 0] <= box.x1 + 1) & (pts[:, 1] >= box.y0 - 1)
+                       & (pts[:, 1] <= box.y1 + 1))
+                hit &= ~((np.abs(pts[:, 0] - here[0]) < 0.5) & (np.abs(pts[:, 1] - here[1]) < 0.5))  # its own point
+                covered = int(hit.sum())
+            score = (sum(box.overlaps(b) for b in placed), 0 if inside else 1, covered, k)
+            if best is None or score < best[0]:
+                best = (score, (dx, dy, ha, va, leader), box)
+            if score[:3] == (0, 0, 0):
+                break
+        dx, dy, ha, va, leader = best[1]
+        extra = {"arrowprops": {"arrowstyle": "-", "color": "0.55", "lw": 0.5, "shrinkA": 0, "shrinkB": 2}} \
+            if leader else {}
+        chosen = (ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va, **kw, **extra),
+                  best[2])
+        placed.append(chosen[1])
+        out.append(chosen[0])
+    return out

@@ -9,6 +9,8 @@ that rounds to zero prints without a sign (``0.00``, never ``-0.00``).
 
 from __future__ import annotations
 
+import html as _html
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,11 @@ import pandas as pd
 
 from radaudit.files import atomic_write, ensure_dir
 
-__all__ = ["NA_REP", "check_output_name", "ci_column", "format_ci", "format_number", "save_table"]
+__all__ = [
+    "DASH", "NA_REP", "check_output_name", "ci_column", "ci_triples", "column_decimals", "for_reader", "format_ci",
+    "format_count", "format_number", "format_pvalue", "format_value", "is_pvalue_column", "reader_html",
+    "save_table", "show_tables_for_readers", "tidy_ci_text", "unavailable_note",
+]
 
 NA_REP = "n/a"
 """How a missing number is written in CI strings and in the Markdown/LaTeX tables."""
@@ -241,3 +247,329 @@ def save_table(
     tex = latex_tabular(shown, numeric, _latex_escape(caption) if caption else None)
     atomic_write(paths["tex"], (tex if tex.endswith("\n") else tex + "\n").encode("utf-8"))
     return paths
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The reader's view of a table (issue 42): one formatter for every table a notebook shows in its report. The files
+# save_table writes keep their full precision; only the HTML a reader sees is rounded.
+
+DASH = "—"
+"""How a missing value reads in a report table."""
+
+_P_TOKENS = {"p", "pvalue", "pval", "q", "qvalue", "padj"}
+_P_QUALIFIERS = {"value", "adj", "adjusted", "bh", "raw", "perm", "permutation", "one", "two", "sided", "fdr", "corrected",
+                 "pearson", "spearman", "kendall", "mw", "wilcoxon"}
+_ID_TOKENS = {"id", "ids", "seed", "year", "index", "idx", "layer", "fold", "level", "rank"}
+_LOW = ("_ci_low", "_ci_lo", "_low", "_lo", "_lower", " low", "ci_low", "ci_lo", "low", "lo", "lower")
+_HIGH = {"_ci_low": "_ci_high", "_ci_lo": "_ci_hi", "_low": "_high", "_lo": "_hi", "_lower": "_upper", " low": " high",
+         "ci_low": "ci_high", "ci_lo": "ci_hi", "low": "high", "lo": "hi", "lower": "upper"}
+_ESTIMATE_NAMES = ("estimate", "value", "mean", "point", "est")
+_NUM = r"[-+−]?(?:\d[\d,]*\.?\d*|\.\d+)(?:e[-+]?\d+)?"
+_CI_TEXT = re.compile(rf"^\s*({_NUM}) \[({_NUM}), ({_NUM})\]\s*$", re.I)
+
+
+def _tokens(name: Any) -> list[str]:
+    return [t for t in re.split(r"[^0-9a-z]+", str(name).lower()) if t]
+
+
+def is_pvalue_column(name: Any) -> bool:
+    """Whether a column named ``name`` holds p-values: its name is ``p``, ``pvalue``, ``p_adj``, ``BH p``,
+    ``pearson_p_adj``, ``q``... (a p/q token with only qualifiers such as ``adj``, ``BH``, ``value`` beside it).
+    ``p_yes`` (a probability) is not."""
+    toks = _tokens(name)
+    return any(t in _P_TOKENS for t in toks) and all(t in _P_TOKENS or t in _P_QUALIFIERS for t in toks)
+
+
+def _is_id_column(name: Any) -> bool:
+    toks = _tokens(name)
+    return bool(toks) and (toks[-1] in _ID_TOKENS or toks[0] in {"seed", "year"})
+
+
+def column_decimals(values: Any) -> int | None:
+    """Decimals a column of floats is shown with, from its largest magnitude ``m`` (finite, non-zero): ``m < 0.1``
+    → 4 (``0.0123``, a KID), ``< 10`` → 3 (a proportion, an AUROC, Kendall's τ: ``0.712``), ``< 100`` → 1
+    (``24.3``), else 0 (``1,235``: thousands separated). ``None`` when ``m < 0.001`` or ``m ≥ 1e9``: such a column
+    is written in scientific notation (``5.35e-40``), the only place a reader sees it."""
+    a = np.abs(np.asarray(pd.to_numeric(pd.Series(values), errors="coerce"), dtype=float))
+    a = a[np.isfinite(a) & (a > 0)]
+    if a.size == 0:
+        return 3
+    m = float(a.max())
+    if m < 1e-3 or m >= 1e9:
+        return None
+    return 4 if m < 0.1 else 3 if m < 10 else 1 if m < 100 else 0
+
+
+def _plain(x: float, decimals: int | None) -> str:
+    """``x`` at ``decimals`` (thousands separated); scientific (3 significant digits) only when ``decimals`` is
+    ``None`` or when a non-zero value would read as zero (then 2 significant digits, plain down to 1e-4)."""
+    if decimals is None:
+        return f"{x:.3g}" if x == 0 or 1e-4 <= abs(x) < 1e9 else f"{x:.2e}"
+    s = f"{x:,.{decimals}f}"
+    if float(s.replace(",", "")) == 0.0:
+        if x != 0:
+            return f"{x:.2g}" if abs(x) >= 1e-4 else f"{x:.1e}"
+        s = s.lstrip("-")
+    return s
+
+
+def format_pvalue(p: Any) -> str:
+    """A p-value as a reader wants it: ``<0.001`` below 0.001 (a permutation p of 0 included), else 3 significant
+    digits with at most 4 decimals (``0.0123``, ``0.0012``, ``0.5``); missing → ``—``."""
+    if _is_missing(p):
+        return DASH
+    p = float(p)
+    if p < 1e-3:
+        return "<0.001"
+    return _plain(float(f"{p:.3g}"), 4).rstrip("0").rstrip(".") if p < 1 else "1"
+
+
+def format_count(n: Any) -> str:
+    """An integer with thousands separators (``12,345``); missing → ``—``."""
+    return DASH if _is_missing(n) else f"{int(round(float(n))):,}"
+
+
+def format_value(x: Any, decimals: int | None = 3) -> str:
+    """One cell: booleans ``yes``/``no``, missing ``—``, integers with thousands separators, floats at ``decimals``
+    (see :func:`column_decimals`), text as it is (``"nan"``/``"None"`` text as ``—``)."""
+    if isinstance(x, (bool, np.bool_)):
+        return "yes" if x else "no"
+    if _is_missing(x):
+        return DASH
+    if isinstance(x, (int, np.integer)):
+        return f"{int(x):,}"
+    if isinstance(x, (float, np.floating)):
+        if np.isinf(x):
+            return "∞" if x > 0 else "−∞"
+        return _plain(float(x), decimals)
+    s = str(x)
+    return DASH if s.strip() in {"nan", "NaN", "None", "<NA>", "NaT"} else tidy_ci_text(s)
+
+
+def tidy_ci_text(s: str) -> str:
+    """An ``"estimate [low, high]"`` string another function wrote, re-rounded for reading: the three numbers get
+    the decimals :func:`column_decimals` gives their largest magnitude, never more than the string had (no false
+    precision): ``"0.00935 [-0.103, 0.131]"`` → ``"0.009 [-0.103, 0.131]"``, ``"0.70 [0.57, 0.81]"`` unchanged.
+    Any other string is returned as it is."""
+    m = _CI_TEXT.match(s)
+    if not m:
+        return s
+    texts = m.groups()
+    try:
+        nums = [float(t.replace(",", "").replace("−", "-")) for t in texts]
+    except ValueError:
+        return s
+    had = max(len(t.split(".")[1]) if "." in t and "e" not in t.lower() else 0 for t in texts)
+    sci = any("e" in t.lower() for t in texts)
+    dec = column_decimals(nums)
+    if dec is None:
+        return s
+    dec = dec if sci else min(dec, had)
+    return f"{_plain(nums[0], dec)} [{_plain(nums[1], dec)}, {_plain(nums[2], dec)}]"
+
+
+def ci_triples(columns: list[Any]) -> list[tuple[Any, Any, Any]]:
+    """``(estimate, low, high)`` column triples in ``columns``: ``estimate/low/high``, ``value/ci_low/ci_high``,
+    ``auroc/auroc_low/auroc_high``, ``tau/tau_low/tau_high``, ``unknown_rate/unknown_low/unknown_high``...; the
+    estimate of a bare ``low``/``high`` pair is the column just before ``low`` (else ``estimate``/``value``/
+    ``mean``); of ``<x>_low`` it is ``<x>``, ``<x>_rate``... or else the column just before. Names compare without
+    case."""
+    names = [str(c).lower() for c in columns]
+    out = []
+    for j, c in enumerate(names):
+        suffix = next((x for x in _LOW if c.endswith(x)), None)
+        if suffix is None:
+            continue
+        prefix = c[: len(c) - len(suffix)]
+        high = prefix + _HIGH[suffix]
+        if high not in names:
+            continue
+        if prefix.rstrip("_ "):
+            candidates = [prefix] + [prefix + x for x in ("_rate", "_estimate", "_mean", "_value")]
+        else:  # a bare low/high: the column just before it, else estimate/value/mean
+            candidates = ([names[j - 1]] if j > 0 else []) + list(_ESTIMATE_NAMES)
+        est = next((e for e in candidates if e in names and e not in (c, high)), None)
+        if est is None and j > 0 and names[j - 1] != high:
+            est = names[j - 1]
+        if est is not None:
+            out.append((columns[names.index(est)], columns[j], columns[names.index(high)]))
+    return out
+
+
+def for_reader(obj: Any, *, confidence: float | None = 0.95, counts: tuple = (), pvalues: tuple = ()) -> pd.DataFrame:
+    """The reader's view of a table: every cell a string, formatted by kind (DESIGN.md: one table formatter).
+
+    * The index: a pandas ``RangeIndex`` (or any unnamed integer index, e.g. left by a filter) is dropped; a
+      meaningful one (named, or labels) becomes the leading label column(s). Column levels are joined with `` · ``.
+    * ``estimate``/``low``/``high`` column triples (:func:`ci_triples`) become one column ``"<estimate> [95% CI]"``
+      of ``"0.712 [0.650, 0.770]"`` (``confidence`` names the level; ``None`` writes ``[CI]``).
+    * p-value columns (:func:`is_pvalue_column`, or named in ``pvalues``): ``<0.001`` or 3 significant digits.
+    * counts — integer columns, float columns whose values are all whole numbers (NaN made them float), or named
+      in ``counts``: integers with thousands separators. Id-like integers (``seed``, ``layer``, ``*_id``) plain.
+    * other floats: decimals from the column's largest magnitude (:func:`column_decimals`), the same for every
+      row, so a column reads down; scientific notation only for a column of tiny or huge numbers, or a non-zero
+      value that would read as zero.
+    * booleans ``yes``/``no``; missing values (NaN, None, text ``"nan"``) ``—``; ``"x [lo, hi]"`` strings another
+      function wrote are re-rounded, never to more decimals than they had (:func:`tidy_ci_text`).
+
+    A Series is shown as a one-column table (its index as labels). Returns a new DataFrame with a RangeIndex.
+    """
+    if isinstance(obj, pd.Series):
+        obj = obj.to_frame(name=obj.name if obj.name is not None else "value")
+    if not isinstance(obj, pd.DataFrame):
+        raise TypeError(f"for_reader needs a DataFrame or Series, got {type(obj).__name__}")
+    df = obj.copy()
+    if isinstance(df.columns, pd.MultiIndex):
+        df.columns = [" · ".join(str(x) for x in c if str(x) != "") for c in df.columns]
+    idx = df.index
+    if _meaningful_index(idx):
+        names = [n if n is not None else " " * i for i, n in enumerate(idx.names)]  # an unnamed level: no header
+        taken = set(map(str, df.columns))
+        names = [n if str(n) not in taken else f"{n} " for n in names]
+        df.index = idx.set_names(names)
+        df = df.reset_index()
+    df.columns = [str(c) for c in df.columns]
+    cols: dict[str, list[str]] = {}
+    used = set()
+    level = "CI" if confidence is None else f"{100 * confidence:g}% CI"
+    triples = {t[0]: t for t in ci_triples(list(df.columns))}
+    for c in df.columns:
+        if c in used:
+            continue
+        if c in triples:
+            est, lo, hi = triples[c]
+            if all(pd.api.types.is_numeric_dtype(df[x]) and not pd.api.types.is_bool_dtype(df[x]) for x in (est, lo, hi)):
+                dec = column_decimals(pd.concat([df[est], df[lo], df[hi]]))
+                cols[f"{est} [{level}]"] = [
+                    DASH if _is_missing(e) else format_value(e, dec) + (
+                        "" if _is_missing(a) or _is_missing(b) else f" [{format_value(a, dec)}, {format_value(b, dec)}]")
+                    for e, a, b in zip(df[est], df[lo], df[hi], strict=True)]
+                used.update((est, lo, hi))
+                continue
+        cols[c] = _format_column(df[c], c, counts=c in counts, pvalue=c in pvalues)
+    return pd.DataFrame(cols, index=pd.RangeIndex(len(df)), dtype=object)
+
+
+def _meaningful_index(idx: pd.Index) -> bool:
+    """An index a reader needs (labels, or a named one), not a row number: a RangeIndex or an unnamed integer
+    index (what a filter leaves) is not."""
+    if isinstance(idx, pd.MultiIndex):
+        return True
+    return not (isinstance(idx, pd.RangeIndex) or (idx.name is None and pd.api.types.is_integer_dtype(idx.dtype)))
+
+
+def _format_column(s: pd.Series, name: str, *, counts: bool = False, pvalue: bool = False) -> list[str]:
+    values = s.tolist()
+    if pd.api.types.is_bool_dtype(s):
+        return [format_value(bool(v)) if not _is_missing(v) else DASH for v in values]
+    numeric = pd.api.types.is_numeric_dtype(s)
+    if numeric and (pvalue or is_pvalue_column(name)):
+        finite = pd.to_numeric(s, errors="coerce").dropna()
+        if finite.empty or ((finite >= 0) & (finite <= 1)).all():
+            return [format_pvalue(v) for v in values]
+    if numeric and _is_id_column(name) and pd.api.types.is_integer_dtype(s):
+        return [str(int(v)) for v in values]
+    if numeric:
+        num = pd.to_numeric(s, errors="coerce")
+        finite = num[np.isfinite(num)]
+        if counts or pd.api.types.is_integer_dtype(s) or (len(finite) and (finite == finite.round()).all()
+                                                         and finite.abs().max() < 1e15):
+            if _is_id_column(name):
+                return [DASH if _is_missing(v) else str(int(v)) for v in values]
+            return [format_count(v) for v in values]
+        dec = column_decimals(num)
+        return [format_value(float(v), dec) if not _is_missing(v) else DASH for v in values]
+    # object columns: each cell by its own kind (a float among text gets its column's decimals)
+    floats = [v for v in values if isinstance(v, (float, np.floating)) and not _is_missing(v)]
+    dec = column_decimals(floats) if floats else 3
+    return [format_value(v, dec) for v in values]
+
+
+_LONG_ID = re.compile(r"\b\w*_\w*\b")
+
+READER_MAX_ROWS = 500
+"""A displayed table longer than this shows its first rows and says how many more its CSV file holds."""
+
+_CI_TAIL = re.compile(r"^(.*?\S) (\[[^\[\]]*\])$")
+
+
+def reader_html(obj: Any, *, confidence: float | None = 0.95) -> str:
+    """:func:`for_reader` as an HTML table for a report: no index column, text escaped, numeric columns
+    right-aligned (``class="num"``), the label columns of a meaningful index as ``<th>``, and each interval kept on
+    one line (``<span class="ci">``) so a narrow column breaks between the estimate and its interval."""
+    shown = for_reader(obj, confidence=confidence)
+    n_labels = obj.index.nlevels if _meaningful_index(obj.index) else 0
+    numeric = [any(v not in (DASH, "") for v in shown[c]) and all(_looks_numeric(v) for v in shown[c])
+               for c in shown.columns]  # blank cells do not make a column text
+
+    def cell(v: str) -> str:
+        m = _CI_TAIL.match(v)
+        if m and _CI_TEXT.match(v):
+            return f"{_html.escape(m.group(1))} <span class='ci'>{_html.escape(m.group(2))}</span>"
+        # a long snake_case id may break after its underscores (words are never broken inside: html_page.CSS)
+        return _LONG_ID.sub(lambda t: t.group(0).replace("_", "_<wbr>"), _html.escape(v))
+
+    head = "".join(f"<th>{_html.escape(str(c))}</th>" for c in shown.columns)
+    rows = []
+    more = len(shown) - READER_MAX_ROWS
+    for row in (shown.head(READER_MAX_ROWS) if more > 0 else shown).itertuples(index=False, name=None):
+        tds = []
+        for j, v in enumerate(row):
+            tag = "th" if j < n_labels else "td"
+            cls = " class='num'" if numeric[j] and j >= n_labels else ""
+            tds.append(f"<{tag}{cls}>{cell(str(v))}</{tag}>")
+        rows.append("<tr>" + "".join(tds) + "</tr>")
+    tail = f"<p class='meta'>{more:,} more rows in the table's CSV file</p>" if more > 0 else ""
+    return (f"<table class='dataframe reader'><thead><tr>{head}</tr></thead><tbody>" + "".join(rows)
+            + "</tbody></table>" + tail)
+
+
+def _looks_numeric(v: str) -> bool:
+    return v in (DASH, "", "<0.001") or bool(re.match(rf"^{_NUM}%?( \[.*\])?$", v.replace("\u2212", "-")))
+
+
+def show_tables_for_readers(confidence: float | None = 0.95) -> None:
+    """Make every DataFrame and Series a notebook displays (``display(df)``, or a cell's last expression) render
+    through :func:`reader_html` — the one table formatter of the reports. Called once, in a notebook's setup cell;
+    outside IPython it does nothing. The plain-text view and the saved table files are unchanged."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython ships with the notebook extra
+        return
+    ip = get_ipython()
+    if ip is None:
+        return
+    fmt = ip.display_formatter.formatters["text/html"]
+    for kind in (pd.DataFrame, pd.Series):
+        fmt.for_type(kind, lambda obj: reader_html(obj, confidence=confidence))
+
+
+def unavailable_note(skipped: Any, label: Any = None) -> str:
+    """One sentence per metric that could not run here (Markdown, ``""`` when none), for the note under the table
+    that would have held it: ``"RaTEScore was not run: needs RaTEScore, medspacy, which is not installed: `pip
+    install 'radaudit[ratescore]'`."`` The reason is the error's own message without the exception's class name
+    and without the ``Metric 'x'`` it starts with. ``skipped``: ``{metric: reason}`` or ``{system: {metric:
+    reason}}`` (a metric skipped for every strategy is named once, with its first reason). ``label``: the display
+    name of a metric, a function (e.g. :func:`radaudit.metrics.base.metric_label`) or a mapping; default the name
+    itself (this module sits below the metrics layer and does not import it)."""
+    flat: dict[str, str] = {}
+    for key, value in (skipped or {}).items():
+        inner = value if isinstance(value, dict) else {key: value}
+        for metric, why in inner.items():
+            flat.setdefault(str(metric), str(why))
+    if not flat:
+        return ""
+
+    def name(metric: str) -> str:
+        if callable(label):
+            return str(label(metric))
+        return str((label or {}).get(metric, metric))
+
+    lines = []
+    for metric, why in flat.items():
+        reason = why.strip().splitlines()[0] if why.strip() else "not available here"
+        reason = re.sub(r"^[A-Za-z_][\w.]*(?:Error|Exception|Warning)\s*:\s*", "", reason)
+        reason = re.sub(rf"^Metric\s+'?{re.escape(metric)}'?\s+", "", reason).rstrip(". ")
+        reason = re.sub(r"(pip install [^\s`]+(?: [^\s`.]+)*)$", r"`\1`", reason)
+        lines.append(f"{name(metric)} was not run: {reason}.")
+    return "*Not run here.* " + " ".join(lines)

@@ -37,7 +37,8 @@ def fig_correlation(corr: pd.DataFrame, coefficient: str = "kendall", metrics: S
     order = first["metric"].tolist()
     n = first.set_index("metric")["n_candidates"]
     labels = [metric_label(m, METRIC_LABELS) + (f" (n={n[m]})" if n[m] < n.max() else "") for m in order]
-    fig, axes = plt.subplots(1, len(targets), figsize=(4.2 * len(targets) + 1.5, 0.32 * len(order) + 1.6),
+    # at most ~10.5 in wide: a report shows 1052 px and shrinks a wider 150-dpi PNG, its 8-pt text with it
+    fig, axes = plt.subplots(1, len(targets), figsize=(min(3.0 * len(targets) + 2.5, 10.5), 0.32 * len(order) + 1.9),
                              sharey=True, squeeze=False)
     sym = "Kendall τ" if coefficient == "kendall" else "Spearman ρ"
     for ax, t in zip(axes[0], targets):
@@ -54,7 +55,7 @@ def fig_correlation(corr: pd.DataFrame, coefficient: str = "kendall", metrics: S
             ax.axvline(c["estimate"], color="#777777", ls="--", lw=1)
         ax.axvline(0, color="black", lw=0.6)
         ax.set_yticks(y, labels)
-        ax.set_title(f"vs {TARGETS[t]}" + (" (fewer = better)" if t in NEGATED_TARGETS else " (higher = better)"),
+        ax.set_title(f"vs {TARGETS[t]}\n" + ("(fewer = better)" if t in NEGATED_TARGETS else "(higher = better)"),
                      fontsize=10)
         ax.set_xlabel(f"{sym} (95% CI)")
     fig.suptitle(f"Agreement of each metric with the radiologists' mean judgement of {int(n.max())} reports ({sym}, 95% CI; "
@@ -110,7 +111,7 @@ def fig_granular(attr: pd.DataFrame, dis: pd.DataFrame, min_questions: int = 5):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    fig, axes = plt.subplots(2, 1, figsize=(max(7.5, 1.25 * dis["category"].nunique() + 2.5),
+    fig, axes = plt.subplots(2, 1, figsize=(min(10.5, max(7.5, 1.0 * dis["category"].nunique() + 2.5)),
                                             1.3 * attr["system"].nunique() + 1.3 * dis["system"].nunique() + 3.0))
     for ax, tab, title in ((axes[0], attr, "(a) attribute level: F1 (%) per facet, over findings both reports state"),
                            (axes[1], dis, "(b) disease level: F1 (%) per anatomical system (n = questions; "

@@ -17,6 +17,7 @@ from radaudit.audits.atomic_facts.data import INTER_RATER, MEAN_RATER, NEGATED_T
 from radaudit.audits.atomic_facts.scores import METRIC_LABELS
 from radaudit.errors import ParamsError, RadauditError
 from radaudit.metrics.base import metric_label
+from radaudit.stats import bootstrap_ci
 from radaudit.tables import format_ci, format_number
 from radaudit.text.attributes import DEVICE_TYPES
 
@@ -327,3 +328,34 @@ def summary_lines(corr: pd.DataFrame, pref: pd.DataFrame, headline: Sequence[str
         if line:
             lines.append(line)
     return lines
+
+
+def score_summary(scores: pd.DataFrame, columns: Sequence[str], by: str = "system", *, n_bootstrap: int = 1000,
+                  confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Per ``by`` group and score column: the candidates scored (``n``), the mean with its percentile-bootstrap CI
+    over candidates (``estimate``/``low``/``high``; :func:`radaudit.stats.bootstrap_ci`) and the median and
+    quartiles. Undefined (NaN) scores are left out and counted in ``n_undefined``. What the notebook showed as a
+    raw ``describe()`` before: the same spread, with the interval a mean needs."""
+    missing = [c for c in [by, *columns] if c not in scores.columns]
+    if missing:
+        raise ParamsError(f"score_summary: columns {missing} not in the scores table ({list(scores.columns)})")
+    rows = []
+    for group, sub in scores.groupby(by, sort=False):
+        for col in columns:
+            vals = pd.to_numeric(sub[col], errors="coerce").to_numpy(float)
+            ok = vals[np.isfinite(vals)]
+            row = {by: group, "score": metric_label(col, METRIC_LABELS), "n": int(ok.size),
+                   "n_undefined": int(vals.size - ok.size), "estimate": math.nan, "low": math.nan, "high": math.nan,
+                   "median": math.nan, "q1": math.nan, "q3": math.nan}
+            if ok.size:
+                row.update(estimate=float(ok.mean()), median=float(np.median(ok)), q1=float(np.quantile(ok, 0.25)),
+                           q3=float(np.quantile(ok, 0.75)))
+            if ok.size > 1 and np.ptp(ok) == 0:  # every candidate scored the same: nothing to resample
+                row.update(low=float(ok[0]), high=float(ok[0]))
+            elif ok.size > 1:
+                ci = bootstrap_ci(ok, np.mean, n_bootstrap=n_bootstrap, confidence=confidence, method="percentile",
+                                  seed=seed)
+                row.update(low=float(ci.low), high=float(ci.high))
+            rows.append(row)
+    return pd.DataFrame(rows, columns=[by, "score", "n", "n_undefined", "estimate", "low", "high", "median", "q1",
+                                       "q3"])

@@ -166,7 +166,7 @@ def fig_example_images(data: dict[str, pd.DataFrame], seed: int, n: int = 3):
         cap = [name, f"{view if isinstance(view, str) else 'view not stated'} · {finding}"]
         lic = r.get("license")
         cap.append(f"licence: {lic if isinstance(lic, str) else 'not stated'}")
-        ax.set_title("\n".join(cap), fontsize=7)
+        ax.set_title("\n".join(cap), fontsize=8)
         ax.set_axis_off()
     fig.tight_layout()
     return fig

@@ -20,6 +20,7 @@ from radaudit.audits.decoding_erasure.tables import (
 from radaudit.errors import ParamsError
 from radaudit.metrics.association import SILENCE_ERASURE
 from radaudit.metrics.base import metric_label
+from radaudit.plots import label_points
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +35,11 @@ _GROUP_WORDS = {"F": "female", "M": "male"}
 
 def _axis_label(corpus: str, groups: Sequence[str]) -> str:
     g0, g1 = (_GROUP_WORDS.get(str(x), str(x)) for x in groups)
-    return f"$z_{{{corpus}}}$   ({g1}-associated ← 0 → {g0}-associated)"
+    return f"$z_{{{corpus}}}$  (← {g1}-associated · {g0}-associated →)"
 
 
-def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: str | None = None, ax: Any = None):
+def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: str | None = None, ax: Any = None,
+                          place_labels: bool = True):
     """Figure 1: each word's association in the references (x, z_ref) vs the predictions (y, z_pred).
 
     The diagonal is "no change"; the grey band |z_pred − z_ref| ≤ z_crit marks where associations
@@ -49,7 +51,10 @@ def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: 
     the only words that can be erased), and their labels are bold. The legend always has the square's entry,
     with its count (0 included: then no point on the plot is a real reference association). The ``top_k``
     displaced words with the largest |z_disp| are labelled, then the silence test's erased words (blue), then
-    the BH-associated words, then the most sex-associated stable words (grey italics).
+    the BH-associated words, then the most sex-associated stable words (grey italics); the labels are placed so
+    that none overlaps another (:func:`radaudit.plots.label_points`) and the legend sits below the axes, off the
+    points. ``place_labels=False`` leaves the labels to the caller (:func:`fig_association_shifts` places them after
+    its layout is fixed).
     Positive z = associated with ``groups[0]`` (female by default), as in CAD.
     Returns the Figure.
     """
@@ -103,27 +108,26 @@ def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: 
         return "bold" if word in assoc_words else "normal"
 
     disp = words_table[words_table["category"] != "Stable"]
+    labels: list[tuple[float, float, str, dict[str, Any]]] = []  # in priority order, placed after the limits are set
     if top_k:
         top = disp.reindex(disp["z_disp"].abs().sort_values(ascending=False).index).head(top_k)
         for r in top.itertuples(index=False):
-            ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, 3), textcoords="offset points", fontsize=8, zorder=4,
-                        fontweight=weight(r.word))
+            labels.append((r.z_ref, r.z_pred, r.word, {"fontweight": weight(r.word)}))
         n_labels = len(top)
         done = set(top["word"].astype(str))
         if n_labels < top_k and silent.any():  # then the silence test's erased words, most associated first
             extra = words_table[silent & ~words_table["word"].isin(top["word"]).to_numpy()]
             extra = extra.reindex(extra["z_ref_exact"].abs().sort_values(ascending=False).index).head(top_k - n_labels)
             for r in extra.itertuples(index=False):
-                ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, -9), textcoords="offset points", fontsize=8,
-                            color=CATEGORY_COLORS["Erasure"], zorder=4, fontweight=weight(r.word))
+                labels.append((r.z_ref, r.z_pred, r.word, {"color": CATEGORY_COLORS["Erasure"],
+                                                           "fontweight": weight(r.word)}))
             n_labels += len(extra)
             done |= set(extra["word"].astype(str))
         if n_labels < top_k and n_assoc:  # then the BH-associated reference words, most associated first
             extra = words_table[assoc & finite & ~words_table["word"].astype(str).isin(done).to_numpy()]
             extra = extra.reindex(extra["z_ref"].abs().sort_values(ascending=False).index).head(top_k - n_labels)
             for r in extra.itertuples(index=False):
-                ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, 3), textcoords="offset points", fontsize=8,
-                            zorder=4, fontweight="bold")
+                labels.append((r.z_ref, r.z_pred, r.word, {"fontweight": "bold"}))
             n_labels += len(extra)
             done |= set(extra["word"].astype(str))
         if n_labels < top_k:  # fill with the most sex-associated stable words, in grey: which words these are
@@ -132,22 +136,49 @@ def fig_association_shift(words_table: pd.DataFrame, top_k: int = 12, *, title: 
             strength = np.maximum(stable["z_ref"].abs(), stable["z_pred"].abs())
             for r in (stable.reindex(strength.sort_values(ascending=False).index)
                       .head(top_k - n_labels).itertuples(index=False)):
-                ax.annotate(r.word, (r.z_ref, r.z_pred), xytext=(3, 3), textcoords="offset points", fontsize=7,
-                            color="#666666", style="italic", zorder=4, fontweight=weight(r.word))
+                labels.append((r.z_ref, r.z_pred, r.word, {"color": "#555555", "style": "italic",
+                                                           "fontweight": weight(r.word)}))
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
     ax.set_aspect("equal")
+    if place_labels:  # no two labels overlap, none covers a point
+        label_points(ax, [item for item in labels if np.isfinite(item[0]) and np.isfinite(item[1])],
+                     avoid=np.column_stack([x[finite], y[finite]]))
+    else:
+        ax._radaudit_labels = labels  # placed by fig_association_shifts once the layout is final
     ax.set_xlabel(_axis_label("ref", groups))
     ax.set_ylabel(_axis_label("pred", groups))
     if disp.empty and not silent.any():
-        title = (f"{title} — " if title else "") + "no word displaced or erased at this p*"
+        title = (f"{title}\n" if title else "") + "no word displaced or erased at this p*"
     if title:
         ax.set_title(title)
-    handles, labels = ax.get_legend_handles_labels()
+    handles, labels = ax.get_legend_handles_labels()  # the legend's (the word labels are drawn above)
     handles.append(Line2D([], [], marker="s", ls="none", markerfacecolor="none", markeredgecolor="black",
                           markersize=8))
     labels.append(bh_label)
-    ax.legend(handles, labels, fontsize=7, loc="upper left", frameon=True)
+    # below the axes, never over the points and their word labels
+    ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.12), ncol=1, frameon=False)
+    return fig
+
+
+def fig_association_shifts(tables: dict[str, pd.DataFrame], top_k: int = 12, *, panel_in: float = 4.6):
+    """Figure 1 for several corpora side by side (the notebook shows the first and the last strategy): one
+    :func:`fig_association_shift` panel each, ``panel_in`` inches square, legends below. The layout is fixed first
+    (``tight_layout``), then the word labels are placed (:func:`radaudit.plots.label_points`), so no later layout
+    step moves the points from under their labels."""
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import PathCollection
+
+    n = max(1, len(tables))
+    fig, axes = plt.subplots(1, n, figsize=(panel_in * n + 0.6, panel_in + 2.2), squeeze=False)
+    for ax, (name, table) in zip(axes[0], tables.items()):
+        fig_association_shift(table, top_k, title=name, ax=ax, place_labels=False)
+    fig.tight_layout()
+    for ax in axes[0]:
+        labels = getattr(ax, "_radaudit_labels", [])
+        avoid = np.concatenate([np.asarray(o.get_offsets(), dtype=float).reshape(-1, 2) for o in ax.collections
+                                if isinstance(o, PathCollection)] or [np.empty((0, 2))])  # the scattered words
+        label_points(ax, [item for item in labels if np.isfinite(item[0]) and np.isfinite(item[1])], avoid=avoid)
     return fig
 
 
@@ -185,7 +216,7 @@ def fig_pstar_sweep(results: Sequence[CorpusResult], p_grid: Sequence[float],
                     bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
     drawn = [ax for ax in axes[0] if ax.lines]
     if drawn:
-        drawn[-1].legend(fontsize=7, loc="best")
+        drawn[-1].legend(fontsize=8, loc="best")
     fig.tight_layout()
     return fig
 
@@ -255,7 +286,7 @@ def fig_vocabulary_transitions(results: Sequence[CorpusResult]):
     ax.set_xlim(0, float((t["ref_vocab"] + t["emergent"]).max()) * 1.75 + 1)
     ax.set_title("Vocabulary kept, lost and invented per decoding strategy")
     ax.grid(axis="y", visible=False)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
     fig.tight_layout()
     return fig
 

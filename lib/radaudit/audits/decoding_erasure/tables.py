@@ -391,3 +391,30 @@ def summary_lines(results: Sequence[CorpusResult], floor: Mapping[str, Any] | No
             + (". The silence test flags nothing even here: these references hold no sex-associated word frequent "
                "enough to detect its loss, so zeros mean *no power*, not *no erasure*." if silence == 0 else "."))
     return lines
+
+
+def controls_table(controls: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """The erasure controls (:func:`erasure_controls`) as a table a reader can scan: one row per control with its
+    value and interval (``estimate``/``low``/``high``, NaN where the control has none, e.g. the collapse floor) and
+    every other entry as ``name value`` in ``details`` (lists joined with commas, an empty list as ``none``). The
+    ``flagged`` word lists stay in ``manifest.json``. Replaces the raw dict the notebook used to show."""
+    rows = []
+    for name, entry in controls.items():
+        entry = dict(entry or {})
+        entry.pop("flagged", None)
+        est, low, high = (entry.pop(k, math.nan) for k in ("value", "low", "high"))
+        details = []
+        for key, value in entry.items():
+            if isinstance(value, (list, tuple, set)):
+                text = ", ".join(map(str, value)) or "none"
+            elif isinstance(value, bool):
+                text = "yes" if value else "no"
+            elif isinstance(value, float):
+                text = f"{value:.3g}"
+            elif value is None or value == "":
+                continue
+            else:
+                text = str(value)
+            details.append(f"{key.replace('_', ' ')}: {text}")
+        rows.append({"control": name, "estimate": est, "low": low, "high": high, "details": "; ".join(details)})
+    return pd.DataFrame(rows, columns=["control", "estimate", "low", "high", "details"])

@@ -86,7 +86,8 @@ def fig_auroc_heatmap(auroc_tab: pd.DataFrame, *, fdr_alpha: float = 0.05):
            .reindex(index=labels, columns=aspects))
     padj = (t.pivot_table(index="label", columns="aspect", values="p_adj", aggfunc="first")
             .reindex(index=labels, columns=aspects))
-    fig, ax = plt.subplots(figsize=(0.78 * len(aspects) + 3.2, 0.42 * len(labels) + 2.2))
+    # at most ~11 in wide: a report shows 1052 px, and a wider 150-dpi PNG is shrunk, its cell numbers with it
+    fig, ax = plt.subplots(figsize=(min(0.6 * len(aspects) + 3.2, 10.5), 0.45 * len(labels) + 2.4))
     im = ax.imshow(mat.to_numpy(float), cmap="RdBu", vmin=0, vmax=1, aspect="auto")
     for i in range(len(labels)):
         for j in range(len(aspects)):
@@ -95,7 +96,7 @@ def fig_auroc_heatmap(auroc_tab: pd.DataFrame, *, fdr_alpha: float = 0.05):
                 continue
             strong = bool(padj.iat[i, j] <= fdr_alpha) if np.isfinite(padj.iat[i, j]) else False
             color = ("white" if abs(v - 0.5) > 0.3 else "black") if strong else "#777777"
-            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color=color,
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=9, color=color,
                     fontweight="bold" if bool(sig.iat[i, j]) else "normal")
     ax.set_xticks(range(len(aspects)), [ASPECT_LABELS.get(a, a) for a in aspects], rotation=40, ha="right")
     ax.set_yticks(range(len(labels)), labels)
@@ -103,15 +104,15 @@ def fig_auroc_heatmap(auroc_tab: pd.DataFrame, *, fdr_alpha: float = 0.05):
     ax.grid(False)
     cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02)
     cb.set_ticks([0, 0.5, 1])
-    cb.set_ticklabels(["0: harmful\nerror higher", "0.5: coin\nflip", "1: harmless\nchange higher"], fontsize=7)
-    cb.set_label("AUROC", fontsize=8)
+    cb.set_ticklabels(["0: harmful\nerror higher", "0.5: coin\nflip", "1: harmless\nchange higher"], fontsize=8)
+    cb.set_label("AUROC", fontsize=9)
     ax.set_title("Can the metric tell a harmful error from a harmless change?\n"
                  f"(0.5 = coin flip; bold = separates after BH at {fdr_alpha:g}; grey = not significant)", fontsize=10)
     fig.tight_layout()
     return fig
 
 
-def fig_monotonicity(mono_long: pd.DataFrame, summary: pd.DataFrame | None = None, *, ncols: int = 4):
+def fig_monotonicity(mono_long: pd.DataFrame, summary: pd.DataFrame | None = None, *, ncols: int = 3):
     """Figure 4: mean score (× 100, 95% CI over reports) per severity group, one panel per metric with
     its own y-axis. Rising segments (a violated transition: the score goes *up* as errors get worse)
     are drawn in vermillion; the panel title gives Kendall τ (+1 = always falls)."""
@@ -138,16 +139,16 @@ def fig_monotonicity(mono_long: pd.DataFrame, summary: pd.DataFrame | None = Non
         if tau is not None and lab in tau.index:
             t = tau.loc[lab]
             title += f"\nτ = {format_number(t['tau'])}, {format_number(t['violations'], 0)} rise(s)"
-        ax.set_title(title, fontsize=8.5)
+        ax.set_title(title, fontsize=9)
         ax.set_xticks(range(5))
-        ax.tick_params(labelsize=7.5, labelbottom=True)
+        ax.tick_params(labelsize=8, labelbottom=True)
         if k + ncols >= n:  # the lowest panel of its column
-            ax.set_xlabel("severity group", fontsize=8)
+            ax.set_xlabel("severity group", fontsize=9)
     for k in range(n, nrows * ncols):
         axes[k // ncols][k % ncols].set_visible(False)
-    fig.suptitle("Does the score fall as the errors get worse?  0 stylistic · 1 minor insignificant · "
+    fig.suptitle("Does the score fall as the errors get worse?\n0 stylistic · 1 minor insignificant · "
                  "2 one significant · 3 three significant · 4 contradiction\n(blue = falls as it should, "
-                 "vermillion = rises; band = 95% CI over reports; score × 100)", fontsize=9)
+                 "vermillion = rises; band = 95% CI over reports; score × 100)", fontsize=10)
     fig.tight_layout()
     return fig
 

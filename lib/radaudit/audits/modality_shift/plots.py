@@ -45,11 +45,25 @@ CONDITION_COLORS.update({CONDITION_LABELS[c]: colour for c, colour in zip(
 NFR_LABELS = {"nfr": "NFR (paper: flips / all N)", "nfr_base_correct": "NFR over base-correct (flips / base-correct)"}
 
 
-def _subplots(n: int, width: float = 5.0, height: float = 3.6, sharey: bool = False) -> tuple[Any, list[Any]]:
+#: The widest a figure is drawn, in inches: a report shows figures at most 1052 px wide, and a 150-dpi PNG wider
+#: than ~11 in is shrunk below its print size there (radaudit.plots.small_text), so its 8-pt text stops being 8 pt.
+MAX_WIDTH_IN = 10.5
+
+
+def _subplots(n: int, width: float = 5.0, height: float = 3.6, sharey: bool = False,
+              ncols: int | None = None) -> tuple[Any, list[Any]]:
+    """``n`` panels of ``width`` x ``height`` inches, wrapped into rows of ``ncols`` (default: as many as fit in
+    :data:`MAX_WIDTH_IN`, at least one); the grid's unused cells are hidden. Returns the figure and the ``n`` axes,
+    row by row."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, n, figsize=(width * n, height), sharey=sharey, squeeze=False)
-    return fig, list(axes[0])
+    ncols = max(1, min(n, ncols if ncols is not None else int(MAX_WIDTH_IN // width) or 1))
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), sharey=sharey, squeeze=False)
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
 
 
 def _conditions_present(table: pd.DataFrame) -> list[str]:
@@ -74,7 +88,8 @@ def plot_metric_bars(results: pd.DataFrame, metrics: Sequence[str] = ("accuracy"
     conds = _conditions_present(table)
     table = table.assign(condition_label=table["condition"].map(_label))
     unk = results.groupby("condition")["prediction"].apply(lambda s: s.isna().mean())
-    fig, axes = _subplots(len(metrics), width=max(4.5, 1.2 * table["model"].nunique() * len(conds) / 2))
+    fig, axes = _subplots(len(metrics), width=min(7.0, max(4.5, 1.2 * table["model"].nunique() * len(conds) / 2)),
+                          ncols=1)
     baselines: dict[int, list[Any]] = {}
     for ax, metric in zip(axes, metrics):
         sub = table[table["metric"] == metric]
@@ -91,7 +106,7 @@ def plot_metric_bars(results: pd.DataFrame, metrics: Sequence[str] = ("accuracy"
         if baselines.get(id(ax)):
             title += "\ndashed: always the majority answer (" + ", ".join(
                 f"{line.get_ydata()[0]:.3f}" for line in baselines[id(ax)]) + ")"
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=10)
         if ax is not axes[-1] and ax.get_legend() is not None:
             ax.get_legend().remove()
     if axes[-1].get_legend() is not None:
@@ -114,7 +129,8 @@ def plot_nfr_heatmap(results: pd.DataFrame, measures: Sequence[str] = ("nfr", "n
     if table.empty:
         raise ParamsError(f"No shifted condition to compare with {base or 'its unshifted input'!r} in the results.")
     conds = _conditions_present(table)
-    fig, axes = _subplots(len(measures), width=1.6 * len(conds) + 2.0, height=0.7 * table["model"].nunique() + 1.8)
+    fig, axes = _subplots(len(measures), width=min(MAX_WIDTH_IN, 0.85 * len(conds) + 2.2),
+                          height=0.75 * table["model"].nunique() + 2.6, ncols=1)
     for ax, measure in zip(axes, measures):
         sub = table[table["measure"] == measure]
         est = sub.pivot(index="model", columns="condition", values="estimate").reindex(columns=conds)
@@ -123,13 +139,16 @@ def plot_nfr_heatmap(results: pd.DataFrame, measures: Sequence[str] = ("nfr", "n
         annot = est.map(lambda v: f"{v:.2f}") + "\n[" + lo.map(lambda v: f"{v:.2f}") + ", " + hi.map(
             lambda v: f"{v:.2f}") + "]"
         sns.heatmap(est.rename(columns=_label), annot=annot.to_numpy(), fmt="", cmap="YlGnBu_r", vmin=0, vmax=1,
-                    ax=ax, cbar=ax is axes[-1], annot_kws={"fontsize": 8})
+                    ax=ax, cbar=True, annot_kws={"fontsize": 8})
         ax.set_title(NFR_LABELS.get(measure, measure), fontsize=10)
+        ax.tick_params(axis="x", labelrotation=40)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
         ax.set_xlabel("")
         ax.set_ylabel("")
     said = (f"base: {_label(base)}" if base is not None else
             "base: No Shift; the marked shifts against No Shift (marked)")
-    fig.suptitle(said, fontsize=9)
+    fig.suptitle(said, fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -159,7 +178,7 @@ def plot_reliability(results: pd.DataFrame, *, n_bins: int = 10, prob_column: st
     table = reliability_table(results, n_bins=n_bins, prob_column=prob_column, kind=kind)
     conds = list(conditions) if conditions is not None else _conditions_present(table)
     models = list(pd.unique(table["model"]))
-    fig, axes = _subplots(len(conds), width=3.4, height=3.6, sharey=True)
+    fig, axes = _subplots(len(conds), width=3.4, height=3.4, sharey=True, ncols=3)
     total = table.groupby(["model", "condition"])["n"].transform("sum")
     table = table.assign(share=table["n"] / total)
     for ax, cond in zip(axes, conds):
@@ -174,8 +193,10 @@ def plot_reliability(results: pd.DataFrame, *, n_bins: int = 10, prob_column: st
         ax.set_xlim(lo - 0.02, 1.02)
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("mean P(yes)" if kind == "positive" else "mean confidence")
-    axes[0].set_ylabel("fraction positive" if kind == "positive" else "accuracy")
-    axes[-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
+        ax.tick_params(labelleft=True)
+    for ax in axes[::3]:
+        ax.set_ylabel("fraction positive" if kind == "positive" else "accuracy")
+    axes[min(2, len(axes) - 1)].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -191,17 +212,19 @@ def plot_attention_shares(shares: pd.DataFrame, *, sample_id: str | None = None,
     if sel.empty:
         raise ParamsError(f"No attention rows for sample {sample_id!r} and model {model!r}.")
     conds = _conditions_present(sel)
-    fig, axes = _subplots(len(conds), width=max(3.0, 0.45 * sel["step"].max() + 2.0), height=3.4, sharey=True)
+    fig, axes = _subplots(len(conds), width=min(MAX_WIDTH_IN / 2, max(3.0, 0.4 * sel["step"].max() + 1.6)),
+                          height=3.6, sharey=True)
     for ax, cond in zip(axes, conds):
         sub = sel[sel["condition"] == cond].sort_values("step")
         x = np.arange(len(sub))
         ax.bar(x, sub["image_share"], color=PALETTE[0], label="image tokens")
         ax.bar(x, sub["text_share"], bottom=sub["image_share"], color=PALETTE[1], label="text tokens")
-        ax.set_xticks(x, [repr(t.strip())[1:-1] or "␣" for t in sub["token"]], rotation=60, fontsize=7)
+        ax.set_xticks(x, [repr(t.strip())[1:-1] or "␣" for t in sub["token"]], rotation=60, fontsize=8)
         ax.set_title(_label(cond), fontsize=10)
         ax.set_ylim(0, 1)
-    axes[0].set_ylabel("attention share")
-    axes[-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
+        ax.tick_params(labelleft=True)
+        ax.set_ylabel("attention share")
+    axes[0].legend(loc="lower left", bbox_to_anchor=(0.0, 1.12), ncol=2, frameon=False, fontsize=9)
     fig.suptitle(f"{model} — sample {sample_id}", fontsize=10)
     fig.tight_layout()
     return fig
@@ -265,15 +288,15 @@ def plot_text_attention(tokens: pd.DataFrame, *, sample_id: str | None = None, c
     panels = [_token_layout(sel[sel["step"] == step].sort_values("position"), width_chars, skip_special)
               for step in steps]
     # layout in character cells (x = column, y = line), so boxes never overlap whatever the text length:
-    # 7-pt monospace is ~0.06 in per character and ~0.19 in per line
+    # 8-pt monospace is ~0.069 in per character and ~0.21 in per line
     heights = [max(1, max((ln for _, ln, *_ in boxes), default=0) + 1) for boxes in panels]
     fig, axes = plt.subplots(len(steps), 1,
-                             figsize=(0.062 * width_chars + 0.4, 0.19 * sum(heights) + 0.6 * len(steps) + 0.4),
+                             figsize=(0.069 * width_chars + 0.4, 0.21 * sum(heights) + 0.6 * len(steps) + 0.4),
                              squeeze=False, gridspec_kw={"height_ratios": heights})
     for ax, step, boxes, n_lines in zip(axes[:, 0], steps, panels, heights):
         for col, line, label, weight, is_image in boxes:
             face = PALETTE[1] if is_image else cmap(0.05 + 0.9 * weight)
-            ax.text(col, line, label, fontsize=7, va="center", ha="left", family="monospace",
+            ax.text(col, line, label, fontsize=8, va="center", ha="left", family="monospace",
                     color="white" if weight > 0.6 else "black",
                     bbox={"facecolor": face, "edgecolor": "none", "pad": 0.8})
         ax.set_xlim(-0.5, width_chars + 0.5)
@@ -341,10 +364,12 @@ def plot_patch_heatmaps(maps: pd.DataFrame, results: pd.DataFrame | None = None,
     answers = _answer_lookup(results)
     # constrained layout reserves each row's title block (tight_layout let the swap columns' titles run into the
     # images above them)
-    fig, axes = plt.subplots(len(samples), len(conds), figsize=(2.9 * len(conds), 3.4 * len(samples)), squeeze=False,
+    # one column per sample, one row per condition: the conditions are many (7 with the marked ones) and a strip of
+    # them was 20 in wide, its titles shrunk to 4 pt in the report; a tall figure reads at full size
+    fig, axes = plt.subplots(len(conds), len(samples), figsize=(3.3 * len(samples), 3.9 * len(conds)), squeeze=False,
                              layout="constrained")
-    for i, sid in enumerate(samples):
-        for j, cond in enumerate(conds):
+    for j, sid in enumerate(samples):
+        for i, cond in enumerate(conds):
             ax = axes[i, j]
             ax.set_axis_off()
             g = sel[(sel["sample_id"] == sid) & (sel["condition"] == cond)]
@@ -370,8 +395,8 @@ def plot_patch_heatmaps(maps: pd.DataFrame, results: pd.DataFrame | None = None,
             swapped = cond in ("image_shift", "marked_image_shift")
             shown = f"image of {_short(str(first['image_source']))}" if swapped else "its own image"
             ax.set_title(f"{_label(cond)} · {_short(str(sid))}\nlabel: {label_names[int(first['label'])]} · answer: {answer}"
-                         f"\n{shown}\nmax patch share {top:.3f} (uniform {uniform:.3f})", fontsize=8)
-    fig.suptitle(f"{model}: {what} (bright = more)", fontsize=10)
+                         f"\n{shown}\nmax patch share {top:.3f} (uniform {uniform:.3f})", fontsize=9)
+    fig.suptitle(f"{model}: {what}\n(bright = more)", fontsize=11)
     return fig
 
 
@@ -397,14 +422,14 @@ def plot_layer_shares(layers: pd.DataFrame, *, model: str | None = None) -> Any:
     left.set_ylim(0, 1)
     left.set_xlabel("layer")
     left.set_ylabel("share of attention on image tokens")
-    left.set_title("Answer token: image share per layer", fontsize=9)
+    left.set_title("Answer token: image share per layer", fontsize=10)
     right.set_xlabel("layer")
     right.set_ylabel("mean attention per token")
-    right.set_title("Per image token (o) vs per text token (x)", fontsize=9)
+    right.set_title("Per image token (o) vs per text token (x)", fontsize=10)
     for ax in (left, right):
         ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
-    left.legend(frameon=False, fontsize=7)
-    right.legend(frameon=False, fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    left.legend(frameon=False, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    right.legend(frameon=False, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     fig.suptitle(f"{model}: attention by modality per layer ({sel['sample_id'].nunique()} samples)", fontsize=10)
     fig.tight_layout()
     return fig

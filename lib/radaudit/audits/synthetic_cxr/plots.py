@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radaudit.audits.synthetic_cxr.table4 import too_few_test_images
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.metrics.image.ranking import HIGHER_IS_BETTER, rank_correlation
 from radaudit.plots import PALETTE
@@ -58,9 +59,15 @@ def source_colors(sources: Sequence[str], baseline: str | None = "real") -> dict
     return out
 
 
+MAX_WIDTH_IN = 10.5
+"""The widest figure, in inches: a report shows figures at most 1052 px wide, and a 150-dpi PNG wider than ~11 in
+is shrunk there, its 8-pt text below 8 pt (:func:`radaudit.plots.small_text`). Wider grids get narrower panels."""
+
+
 def _subplots(nrows: int, ncols: int, width: float, height: float, **kw: Any) -> tuple[Any, np.ndarray]:
     import matplotlib.pyplot as plt
 
+    width = min(width, MAX_WIDTH_IN / max(ncols, 1))
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, **kw)
     return fig, axes
 
@@ -164,7 +171,7 @@ def plot_sample_grid(images_by_generator: Mapping[str, Any], prompts: Mapping[st
             ax.imshow(np.asarray(imgs[j], dtype=float), cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest")
             if caps is not None:
                 text = textwrap.shorten(str(caps[j]), width=caption_chars, placeholder="…")
-                ax.set_xlabel("\n".join(textwrap.wrap(text, width=max(12, int(cell * 11)))), fontsize=5.5)
+                ax.set_xlabel("\n".join(textwrap.wrap(text, width=max(12, int(cell * 11)))), fontsize=8)
         axes[i, 0].set_ylabel(name, fontsize=9, rotation=90)
     if title:
         fig.suptitle(title, fontsize=10)
@@ -225,7 +232,7 @@ def plot_nearest_pairs(synth: Any, train: Any, pairs_table: pd.DataFrame, n: int
             ax.set_xticks([])
             ax.set_yticks([])
         parts = [f"{_SCORE_LABELS[c]} {row[c]:.3g}" for c in _SCORE_LABELS if c in row.index and pd.notna(row[c])]
-        axes[0, j].set_title("\n".join([" · ".join(parts[:1]), " · ".join(parts[1:])]).strip(), fontsize=7)
+        axes[0, j].set_title("\n".join([" · ".join(parts[:1]), " · ".join(parts[1:])]).strip(), fontsize=8)
     axes[0, 0].set_ylabel("synthetic", fontsize=9)
     axes[1, 0].set_ylabel("training", fontsize=9)
     what = {"reid": "highest re-ID score", "pixel_distance": "smallest pixel distance",
@@ -289,8 +296,8 @@ def plot_privacy_distributions(per_prompt: pd.DataFrame, delta: float = DELTA, *
             for i, g in enumerate(gens):
                 v = vals[data[generator_col] == g].dropna()
                 if len(v):
-                    ax.text(i, 1.06, f"{int((v > delta).sum())}/{len(v)} > δ", ha="center", va="center", fontsize=7)
-            ax.text(len(gens) - 0.5, delta + 0.01, f"δ = {delta:g}", ha="right", va="bottom", fontsize=7,
+                    ax.text(i, 1.06, f"{int((v > delta).sum())}/{len(v)} > δ", ha="center", va="center", fontsize=8)
+            ax.text(len(gens) - 0.5, delta + 0.01, f"δ = {delta:g}", ha="right", va="bottom", fontsize=8,
                     color=PALETTE[5])
         ax.set_xlabel("")
         ax.set_ylabel(label, fontsize=9)
@@ -342,11 +349,11 @@ def plot_fidelity_bars(table: pd.DataFrame, *, metrics: Sequence[str] | None = N
                                 capsize=3, elinewidth=width, capthick=width)
         for xi, v in zip(x, vals):
             if not np.isfinite(v):
-                ax.text(xi, 0, "n/a", ha="center", va="bottom", fontsize=7)
+                ax.text(xi, 0, "n/a", ha="center", va="bottom", fontsize=8)
         d = _direction(m)
         ax.set_title(m + ("" if d is None else _ARROW[d]), fontsize=9)
         ax.set_xticks(x)
-        ax.set_xticklabels(gens, rotation=35, ha="right", fontsize=7)
+        ax.set_xticklabels(gens, rotation=35, ha="right", fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
@@ -402,17 +409,23 @@ def plot_per_label_heatmap(table: pd.DataFrame, *, metric: str = "FID", value: s
 # --- utility ---------------------------------------------------------------------------------------
 
 def plot_utility(long_table: pd.DataFrame, *, baseline: str = "real", order: Sequence[str] | None = None,
-                 labels: Sequence[str] | None = None) -> Any:
+                 labels: Sequence[str] | None = None, min_test_images: int = 0) -> Any:
     """Per-label AUROC on the real test set, one marker + 95 % CI per training source (Table 4 as a figure).
 
     ``long_table``: :func:`radaudit.audits.synthetic_cxr.table4.utility_flags` (or any table with
     ``source, label, auroc`` and optional ``ci_low, ci_high, significant``). The baseline (real
     training images) is black, with a dashed reference segment across each label; a ``*`` marks a
     generator whose difference to the baseline is significant (paired bootstrap, BH). The dotted
-    line is chance (0.5). A label whose AUROC is undefined (single class in the test set) says so.
+    line is chance (0.5). A label whose AUROC is undefined (single class in the test set) says so; a label with
+    fewer than ``min_test_images`` positive or negative test images (the notebook passes
+    :data:`radaudit.audits.synthetic_cxr.table4.MIN_TEST_IMAGES`) is drawn without points and says why under its
+    name (:func:`radaudit.audits.synthetic_cxr.table4.too_few_test_images`).
     """
     _require(long_table, ["source", "label", "auroc"], "long_table")
     data = long_table.assign(source=long_table["source"].astype(str), label=long_table["label"].astype(str))
+    few = too_few_test_images(data, min_test_images)
+    if few:  # no number for them: their rows stay in the table's files
+        data = data.assign(auroc=data["auroc"].where(~data["label"].isin(list(few))))
     sources = _order(data["source"], order, baseline)
     labs = list(pd.unique(data["label"])) if labels is None else [str(x) for x in labels]
     if "macro" in labs:
@@ -454,7 +467,8 @@ def plot_utility(long_table: pd.DataFrame, *, baseline: str = "real", order: Seq
     if "macro" in labs and len(labs) > 1:
         ax.axvline(len(labs) - 1.5, color="0.8", linewidth=0.8)
     ax.set_xticks(np.arange(len(labs)))
-    ax.set_xticklabels([lab + ("\n(single class)" if lab in undefined else "") for lab in labs], fontsize=8)
+    ax.set_xticklabels([lab + ("\n" + "\n".join(textwrap.wrap(few[lab], 18)) if lab in few else
+                              "\n(single class)" if lab in undefined else "") for lab in labs], fontsize=8)
     ax.set_ylim(0, 1.08)
     ax.set_ylabel("AUROC on the real test set")
     ax.set_title("Classifier trained on each source only, tested on real images (Table 4)", fontsize=10)
@@ -464,11 +478,13 @@ def plot_utility(long_table: pd.DataFrame, *, baseline: str = "real", order: Seq
 
 
 def plot_roc_curves(roc_points: pd.DataFrame, *, baseline: str = "real", order: Sequence[str] | None = None,
-                    labels: Sequence[str] | None = None, ncols: int = 4) -> Any:
+                    labels: Sequence[str] | None = None, ncols: int = 4, too_few: Mapping[str, str] | None = None) -> Any:
     """ROC curves on the real test set: one panel per label, one curve per training source.
 
     ``roc_points``: ``source, label, fpr, tpr`` (:func:`run_utility`'s ``roc``). The legend gives
-    each curve's area (trapezoidal, equal to the tie-corrected AUROC); the diagonal is chance.
+    each curve's area (trapezoidal, equal to the tie-corrected AUROC); the diagonal is chance. ``too_few``:
+    ``{label: reason}`` (:func:`radaudit.audits.synthetic_cxr.table4.too_few_test_images`): those labels get a panel
+    that gives the reason instead of curves.
     """
     _require(roc_points, ["source", "label", "fpr", "tpr"], "roc_points")
     data = roc_points.assign(source=roc_points["source"].astype(str), label=roc_points["label"].astype(str))
@@ -481,7 +497,14 @@ def plot_roc_curves(roc_points: pd.DataFrame, *, baseline: str = "real", order: 
     nrows, nc = _grid(len(labs), ncols)
     fig, axes = _subplots(nrows, nc, 3.0, 3.0)
     axs = _drop_unused(fig, axes, len(labs))
+    too_few = dict(too_few or {})
     for ax, lab in zip(axs, labs):
+        if lab in too_few:
+            ax.set_axis_off()
+            ax.set_title(lab, fontsize=9)
+            ax.text(0.5, 0.5, "\n".join(textwrap.wrap(too_few[lab] + ": no ROC curve", 22)), ha="center", va="center",
+                    fontsize=9, color="0.35", transform=ax.transAxes)
+            continue
         ax.plot([0, 1], [0, 1], color="0.7", linestyle=":", linewidth=1)
         for src in sources:
             sub = data[(data["label"] == lab) & (data["source"] == src)]
@@ -496,7 +519,7 @@ def plot_roc_curves(roc_points: pd.DataFrame, *, baseline: str = "real", order: 
         ax.set_ylim(0, 1.01)
         ax.set_xlabel("false positive rate", fontsize=8)
         ax.set_ylabel("true positive rate", fontsize=8)
-        ax.legend(fontsize=6, loc="lower right", frameon=False, title="source (AUROC)", title_fontsize=6)
+        ax.legend(fontsize=8, loc="lower right", frameon=False, title="source (AUROC)", title_fontsize=8)
     fig.suptitle("ROC curves on the real test set", fontsize=10)
     fig.tight_layout()
     return fig
@@ -627,11 +650,11 @@ def plot_dose_response(dose: pd.DataFrame, images: Mapping[str, Any] | None = No
             ax.set_xticks(levels)
             ax.set_title(f"{_DOSE_METRICS[met]} — {names.get(e, e)}", fontsize=8)
             if i == len(encoders) - 1:
-                ax.set_xlabel("dose level (blur σ and noise σ grow together)", fontsize=7)
-            ax.tick_params(labelsize=7)
+                ax.set_xlabel("dose level (blur σ and noise σ grow together)", fontsize=8)
+            ax.tick_params(labelsize=8)
     if reference:
         fig.text(0.5, 0.005, "dashed grey: held-out real images (Table 1), the level a realistic generator reaches",
-                 ha="center", fontsize=7)
+                 ha="center", fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
     return fig
@@ -658,9 +681,9 @@ def plot_reid_calibration(null_max: Any, per_prompt: pd.DataFrame, threshold: fl
         share = float((v > threshold).mean()) if len(v) else float("nan")
         ax.set_title(textwrap.fill(name, 24), fontsize=8)
         ax.text(0.02, 0.95, f"> threshold: {share:.0%}\n(n = {len(v)})", transform=ax.transAxes, va="top",
-                fontsize=7)
-        ax.set_xlabel("max re-ID over seeds", fontsize=7)
-        ax.tick_params(labelsize=6)
+                fontsize=8)
+        ax.set_xlabel("max re-ID over seeds", fontsize=8)
+        ax.tick_params(labelsize=8)
     axes[0, 0].set_ylabel("prompts", fontsize=8)
     fig.suptitle(f"Re-ID threshold {threshold:.3f} (solid; calibrated on the max over seeds"
                  + (f", {fpr:.0%} of null prompts above" if fpr else "") + f"), paper's δ = {delta} (dotted)",

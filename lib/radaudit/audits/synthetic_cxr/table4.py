@@ -18,7 +18,30 @@ from radaudit.errors import DataFormatError, ParamsError
 from radaudit.stats import benjamini_hochberg
 from radaudit.tables import format_number
 
-__all__ = ["utility_flags", "utility_table"]
+__all__ = ["MIN_TEST_IMAGES", "too_few_test_images", "utility_flags", "utility_table"]
+
+MIN_TEST_IMAGES = 10
+"""A per-label AUROC is reported only for a label with at least this many positive and this many negative test
+images (issue 42): below it the number says more about a handful of images than about the classifier."""
+
+
+def too_few_test_images(long: pd.DataFrame, min_test_images: int = MIN_TEST_IMAGES) -> dict[str, str]:
+    """``{label: "too few test images (4 positives)"}`` for every label of the long utility table (``label, n_pos,
+    n_neg``, :func:`utility_flags`) with fewer than ``min_test_images`` positive or negative test images (the
+    macro row is not a label and is never listed). Presentation only: the AUROCs stay in the long table and its
+    files."""
+    if min_test_images <= 0 or not {"label", "n_pos", "n_neg"} <= set(long.columns):
+        return {}
+    out = {}
+    for r in long[long["label"] != MACRO].drop_duplicates("label").itertuples(index=False):
+        pos, neg = r.n_pos, r.n_neg
+        if pd.isna(pos) or pd.isna(neg):
+            continue
+        few = [f"{int(pos)} positive{'s' if int(pos) != 1 else ''}"] if pos < min_test_images else []
+        few += [f"{int(neg)} negative{'s' if int(neg) != 1 else ''}"] if neg < min_test_images else []
+        if few:
+            out[str(r.label)] = f"too few test images ({', '.join(few)})"
+    return out
 
 def _long_from(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, baseline: str) -> pd.DataFrame:
     if isinstance(per_generator, pd.DataFrame):
@@ -111,7 +134,7 @@ def utility_flags(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, base
 
 def utility_table(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, baseline: str = "real", *,
                   differences: pd.DataFrame | None = None, tolerance: float = 0.01, alpha: float = 0.05,
-                  digits: int = 2, marks: bool = False, ci: bool = False) -> pd.DataFrame:
+                  digits: int = 2, marks: bool = False, ci: bool = False, min_test_images: int = 0) -> pd.DataFrame:
     """Table 4 of paper 004: rows = training source (baseline first), columns = labels + ``macro``, cells = AUROC.
 
     ``per_generator``: ``{source: per_label_auroc table}`` (or the long :func:`utility_flags` table).
@@ -121,7 +144,9 @@ def utility_table(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, base
     (paper: bold), ``~`` within ``tolerance`` below it (paper: underlined), ``*`` significantly
     different from the baseline (paired bootstrap, BH-adjusted p ≤ ``alpha``; needs ``differences``);
     NaN prints as ``n/a``. ``ci=True`` (with ``marks=True``) appends the 95% bootstrap interval,
-    e.g. ``"0.69+ [0.56, 0.80]"``.
+    e.g. ``"0.69+ [0.56, 0.80]"``. ``min_test_images`` (with ``marks=True``; the notebook passes
+    :data:`MIN_TEST_IMAGES`): a label with fewer positive or negative test images shows ``"too few test images (4
+    positives)"`` instead of a number (:func:`too_few_test_images`); the macro column is left as it is.
     """
     long = utility_flags(per_generator, baseline, differences=differences, tolerance=tolerance, alpha=alpha,
                          digits=digits)
@@ -151,10 +176,14 @@ def utility_table(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, base
             s += f" [{format_number(r['ci_low'], digits)}, {format_number(r['ci_high'], digits)}]"
         return s
 
-    long = long.assign(_cell=[cell(r) for _, r in long.iterrows()])
+    few = too_few_test_images(long, min_test_images)
+    long = long.assign(_cell=[few.get(str(r["label"])) or cell(r) for _, r in long.iterrows()])
     out = long.pivot_table(index="source", columns="label", values="_cell", aggfunc="first").reindex(
         index=sources, columns=labels)
     out.index.name, out.columns.name = "training source", None
     out.attrs["legend"] = (f"'+' >= baseline ({baseline}); '~' within {tolerance:g} below it; '*' paired-bootstrap "
                            f"difference significant (BH-adjusted p <= {alpha:g}).")
+    if few:
+        out.attrs["legend"] += (f" A label with fewer than {min_test_images} positive or negative test images shows no "
+                                "AUROC (its number is in table4_long); macro averages every label.")
     return out.fillna("n/a")
