@@ -75,8 +75,12 @@ SPLIT_NOTES = {
                  "never read; first scored at 9f389b0 with the rules frozen (a rule written after that and scored "
                  "here again is scored on a suite whose results have been seen)"),
     "holdout3": ("written on 2026-12-02 by a separate author who read neither the rules, the lexicon nor the concept "
-                 "tables (issue 41's six categories, 50 cases, per-candidate context); never read; first scored at "
-                 "51a9972 with the issue-41 rules frozen"),
+                 "tables (issue 41's six categories, 50 cases, per-candidate context); first scored at 51a9972 with "
+                 "the issue-41 rules frozen (27/50); its failures were then read and rules written from them "
+                 "(5741d1b), so no longer unseen"),
+    "holdout4": ("written on 2026-12-02 by a separate author who read neither the rules, the lexicon, the concept "
+                 "tables nor any earlier suite (issue 41's six categories, 60 cases, 10 each); never read; first "
+                 "scored at 5741d1b with the rules frozen"),
 }
 log = logging.getLogger("ranking_suite")
 
