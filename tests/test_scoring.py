@@ -114,18 +114,23 @@ def test_cli_prints_each_groups_scores_and_the_largest_gap(tmp_path):
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
     # site: A = three exact copies (ROUGE-L 1, n 3), B = one copy and two misses (1/3, n 3), row 7 has no site
-    at = lines.index("By site: 2 groups, headline value [95% CI]; 1 pair without a site value left out")
+    # every group here has fewer than 10 pairs: marked †, the caption (wrapped over two lines) says what that means
+    at = next(i for i, x in enumerate(lines)
+              if x.startswith("By site: 2 groups, headline value [95% CI]; 1 pair without a site value left out"))
+    assert "† fewer than 10 pairs" in " ".join(lines[at:at + 3])
+    at = next(i for i in range(at, len(lines)) if lines[i].split()[:2] == ["site", "n"]) - 1
     head, a, b = (lines[at + i].split() for i in (1, 2, 3))
     assert head[:4] == ["site", "n", "rouge", "mean"] and head[4:] == ["bleu", "corpus"]
-    assert a[:3] == ["A", "3", "1"] and b[:3] == ["B", "3", "0.333"]
+    assert a[:4] == ["A", "†", "3", "1"] and b[:4] == ["B", "†", "3", "0.333"]
     # sex: F = rows 1, 3, 5, 7 (1, 1, 0, 1: 3/4), M = rows 2, 4, 6 (1, 1, 0: 2/3); no row without a sex
-    at = lines.index("By sex: 2 groups, headline value [95% CI]")
-    f, m = lines[at + 2].split(), lines[at + 3].split()
-    assert f[:3] == ["F", "4", "0.75"] and m[:3] == ["M", "3", "0.667"]
+    at = next(i for i, x in enumerate(lines) if x.startswith("By sex: 2 groups, headline value [95% CI]"))
+    at = next(i for i in range(at, len(lines)) if lines[i].split()[:2] == ["sex", "n"])
+    f, m = lines[at + 1].split(), lines[at + 2].split()
+    assert f[:4] == ["F", "†", "4", "0.75"] and m[:4] == ["M", "†", "3", "0.667"]
     gaps = next(i for i, x in enumerate(lines) if x.startswith("Largest site gap"))
     assert lines[gaps + 1].split()[:3] == ["metric", "largest", "gap"]
     rouge = lines[gaps + 2].split()
-    assert rouge[:5] == ["rouge", "A", "−", "B", "0.667"] and rouge[-2:] == ["of", "1"] and rouge[-3] in ("0", "1")
+    assert rouge[:7] == ["rouge", "A", "†", "−", "B", "†", "0.667"] and rouge[-2:] == ["of", "1"] and rouge[-3] in ("0", "1")
     assert "BH over all 6 gaps of the report" in lines[gaps]    # (rouge, bleu corpus, bleu per pair) x (site, sex)
     assert all(len(x) <= 100 for x in lines if not x.lstrip().startswith(("tables:", "page:")))
 
@@ -143,6 +148,24 @@ def test_the_largest_gap_is_the_largest_in_absolute_value_and_says_how_many_are_
     from radaudit.stats import benjamini_hochberg
     assert list(r.gaps["significant"]) == list(benjamini_hochberg(r.gaps["pvalue"].to_numpy())[0])
     assert r.gaps.set_index(["a", "b"]).loc[("A", "B"), "significant"]      # 11/12 vs 2/12 on 12 pairs each
+
+
+def test_a_group_under_ten_pairs_is_marked_and_not_taken_for_the_largest_gap():
+    """scoring.MIN_GROUP_N: with A 11/12, B 10/12 and a 2-pair group U at 0/2, the largest |gap| is U's (11/12),
+    but it is noise; the summary's largest gap is A − B (1/12) and U is marked †. Without two groups of 10, the
+    largest of all is shown, its small groups marked."""
+    same, other = SAME, OTHER
+    df = pd.DataFrame({"reference": [same] * 26,
+                       "prediction": [same] * 11 + [other] + [same] * 10 + [other] * 2 + [other] * 2,
+                       "site": ["A"] * 12 + ["B"] * 12 + ["U"] * 2})
+    r = radaudit.score(df, ["rouge"], by=["site"], n_bootstrap=200)
+    assert r.gaps["estimate"].abs().max() == pytest.approx(11 / 12)  # gaps.csv keeps every gap, U's included
+    _, _, body = r._largest_gaps("site")
+    assert body[0][1] == "A − B" and body[0][2].split()[0] == "0.0833"
+    caption, _, rows = r._groups("site")
+    assert [row[0] for row in rows] == ["A", "B", "U †"] and "† fewer than 10 pairs" in caption
+    small = radaudit.score(_frame(), ["rouge"], by=["site"], n_bootstrap=100)  # A and B have 3 pairs each
+    assert small._largest_gaps("site")[2][0][1] == "A † − B †"
 
 
 def test_one_group_prints_that_there_is_no_gap():
@@ -222,9 +245,9 @@ def test_a_mean_metric_has_one_row_and_it_is_the_headline():
 def test_the_page_shows_each_groups_values_and_the_largest_gap():
     page = radaudit.score(_frame(), ["rouge"], by=["site"], n_bootstrap=100).to_html()
     summary = page.split("<h2>rouge (rougeL)</h2>")[0]
-    assert "By site: 2 groups" in summary and "<td>A</td><td class='num'>3</td><td class='num'>1 [" in summary
-    assert "<td>B</td><td class='num'>3</td><td class='num'>0.333 [" in summary
-    assert "<td>A − B</td><td class='num'>0.667 [" in summary
+    assert "By site: 2 groups" in summary and "<td>A †</td><td class='num'>3</td><td class='num'>1 [" in summary
+    assert "<td>B †</td><td class='num'>3</td><td class='num'>0.333 [" in summary
+    assert "<td>A † − B †</td><td class='num'>0.667 [" in summary
 
 
 # ------------------------------------------------------------------ column errors name the flag that fixes them

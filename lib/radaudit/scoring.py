@@ -85,6 +85,9 @@ GAP_COLUMNS = ["metric", "statistic", "kind", "group_column", "a", "b", "estimat
                "pvalue", "pvalue_bh", "significant"]
 #: The width the terminal summary keeps to (characters per line, where the names allow).
 WIDTH = 100
+#: A group with fewer pairs is marked † in the summary, and the "largest gap" is taken among larger groups where there
+#: are two: with 2 pairs a group's CI is nearly the whole range, and any gap to it is the largest by noise.
+MIN_GROUP_N = 10
 
 
 @dataclass
@@ -140,15 +143,23 @@ class ScoreReport:
         header = [col, "n", *(f"{_short(m)} {self._statistic_of(m)}" for m in metrics)]
         body = []
         for g in groups:
-            cells = [g, fmt_number(int(first.loc[g, "n"]))]
+            n = int(first.loc[g, "n"])
+            cells = [g + (" †" if n < MIN_GROUP_N else ""), fmt_number(n)]
             for m in metrics:
                 r = block[(block["metric"] == m) & (block["group"] == g)].iloc[0]
                 cells.append(_value_ci(r["estimate"], r["low"], r["high"]))
             body.append(cells)
         miss = len(self.pairs) - (int(first["n"].sum()) if first is not None else 0)
+        small = [g for g in groups if int(first.loc[g, "n"]) < MIN_GROUP_N]
         caption = (f"By {col}: {len(groups)} group{'s' if len(groups) != 1 else ''}, headline value [95% CI]"
-                   + (f"; {miss} pair{'s' if miss != 1 else ''} without a {col} value left out" if miss else ""))
+                   + (f"; {miss} pair{'s' if miss != 1 else ''} without a {col} value left out" if miss else "")
+                   + (f"; † fewer than {MIN_GROUP_N} pairs: its CI says little, and the largest gap below is "
+                      "taken between larger groups where there are two" if small else ""))
         return caption, header, body
+
+    def _group_sizes(self, col: str) -> dict[str, int]:
+        block = self.table[(self.table["group_column"] == col) & (self.table["kind"] == HEADLINE)]
+        return {str(g): int(n) for g, n in zip(block["group"], block["n"])}
 
     def _fallback_note(self) -> str:
         """One sentence for the intervals that are percentile, not BCa (BCa undefined, e.g. a group of one pair;
@@ -172,12 +183,19 @@ class ScoreReport:
         block = self.gaps[(self.gaps["group_column"] == col) & (self.gaps["kind"] == HEADLINE)]
         header = ["metric", "largest gap", "value [95% CI]", "p (BH)", "significant"]
         body = []
+        sizes = self._group_sizes(col)
         for metric, g in block.groupby("metric", sort=False):
             g = g[g["estimate"].notna()]
             if not len(g):
                 continue
-            r = g.loc[g["estimate"].abs().idxmax()]
-            body.append([_short(metric), f"{r['a']} − {r['b']}", _value_ci(r["estimate"], r["low"], r["high"]),
+            # the largest gap between groups of at least MIN_GROUP_N pairs (a group of 2 makes any gap "largest");
+            # only when no gap has two such groups, the largest of all, its small group marked †
+            big = g[[sizes.get(str(a), 0) >= MIN_GROUP_N and sizes.get(str(b), 0) >= MIN_GROUP_N
+                     for a, b in zip(g["a"], g["b"])]]
+            pool = big if len(big) else g
+            r = pool.loc[pool["estimate"].abs().idxmax()]
+            a, b = (f"{x}{' †' if sizes.get(str(x), 0) < MIN_GROUP_N else ''}" for x in (r["a"], r["b"]))
+            body.append([_short(metric), f"{a} − {b}", _value_ci(r["estimate"], r["low"], r["high"]),
                          fmt_number(float(r["pvalue_bh"])), f"{int(g['significant'].sum())} of {len(g)}"])
         caption = (f"Largest {col} gap (significant: p (BH) ≤ {FDR:g}; BH over all {len(self.gaps)} gaps of the report, "
                    "in gaps.csv)")
