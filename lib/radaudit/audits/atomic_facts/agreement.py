@@ -35,8 +35,9 @@ from radaudit.stats import (
 )
 from radaudit.stats.ranks import (
     kendall_tau_columns,
-    pairwise_signs,  # the sign matrices of _tau_weighted (weighted τ-b)
+    kendall_tau_replicates,
     spearman_rho_columns,
+    spearman_rho_replicates,
 )
 
 log = logging.getLogger(__name__)
@@ -115,69 +116,6 @@ def _jackknife_weights(case_ids: Sequence[Any]) -> np.ndarray:
     return (codes[None, :] != np.arange(len(uniques))[:, None]).astype(np.float32)
 
 
-def _tau_weighted(x: np.ndarray, y: np.ndarray, w: np.ndarray, diagonal: bool = False) -> np.ndarray:
-    """Kendall τ-b of every column of ``x`` (n × m; NaN = row left out for that column) with every
-    column of ``y`` (n × t; complete) on data where row i appears ``w[b, i]`` times (B × n).
-
-    Why weights: a bootstrap resample is the original rows with multiplicities, and τ-b of the
-    resample is Σ_ij w_i w_j sx_ij sy_ij / √(Σ w_i w_j sx_ij² · Σ w_i w_j sy_ij²) (copies of one row
-    are ties, sign 0), so each replicate is a quadratic form in ``w`` over sign matrices computed
-    once. The sums are integers below 2²⁴, exact in float32. ``diagonal``: pair column k of x with
-    column k of y only (m == t). Returns (B, m, t), or (B, m) when diagonal.
-    """
-    m, t = x.shape[1], y.shape[1]
-    valid = np.isfinite(x)
-    sx = pairwise_signs(x).astype(np.float32)
-    sy = pairwise_signs(y).astype(np.float32)
-    sy2 = sy * sy
-    B = w.shape[0]
-
-    def quad(wa: np.ndarray, q: np.ndarray) -> np.ndarray:
-        return np.einsum("bi,bi->b", wa @ q, wa)
-
-    dx = np.stack([quad(w, sx[j] * sx[j]) for j in range(m)], axis=1)  # (B, m)
-    dy_cache: dict[bytes, np.ndarray] = {}
-    pairs = [(j, j) for j in range(m)] if diagonal else [(j, k) for j in range(m) for k in range(t)]
-    out = np.full((B, m) if diagonal else (B, m, t), np.nan)
-    for j, k in pairs:
-        key = valid[:, j].tobytes()
-        if key not in dy_cache:
-            wv = w * valid[:, j][None, :]
-            dy_cache[key] = np.stack([quad(wv, sy2[kk]) for kk in range(t)], axis=1)
-        dy = dy_cache[key][:, k]
-        num = quad(w, sx[j] * sy[k])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            val = num / np.sqrt(dx[:, j].astype(float) * dy.astype(float))
-        if diagonal:
-            out[:, j] = val
-        else:
-            out[:, j, k] = val
-    return out
-
-
-def _rho_rows(x: np.ndarray, y: np.ndarray, w: np.ndarray, diagonal: bool = False) -> np.ndarray:
-    """Spearman ρ like :func:`_tau_weighted` (same shapes), by materialising each resample's rows
-    (ranks depend on the resample); NaN rows of an x column are left out for that column."""
-    m, t = x.shape[1], y.shape[1]
-    groups: dict[bytes, list[int]] = {}
-    for j in range(m):
-        groups.setdefault(np.isfinite(x[:, j]).tobytes(), []).append(j)
-    out = np.full((w.shape[0], m) if diagonal else (w.shape[0], m, t), np.nan)
-    base = np.arange(len(x))
-    for b in range(w.shape[0]):
-        rows = np.repeat(base, w[b].astype(int))
-        for key, js in groups.items():
-            ok = rows[np.frombuffer(key, dtype=bool)[rows]]
-            if len(ok) < 2:
-                continue
-            rho = agreement_coefficients(x[np.ix_(ok, js)], y[ok], kendall=False)[1]
-            if diagonal:
-                out[b, js] = rho[np.arange(len(js)), js]
-            else:
-                out[b, js] = rho
-    return out
-
-
 def _interval(estimate: float, replicates: np.ndarray, confidence: float, n_units: int, name: str,
               jackknife: np.ndarray | None = None, method: str = "percentile") -> tuple[float, float, float, str]:
     """``(low, high, se, method used)``: the percentile or BCa bootstrap interval
@@ -212,10 +150,12 @@ def _coefficients(x: np.ndarray, y: np.ndarray, case_ids: Sequence[Any], n_boots
     jw = _jackknife_weights(case_ids) if jackknife else None
     ones = np.ones((1, len(x)), dtype=np.float32)
     with np.errstate(all="ignore"):
-        return {"kendall": (_tau_weighted(x, y, ones, diagonal)[0], _tau_weighted(x, y, w, diagonal),
-                            None if jw is None else _tau_weighted(x, y, jw, diagonal)),
-                "spearman": (_rho_rows(x, y, ones, diagonal)[0], _rho_rows(x, y, w, diagonal),
-                             None if jw is None else _rho_rows(x, y, jw, diagonal))}
+        return {"kendall": (kendall_tau_replicates(x, y, ones, diagonal=diagonal)[0],
+                            kendall_tau_replicates(x, y, w, diagonal=diagonal),
+                            None if jw is None else kendall_tau_replicates(x, y, jw, diagonal=diagonal)),
+                "spearman": (spearman_rho_replicates(x, y, ones, diagonal=diagonal)[0],
+                             spearman_rho_replicates(x, y, w, diagonal=diagonal),
+                             None if jw is None else spearman_rho_replicates(x, y, jw, diagonal=diagonal))}
 
 
 def correlation_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequence[str] | None = None, *,
@@ -403,7 +343,8 @@ def _pref_stats(m: np.ndarray, h: np.ndarray, w: np.ndarray, diagonal: bool = Fa
         num_mae = (w @ flat(err)).reshape(-1, k, r)
         den_mae = np.repeat((w @ valid.astype(np.float32))[:, :, None], r, axis=2)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return {"acc": num_acc / den_acc, "mae": num_mae / den_mae, "tau": _tau_weighted(m, h, w, diagonal)}
+        return {"acc": num_acc / den_acc, "mae": num_mae / den_mae,
+                "tau": kendall_tau_replicates(m, h, w, diagonal=diagonal)}
 
 
 def preference_table(scores: pd.DataFrame, study: ReaderStudy, metrics: Sequence[str] | None = None, *,

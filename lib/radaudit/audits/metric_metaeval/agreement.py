@@ -11,12 +11,19 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from radaudit.data.io import read_json_checked
 from radaudit.data.radpref import ATTRIBUTE_LEVELS, CANDIDATES, RATER_FILES, SIGNIFICANCE, read_cases
 from radaudit.errors import DataFormatError, ParamsError
-from radaudit.stats import average_ranks, bootstrap_ci, spearman_test, stable_seed
+from radaudit.stats import (
+    average_ranks,
+    bootstrap_ci,
+    pearson_r,
+    pearson_r_pairs,
+    pearson_test,
+    spearman_test,
+    stable_seed,
+)
 from radaudit.tables import format_ci, format_number
 
 log = logging.getLogger(__name__)
@@ -27,10 +34,12 @@ log = logging.getLogger(__name__)
 
 
 def _corr(x: np.ndarray, y: np.ndarray, method: str) -> float:
-    """Pearson or Spearman correlation of two aligned vectors; NaN when either is constant or n < 3.
+    """Pearson or Spearman correlation of two aligned vectors on the items both rated; NaN when either is constant
+    or n < 3.
 
     Spearman's ρ is Pearson's r of the average ranks (:func:`radaudit.stats.average_ranks`), so both methods share
-    this Pearson computation, as :func:`_mean_pairwise` and :func:`_mean_pairwise_rows` do."""
+    :func:`radaudit.stats.pearson_r`, as :func:`_mean_pairwise` and :func:`_mean_pairwise_rows` share
+    :func:`radaudit.stats.pearson_r_pairs`."""
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
     if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
@@ -39,8 +48,7 @@ def _corr(x: np.ndarray, y: np.ndarray, method: str) -> float:
         x, y = average_ranks(x), average_ranks(y)
     elif method != "pearson":
         raise ParamsError(f"method must be 'pearson' or 'spearman', got {method!r}")
-    x, y = x - x.mean(), y - y.mean()
-    return float(np.clip((x @ y) / math.sqrt((x @ x) * (y @ y)), -1.0, 1.0))
+    return pearson_r(x, y)
 
 
 def _mean_pairwise(mat: np.ndarray, method: str) -> float:
@@ -55,15 +63,11 @@ def _mean_pairwise(mat: np.ndarray, method: str) -> float:
         if mat.shape[0] < 3:
             return math.nan
         x = average_ranks(mat, axis=0) if method == "spearman" else mat
-        x = x - x.mean(axis=0)
         a, b = np.triu_indices(mat.shape[1], 1)
         keep = (np.ptp(mat, axis=0)[a] > 0) & (np.ptp(mat, axis=0)[b] > 0)  # a constant rater has no correlation
         if not keep.any():
             return math.nan
-        a, b = a[keep], b[keep]
-        ss = np.einsum("ij,ij->j", x, x)
-        r = np.einsum("ij,ij->j", x[:, a], x[:, b]) / np.sqrt(ss[a] * ss[b])
-        return float(np.mean(np.clip(r, -1.0, 1.0)))
+        return float(np.mean(pearson_r_pairs(x, a[keep], b[keep])))
     vals = [_corr(mat[:, a], mat[:, b], method) for a, b in itertools.combinations(range(mat.shape[1]), 2)]
     vals = [v for v in vals if np.isfinite(v)]
     return float(np.mean(vals)) if vals else math.nan
@@ -78,12 +82,10 @@ def _mean_pairwise_rows(mat: np.ndarray, idx: np.ndarray, method: str) -> np.nda
     spread = np.ptp(x, axis=1)
     if method == "spearman":
         x = average_ranks(x, axis=1)
-    x = x - x.mean(axis=1, keepdims=True)
     a, b = np.triu_indices(mat.shape[1], 1)
     keep = (spread[:, a] > 0) & (spread[:, b] > 0)  # a constant rater has no correlation
-    ss = np.einsum("kij,kij->kj", x, x)
+    r = pearson_r_pairs(x, a, b)
     with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.clip(np.einsum("kip,kip->kp", x[:, :, a], x[:, :, b]) / np.sqrt(ss[:, a] * ss[:, b]), -1.0, 1.0)
         return np.where(keep.any(axis=1), np.where(keep, r, 0.0).sum(axis=1) / keep.sum(axis=1), np.nan)
 
 
@@ -117,8 +119,8 @@ def pairwise_rater_correlations(counts: pd.DataFrame, *, item: Sequence[str], ra
             row = {"value": v, "rater_a": a, "rater_b": b, "n": len(both), "pearson": math.nan, "pearson_p": math.nan,
                    "spearman": math.nan, "spearman_p": math.nan}
             if len(both) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0:
-                pr, (rho, rho_p) = sps.pearsonr(x, y), spearman_test(x, y)
-                row.update(pearson=float(pr.statistic), pearson_p=float(pr.pvalue), spearman=rho, spearman_p=rho_p)
+                (r, r_p), (rho, rho_p) = pearson_test(x, y), spearman_test(x, y)
+                row.update(pearson=r, pearson_p=r_p, spearman=rho, spearman_p=rho_p)
             rows.append(row)
     return pd.DataFrame(rows)
 

@@ -21,10 +21,9 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _sps
 
 from radaudit.errors import DataFormatError, ParamsError
-from radaudit.stats import average_ranks, spearman_test
+from radaudit.stats import average_ranks, pearson_test, spearman_test
 
 __all__ = ["HIGHER_IS_BETTER", "rank_correlation", "rank_table"]
 
@@ -82,7 +81,8 @@ def rank_correlation(a: Any, b: Any) -> dict[str, float]:
     ``a``, ``b``: pandas Series indexed by generator (aligned on the index; generators missing from
     either are dropped) or equal-length sequences. Returns ``spearman``, ``spearman_p``, ``pearson_of_ranks``,
     ``pearson_p`` and ``n``. With fewer than 3 generators, or a constant ranking, the values are NaN.
-    ρ and its p-value: :func:`radaudit.stats.spearman_test`; the ranks: :func:`radaudit.stats.average_ranks`.
+    ρ and its p-value: :func:`radaudit.stats.spearman_test`; r and its p-value: :func:`radaudit.stats.pearson_test`
+    of the ranks (:func:`radaudit.stats.average_ranks`).
     """
     if isinstance(a, pd.Series) and isinstance(b, pd.Series):
         both = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner").apply(pd.to_numeric, errors="coerce").dropna()
@@ -98,6 +98,5 @@ def rank_correlation(a: Any, b: Any) -> dict[str, float]:
     if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return {"spearman": nan, "spearman_p": nan, "pearson_of_ranks": nan, "pearson_p": nan, "n": n}
     rho, rho_p = spearman_test(x, y)
-    pr = _sps.pearsonr(average_ranks(x), average_ranks(y))
-    return {"spearman": rho, "spearman_p": rho_p, "pearson_of_ranks": float(pr.statistic), "pearson_p": float(pr.pvalue),
-            "n": n}
+    r, r_p = pearson_test(average_ranks(x), average_ranks(y))
+    return {"spearman": rho, "spearman_p": rho_p, "pearson_of_ranks": r, "pearson_p": r_p, "n": n}

@@ -12,7 +12,8 @@ The clinical reading of each rule follows ReEvalMed's Table 2 examples and Appen
 Significant ≈ "may plausibly affect downstream clinical decisions"; insignificant ≈ "does not alter
 diagnostic interpretation or treatment" (§3.1, §4.3).
 
-The rules live in one module per aspect (``location``, ``severity``, ...); importing this package
+The rules live in one module per aspect (``location``, ``severity``, ...; Location's further insignificant rules in
+``location_insignificant``, its shared helpers in ``_location_common``); importing this package
 registers them all (each rule in :data:`radaudit.perturb.base.RULES`). To add a rule: write it in its
 aspect's module with ``@rule(aspect, significance, error_type, check=...)`` and add its case to
 ``tests/perturb/rule_cases/<aspect>.yaml``.
@@ -22,6 +23,7 @@ aspect's module with ``@rule(aspect, significance, error_type, check=...)`` and 
 # Imported in Table 2's row order, which is the order of the RULES registry: the engine shuffles a cell's
 # rules with a seeded rng starting from that order, so reordering these lines would change every pair dataset.
 from radaudit.perturb.rules import location  # noqa: F401, I001
+from radaudit.perturb.rules import location_insignificant  # noqa: F401, I001  (location's last rules: right after it)
 from radaudit.perturb.rules import severity  # noqa: F401, I001
 from radaudit.perturb.rules import description  # noqa: F401, I001
 from radaudit.perturb.rules import comparison  # noqa: F401, I001

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import re
-from collections import Counter
 
 from radaudit.perturb.base import Rewrite, rule
 from radaudit.perturb.rules._common import (
@@ -12,10 +11,22 @@ from radaudit.perturb.rules._common import (
     one_edit,
     pick_edit,
 )
+from radaudit.perturb.rules._location_common import (
+    BENIGN,
+    GRANULOMA,
+    LOBE_SIMPLE,
+    SIG_NOUN,
+    lesion_sentence,
+    lobe_alone,
+    prenominal_site,
+    same_site_side,
+    site_case,
+    site_edit,
+    tip_check,
+)
 from radaudit.perturb.textops import (
     CRITICAL_NOUN,
     FINDING_NOUN,
-    delete_word,
     find_all,
     is_positive,
     is_upper_context,
@@ -25,125 +36,15 @@ from radaudit.perturb.textops import (
     styled,
 )
 from radaudit.perturb.verify import (
-    CheckContext,
     all_of,
     labels,
     local_attr,
-    local_measure,
 )
 from radaudit.text.attributes import (
     extract_devices,
     extract_laterality,
     extract_location,
 )
-
-# --------------------------------------------------------------------------- shared by the rules of this module
-
-#: Benign, calcified or healed findings whose site does not change care (Fleischner: a benign calcification
-#: pattern needs no follow-up): their site is edited only by the insignificant rules below.
-_BENIGN = re.compile(r"\b(?:granulom\w*|calcifi\w*|calcium)\b", re.IGNORECASE)
-_GRANULOMA = re.compile(r"\bgranulom(?:as?|ata)\b", re.IGNORECASE)
-#: Findings whose bilateral/unilateral distribution changes the differential and work-up.
-_SIG_NOUN = (r"effusions?|opacit(?:y|ies)|consolidations?|infiltrates?|airspace\s+(?:disease|opacit(?:y|ies))|"
-             r"pneumonia|nodules?|mass(?:es)?|pneumothora(?:x|ces)")
-_NOT_A_LESION = re.compile(r"(?i)obscur|overlap|limit|exclud|evaluat|marker|fiducial|projecting\s+over|overl[iy]|"
-                           r"dependent|shrapnel|foreign|suture")
-_LOBE_SIMPLE = re.compile(r"^(?P<side>left|right)(?P<sep>\s+)(?P<lvl>upper|middle|lower)(?P<tail>\s+lobe)$",
-                          re.IGNORECASE)
-
-
-def _case(text: str, pos: int, src: str, new: str) -> str:
-    """``new`` in the case of the report around ``pos``: all capitals in an upper-case sentence,
-    Capitalised where ``src`` is Capitalised ("Lingular ..."), else as written ("mid SVC")."""
-    if is_upper_context(text, pos):
-        return new.upper()
-    if src[:1].isupper() and not src.isupper():
-        return new[:1].upper() + new[1:]
-    return new
-
-
-def _site_edit(start: int, site: str, a: int, b: int, new: str) -> tuple[int, int, str, str]:
-    """A candidate edit that rewrites the whole site phrase ``site`` (at ``start`` in the report) with its
-    part ``site[a:b]`` replaced by ``new``, so that the checks see the whole site on both sides."""
-    return start, start + len(site), site[:a] + new + site[b:], site
-
-
-def _lobe_alone(text: str, a: int, b: int) -> bool:
-    """The lobe at ``[a, b)`` is not a segment's lobe ("posterior segment of the right upper lobe", "right
-    upper lobe anterior segment") and no zone in its sentence ties the finding to a level ("retrocardiac
-    left lower lobe atelectasis", "left upper lobe collapse with left apical thickening")."""
-    if re.search(r"(?i)\b(?:segments?|portion|aspect)\s+of\s+(?:the\s+)?$", text[max(0, a - 30):a]) or \
-            re.match(r"(?i)\s+(?:(?-i:XXXX)\s+)?(?:\w+\s+)?segment", text[b:]):
-        return False
-    sent = sentence_at(text, a, b)
-    rest = text[sent.start:a] + " " + text[b:sent.end]
-    return not re.search(r"(?i)retrocardiac|basilar|\bbases?\b|apical|\bapex|apices|costophrenic|infrahilar|"
-                         r"suprahilar|lung\s+zone", rest)
-
-
-def _lesion_sentence(text: str, a: int, b: int) -> bool:
-    """The sentence around ``[a, b)`` asserts a lung/pleural finding (:data:`FINDING_NOUN`) and
-    mentions nothing benign or calcified (:data:`_BENIGN`), nor a site used for something else
-    ("bony overlap in the lung apices could obscure a nodule", "markers projecting over the apex")."""
-    sent = sentence_at(text, a, b)
-    if sent is None or _BENIGN.search(sent.text) or _NOT_A_LESION.search(sent.text):
-        return False
-    return any(is_positive(text, sent.start + m.start(), sent.start + m.end())
-               for m in re.finditer(rf"\b(?:{FINDING_NOUN})\b", sent.text, re.IGNORECASE))
-
-
-def _prenominal_site(text: str, end: int) -> bool:
-    """The site ending at ``end`` modifies a finding noun that follows ("right lower lobe opacity")."""
-    m = re.match(rf"[\s-]+((?:[\w-]+\s+){{0,2}})(?:{FINDING_NOUN})\b", text[end:], re.IGNORECASE)
-    return bool(m) and not re.search(r"(?i)\b(?:a|an|the|is|are|was|were|with|and|or|of|in|at|on|to|which|that)\b",
-                                     m.group(1))
-
-
-def _terms(pattern: str, expect: str):
-    """Check: the ``pattern`` matches (lower case, spaces collapsed) in the edited parts are ``"same"``
-    or ``"differ"`` between GT and ME (for sites :mod:`radaudit.text.attributes` does not extract)."""
-    rx = re.compile(pattern, re.IGNORECASE)
-
-    def count(s: str) -> Counter:
-        return Counter(" ".join(m.group(0).lower().split()) for m in rx.finditer(s))
-
-    return local_measure(count, expect, "the site terms")
-
-
-def _same_site_side():
-    """Check: the sides of the sites (:class:`~radaudit.text.attributes.Location` ``side``, which knows
-    that the lingula is left) in the edited parts are the same in GT and ME."""
-
-    def check(ctx: CheckContext) -> str | None:
-        a = Counter(loc.side for loc in extract_location(ctx.gt_part))
-        b = Counter(loc.side for loc in extract_location(ctx.me_part))
-        return None if a == b else f"the side of the site changed ({ctx.gt_part!r} -> {ctx.me_part!r}) but should not"
-
-    return check
-
-
-def _tips(text: str) -> tuple[Counter, Counter]:
-    devices = extract_devices(text)
-    return (Counter(d.tip.location for d in devices if d.tip is not None and d.tip.location),
-            Counter(d.value for d in devices))
-
-
-def _tip_check(expect: str):
-    """Check: the device tip positions (:func:`~radaudit.text.attributes.extract_devices`) of the whole
-    report were ``"added"``, ``"dropped"`` or ``"moved"`` (same number, another place), with the same
-    devices in GT and ME."""
-
-    def check(ctx: CheckContext) -> str | None:
-        (gt_tips, gt_dev), (me_tips, me_dev) = _tips(ctx.gt), _tips(ctx.me)
-        if gt_dev != me_dev:
-            return f"the devices changed ({dict(gt_dev)} -> {dict(me_dev)}), only a tip position should"
-        ok = {"added": not (gt_tips - me_tips) and bool(me_tips - gt_tips),
-              "dropped": not (me_tips - gt_tips) and bool(gt_tips - me_tips),
-              "moved": gt_tips != me_tips and sum(gt_tips.values()) == sum(me_tips.values())}[expect]
-        return None if ok else f"tip positions {dict(gt_tips)} -> {dict(me_tips)}: expected one {expect}"
-
-    return check
-
 
 # --------------------------------------------------------------------------- the first rule of each cell
 
@@ -227,7 +128,7 @@ def _bilateral_edit(text: str, lat) -> tuple[int, int, str] | None:
     if m is None or re.match(r"\s+(?:base|apex|angle|sulcus|zone|field)", text[m.end():], re.IGNORECASE):
         return lat.start, lat.end, match_case(lat.text, "bilateral")  # "left hilar", "left pleural effusion" (see below)
     n = m.group("n")
-    if _prenominal_site(text, m.end()):
+    if prenominal_site(text, m.end()):
         if n.lower() in ("base", "apex"):
             return lat.start, m.end(), match_case(lat.text, "bibasilar" if n.lower() == "base" else "biapical")
         return lat.start, lat.end, match_case(lat.text, "bilateral")
@@ -251,7 +152,7 @@ def loc_drop_lobe(text: str, rng: random.Random) -> Rewrite | None:
         if loc.kind_of != "lobe" or loc.value in ("upper_lobe", "lower_lobe") or not is_positive(text, loc.start, loc.end):
             continue
         sent = sentence_at(text, loc.start, loc.end)
-        if _GRANULOMA.search(sent.text) or _NOT_DROPPABLE.search(sent.text):
+        if GRANULOMA.search(sent.text) or _NOT_DROPPABLE.search(sent.text):
             continue  # a healed granuloma's site is insignificant (loc_drop_granuloma_site); a resected lobe is history
         before = text[max(0, loc.start - 40):loc.start]
         if re.match(r"\s*(?:and\b|/|&)", text[loc.end:]) or re.search(r"(?i)(?:\band|/|&|\b(?:segments?|portion|aspect|"
@@ -372,7 +273,7 @@ _OTHER_LOBES = {("right", "upper"): ("middle", "lower"), ("right", "middle"): ("
 
 
 @rule("location", "significant", "inaccuracy",
-      check=all_of(local_attr("location", "differ"), _same_site_side(), labels("same")))
+      check=all_of(local_attr("location", "differ"), same_site_side(), labels("same")))
 def loc_swap_lobe(text: str, rng: random.Random) -> Rewrite | None:
     """Move an asserted lung finding to another lobe of the same side ("opacity in the right upper lobe"
     -> "... right lower lobe"; "lingular opacity" -> "left lower lobe opacity"). (Choice: the paper's
@@ -383,19 +284,19 @@ def loc_swap_lobe(text: str, rng: random.Random) -> Rewrite | None:
     for loc in extract_location(text):
         if loc.kind_of != "lobe" or not is_positive(text, loc.start, loc.end):
             continue
-        if not _lesion_sentence(text, loc.start, loc.end) or not _lobe_alone(text, loc.start, loc.end):
+        if not lesion_sentence(text, loc.start, loc.end) or not lobe_alone(text, loc.start, loc.end):
             continue
         sent = sentence_at(text, loc.start, loc.end)
-        m = _LOBE_SIMPLE.match(loc.text)
+        m = LOBE_SIMPLE.match(loc.text)
         if m:
             side, lvl = m.group("side").lower(), m.group("lvl").lower()
             for other in _OTHER_LOBES.get((side, lvl), ()):
                 if not re.search(rf"(?i)\b{other}\s+lobe", sent.text):
-                    cands.append(_site_edit(loc.start, loc.text, *m.span("lvl"), match_case(m.group("lvl"), other)))
+                    cands.append(site_edit(loc.start, loc.text, *m.span("lvl"), match_case(m.group("lvl"), other)))
         elif loc.value == "lingula" and not re.search(r"(?i)\blower\s+lobe", sent.text):
             side = re.search(r"(?i)\bleft\s+$", text[max(0, loc.start - 8):loc.start])
             a = loc.start - len(side.group(0)) if side else loc.start
-            cands.append((a, loc.end, _case(text, a, text[a:loc.end], "left lower lobe"), text[a:loc.end]))
+            cands.append((a, loc.end, site_case(text, a, text[a:loc.end], "left lower lobe"), text[a:loc.end]))
     return pick_edit(text, rng, cands, lambda old: (
         f"The finding is moved from the {old!r} to another lobe of the same side: follow-up, bronchoscopy or biopsy "
         "would target the wrong lobe, and upper- vs lower-lobe disease points to different causes (§3.1, Location)."))
@@ -418,20 +319,20 @@ def loc_swap_apex_base(text: str, rng: random.Random) -> Rewrite | None:
     for loc in extract_location(text):
         if loc.kind_of != "zone" or loc.value not in ("apex", "base", "upper_zone", "lower_zone"):
             continue
-        if not is_positive(text, loc.start, loc.end) or not _lesion_sentence(text, loc.start, loc.end):
+        if not is_positive(text, loc.start, loc.end) or not lesion_sentence(text, loc.start, loc.end):
             continue
         words = list(_ZONE_WORD.finditer(loc.text))
         if not words or re.match(r"(?i)\s+lordotic", text[loc.end:]):
             continue
         w = words[-1]
         new = _APEX_BASE[w.group(0).lower()]
-        if new in ("apex", "base") and _prenominal_site(text, loc.end):
+        if new in ("apex", "base") and prenominal_site(text, loc.end):
             new = {"apex": "apical", "base": "basilar"}[new]  # "left base opacity" -> "left apical opacity"
         sent = sentence_at(text, loc.start, loc.end)
         rest = text[sent.start:loc.start] + " " + text[loc.end:sent.end]
         if re.search(r"(?i)\b(?:bi)?(?:apic|apex|upper|basal|basilar|base|lower)", rest):
             continue  # a zone is named again in the sentence ("in the left lower lung, ... lower lobe")
-        cands.append(_site_edit(loc.start, loc.text, *w.span(), match_case(w.group(0), new)))
+        cands.append(site_edit(loc.start, loc.text, *w.span(), match_case(w.group(0), new)))
     return pick_edit(text, rng, cands, lambda old: (
         f"The zone of the finding ({old!r}) is moved between lung apex and base: apical and basal disease have "
         "different causes (reactivation TB, Pancoast tumour vs aspiration, atelectasis, fibrosis) and work-up "
@@ -482,7 +383,7 @@ def _tip_terms(text: str) -> list[tuple[object, re.Match[str]]]:
     return out
 
 
-@rule("location", "significant", "inaccuracy", check=all_of(_tip_check("moved"), labels("same")))
+@rule("location", "significant", "inaccuracy", check=all_of(tip_check("moved"), labels("same")))
 def loc_move_tip(text: str, rng: random.Random) -> Rewrite | None:
     """Move the tip of a line or tube between a correct and a wrong position ("PICC with tip in the mid
     SVC" -> "... in the right atrium"; "enteric tube tip in the stomach" -> "... in the distal esophagus").
@@ -492,7 +393,7 @@ def loc_move_tip(text: str, rng: random.Random) -> Rewrite | None:
     for _d, m in _tip_terms(text):
         i = int(m.lastgroup[1:])
         new = _TIP_TERMS[i][1]
-        cands.append((m.start(), m.end(), _case(text, m.start(), m.group(0), new), m.group(0)))
+        cands.append((m.start(), m.end(), site_case(text, m.start(), m.group(0), new), m.group(0)))
     return pick_edit(text, rng, cands, lambda old: (
         f"The tip position {old!r} is moved between a correct and a wrong place: a tip in the right atrium or "
         "an enteric tube in the esophagus must be repositioned before use, a correct one may be used "
@@ -516,10 +417,10 @@ def loc_add_lobe(text: str, rng: random.Random) -> Rewrite | None:
     minor criterion for severe pneumonia) and the extent a resection or follow-up must cover.)"""
     cands = []
     for loc in extract_location(text):
-        m = _LOBE_SIMPLE.match(loc.text)
+        m = LOBE_SIMPLE.match(loc.text)
         if loc.kind_of != "lobe" or not m or not is_positive(text, loc.start, loc.end):
             continue
-        if not _lesion_sentence(text, loc.start, loc.end) or not _lobe_alone(text, loc.start, loc.end):
+        if not lesion_sentence(text, loc.start, loc.end) or not lobe_alone(text, loc.start, loc.end):
             continue
         if _ONE_LESION.search(sentence_at(text, loc.start, loc.end).text):
             continue  # one nodule or mass lies in one lobe: "a nodule in the right upper and middle lobes" is no report
@@ -528,9 +429,9 @@ def loc_add_lobe(text: str, rng: random.Random) -> Rewrite | None:
         added = next(w for w in both.split(" and ") if w != lvl)
         if re.search(rf"(?i)\b{added}\s+lobe", sentence_at(text, loc.start, loc.end).text):
             continue
-        tail = m.group("tail") if _prenominal_site(text, loc.end) else m.group("tail") + "s"
+        tail = m.group("tail") if prenominal_site(text, loc.end) else m.group("tail") + "s"
         new = match_case(m.group("lvl"), both) + match_case(m.group("tail"), tail)
-        cands.append(_site_edit(loc.start, loc.text, m.start("lvl"), len(loc.text), new))
+        cands.append(site_edit(loc.start, loc.text, m.start("lvl"), len(loc.text), new))
     return pick_edit(text, rng, cands, lambda old: (
         f"The finding in the {old!r} is extended to a second lobe of that side: a multilobar process is a marker "
         "of severe pneumonia and widens the extent of any resection or follow-up (§3.1, Location)."))
@@ -542,7 +443,7 @@ _TIP_TALK = re.compile(r"(?i)\btip\b|terminat|remov|extubat|withdraw|no\s+longer
                        r"above|below|carina|\bcm\b|coil|cours|advanc|retract|\bends?\b|project|overl[iy]|extends")
 
 
-@rule("location", "significant", "fabrication", check=all_of(_tip_check("added"), labels("same")))
+@rule("location", "significant", "fabrication", check=all_of(tip_check("added"), labels("same")))
 def loc_add_tip(text: str, rng: random.Random) -> Rewrite | None:
     """Give a line or tube whose tip the report does not place a wrong tip position ("Left subclavian line
     is stable." -> "Left subclavian line with the tip in the right atrium is stable."; an enteric tube in
@@ -597,7 +498,7 @@ def loc_make_unilateral(text: str, rng: random.Random) -> Rewrite | None:
         if not is_positive(text, m.start(), m.end()):
             continue
         sent = sentence_at(text, m.start(), m.end())
-        if sent is None or _BENIGN.search(sent.text) or re.search(r"(?i)atelecta|scar|emphysema", sent.text):
+        if sent is None or BENIGN.search(sent.text) or re.search(r"(?i)atelecta|scar|emphysema", sent.text):
             continue
         rest = sent.text[:m.start() - sent.start] + " " + sent.text[m.end() - sent.start:]
         if _ASYMMETRY.search(rest) or _BILATERAL_FORMS.search(rest) or _PLURAL_SITE.search(rest):
@@ -607,7 +508,7 @@ def loc_make_unilateral(text: str, rng: random.Random) -> Rewrite | None:
             continue  # "Innumerable bilateral nodules. These are seen throughout both lungs."
         side = ("left", "right")[rng.randrange(2)]
         after = text[m.end():sent.end]
-        noun = re.match(rf"(?P<gap>(?:[\s-]+[A-Za-z-]+?){{0,3}}?)[\s-]+(?P<n>{_SIG_NOUN})\b", after, re.IGNORECASE)
+        noun = re.match(rf"(?P<gap>(?:[\s-]+[A-Za-z-]+?){{0,3}}?)[\s-]+(?P<n>{SIG_NOUN})\b", after, re.IGNORECASE)
         if noun is not None and not is_positive(text, m.end() + noun.start("n"), m.end() + noun.end("n")):
             noun = None
         if m.group("bi"):
@@ -630,7 +531,7 @@ def loc_make_unilateral(text: str, rng: random.Random) -> Rewrite | None:
             new = match_case(m.group(0), f"{side} {m.group(0).lower()[2:]}")
             cands.append((m.start(), m.end(), new, m.group(0)))
         else:
-            before = [f for f in re.finditer(rf"(?i)\b(?:{_SIG_NOUN})\b", text[sent.start:m.start()])
+            before = [f for f in re.finditer(rf"(?i)\b(?:{SIG_NOUN})\b", text[sent.start:m.start()])
                       if is_positive(text, sent.start + f.start(), sent.start + f.end())]
             if not before and noun is None:
                 continue
@@ -639,7 +540,7 @@ def loc_make_unilateral(text: str, rng: random.Random) -> Rewrite | None:
             else:
                 words = m.group(0).split()
                 new = f"{side} lung base" if words[-2:][0].lower() == "lung" else f"{side} base"
-                cands.append((m.start(), m.end(), _case(text, m.start(), m.group(0), new), m.group(0)))
+                cands.append((m.start(), m.end(), site_case(text, m.start(), m.group(0), new), m.group(0)))
     return pick_edit(text, rng, cands, lambda old: (
         f"The bilateral finding ({old!r}) is reported on one side only: the other side's involvement is lost, "
         "and unilateral vs bilateral opacities or effusions have different causes and work-up (bilateral "
@@ -655,7 +556,7 @@ _TIP_LEAD = re.compile(
 )
 
 
-@rule("location", "significant", "omission", check=all_of(_tip_check("dropped"), labels("same")))
+@rule("location", "significant", "omission", check=all_of(tip_check("dropped"), labels("same")))
 def loc_drop_tip(text: str, rng: random.Random) -> Rewrite | None:
     """Omit where the tip of a line or tube lies ("Right PICC is unchanged with tip at the caval atrial
     junction." -> "Right PICC is unchanged."). (Choice: no device example in the paper; the tip position
@@ -671,196 +572,3 @@ def loc_drop_tip(text: str, rng: random.Random) -> Rewrite | None:
     return pick_edit(text, rng, cands, lambda old: (
         f"The tip position ({old!r}) is omitted: a line or tube cannot be cleared for use, and a malposition "
         "cannot be excluded, without it (§3.1, Location)."))
-
-
-# --------------------------------------------------------------------------- insignificant omission
-
-_BEFORE_GRANULOMA = re.compile(r"(?:[\s-]+(?:calcified|small|tiny|punctate|stable|dense|densely|old|healed|"
-                               r"\d+(?:\.\d+)?\s*-?(?:mm|cm)|(?-i:XXXX)))*[\s-]+$", re.IGNORECASE)
-_AFTER_GRANULOMA = re.compile(r"(?P<keep>(?:\s+(?:is|are))?(?:\s+(?:again\s+)?(?:noted|seen|present|identified))?)"
-                              r"(?P<del>\s*,\s*|\s+(?:(?:in|within|at|of|overlying|projecting\s+over)\s+(?:the\s+)?)?)",
-                              re.IGNORECASE)
-
-
-_SITE_ENDS = re.compile(r"\s*(?:[.,;:]|$)|\s+(?!(?:and|regions?|areas?|zones?|aspect|(?-i:XXXX))\b)\w", re.IGNORECASE)
-
-
-def _granuloma_sites(text: str) -> list[tuple[str, int, int, tuple[int, int, str]]]:
-    """``(site, start, end, deletion)``: a lobe or zone written right before or after an asserted
-    granuloma ("Right lung base calcified granuloma", "Calcified granuloma in the left upper lobe") at
-    ``[start, end)`` of the report, and the edit ``(a, b, new)`` that deletes it cleanly."""
-    out = []
-    for g in _GRANULOMA.finditer(text):
-        if not is_positive(text, g.start(), g.end()):
-            continue
-        sent = sentence_at(text, g.start(), g.end())
-        for loc in extract_location(sent.text):
-            a, b = sent.start + loc.start, sent.start + loc.end
-            if re.match(r"\s*(?:and\b|/|&)", text[b:]) or re.search(r"(?:\band|/|&)\s*$", text[max(0, a - 6):a]):
-                continue  # one of several sites ("right midlung and posterior costophrenic sulcus")
-            if b <= g.start() and _BEFORE_GRANULOMA.fullmatch(text, b, g.start()):
-                e = delete_word(text, a, b)
-                if e is not None:
-                    out.append((loc.text, a, b, e))
-            elif a >= g.end():
-                lead = _AFTER_GRANULOMA.fullmatch(text, g.end(), a)
-                if lead is not None and _SITE_ENDS.match(text, b):
-                    out.append((loc.text, a, b, (lead.start("del"), b, "")))
-    return out
-
-
-@rule("location", "insignificant", "omission", check=all_of(local_attr("location", "differ"), labels("same")))
-def loc_drop_granuloma_site(text: str, rng: random.Random) -> Rewrite | None:
-    """Omit the site of a calcified granuloma ("Calcified granuloma in the left upper lobe" -> "Calcified
-    granuloma"). (Choice: no example in the paper; a granuloma is a healed benign lesion that needs no
-    follow-up wherever it lies, like the side in Appendix A, Location I.)"""
-    cands = [(*edit, site) for site, _a, _b, edit in _granuloma_sites(text)]
-    return pick_edit(text, rng, cands, lambda old: (
-        f"The site {old!r} of a granuloma is omitted: a healed benign lesion needs no follow-up wherever it "
-        "lies (Appendix A, Location I)."))
-
-
-_SPINE_REGION = r"(?:(?:mid|upper|lower)[- ]?)?thoracic|thoracolumbar|cervicothoracic"
-_DEGENERATIVE = re.compile(r"(?i)degenerat|spondylo|osteophyt|arthrit|\bDJD\b|spur|scoliosis|kyphosis")
-_SPINE_SERIOUS = re.compile(r"(?i)fractur|compression|wedg|deformit|lesion|lytic|blastic|metasta|destruct|collapse|"
-                            r"height|kyphoplast|vertebroplast|fusion|hardware|\brods?\b|\bscrews?\b")
-
-
-@rule("location", "insignificant", "omission", check=all_of(_terms(_SPINE_REGION, "differ"), labels("same")))
-def loc_drop_spine_region(text: str, rng: random.Random) -> Rewrite | None:
-    """Omit the region of the spine of an incidental degenerative or curvature finding ("degenerative
-    changes of the thoracic spine" -> "... of the spine"). (Choice: no example in the paper; the spine
-    seen on a chest radiograph is the thoracic spine, and degenerative change or a mild scoliosis there
-    does not alter care; fractures and destructive lesions are left alone.)"""
-    cands = []
-    for m in find_all(text, rf"\bthe\s+(?P<r>{_SPINE_REGION})\s+spine\b"):
-        sent = sentence_at(text, m.start(), m.end())
-        if sent is None or not _DEGENERATIVE.search(sent.text) or _SPINE_SERIOUS.search(sent.text):
-            continue
-        if not is_positive(text, m.start("r"), m.end("r")):
-            continue
-        add_deletion(cands, text, m.start("r"), m.end("r"), m.group("r"))
-    return pick_edit(text, rng, cands, lambda old: (
-        f"The spinal region {old!r} of a degenerative change is omitted: it is evident on a chest radiograph and "
-        "the incidental finding needs no action (Appendix A, Location I)."))
-
-
-# --------------------------------------------------------------------------- insignificant fabrication
-
-_GRANULOMA_SITES = ("right upper lobe", "left upper lobe", "right midlung", "left midlung", "right lung base",
-                    "left lung base")
-_GRANULOMATOUS = re.compile(r"\bgranulomas?\b|\bcalcified\s+nodules?\b|"
-                            r"\bgranulomatous\s+(?:disease|calcifications?|sequelae?|changes?)\b", re.IGNORECASE)
-_NOT_LUNG = re.compile(r"(?i)splen|liver|hepat|abdom|mediastin|hil(?:ar|um|a)\b|node|anterior|posterior|lateral|"
-                       r"medial|bilateral|both|throughout|scattered|diffuse|multiple|numerous|\blungs?\b|"
-                       r"^\W*(?:this|these|it|they|which)\b")
-
-
-@rule("location", "insignificant", "fabrication", check=all_of(local_attr("location", "differ"), labels("same")))
-def loc_add_granuloma_site(text: str, rng: random.Random) -> Rewrite | None:
-    """Give a site to a granuloma the report does not place ("Stable calcified granuloma." -> "Stable
-    calcified granuloma in the right upper lobe."). (Choice: no example in the paper; the site of a healed
-    benign granuloma changes neither interpretation nor follow-up.)"""
-    cands = []
-    for g in _GRANULOMATOUS.finditer(text):
-        if not is_positive(text, g.start(), g.end()):
-            continue
-        sent = sentence_at(text, g.start(), g.end())
-        if extract_location(sent.text) or extract_laterality(sent.text) or _NOT_LUNG.search(sent.text):
-            continue
-        after = re.match(r"\s+(?:(?:is|are)\s+)?(?:again\s+)?(?:noted|seen|present|identified)\b", text[g.end():])
-        pos = g.end() + (after.end() if after else 0)
-        if not re.match(r"\s*(?:[.,;:]|$)", text[pos:]):
-            continue
-        site = _GRANULOMA_SITES[rng.randrange(len(_GRANULOMA_SITES))]
-        cands.append((pos, pos, " " + styled(text, pos, f"in the {site}"), g.group(0)))
-    return pick_edit(text, rng, cands, lambda old: (
-        f"A site is added to the {old!r}, which the report does not place: a healed benign granuloma needs no "
-        "follow-up wherever it lies (Location I)."))
-
-
-_DEGEN_SPINE = re.compile(
-    r"\b(?:degenerative\s+(?:changes?|joint\s+disease|disease)|arthritic\s+changes?|osteoarthritis|DJD)"
-    r"(?:\s+(?:are|is)\s+(?:present|noted|seen))?\s+(?:of|in|within|involving|along)\s+the\s+"
-    r"(?:(?:mid|upper|lower|visualized)[- ]?)?(?:(?:thoracic|thoracolumbar|lower\s+cervical)\s+)?spine\b",
-    re.IGNORECASE,
-)
-
-
-@rule("location", "insignificant", "fabrication", check=all_of(_terms(r"shoulders?", "differ"), labels("same")))
-def loc_add_degenerative_site(text: str, rng: random.Random) -> Rewrite | None:
-    """Extend an incidental degenerative change to a second site ("degenerative changes of the thoracic
-    spine" -> "... of the thoracic spine and both shoulders"). (Choice: no example in the paper; like
-    Appendix A's Severity I example, a common incidental skeletal finding at one more site changes no
-    decision on a chest radiograph.)"""
-    cands = []
-    for m in _DEGEN_SPINE.finditer(text):
-        sent = sentence_at(text, m.start(), m.end())
-        if sent is None or not is_positive(text, m.start(), m.end()) or _SPINE_SERIOUS.search(sent.text):
-            continue
-        if re.search(r"(?i)shoulder|acromioclavicular|glenohumeral|\bAC\b|endplate|disc|DISH|spondyl|osteophyt",
-                     sent.text):
-            continue  # a shoulder already named, or a finding only the spine can have
-        if not re.match(r"\s*(?:[.,;:]|$)", text[m.end():]):
-            continue
-        if re.match(r"\s*(?:and\b|,\s*\w+\s+and\b|/)", text[m.end():]):
-            continue  # a list of sites already
-        cands.append((m.end(), m.end(), " " + styled(text, m.end(), "and both shoulders"), m.group(0)))
-    return pick_edit(text, rng, cands, lambda old: (
-        f"The incidental degenerative change ({old!r}) is extended to both shoulders: common, incidental on a "
-        "chest radiograph, and without consequence for care (Location I)."))
-
-
-# --------------------------------------------------------------------------- insignificant inaccuracy
-
-_NEAR_LOBE = {("right", "upper"): "middle", ("right", "middle"): "lower", ("right", "lower"): "middle",
-              ("left", "upper"): "lower", ("left", "lower"): "upper"}
-
-
-@rule("location", "insignificant", "inaccuracy",
-      check=all_of(local_attr("location", "differ"), local_attr("laterality", "same"), labels("same")))
-def loc_shift_granuloma_site(text: str, rng: random.Random) -> Rewrite | None:
-    """Move a granuloma to the neighbouring lobe or zone of the same side ("calcified granuloma in the
-    right upper lobe" -> "... right middle lobe", "right base" -> "right midlung"). (Choice: no example
-    in the paper; a healed benign granuloma needs no follow-up wherever it lies.)"""
-    cands = []
-    for site, a, _b, _edit in _granuloma_sites(text):
-        m = _LOBE_SIMPLE.match(site)
-        if m:
-            w, new = m.span("lvl"), _NEAR_LOBE[(m.group("side").lower(), m.group("lvl").lower())]
-        elif re.match(r"(?i)(?:left|right)\s+(?:lung\s+)?base$", site):
-            w, new = re.search(r"(?i)(?:lung\s+)?base$", site).span(), "midlung"
-        elif re.match(r"(?i)(?:left|right)\s+mid[- ]?lung(?:\s+zone)?$", site):
-            w, new = re.search(r"(?i)mid[- ]?lung(?:\s+zone)?$", site).span(), "lung base"
-        else:
-            continue
-        cands.append(_site_edit(a, site, *w, match_case(site[w[0]:w[1]], new)))
-    return pick_edit(text, rng, cands, lambda old: (
-        f"The granuloma's site {old!r} is moved to the neighbouring lobe or zone: a healed benign lesion needs no "
-        "follow-up wherever it lies (Location I)."))
-
-
-@rule("location", "insignificant", "inaccuracy",
-      check=all_of(local_attr("location", "differ"), local_attr("laterality", "same"), labels("same")))
-def loc_lobe_to_zone(text: str, rng: random.Random) -> Rewrite | None:
-    """Give the radiographic zone instead of the lobe ("right lower lobe opacity" -> "right basilar
-    opacity", "in the left upper lobe" -> "in the left upper lung"). (Choice: no example in the paper; on
-    a frontal film the lower lobe is the lung base, and a basal or lower-lobe finding is managed alike.)"""
-    cands = []
-    for loc in extract_location(text):
-        m = _LOBE_SIMPLE.match(loc.text)
-        if loc.kind_of != "lobe" or not m or m.group("lvl").lower() == "middle" or not is_positive(text, loc.start, loc.end):
-            continue
-        sent = sentence_at(text, loc.start, loc.end)
-        if not any(is_positive(text, sent.start + f.start(), sent.start + f.end())
-                   for f in re.finditer(rf"\b(?:{FINDING_NOUN})\b", sent.text, re.IGNORECASE)):
-            continue
-        if not _lobe_alone(text, loc.start, loc.end):
-            continue  # "anterior segment of the right lower lobe": a segment of a zone makes no sense
-        pre = _prenominal_site(text, loc.end)
-        zone = {"lower": "basilar" if pre else "lung base", "upper": "upper lung"}[m.group("lvl").lower()]
-        new = _case(text, loc.start + m.start("lvl"), m.group("lvl"), zone)
-        cands.append(_site_edit(loc.start, loc.text, m.start("lvl"), len(loc.text), new))
-    return pick_edit(text, rng, cands, lambda old: (
-        f"The lobe {old!r} is given as the corresponding radiographic zone: on a frontal film the two are "
-        "the same region, and the finding is managed alike (Location I)."))
