@@ -7,6 +7,7 @@ runner's own behaviour is tested in seconds.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import nbformat
@@ -194,3 +195,24 @@ def test_no_progress_still_prints_the_warnings_once(capsys):
     h.emit(rec("radaudit.models.cache", logging.WARNING, "The cache x.sqlite was damaged"))
     out = capsys.readouterr().out
     assert out == "  warning: The cache x.sqlite was damaged\n"
+
+
+THREADS_CELL = ("import os, torch\nfrom pathlib import Path\n"
+                "Path(run_dir, 'tables', 'threads.csv').write_text(f\"{os.environ.get('OMP_NUM_THREADS')},"
+                "{torch.get_num_threads()}\\n\")")
+
+
+@pytest.mark.parametrize("caller", [None, "2"])
+def test_the_kernel_runs_one_torch_thread_unless_the_caller_says(project, monkeypatch, caller):
+    """radaudit.run.KERNEL_THREADS: a kernel trains on one thread (the same stand-in from `run`, `run all --jobs N`
+    and Ray's 1-thread workers); a caller's OMP_NUM_THREADS wins, and the runner's own environment is left as it was."""
+    _nb(project / "notebooks" / "echo.ipynb", PARAMS_CELL, THREADS_CELL)
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)  # conftest caps it under xdist; torch would take it
+    if caller is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", caller)
+    res = run_experiment("echo", "smoke", progress=False)
+    want = caller or "1"
+    assert (res.run_dir / "tables" / "threads.csv").read_text() == f"{want},{want}\n"
+    assert os.environ.get("OMP_NUM_THREADS") == caller

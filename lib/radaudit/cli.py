@@ -23,15 +23,24 @@ signal's number (143, 130) after marking its manifest ``interrupted``.
 
 from __future__ import annotations
 
+import datetime as _dt
+import json
 import logging
 import sys
 import time
+import webbrowser
 from pathlib import Path
 
 import click
 
 from radaudit.errors import RadauditError, RunFailedError, RunInterrupted
-from radaudit.runs import STATUSES
+from radaudit.findings import findings_frame, read_findings, readme_block, update_readme
+from radaudit.paths import check_component, outputs_dir, params_dir, project_root
+from radaudit.runs import STATUSES, format_runs, list_runs, report_of, resolve_run
+
+# A command imports the rest of the lab inside its function: radaudit.config and radaudit.experiments (pydantic),
+# pandas, papermill, torch and the data registry cost 0.5-5 s each, which `radaudit --help` and every other command
+# would pay. Each such import says so (`# lazy: ...`); the cheap ones above are shared by several commands.
 
 
 def _fail(err: Exception, code: int) -> None:
@@ -101,9 +110,8 @@ def main(verbose: bool) -> None:
 @main.command("list")
 def list_cmd() -> None:
     """Experiments and their presets, each with a one-line description."""
-    from radaudit.config import list_presets
-    from radaudit.experiments import EXPERIMENTS
-    from radaudit.paths import params_dir
+    from radaudit.config import list_presets  # lazy: pydantic, ~0.5 s off `radaudit --help`
+    from radaudit.experiments import EXPERIMENTS  # lazy: as radaudit.config
 
     measured = _demo_minutes()
     for exp in EXPERIMENTS.values():
@@ -118,10 +126,6 @@ def list_cmd() -> None:
 def _demo_minutes() -> dict[str, str]:
     """Per experiment, what its demo took on a fresh clone and with its models cached, from the benchmark results
     (``benchmarks/results/demo_fresh.json``, ``demo_cached.json``), with the machine and date: never a typed time."""
-    import json
-
-    from radaudit.paths import project_root
-
     out: dict[str, dict[str, float]] = {}
     where = {}
     for kind in ("fresh", "cached"):
@@ -149,11 +153,10 @@ def _demo_minutes() -> dict[str, str]:
 def params_cmd(experiment: str, preset: str, overrides: tuple[str, ...], params_files: tuple[str, ...]) -> None:
     """Show an experiment's resolved parameters and what every key means, as YAML (save it, edit it,
     run it with -f)."""
-    import yaml
+    import yaml  # lazy: ~50 ms off `radaudit --help`
 
-    from radaudit.config import resolve_params
-    from radaudit.experiments import get_experiment
-    from radaudit.paths import params_dir
+    from radaudit.config import resolve_params  # lazy: pydantic, ~0.5 s off `radaudit --help`
+    from radaudit.experiments import get_experiment  # lazy: as radaudit.config
 
     model = get_experiment(experiment).params_model()
     params = resolve_params(model, params_dir(), experiment, preset, overrides, params_files=params_files)
@@ -173,10 +176,9 @@ def params_cmd(experiment: str, preset: str, overrides: tuple[str, ...], params_
 def preflight_cmd(experiment: str, preset: str, overrides: tuple[str, ...], params_files: tuple[str, ...]) -> None:
     """List every dataset path, model, adapter and checkpoint a preset needs, whether each is here, and
     the GPU memory of each model at its dtype; exit 2 when a required item is missing. Loads no weights."""
-    from radaudit.config import resolve_params
-    from radaudit.experiments import get_experiment
-    from radaudit.paths import params_dir
-    from radaudit.preflight import preflight_report
+    from radaudit.config import resolve_params  # lazy: pydantic, ~0.5 s off `radaudit --help`
+    from radaudit.experiments import get_experiment  # lazy: as radaudit.config
+    from radaudit.preflight import preflight_report  # lazy: as radaudit.config
 
     exp = get_experiment(experiment)
     params = resolve_params(exp.params_model(), params_dir(), experiment, preset, overrides, params_files=params_files)
@@ -209,10 +211,9 @@ def preflight_cmd(experiment: str, preset: str, overrides: tuple[str, ...], para
               "On a GPU they share its memory: keep 1 for the paper presets.")
 def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, params_files, rehearse, shard, jobs) -> None:
     """Execute an experiment's notebook into outputs/<experiment>/<run>/ (EXPERIMENT may be 'all')."""
-    from radaudit.config import list_presets
-    from radaudit.experiments import EXPERIMENTS
-    from radaudit.paths import check_component, params_dir
-    from radaudit.run import prepare, run_experiment
+    from radaudit.config import list_presets  # lazy: pydantic, ~0.5 s off `radaudit --help`
+    from radaudit.experiments import EXPERIMENTS  # lazy: as radaudit.config
+    from radaudit.run import prepare, run_experiment  # lazy: the run machinery (papermill is imported at the run)
 
     if shard is not None:
         _run_shard(experiment, preset, overrides, data_root, out, name, params_files, rehearse, shard)
@@ -258,9 +259,9 @@ def run_cmd(experiment, preset, overrides, data_root, out, name, no_progress, pa
 def _first_run_hint(names, preset) -> str | None:
     """A line for a demo run whose cache holds no trained stand-in yet: those experiments train theirs first (most of
     a fresh clone's time), and a cache bundle from another clone skips that."""
-    from radaudit.experiments import EXPERIMENTS
-    from radaudit.models.bundle import cache_entries
-    from radaudit.models.cache import default_cache_dir
+    from radaudit.experiments import EXPERIMENTS  # lazy: pydantic, ~0.5 s off `radaudit --help`
+    from radaudit.models.bundle import cache_entries  # lazy: the models layer, ~50 ms off `radaudit --help`
+    from radaudit.models.cache import default_cache_dir  # lazy: as radaudit.models.bundle
 
     training = [n for n in names if EXPERIMENTS[n].first_run_rank > 0]
     if preset != "demo" or not training:
@@ -275,7 +276,7 @@ def _first_run_hint(names, preset) -> str | None:
 
 def _run_parallel(names, jobs, preset, overrides, data_root, out, name, params_files, rehearse) -> None:
     """``radaudit run all --jobs N`` (:mod:`radaudit.run_many`): a line as each run starts and ends, then the summary."""
-    from radaudit.run_many import run_many
+    from radaudit.run_many import run_many  # lazy: pandas and the run machinery, ~2.5 s off `radaudit --help`
 
     t0 = time.monotonic()
     click.echo(f"Running {len(names)} experiments, {jobs} at a time (each notebook's log: its run folder's run.log).")
@@ -306,7 +307,7 @@ def _run_shard(experiment, preset, overrides, data_root, out, name, params_files
     per command: each has its own step and items), ``--rehearse`` (a rehearsal is a handful of items on tiny twins,
     and its twins and single-threaded kernels are set up by the notebook runner: run it whole) and ``--name`` (a
     shard's folder is named for its shard: ``<time>_<preset>_<i>of<n>``)."""
-    from radaudit.shards import parse_shard, run_shard, shardable_experiments
+    from radaudit.shards import parse_shard, run_shard, shardable_experiments  # lazy: pydantic, ~0.6 s off --help
 
     i, n = parse_shard(shard)
     can = ", ".join(shardable_experiments())
@@ -361,7 +362,7 @@ def sweep_cmd(experiment, preset, grid, overrides, data_root, out, no_progress, 
               cpus_per_run, gpus_per_run, shards, plot) -> None:
     """Run an experiment over a grid of parameters (one run per combination, as Ray tasks or serially) and write
     outputs/<experiment>/sweeps/<time>_<preset>/ with summary.csv, index.md, summary.png and manifest.json."""
-    from radaudit.sweep import sweep
+    from radaudit.sweep import sweep  # lazy: pandas and the run machinery, ~2.5 s off `radaudit --help`
 
     res = sweep(experiment, preset, grid, overrides, data_root=data_root, out=out, progress=not no_progress,
                 params_files=params_files, engine=engine, address=address, cpus_per_run=cpus_per_run,
@@ -392,11 +393,7 @@ def sweep_cmd(experiment, preset, grid, overrides, data_root, out, no_progress, 
               help="Rewrite the findings block of docs/experiments/<experiment>.md from this run.")
 def findings_cmd(experiment, run_dir, write_docs) -> None:
     """A run's headline findings (findings.json)."""
-    from pathlib import Path
-
-    from radaudit.experiments import get_experiment
-    from radaudit.findings import findings_frame, read_findings, readme_block, update_readme
-    from radaudit.paths import project_root
+    from radaudit.experiments import get_experiment  # lazy: pydantic, ~0.5 s off `radaudit --help`
 
     get_experiment(experiment)
     folder = Path(run_dir) if run_dir else project_root() / "outputs" / experiment / "latest"
@@ -416,8 +413,6 @@ _OUT_OPTION = click.option("--out", type=click.Path(file_okay=False), default=No
 
 
 def _outputs_root(out: str | None) -> Path:
-    from radaudit.paths import outputs_dir
-
     return Path(out) if out else outputs_dir()
 
 
@@ -432,10 +427,7 @@ def _outputs_root(out: str | None) -> Path:
 def runs_cmd(experiment, preset, status, limit, as_json, out) -> None:
     """The runs, newest first: experiment, run, preset, status, commit, start, duration and headline findings
     (also rewrites outputs/index.html, so that it shows the same statuses)."""
-    import json
-
-    from radaudit.report import render_index
-    from radaudit.runs import format_runs, list_runs
+    from radaudit.report import render_index  # lazy: pandas, ~0.4 s off `radaudit --help`
 
     root = _outputs_root(out)
     records = list_runs(root, experiment=experiment, preset=preset, status=status, limit=limit)
@@ -463,13 +455,9 @@ def runs_cmd(experiment, preset, status, limit, as_json, out) -> None:
 def open_cmd(run, browser, out) -> None:
     """Print the path of a run's HTML report. RUN: a run folder's name, <experiment>/<run>, latest (the newest run
     with a report) or <experiment>/latest."""
-    from radaudit.runs import report_of, resolve_run
-
     html = report_of(resolve_run(_outputs_root(out), run)).resolve()
     click.echo(str(html))
     if browser:
-        import webbrowser
-
         if not webbrowser.open(html.as_uri()):
             raise RadauditError(f"No web browser could be started here: open {html} by hand.")
 
@@ -483,11 +471,8 @@ def open_cmd(run, browser, out) -> None:
 @click.option("--top", type=int, default=10, show_default=True, help="How many cells to list.")
 def timings_cmd(experiments, preset, run_dirs, out, top) -> None:
     """Where the time went: the slowest notebook cells over the latest runs (or the --run folders)."""
-    from pathlib import Path
-
-    from radaudit.experiments import get_experiment
-    from radaudit.paths import project_root
-    from radaudit.timings import latest_runs, slowest_cells
+    from radaudit.experiments import get_experiment  # lazy: pydantic, ~0.5 s off `radaudit --help`
+    from radaudit.timings import latest_runs, slowest_cells  # lazy: pandas, ~1 s off `radaudit --help`
 
     for e in experiments:
         get_experiment(e)
@@ -506,7 +491,7 @@ def timings_cmd(experiments, preset, run_dirs, out, top) -> None:
 @main.command("metrics")
 def metrics_cmd() -> None:
     """The report metrics in the registry, and whether each can run in this environment."""
-    from radaudit.metrics import list_metrics
+    from radaudit.metrics import list_metrics  # lazy: the metric registry, ~5 s off `radaudit --help`
 
     df = list_metrics()
     for r in df.itertuples():
@@ -519,11 +504,15 @@ def metrics_cmd() -> None:
 @click.argument("table", type=click.Path(dir_okay=False))
 @click.option("--metrics", "metrics", required=True, help="Comma-separated metric names (radaudit metrics; short: "
               "bleu, rouge, chexpert_f1).")
-@click.option("--by", "by", default="", help="Comma-separated group columns (e.g. sex,age_group).")
+@click.option("--by", "by", default="", help="Comma-separated group columns (e.g. sex,age_group); each group's "
+              "scores and the largest gap per metric are printed.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Folder for scores.csv, gaps.csv, pairs.csv and scores.html (default outputs/score/<file>_<time>).")
-@click.option("--reference-column", default="reference", show_default=True)
-@click.option("--prediction-column", default="prediction", show_default=True)
+              help="Folder for scores.csv, gaps.csv, pairs.csv and scores.html (default outputs/score/<file>_<time>). "
+                   "pairs.csv: row (the pair's 0-based position in TABLE as pandas reads it; line row + 2 of a file "
+                   "without blank lines or multi-line cells), the group columns, both texts, per-pair scores.")
+@click.option("--reference-column", default="reference", show_default=True, help="The column of the reference reports.")
+@click.option("--prediction-column", default="prediction", show_default=True,
+              help="The column of the generated reports.")
 @click.option("--n-bootstrap", type=int, default=1000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--context-columns", "context_columns", default="",
@@ -531,24 +520,28 @@ def metrics_cmd() -> None:
                    "otherwise); passed to metrics that take a context (atomimed_clinical), ignored by the others.")
 def score_cmd(table, metrics, by, out, reference_column, prediction_column, n_bootstrap, seed, context_columns) -> None:
     """Score your own reports: each metric overall and per group, with 95% BCa bootstrap CIs and the gaps
-    between groups (BH-corrected p-values). TABLE is a CSV with reference and prediction columns."""
-    import datetime as _dt
+    between groups (BH-corrected p-values). TABLE is a CSV with reference and prediction columns.
 
-    from radaudit.paths import outputs_dir
-    from radaudit.scoring import score_file
+    Report each metric's "headline" row: the corpus statistic of a corpus metric (BLEU, chexpert_f1: counts
+    summed over the pairs, as the field computes them), the mean of any other; a "per-pair view" is a corpus
+    metric's mean over pairs."""
+    import warnings
+
+    from radaudit.scoring import score_file  # lazy: the metric registry, ~5 s off `radaudit --help`
+    from radaudit.stats import BootstrapWarning
 
     names = [m.strip() for m in metrics.split(",") if m.strip()]
     groups = [b.strip() for b in by.split(",") if b.strip()]
-    report = score_file(table, names, groups, reference=reference_column, prediction=prediction_column,
-                        n_bootstrap=n_bootstrap, seed=seed, context_columns=context_columns)
+    with warnings.catch_warnings():   # a BCa fallback is one note of the summary, not a warning per interval
+        warnings.simplefilter("ignore", BootstrapWarning)
+        report = score_file(table, names, groups, reference=reference_column, prediction=prediction_column,
+                            n_bootstrap=n_bootstrap, seed=seed, context_columns=context_columns)
     stem = Path(table).stem
     folder = Path(out) if out else outputs_dir() / "score" / f"{stem}_{_dt.datetime.now():%Y%m%d-%H%M%S}"
-    paths = report.write(folder, title=f"Scores of {Path(table).name}")
-    overall = report.table[report.table["group_column"] == "all"]
-    for r in overall.itertuples():
-        ci = f"[{r.low:.3g}, {r.high:.3g}]" if r.low == r.low else ""
-        click.echo(f"  {r.metric:<34} {r.statistic:<14} {r.estimate:.4g} {ci}")
-    click.echo(f"   tables: {paths['scores'].parent}\n   page:   {paths['html']}")
+    title = f"Scores of {Path(table).name}"
+    paths = report.write(folder, title=title)
+    click.echo(report.summary(title))
+    click.echo(f"\n   tables: {paths['scores'].parent}  (scores.csv, gaps.csv, pairs.csv)\n   page:   {paths['html']}")
 
 
 @main.group("data")
@@ -560,8 +553,8 @@ def data_group() -> None:
 @click.option("--data-root", type=click.Path(file_okay=False), default=None)
 def data_list(data_root) -> None:
     """Registered datasets and whether they are present under the data root."""
-    from radaudit.data import list_datasets
-    from radaudit.data.root import resolve_data_root
+    from radaudit.data import list_datasets  # lazy: the data registry (pandas), ~1.5 s off `radaudit --help`
+    from radaudit.data.root import resolve_data_root  # lazy: as radaudit.data
 
     root = resolve_data_root(data_root, must_exist=False)
     click.echo(f"data root: {root}{'' if root.is_dir() else '  (does not exist)'}")
@@ -578,11 +571,9 @@ def data_list(data_root) -> None:
 @click.option("--force", is_flag=True, help="Download again even if a file is present and verified.")
 def data_fetch(names, data_root, mirror, force) -> None:
     """Download public datasets from their canonical sources (NAMES, or 'public' for all)."""
-    from pathlib import Path
-
-    from radaudit.data import DATASETS
-    from radaudit.data.fetch import fetch
-    from radaudit.data.root import resolve_data_root
+    from radaudit.data import DATASETS  # lazy: the data registry (pandas), ~1.5 s off `radaudit --help`
+    from radaudit.data.fetch import fetch  # lazy: as radaudit.data
+    from radaudit.data.root import resolve_data_root  # lazy: as radaudit.data
 
     root = Path(data_root).resolve() if data_root else resolve_data_root(None, must_exist=False)
     root.mkdir(parents=True, exist_ok=True)
@@ -600,7 +591,7 @@ def cache_group() -> None:
 
 
 def _cache_root(cache: str | None) -> Path:
-    from radaudit.models.cache import default_cache_dir
+    from radaudit.models.cache import default_cache_dir  # lazy: the models layer, off `radaudit --help`
 
     return Path(cache).expanduser().resolve() if cache else default_cache_dir()
 
@@ -613,7 +604,7 @@ _CACHE_OPTION = click.option("--cache", "cache", type=click.Path(file_okay=False
 @_CACHE_OPTION
 def cache_info(cache) -> None:
     """What the cache holds, its size, and what a bundle carries."""
-    from radaudit.models.bundle import cache_summary
+    from radaudit.models.bundle import cache_summary  # lazy: the models layer, ~50 ms off `radaudit --help`
 
     root = _cache_root(cache)
     rows = cache_summary(root)
@@ -631,7 +622,7 @@ def cache_info(cache) -> None:
 def cache_check(cache, repair) -> None:
     """Check every cache entry: SQLite files, model folders against their file lists, array parts, leftovers of
     interrupted writes. Exits 1 when something is damaged and --repair was not given."""
-    from radaudit.models.cache_check import check_cache
+    from radaudit.models.cache_check import check_cache  # lazy: the models layer, ~0.25 s off `radaudit --help`
 
     report = check_cache(_cache_root(cache), repair=repair)
     click.echo(f"cache: {report.root}")
@@ -649,7 +640,7 @@ def cache_check(cache, repair) -> None:
 @click.option("--kind", "kinds", multiple=True, help="Carry only these folders (repeatable; the SQLite caches always go).")
 def cache_export(bundle, cache, kinds) -> None:
     """Pack the cache into BUNDLE (*.tar, *.tar.gz or *.tgz)."""
-    from radaudit.models.bundle import export_bundle
+    from radaudit.models.bundle import export_bundle  # lazy: the models layer, ~50 ms off `radaudit --help`
 
     start = time.monotonic()
     manifest = export_bundle(_cache_root(cache), bundle, kinds=list(kinds) or None)
@@ -670,7 +661,7 @@ def cache_export(bundle, cache, kinds) -> None:
 def cache_import(bundle, cache) -> None:
     """Add what BUNDLE holds to the cache, never overwriting; runs then reuse every entry their data and params
     match (entries made from other data or another recipe are carried, never used)."""
-    from radaudit.models.bundle import import_bundle
+    from radaudit.models.bundle import import_bundle  # lazy: the models layer, ~50 ms off `radaudit --help`
 
     start = time.monotonic()
     report = import_bundle(bundle, _cache_root(cache))

@@ -132,7 +132,9 @@ def determinism_info() -> dict[str, Any]:
     info = {"torch": str(torch.__version__), "accelerator": "cuda" if cuda else "cpu",
             "deterministic_algorithms": strict, "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
             "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
-            "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG")}
+            "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+            # a trained model's last bits depend on it (radaudit.run.KERNEL_THREADS)
+            "torch_threads": int(torch.get_num_threads())}
     if not cuda:
         info["note"] = "CPU kernels: same params and seed give the same tables"
     elif strict:

@@ -16,24 +16,46 @@ the notebook and raises :class:`~radaudit.errors.RunInterrupted` (``radaudit run
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
 import signal
+import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from radaudit import manifest
+from radaudit import manifest, report
 from radaudit.config import BaseParams
 from radaudit.errors import ParamsError, RunFailedError, RunInterrupted
 from radaudit.experiments import Experiment
+from radaudit.models.cache import default_cache_dir
 from radaudit.paths import check_component, notebooks_dir, outputs_dir, project_root
 from radaudit.run_setup import default_run_name, new_run_dir, prepare  # noqa: F401  (run.prepare stays public)
+from radaudit.timings import heading_above, section_times
 
 log = logging.getLogger("radaudit.run")
+
+#: torch's intra-op threads in a run's notebook kernel (``OMP_NUM_THREADS``, set for the kernel unless the caller set
+#: it). One, so that a run gives the same numbers however it is started (issue 44):
+#:
+#: * A model trained with 1 and with 2 threads differs in float rounding (8 steps of the demo VLM give different
+#:   weights), and a trained stand-in is the start of every number after it. Ray's workers run with 1 thread
+#:   (``radaudit sweep``, the verdict-stability benchmark), a kernel alone with as many as the machine has: a sweep's
+#:   seed 0 was another model than ``radaudit run``'s seed 0. With one thread everywhere, ``run``, ``run all --jobs N``
+#:   and ``sweep`` train the same stand-in from the same seed, and the stability benchmark judges the very models a
+#:   user's ``make demo`` trains.
+#: * ``make demo`` runs two notebooks at a time, so one thread each still fills two cores; without
+#:   ``OMP_WAIT_POLICY=PASSIVE`` two kernels of 2 spinning threads each made a VLM step 5-8x slower than 1 thread
+#:   each (``benchmarks/profile_standins.py`` measures the step with 1 and 2 threads, alone and side by side).
+#:
+#: A paper run on a large machine sets ``OMP_NUM_THREADS`` itself (its models run on the GPU); the value is recorded
+#: in ``recorded.determinism.torch_threads``, and another value may change a trained stand-in's last bits.
+KERNEL_THREADS = "1"
 
 
 @dataclass
@@ -60,16 +82,12 @@ def _point_latest(exp_dir: Path, run_dir: Path) -> None:
 def notebook_steps(nb_path: Path) -> dict[str, float]:
     """Seconds spent per notebook section (the nearest markdown heading above each code cell):
     :func:`radaudit.timings.section_times`."""
-    from radaudit.timings import section_times
-
     return section_times(nb_path)
 
 
 def _write_report(run_dir: Path, nb_out: Path, index_root: Path) -> Path | None:
     """The run's reading report and the outputs' ``index.html`` (:mod:`radaudit.report`). The notebook is the
     primary record: a failed report is logged, never fatal."""
-    from radaudit import report
-
     html = None
     try:
         if nb_out.exists():
@@ -93,9 +111,7 @@ def _outputs_listing(run_dir: Path) -> dict[str, dict[str, str]]:
 
 def kernel_python(kernel_name: str = "python3") -> str:
     """The interpreter the notebook kernel will run in (jupyter_client maps a bare ``python`` to ours)."""
-    import sys
-
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel  # lazy: jupyter's stack only for a run
 
     try:
         argv0 = KernelSpecManager().get_kernel_spec(kernel_name).argv[0]
@@ -115,12 +131,10 @@ def kernel_python(kernel_name: str = "python3") -> str:
 def _kernel_config():
     """Run the kernel over local IPC sockets rather than TCP where the platform has them: nothing
     listens on a network port, and ipykernel's "TCP without encryption" warning goes away."""
-    from traitlets.config import Config
+    from traitlets.config import Config  # lazy: jupyter's stack only for a run
 
     if os.name != "posix":
         return Config()
-    import tempfile
-
     # for IPC, `ip` is the socket files' path prefix: keep them out of the working directory
     prefix = os.path.join(tempfile.gettempdir(), f"radaudit-kernel-{os.getpid()}")
     return Config({"KernelManager": {"transport": "ipc", "ip": prefix}})
@@ -128,8 +142,6 @@ def _kernel_config():
 
 def _recorded(run_dir: Path) -> dict[str, Any]:
     """What the notebook kept with ``run.record(...)`` (see :class:`radaudit.session.Run`)."""
-    import json
-
     p = run_dir / "recorded.json"
     try:
         return json.loads(p.read_text(encoding="utf-8")) if p.exists() else {}
@@ -183,7 +195,7 @@ class _TerminalStage(logging.Handler):
         if self.prefix is not None:
             print(f"  {self.prefix}{line}", flush=True)
             return
-        from tqdm import tqdm
+        from tqdm import tqdm  # lazy: only with the progress bar on
 
         tqdm.write(f"  {line}")
 
@@ -218,8 +230,6 @@ class _RunTracker:
     def cell_done(self, index: int | None, nb: Any) -> None:
         """papermill finished cell ``index`` of ``nb``: a code cell that completed is the run's ``last_cell``; a
         markdown cell, a failed cell or one cut short by a signal only refreshes the heartbeat."""
-        from radaudit.timings import heading_above
-
         cell = nb.cells[index] if index is not None and 0 <= index < len(nb.cells) else None
         state = ((cell.get("metadata") or {}).get("papermill") or {}).get("status") if cell is not None else None
         if cell is None or cell.get("cell_type") != "code" or state != "completed" or self.signum is not None:
@@ -282,7 +292,7 @@ class _RunTracker:
 def _tracking_engine() -> str:
     """The name of a papermill engine that is nbclient's plus a callback after each cell (``on_cell=f``: called as
     ``f(cell_index, notebook)``), registered once."""
-    from papermill.engines import NBClientEngine, papermill_engines
+    from papermill.engines import NBClientEngine, papermill_engines  # lazy: papermill (heavy) only for a run
 
     class TrackingEngine(NBClientEngine):
         @classmethod
@@ -331,15 +341,13 @@ def run_experiment(
     before anything is written, ``RunFailedError`` after a failed cell (outputs kept). ``progress=False`` hides the
     cell bar and the stage lines; ``stage_prefix`` then still prints the stage lines (training steps, generation
     batches, warnings), each after that prefix (several notebooks at once)."""
-    import papermill as pm
+    import papermill as pm  # lazy: papermill (heavy) only for a run, not for importing radaudit.run
 
     if name is not None and run_parent is None:  # a user's name (a sweep builds its own labels)
         check_component(name, "run name")
     exp, params = prepared or prepare(experiment, preset, overrides, data_root, params_files)
     rehearsal = None
     if rehearse:  # the same notebook and code, tiny twins and invented fixtures (see Experiment.rehearsal)
-        from radaudit.models.cache import default_cache_dir
-
         rehearse_params = exp.rehearsal_function()
         if rehearse_params is None:
             raise ParamsError("This experiment has no rehearsal yet (see issue 19): run its smoke preset instead.")
@@ -386,11 +394,10 @@ def run_experiment(
     # saved notebook and the report; progress goes to the terminal and run.log (radaudit.progress). This process
     # imported tqdm already (papermill), and tqdm reads the variable at import, so papermill's own bar stays.
     os.environ.setdefault("TQDM_DISABLE", "1")
-    # a rehearsal's twins are a few units wide: torch's intra-op threads only add synchronisation (measured ~10x
-    # slower with 2 threads on busy shared cores); its kernel runs single-threaded, the variable restored after
+    # One torch thread per notebook kernel (KERNEL_THREADS), unless the caller set OMP_NUM_THREADS: see the constant.
     omp = os.environ.get("OMP_NUM_THREADS")
-    if rehearse:
-        os.environ["OMP_NUM_THREADS"] = "1"
+    if omp is None:
+        os.environ["OMP_NUM_THREADS"] = KERNEL_THREADS
     t0 = time.perf_counter()
     status, error = "succeeded", None
     log.info("running %s (preset %s) into %s", experiment, preset, run_dir)
@@ -427,10 +434,8 @@ def run_experiment(
         finally:  # also when a second signal cuts the report short
             tracker.close()
             pm_logger.propagate = pm_propagate
-            if rehearse and omp is None:
+            if omp is None:
                 os.environ.pop("OMP_NUM_THREADS", None)
-            elif rehearse:
-                os.environ["OMP_NUM_THREADS"] = omp
             pm_logger.removeFilter(levels)
             if terminal is not None:
                 pm_logger.removeHandler(terminal)

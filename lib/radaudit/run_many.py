@@ -3,11 +3,12 @@
 Each experiment runs in its own process (:func:`radaudit.run.run_experiment`, exactly as ``radaudit run
 <experiment>`` runs it), at most ``jobs`` at a time. Why processes and not more torch threads: measured on 2 cores,
 a cached ``make demo`` keeps 1.1 cores busy (user + system time / wall time): most of its cells are single-threaded
-Python (rule engines, bootstraps, figure saving), so a second notebook fills the idle core. Model training uses both
-cores, so a fresh clone gains less.
+Python (rule engines, bootstraps, figure saving), so a second notebook fills the idle core. Each kernel trains its
+models on one thread, so on a fresh clone the two notebooks' training fills both cores too.
 
 **Numbers do not change.** Each notebook's kernel is its own process with the same torch thread count as when it
-runs alone, the models train for a fixed number of steps (never "as many as fit in the time"), and the caches the
+runs alone (one: :data:`radaudit.run.KERNEL_THREADS`, which also keeps two kernels from oversubscribing the cores), the
+models train for a fixed number of steps (never "as many as fit in the time"), and the caches the
 notebooks share are SQLite databases in WAL mode or content-addressed folders written atomically. Running with
 ``--jobs 2`` gives the same tables as ``--jobs 1`` (``tests/test_run_many.py`` checks it on the ``smoke`` preset).
 

@@ -15,6 +15,7 @@ a :class:`Run`.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,10 +24,17 @@ from typing import Any
 
 import numpy as np
 
+from radaudit import manifest
 from radaudit.config import BaseParams, validate_params
 from radaudit.experiments import get_experiment
 from radaudit.files import atomic_write
+from radaudit.findings import FINDINGS_FILE, Finding, findings_frame, settle, write_findings
+from radaudit.models.backends import model_revision
+from radaudit.models.resolver import set_resolve_listener
+from radaudit.paths import outputs_dir, project_root, safe_name
+from radaudit.stability import read_stability, recipe_id, stability_for, stability_path
 from radaudit.stats import stable_seed  # noqa: F401 - re-exported: notebooks call radaudit.session.stable_seed
+from radaudit.tables import save_table
 
 log = logging.getLogger("radaudit")
 
@@ -61,8 +69,6 @@ class Run:
         """Keep ``value`` (JSON-serialisable) in the run's manifest under ``recorded.<key>``: the data
         versions read, model revisions, counts of unparseable outputs, ... (written to
         ``recorded.json``, merged into ``manifest.json`` when the run ends)."""
-        import json
-
         path = self.dir / "recorded.json"
         data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
         data[key] = value
@@ -78,11 +84,7 @@ class Run:
         local folder; :func:`radaudit.models.backends.model_revision`) and ``recorded.determinism``
         (:func:`radaudit.manifest.determinism_info`). Called whenever a figure, table or finding is saved, so the
         manifest names the commit a hub model was downloaded at, even for an unpinned id."""
-        from radaudit.manifest import determinism_info
-
         if self.models:
-            from radaudit.models.backends import model_revision
-
             out = {}
             for spec, resolved in sorted(self.models.items()):
                 rev = self._revisions.get(spec)
@@ -90,7 +92,7 @@ class Run:
                     rev = self._revisions[spec] = model_revision(resolved)  # cheap for hub ids; local: once
                 out[spec] = {"source": resolved.source, "path_or_id": resolved.path_or_id,
                              "requested_revision": resolved.revision, "revision": rev}
-            state = (out, determinism_info())
+            state = (out, manifest.determinism_info())
             if state != self._recorded_models:
                 self.record("models", state[0])
                 self.record("determinism", state[1])
@@ -104,8 +106,6 @@ class Run:
         the same ``id``. Returns the validated :class:`~radaudit.findings.Finding` as given; the file
         holds it after :func:`radaudit.findings.settle` (a ``shown`` its CI, controls or seeds do not
         carry is lowered there)."""
-        from radaudit.findings import FINDINGS_FILE, Finding, write_findings
-
         if stability is None:
             stability = self._stability(id)
         f = Finding(id=id, label=label, value=value, verdict=verdict, ci=ci, paper=paper, note=note, bar=bar,
@@ -122,8 +122,6 @@ class Run:
     def _stability(self, finding_id: str) -> dict[str, Any] | None:
         """The stability benchmark's verdicts for this finding when the run's recipe is the benchmark's
         (:mod:`radaudit.stability`); ``None`` otherwise."""
-        from radaudit.stability import read_stability, recipe_id, stability_for, stability_path
-
         if self._stability_doc is None:
             path = stability_path()
             doc = read_stability(path) if path is not None and self.params is not None else {}
@@ -141,13 +139,9 @@ class Run:
     def findings_table(self) -> Any:
         """The run's findings so far as a table, as the file holds them (:func:`radaudit.findings.settle`,
         :func:`radaudit.findings.findings_frame`)."""
-        from radaudit.findings import findings_frame, settle
-
         return findings_frame(settle(self.findings))
 
     def _preset(self) -> str:
-        import json
-
         try:
             preset = json.loads((self.dir / "manifest.json").read_text(encoding="utf-8")).get("preset")
         except (OSError, ValueError):
@@ -158,8 +152,7 @@ class Run:
         """Save ``fig`` as ``figures/<name>.png`` (at the params' ``figure_dpi``, default 300) and, with ``figure_pdf``
         (default), ``.pdf`` (``name`` made file-safe by
         :func:`radaudit.paths.safe_name`: ``"pairs demo diffusion"`` → ``pairs-demo-diffusion``)."""
-        from radaudit.paths import safe_name
-        from radaudit.plots import save_figure
+        from radaudit.plots import save_figure  # lazy: matplotlib and seaborn are optional for library users
 
         name = safe_name(name, 120)
         paths = save_figure(fig, self.dir / "figures", name, close=close, dpi=self.params.figure_dpi,
@@ -170,9 +163,6 @@ class Run:
 
     def table(self, df: Any, name: str, *, caption: str | None = None, index: bool = False) -> dict[str, Path]:
         """Save ``df`` as ``tables/<name>.csv``, ``.md`` and ``.tex`` (``name`` made file-safe as in :meth:`figure`)."""
-        from radaudit.paths import safe_name
-        from radaudit.tables import save_table
-
         name = safe_name(name, 120)
         paths = save_table(df, self.dir / "tables", name, caption=caption, index=index)
         self.tables.append(name)
@@ -194,8 +184,6 @@ def _show_radaudit_logs() -> None:
 
 
 def _interactive_dir(experiment: str) -> Path:
-    from radaudit.paths import outputs_dir
-
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     base = outputs_dir() / experiment
     for i in range(1, 1000):
@@ -221,9 +209,6 @@ def start(experiment: str, namespace: Mapping[str, Any]) -> Run:
     (run_path / "figures").mkdir(parents=True, exist_ok=True)
     (run_path / "tables").mkdir(parents=True, exist_ok=True)
     if interactive:
-        from radaudit import manifest
-        from radaudit.paths import project_root
-
         m = manifest.base_manifest(
             experiment=experiment, preset=None, run_name=run_path.name,
             params=params.model_dump(mode="json"), project=project_root(), status="interactive",
@@ -232,17 +217,14 @@ def start(experiment: str, namespace: Mapping[str, Any]) -> Run:
 
     np.random.seed(stable_seed(params.seed, "global") % (2**32))  # for libraries that use the global state
     try:
-        from radaudit.plots import set_theme
+        from radaudit.plots import set_theme  # lazy: matplotlib and seaborn are optional for library users
 
         set_theme()
     except ImportError:  # plotting is optional for library users, never for notebooks
         log.warning("radaudit.plots unavailable; figures use matplotlib defaults")
     _show_radaudit_logs()
     log.info("run folder: %s", run_path)
-    from radaudit.manifest import use_deterministic_kernels
-    from radaudit.models.resolver import set_resolve_listener
-
-    if use_deterministic_kernels():
+    if manifest.use_deterministic_kernels():
         log.info("deterministic torch kernels on (RADAUDIT_DETERMINISTIC=1)")
     run = Run(experiment=experiment, params=params, dir=run_path)
     set_resolve_listener(run.note_model)  # the latest run of this kernel records the models it resolves

@@ -238,7 +238,7 @@ def summary_figure(summary: pd.DataFrame, grid: dict[str, list[str]], column: st
     A seed (a key named ``seed`` or ``*_seed``) is a label, not a quantity: its points are not joined by a line, and
     a dashed line marks their mean, so the spread across seeds reads at a glance.
     Members without a value (failed runs) are left out. Returns a matplotlib ``Figure`` (no pyplot state)."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # lazy: matplotlib (heavy) only when a sweep draws its summary
 
     if column not in summary.columns:
         raise RadauditError(f"The sweep summary has no column {column!r}.")
@@ -293,7 +293,7 @@ def summary_figure(summary: pd.DataFrame, grid: dict[str, list[str]], column: st
 
 
 def _plot(summary: pd.DataFrame, grid: dict[str, list[str]], column: str, label: str | None, folder: Path) -> Path:
-    import matplotlib as mpl
+    import matplotlib as mpl  # lazy: as radaudit.plots below
 
     from radaudit.plots import save_figure, set_theme  # lazy: radaudit.plots imports pyplot and seaborn
 
@@ -348,7 +348,7 @@ def write_index_md(path: Path, summary: pd.DataFrame, grid: dict[str, list[str]]
 def _import_ray(required: bool):
     """The ``ray`` module, or ``None`` when it is not installed and not ``required`` (then a clear error)."""
     try:
-        import ray
+        import ray  # lazy: an optional dependency (radaudit[ray]), heavy to import
     except ImportError:
         if required:
             raise RadauditError(RAY_MISSING) from None
