@@ -4,6 +4,7 @@ statements, context rules (each with a hand-computed score), and that without th
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from radaudit.atomic.clinical import (
     is_critical,
     score_pairs_clinical,
 )
-from radaudit.atomic.concepts import check_context, clinical_vocabulary, find_denials, load_tables
+from radaudit.atomic.concepts import Denial, check_context, clinical_vocabulary, find_denials, load_tables
 from radaudit.atomic.schema import Attributes, Finding
 from radaudit.errors import ParamsError
 from radaudit.metrics import build_metric
@@ -253,6 +254,7 @@ CONTEXT_CASES = {
     "trauma-urgent": ({"indication": "motor vehicle collision"}, F("subcutaneous emphysema"), 1.0, 2.0),
     "known-malignancy": ({"history": "breast cancer"}, F("nodule"), 1.0, 2.0),
     "breathless-or-failure": ({"indication": "shortness of breath"}, F("vascular congestion"), 1.0, 2.0),
+    "infection-question": ({"indication": "fever and productive cough"}, F("consolidation"), 2.0, 4.0),
     "remote-trauma": ({"history": "rib fractures in a fall three months ago"}, F("fracture"), 2.0, 1.0),
     "post-abdominal-surgery": ({"history": "laparoscopic cholecystectomy two days ago"}, F("pneumoperitoneum"), 4.0, 2.0),
     "esophageal-rupture-risk": ({"indication": "chest pain after repeated vomiting"}, F("pneumomediastinum"), 2.0, 4.0),
@@ -359,7 +361,8 @@ def _rewrites():
 def test_each_rewrite_changes_its_example(replace, example):
     from radaudit.atomic.concepts import rewrite
 
-    assert replace in rewrite(example), (example, rewrite(example))
+    # a replacement with group references ("small \\1 pleural effusion") is checked by its literal parts
+    assert all(part in rewrite(example) for part in re.split(r"\\\d", replace)), (example, rewrite(example))
 
 
 def test_a_tube_in_lay_words_is_read_as_in_technical_words():
@@ -548,3 +551,116 @@ def test_score_rejects_an_unknown_context_key():
         score(df, ["bleu"], context_columns="weight")
     with pytest.raises(ParamsError, match="no column"):
         score(df, ["bleu"], context_columns="age")
+
+
+# ------------------------------------------------------------------ after holdout4: false reassurance and its kin
+
+STAND_DOWN = Denial(id="stand-down", covers=frozenset(), sides=frozenset(), text="no further action needed")
+
+
+def test_a_critical_downgrade_that_stands_the_work_up_down_ranks_below_silence():
+    ref = [F("pleural effusion", location="left", severity="large")]  # urgent 2 + critical part 2 = 4
+    small = [F("pleural effusion", location="left", severity="small")]
+    silent, _ = clinical_scores(ref, [])
+    plain, _ = clinical_scores(ref, small)
+    reassured, tr = clinical_scores(ref, small, candidate_denials=[STAND_DOWN])
+    # silence and the plain downgrade: R = 1 / (4 + 1), P = 1 (the downgraded statement is not counted): F1 = 1/3
+    assert silent["f1"] == pytest.approx(1 / 3) and plain["f1"] == pytest.approx(1 / 3)
+    # with "no further action": the statement denies the effusion, 0.25 x 4 = 1 on precision with credit 0
+    assert reassured["recall"] == pytest.approx(0.2) and reassured["precision"] == pytest.approx(0.5)
+    assert reassured["f1"] == pytest.approx(f1(0.5, 0.2))
+    assert any(r["relation"].startswith("false reassurance") for r in tr)
+    # the reference standing down too (the finding is not actionable to its author): no false reassurance
+    both, _ = clinical_scores(ref, small, candidate_denials=[STAND_DOWN], reference_denials=[STAND_DOWN])
+    assert both["f1"] == pytest.approx(1 / 3)
+
+
+def test_a_lesser_finding_with_a_stand_down_is_false_reassurance_and_with_a_work_up_stays_imprecise():
+    ref = [F("mass", location="right upper lobe")]  # urgent, 2
+    cand = [F("nodule", location="right upper lobe")]  # interchangeable (credit 0.75), follow-up, 1
+    kept, _ = clinical_scores(ref, cand)
+    # imprecise: R = (2 x 0.75 + 1) / 3, P = (1 x 0.75 + 1) / 2
+    assert kept["recall"] == pytest.approx(2.5 / 3) and kept["precision"] == pytest.approx(0.875)
+    reassured, _ = clinical_scores(ref, cand, candidate_denials=[STAND_DOWN])
+    # both facts credit 0: R = 1 / 3, P = 1 / 2, F1 = 0.4, below silence (R = 1/3, P = 1: F1 = 0.5)
+    assert reassured["f1"] == pytest.approx(0.4)
+    assert clinical_scores(ref, [])[0]["f1"] == pytest.approx(0.5)
+
+
+def test_an_incidental_finding_downgraded_with_a_stand_down_is_not_false_reassurance():
+    ref = [F("hiatal hernia", severity="large")]  # incidental: nothing to act on
+    cand = [F("hiatal hernia", severity="small")]
+    assert clinical_scores(ref, cand, candidate_denials=[STAND_DOWN])[0]["f1"] == \
+        pytest.approx(clinical_scores(ref, cand)[0]["f1"])
+
+
+def test_a_finding_explained_away_with_a_stand_down_ranks_below_silence():
+    ref = [F("widened mediastinum")]  # urgent, 2
+    dismissed = [Finding(name="widened mediastinum", present="yes", attributes=Attributes(severity="mildly"),
+                         evidence="Mediastinum appears mildly prominent, likely related to supine AP technique.")]
+    plain, _ = clinical_scores(ref, dismissed)
+    assert plain["f1"] == pytest.approx(0.5)  # the explanation alone: as silence (holdout3's rule, kept)
+    row, _ = clinical_scores(ref, dismissed, candidate_denials=[STAND_DOWN])
+    # + "no further imaging": R = 1/3, P = 1 / (0.25 x 2 + 1) = 2/3, F1 = 4/9
+    assert row["f1"] == pytest.approx(4 / 9)
+
+
+def test_denying_a_sign_the_reference_folded_into_its_finding_is_a_contradiction():
+    ref = [F("pleural effusion", location="right", severity="massive"), F("mediastinal shift", location="left")]
+    small = F("pleural effusion", location="right", severity="small")
+    # the shift is part of the massive effusion (folded); the small effusion is a critical downgrade (a miss)
+    silent, _ = clinical_scores(ref, [])
+    assert silent["f1"] == pytest.approx(1 / 3)  # R = 1 / (4 + 1), P = 1
+    explicit, tr = clinical_scores(ref, [small, F("mediastinal shift", present="no")])
+    # "no mediastinal shift": 0.25 x 2 = 0.5 on precision with credit 0: P = 1 / 1.5, R = 1/5
+    assert explicit["precision"] == pytest.approx(2 / 3) and explicit["f1"] == pytest.approx(f1(2 / 3, 0.2))
+    assert any(r["relation"] == "contradicts a sign of the other report" for r in tr)
+    central = Denial(id="mediastinum-central", covers=frozenset({"mediastinal shift"}), sides=frozenset(),
+                     text="The trachea is midline")
+    stated, _ = clinical_scores(ref, [small], candidate_denials=[central])
+    assert stated["f1"] == pytest.approx(explicit["f1"])
+    assert [d.id for d in find_denials("The trachea is midline.")] == ["mediastinum-central"]
+
+
+def test_the_same_process_at_a_lower_stage_is_a_critical_downgrade():
+    ref = [F("pulmonary edema", severity="severe")]  # critical: weighs 4
+    row, tr = clinical_scores(ref, [F("vascular congestion", severity="mild")])
+    # as a miss, the congestion not counted: R = 1/5, P = 1, F1 = 1/3, as silence
+    assert row["f1"] == pytest.approx(1 / 3) == clinical_scores(ref, [])[0]["f1"]
+    assert any(r["relation"] == "critical downgrade: as a miss" for r in tr)
+
+
+def test_denying_a_lesion_under_its_other_name_is_a_contradiction():
+    ref = [F("nodule", location="right upper lobe")]  # follow-up, 1
+    row, _ = clinical_scores(ref, [F("nodule", present="no"), F("mass", present="no")])
+    # "no nodule" 0.25, "no mass" 0.5 (contradicted through the interchangeable relation), both credit 0:
+    # P = 1 / 1.75 = 4/7, R = 1/2, F1 = 8/15
+    assert row["precision"] == pytest.approx(4 / 7) and row["f1"] == pytest.approx(8 / 15)
+
+
+def test_both_sides_read_as_bilateral():
+    ref = [F("pneumoperitoneum", location="both")]  # critical, 4
+    assert clinical_scores(ref, [F("pneumoperitoneum", location="bilateral")])[0]["f1"] == pytest.approx(1.0)
+    row, _ = clinical_scores(ref, [F("pneumoperitoneum", location="left")])
+    # side Jaccard 1/2: credit 0.5 + 0.5 x 0.5 = 0.75, R = (4 x 0.75 + 1) / 5 = 0.8; P = 1 (a narrower side, not worse
+    # than leaving it out, is not held against the candidate)
+    assert row["recall"] == pytest.approx(0.8) and row["precision"] == pytest.approx(1.0)
+
+
+def test_findings_before_an_impression_header_are_read():
+    from radaudit.atomic.clinical import clinical_text
+
+    text = "PA chest. Moderate right pleural effusion. IMPRESSION: Effusion."
+    assert clinical_text(text).startswith("FINDINGS: PA chest. Moderate right pleural effusion.")
+    f = [x for x in clinical_decomposer().decompose_one(text) if x.name == "pleural effusion"]
+    assert f and f[0].attributes.location == "right" and f[0].attributes.severity
+    assert clinical_text("Moderate right pleural effusion.") == "Moderate right pleural effusion."
+
+
+def test_stand_down_statements_are_found_and_deny_nothing_themselves():
+    ds = find_denials("Small left effusion; conservative management. No further imaging required.")
+    assert [d.id for d in ds] == ["stand-down", "stand-down"]
+    assert not any(d.denies("pleural effusion", frozenset()) for d in ds)
+    # alone (no reference finding it downgrades) it changes nothing
+    ref = [F("pneumothorax", location="right", severity="small")]
+    assert clinical_scores(ref, ref, candidate_denials=[STAND_DOWN])[0]["f1"] == pytest.approx(1.0)

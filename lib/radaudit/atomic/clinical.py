@@ -71,25 +71,53 @@ fractions of ``w``; the tables are data files in ``radaudit/resources``, read by
      lobe, change)
 2c   names a critical finding two or      0, as rung 4, and its statement   told it can wait, the clinician does not
      more grades lower (tension/large →   is left out of precision          act: the same harm as a miss
-     small, massive → trace), calls a     (``downgrade_credit`` 0; a        (``clinical_criticality.yaml``); a tube
-     malpositioned tube "satisfactory",   tube placed elsewhere: its fact   said to lie where it does not is a false
-     or explains it away as technique     earns 0 on both sides)            statement, worse than silence
+     small, massive → trace; severe       (``downgrade_credit`` 0; a        (``clinical_criticality.yaml``); a tube
+     alveolar edema → mild congestion,    tube placed elsewhere: its fact   said to lie where it does not is a false
+     the same process at a lower stage),  earns 0 on both sides)            statement, worse than silence
+     calls a malpositioned tube
+     "satisfactory", or explains it away
+     as technique
 3    states a sign that implies it        the sign's σ ≤ 0.45 (default      the reader must infer the finding; some
      (silhouette sign, cephalisation,     0.4) on the base part             signs have other causes
      deep sulcus sign, hilar                                                (``clinical_signs.yaml``)
      displacement, ...)
 4    says nothing about it                0                                 a miss
 5    denies it: "no X", a denied more     0, and the stated or implied      the report tells the clinician it is
-     generic finding ("no consolidation"  absence weighs                    not there: worse than silence
-     for pneumonia), or a normal          ``negative_weight``·w on          (``clinical_normals.yaml``)
-     statement covering it ("lungs are    precision with credit 0
-     clear")
+     generic or interchangeable finding   absence weighs                    not there: worse than silence
+     ("no consolidation" for pneumonia,   ``negative_weight``·w on          (``clinical_normals.yaml``)
+     "no nodule or mass" for a nodule),   precision with credit 0 (a
+     a normal statement covering it       sign: ¼ of the sign's weight)
+     ("lungs are clear"), or a sign the
+     reference states as part of it ("no
+     mediastinal shift", "trachea
+     midline" against a tension
+     pneumothorax)
+5r   false reassurance: names an          0, and its statement counts       the report changes management the wrong
+     actionable finding (weight ≥ 2)      against precision as a denial     way: the team stops as after a normal
+     below its grade (2c, a lower size    (its own fact at credit 0, or     report; a downgrade that keeps the
+     or severity, a lesser or generic     ``negative_weight``·w)            right next step ("small nodule, CT
+     finding, a hedge) or explains it                                       suggested" for a mass) stays rung 2
+     away, AND stands the work-up down
+     ("no further imaging needed",
+     "conservative management";
+     :data:`STAND_DOWN`), where the
+     reference does not
 ===  ===================================  ================================  =======================================
+
+Rungs 2c, 5 and 5r after holdout4 (issue 41). Two authors of written cases disagreed on a critical downgrade: holdout3
+tied "small pneumothorax, no mediastinal shift, follow-up film" for a tension pneumothorax with silence, holdout4 ranked
+"small pneumothorax, no mediastinal shift, conservative management" below it. The rule taken is on management, not on
+wording: a downgrade that leaves the team to decide costs a miss (2c); a report that also denies a sign of the critical
+grade (5) or stands the work-up down (5r) tells the team to do nothing and ranks below silence, like a contradicting
+normal statement; a downgrade that keeps the right next step is imprecise (2). holdout3's severity-downgrade-01 (its
+candidate denies the shift) now scores just below silence and fails; that is this rule, not an accident.
 
 So a missed or denied finding pulls recall to its floor ``κ/(w + κ)`` and leaves precision at best unchanged,
 while any rung ≥ 2c raises recall at an equal or smaller cost to precision: a report that mentions the finding
 scores above one that misses or denies it (tested on every finding of the concept table). The other way round
 (the reference states a sign, the candidate names the finding it implies) the sign is accounted for (credit 1).
+"Both" and "bilaterally" are read as bilateral (:func:`_prepare`), and findings written before an IMPRESSION header
+without a FINDINGS header are read as the findings (:func:`clinical_text`).
 
 Signs a report states beside the finding they imply (same report, compatible side, the finding not hedged) are part
 of that finding's description, not second facts (:func:`_fold_signs`): "a pleural line with no markings beyond it,
@@ -283,6 +311,11 @@ def _zone_consistent(expected: str, found: str) -> bool:
     granularities (:data:`_LOBE_ZONES`; the sides are compared separately)."""
     e, f = ({loc.value for loc in extract_location(v)} for v in (expected, found))
     return any(b in _LOBE_ZONES.get(a, ()) or a in _LOBE_ZONES.get(b, ()) for a in e for b in f)
+
+
+#: "both" and "bilaterally" name the two sides ("free air under both hemidiaphragms" is bilateral free air; issue 41,
+#: after holdout4): read as "bilateral" by :func:`_prepare` (the rules' path only; ``rules=False`` is unchanged)
+_BOTH_SIDES = re.compile(r"\b(?:both|bilaterally|on\s+both\s+sides)\b", re.IGNORECASE)
 
 
 def _location_credit(expected: str, found: str, extra_neutral: bool) -> float | None:
@@ -679,6 +712,9 @@ def _prepare(findings: Sequence[Finding], t: Tables) -> list[Finding]:
         if (name in t.pure_signs and f.present == "no") or _dismissed(f):
             continue
         upd: dict[str, Any] = {"name": name} if name != f.name else {}
+        if f.attributes.location and _BOTH_SIDES.search(f.attributes.location):
+            f = f.model_copy(update={"attributes": f.attributes.model_copy(
+                update={"location": _BOTH_SIDES.sub("bilateral", f.attributes.location)})})
         same = (t.same_morphology or {}).get(name)
         if same and f.attributes.morphology:
             terms = [x for x, _, _ in morphology_terms(f.attributes.morphology)]
@@ -759,6 +795,15 @@ def _as_missed(ref: Sequence[Finding], cand: Sequence[Finding], pairs: Sequence[
             if ref[i].present == "yes" and cand[j].present == "yes" and _downgraded(ref[i], cand[j], t):
                 missed.add(i)
                 not_said.add(j)
+        # the same process named at a lower stage ("mild venous congestion" for severe alveolar edema): a downgrade too
+        paired_present = {i for i, j in pairs if cand[j].present == "yes"}
+        for i, r in enumerate(ref):
+            if r.present != "yes" or i in missed or i in paired_present or not is_critical(r, t):
+                continue
+            o, rel, _ = _related_issue41(r, cand, t)
+            if o is not None and rel == "generic" and _downgraded(r, o, t):
+                missed.add(i)
+                not_said.add(next(k for k, c in enumerate(cand) if c is o))
     for i, j in pairs:
         r, c = ref[i], cand[j]
         if not (r.name.startswith("malpositioned ") and r.present == "yes" and c.present == "no"):
@@ -778,6 +823,61 @@ def _as_missed(ref: Sequence[Finding], cand: Sequence[Finding], pairs: Sequence[
             if ri is not None:
                 missed.add(ri)
     return missed, not_said, (false_r, false_c)
+
+
+#: id of the normal-statements entry (``clinical_normals.yaml``) that stands the work-up down ("no further imaging
+#: required", "conservative management"): it denies no finding itself, but makes a downgrade false reassurance
+STAND_DOWN = "stand-down"
+
+
+def _stands_down(denials: Sequence[Denial]) -> bool:
+    return any(d.id == STAND_DOWN for d in denials)
+
+
+def _folded(before: Sequence[Finding], after: Sequence[Finding], t: Tables) -> list[Finding]:
+    """The present signs :func:`_fold_signs` folded into the finding they imply (in ``before``, not in ``after``)."""
+    return [f for f in before if f.present == "yes" and f.name in t.signs and all(g is not f for g in after)]
+
+
+def _false_reassurance(ref: Sequence[Finding], cand: Sequence[Finding], to_c: Mapping[int, int], as_missed: set[int],
+                       cand_dismissed: Sequence[Finding], opt: ClinicalOptions, t: Tables
+                       ) -> tuple[set[int], set[int], set[int]]:
+    """``(reference facts, candidate facts, reference facts whose denial weighs on precision)`` of a false reassurance
+    (module docstring, rung 5r): in a candidate that stands the work-up down (:data:`STAND_DOWN`, and the reference does
+    not), an actionable reference finding (weight ≥ the urgent tier, 2) that the candidate mentions below its grade -- a
+    critical downgrade (:func:`_as_missed`), a lower severity, a more generic or lesser finding, a hedge -- or explains
+    away (:func:`_dismissed`). The clinician is told there is nothing to do: as a normal statement that denies it."""
+    out_r: set[int] = set()
+    out_c: set[int] = set()
+    row: set[int] = set()
+    for i, f in enumerate(ref):
+        if f.present != "yes":
+            continue
+        w = opt.significance.weight(f, opt.theta, opt.scorer)
+        if is_critical(f, t):
+            w = max(w, t.critical_tier)
+        if w < 2.0:
+            continue
+        if i in as_missed:
+            out_r.add(i)
+            row.add(i)
+            continue
+        j = to_c.get(i)
+        o, rel = (cand[j], "same") if j is not None else (None, None)
+        if o is None or o.present != "yes":
+            o, rel, _ = _related_issue41(f, cand, t)
+            j = next((k for k, c in enumerate(cand) if c is o), None) if o is not None else None
+        if o is not None and o.present == "yes":
+            lf, lo = _levels(f), _levels(o)
+            if rel == "generic" or (lf and lo and max(lo) < max(lf)) or (o.hedged and not f.hedged):
+                out_r.add(i)
+                out_c.add(j)
+            continue
+        if any(d.name == f.name or related_as(f.name, d.name) or _concept_relation(f.name, d.name, t)[0]
+               for d in cand_dismissed):
+            out_r.add(i)
+            row.add(i)
+    return out_r, out_c, row
 
 
 def _pair_issue41(ref: Sequence[Finding], cand: Sequence[Finding], opt: ClinicalOptions,
@@ -863,6 +963,8 @@ def _contradicted(f: Finding, others: Sequence[Finding], t: Tables) -> Finding |
             continue
         if related_as(f.name, o.name) == "specific" or _concept_relation(f.name, o.name, t)[0] == "specific":
             return o
+        if any(r.interchangeable and {f.name, o.name} == {r.generic, r.specific} for r in t.relations):
+            return o  # "no pulmonary nodule or mass" against a nodule: the same lesion denied under its other name
     return None
 
 
@@ -876,13 +978,21 @@ def _scores_issue41(ref: list[Finding], cand: list[Finding], opt: ClinicalOption
                     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """AtomiMed-clinical with the issue-41 ladder (module docstring)."""
     t = load_tables()
-    ref, cand = _prepare(ref, t), _prepare(cand, t)
-    ref, cand = _fold_signs(ref, cand, t), _fold_signs(cand, ref, t)
+    cand_dismissed = [f.model_copy(update={"name": t.aliases.get(normalize_name(f.name), f.name)})
+                      for f in cand if _dismissed(f)]
+    ref_p, cand_p = _prepare(ref, t), _prepare(cand, t)
+    ref, cand = _fold_signs(ref_p, cand_p, t), _fold_signs(cand_p, ref_p, t)
+    folded = {"gt->inf": _folded(ref_p, ref, t), "inf->gt": _folded(cand_p, cand, t)}
     pairs = _pair_issue41(ref, cand, opt, t.names())
     to_c = dict(pairs)
     to_r = {j: i for i, j in pairs}
     rules = _context_rules(context, history=True)
     as_missed, not_said, false_position = _as_missed(ref, cand, pairs, t)
+    reassured_r: set[int] = set()
+    reassured_c: set[int] = set()
+    reassured_row: set[int] = set()
+    if _stands_down(cand_denials) and not _stands_down(ref_denials):
+        reassured_r, reassured_c, reassured_row = _false_reassurance(ref, cand, to_c, as_missed, cand_dismissed, opt, t)
     trace: list[dict[str, Any]] = []
     sums = {"gt->inf": [0.0, 0.0], "inf->gt": [0.0, 0.0]}
     missed = false = 0
@@ -917,9 +1027,16 @@ def _scores_issue41(ref: list[Finding], cand: list[Finding], opt: ClinicalOption
                 w *= opt.hedge_factor
             w *= context_factor(f, total, rules)
             agreement, facets = None, {}
-            if (reference_side and k in as_missed) or (k in (false_position[0] if reference_side else false_position[1])):
+            signs_other = folded[other_dir]
+            if k in (reassured_r if reference_side else reassured_c):
+                credit, relation = 0.0, "false reassurance"
+            elif (reference_side and k in as_missed) or (k in (false_position[0] if reference_side else false_position[1])):
                 credit = 0.0
                 relation = "critical downgrade: as a miss" if reference_side and k in as_missed else "false position"
+            elif f.present == "no" and other is None and (sg := next(
+                    (g for g in signs_other if g.name == f.name and not _sides_disjoint(f, g)), None)) is not None:
+                # "no mediastinal shift" against a shift the other report states as part of its tension pneumothorax
+                credit, other, relation = 0.0, sg, "contradicts a sign of the other report"
             elif relation in ("sign", "sign-of"):
                 # a sign earns its credit on the base part; the critical/modifier parts need the finding itself
                 credit = parts[0][1] * sign_credit / total if sign_credit < 1.0 else 1.0
@@ -944,7 +1061,14 @@ def _scores_issue41(ref: list[Finding], cand: list[Finding], opt: ClinicalOption
                           "other": f"{other.name}: {other.present}" if other is not None else "not mentioned",
                           "relation": relation, "weight": w, "credit": credit, "agreement": agreement,
                           "facets": facets})
-            if f.present == "yes" and credit == 0.0 and (other is None or other.present == "yes"):
+            if reference_side and k in reassured_row:
+                # the candidate's downgraded or explained-away statement, with its "nothing to do", denies the finding
+                wd = opt.negative_weight * w
+                sums[other_dir][0] += wd
+                trace.append({"direction": other_dir, "finding": f.name, "present": "no", "hedged": False,
+                              "other": f"{f.name}: yes", "relation": "false reassurance (stands the work-up down)",
+                              "weight": wd, "credit": 0.0, "agreement": None, "facets": {}})
+            elif f.present == "yes" and credit == 0.0 and (other is None or other.present == "yes"):
                 # the other report's normal statement denies it: a stated absence of the other report (rung 5);
                 # an unsided one ("lungs otherwise clear") not when that report states the finding elsewhere
                 states = any(o.present == "yes" and o.name == f.name for o in others)
@@ -955,6 +1079,21 @@ def _scores_issue41(ref: list[Finding], cand: list[Finding], opt: ClinicalOption
                     trace.append({"direction": other_dir, "finding": f.name, "present": "no", "hedged": False,
                                   "other": f"{f.name}: yes", "relation": f"denied: {d.text}", "weight": wd,
                                   "credit": 0.0, "agreement": None, "facets": {}})
+    # a normal statement of one report that denies a sign the other report folded into its finding ("mediastinum
+    # central" against a massive effusion "with mediastinal shift"): a stated absence with credit 0 (rung 5)
+    for direction, signs, denials, own in (("inf->gt", folded["gt->inf"], cand_denials, cand),
+                                           ("gt->inf", folded["inf->gt"], ref_denials, ref)):
+        for g in signs:
+            if any(o.name == g.name for o in own):
+                continue  # the report states the sign itself (present or absent): scored above
+            d = next((d for d in denials if d.denies(g.name, _sides(g))), None)
+            if d is not None:
+                wd = opt.negative_weight * opt.significance.weight(g, opt.theta, opt.scorer)
+                sums[direction][0] += wd
+                trace.append({"direction": direction, "finding": g.name, "present": "no", "hedged": False,
+                              "other": f"{g.name}: yes (a sign of the other report's finding)",
+                              "relation": f"denied: {d.text}", "weight": wd, "credit": 0.0, "agreement": None,
+                              "facets": {}})
     return _score_row(sums, opt.kappa, missed, false, len(pairs)), trace
 
 
@@ -970,7 +1109,8 @@ def clinical_scores(reference: Sequence[Finding], candidate: Sequence[Finding],
     (``"same"``, ``"specific"``/``"generic"`` for a finding credited through
     :data:`~radaudit.atomic.lexicon.SPECIFIC_OF` or the concept table, ``"sign"``/``"sign-of"`` (signs table),
     ``"same, critical downgrade"``, ``"contradicted"`` (a stated absence of a finding the other report names more
-    specifically), ``"denied: <statement>"`` (a normal statement's implied absence)), ``weight``, ``credit``,
+    specifically), ``"denied: <statement>"`` (a normal statement's implied absence), ``"contradicts a sign of the other
+    report"``, ``"false reassurance"`` (rung 5r)), ``weight``, ``credit``,
     ``agreement``, ``facets``).
 
     ``context``: the patient's age/sex/indication/history (:data:`~radaudit.atomic.concepts.CONTEXT_KEYS`), which
@@ -1039,7 +1179,22 @@ class ClinicalRuleDecomposer(RuleDecomposer):
     turned into "endotracheal tube", "the carina")."""
 
     def decompose_one(self, text: str) -> list[Finding]:
-        return super().decompose_one(rewrite(text))
+        return super().decompose_one(clinical_text(text) if self.sections else rewrite(text))
+
+
+def clinical_text(text: str) -> str:
+    """``text`` as the clinical decomposer reads it: after the concept table's rewrites, and with findings written
+    before an IMPRESSION header without a FINDINGS header of their own ("Erect chest. Free gas under both
+    hemidiaphragms. IMPRESSION: Pneumoperitoneum.") labelled FINDINGS, so that the section reader keeps them (issue 41,
+    after holdout4: the description, with its sides and sizes, is where the attributes are; the paper's ``atomimed``
+    reads the FINDINGS and IMPRESSION sections only)."""
+    from radaudit.text.sections import split_sections
+
+    text = rewrite(text)
+    secs = split_sections(text, inline=True)
+    if "findings" not in secs and "impression" in secs and (secs.get("preamble") or "").strip():
+        return f"FINDINGS: {secs['preamble']} IMPRESSION: {secs['impression']}"
+    return text
 
 
 def clinical_decomposer(uncertain: str = "yes", rules: bool = True) -> RuleDecomposer:
@@ -1104,7 +1259,7 @@ def score_pairs_clinical(references: Sequence[str], candidates: Sequence[str], *
 
 @functools.lru_cache(maxsize=4096)
 def _denials(text: str) -> tuple[Denial, ...]:
-    return find_denials(rewrite(text))
+    return find_denials(clinical_text(text))
 
 
 def _score_row(sums: dict, kappa: float, missed: int, false: int, n_paired: int) -> dict:
