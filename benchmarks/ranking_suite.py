@@ -79,8 +79,12 @@ SPLIT_NOTES = {
                  "the issue-41 rules frozen (27/50); its failures were then read and rules written from them "
                  "(5741d1b), so no longer unseen"),
     "holdout4": ("written on 2026-12-02 by a separate author who read neither the rules, the lexicon, the concept "
+                 "tables nor any earlier suite (issue 41's six categories, 60 cases, 10 each); first scored at 5741d1b "
+                 "with the rules frozen (37/60); its failures were then read and rules written from them, so no "
+                 "longer unseen"),
+    "holdout5": ("written on 2026-12-02 by a separate author who read neither the rules, the lexicon, the concept "
                  "tables nor any earlier suite (issue 41's six categories, 60 cases, 10 each); never read; first "
-                 "scored at 5741d1b with the rules frozen"),
+                 "scored at 8669a58 with the rules frozen"),
 }
 log = logging.getLogger("ranking_suite")
 
