@@ -127,11 +127,11 @@ def test_cli_prints_each_groups_scores_and_the_largest_gap(tmp_path):
     at = next(i for i in range(at, len(lines)) if lines[i].split()[:2] == ["sex", "n"])
     f, m = lines[at + 1].split(), lines[at + 2].split()
     assert f[:4] == ["F", "†", "4", "0.75"] and m[:4] == ["M", "†", "3", "0.667"]
-    gaps = next(i for i, x in enumerate(lines) if x.startswith("Largest site gap"))
-    assert lines[gaps + 1].split()[:3] == ["metric", "largest", "gap"]
-    rouge = lines[gaps + 2].split()
-    assert rouge[:7] == ["rouge", "A", "†", "−", "B", "†", "0.667"] and rouge[-2:] == ["of", "1"] and rouge[-3] in ("0", "1")
-    assert "BH over all 6 gaps of the report" in lines[gaps]    # (rouge, bleu corpus, bleu per pair) x (site, sex)
+    gaps = next(i for i, x in enumerate(lines) if x.startswith("site gaps: the largest, then every other significant"))
+    assert lines[gaps + 2].split()[:2] == ["metric", "gap"]
+    rouge = lines[gaps + 3].split()
+    assert rouge[:8] == ["rouge", "largest:", "A", "†", "−", "B", "†", "0.667"] and rouge[-2:] == ["of", "1"] and rouge[-3] in ("0", "1")
+    assert "BH over all 6 gaps of the report" in " ".join(lines[gaps:gaps + 2])    # (rouge, bleu corpus, bleu per pair) x (site, sex)
     assert all(len(x) <= 100 for x in lines if not x.lstrip().startswith(("tables:", "page:")))
 
 
@@ -142,9 +142,13 @@ def test_the_largest_gap_is_the_largest_in_absolute_value_and_says_how_many_are_
                        + [same] * 12, "site": ["A"] * 12 + ["B"] * 12 + ["C"] * 12})
     r = radaudit.score(df, ["rouge"], by=["site"], n_bootstrap=300)
     _, header, body = r._largest_gaps("site")
-    assert body[0][1] in ("B − C", "C − B") and body[0][2].split()[0] in ("0.833", "-0.833")
+    assert body[0][1] in ("largest: B − C", "largest: C − B") and body[0][2].split()[0] in ("0.833", "-0.833")
     k = int(r.gaps["significant"].sum())
     assert body[0][4] == f"{k} of 3"
+    # then every other significant gap, largest first: A − B (3/4) is significant on 12 pairs each, A − C (1/12) not
+    others = [row[1] for row in body[1:]]
+    assert "significant: A − B" in others and not any("A − C" in x for x in others)
+    assert len(body) == k  # the largest is significant here too: one row per significant gap
     from radaudit.stats import benjamini_hochberg
     assert list(r.gaps["significant"]) == list(benjamini_hochberg(r.gaps["pvalue"].to_numpy())[0])
     assert r.gaps.set_index(["a", "b"]).loc[("A", "B"), "significant"]      # 11/12 vs 2/12 on 12 pairs each
@@ -161,11 +165,15 @@ def test_a_group_under_ten_pairs_is_marked_and_not_taken_for_the_largest_gap():
     r = radaudit.score(df, ["rouge"], by=["site"], n_bootstrap=200)
     assert r.gaps["estimate"].abs().max() == pytest.approx(11 / 12)  # gaps.csv keeps every gap, U's included
     _, _, body = r._largest_gaps("site")
-    assert body[0][1] == "A − B" and body[0][2].split()[0] == "0.0833"
+    assert body[0][1] == "largest: A − B" and body[0][2].split()[0] == "0.0833"
+    # U's gaps (11/12 and 10/12 against a zero-width 0 [0, 0]) come out "significant"; they are counted, not listed
+    with_u = r.gaps[(r.gaps["significant"].astype(bool)) & ((r.gaps["a"] == "U") | (r.gaps["b"] == "U"))]
+    assert len(with_u) >= 1 and not any("U" in row[1] for row in body[1:] if row[1].startswith("significant"))
+    assert body[-1][1] == f"{len(with_u)} more significant with a † group: not listed (in gaps.csv)"
     caption, _, rows = r._groups("site")
     assert [row[0] for row in rows] == ["A", "B", "U †"] and "† fewer than 10 pairs" in caption
     small = radaudit.score(_frame(), ["rouge"], by=["site"], n_bootstrap=100)  # A and B have 3 pairs each
-    assert small._largest_gaps("site")[2][0][1] == "A † − B †"
+    assert small._largest_gaps("site")[2][0][1] == "largest: A † − B †"
 
 
 def test_one_group_prints_that_there_is_no_gap():
@@ -247,7 +255,7 @@ def test_the_page_shows_each_groups_values_and_the_largest_gap():
     summary = page.split("<h2>rouge (rougeL)</h2>")[0]
     assert "By site: 2 groups" in summary and "<td>A †</td><td class='num'>3</td><td class='num'>1 [" in summary
     assert "<td>B †</td><td class='num'>3</td><td class='num'>0.333 [" in summary
-    assert "<td>A † − B †</td><td class='num'>0.667 [" in summary
+    assert "<td>largest: A † − B †</td><td class='num'>0.667 [" in summary
 
 
 # ------------------------------------------------------------------ column errors name the flag that fixes them
@@ -327,3 +335,20 @@ def test_a_bca_fallback_is_one_note_not_a_warning_per_interval(tmp_path):
     assert k >= 1 and scores.set_index("group").loc["C", "method"] == "percentile"
     note = " ".join(x.strip() for x in res.output.split("note: ", 1)[1].split("\n\n")[0].splitlines())
     assert note.startswith(f"{k} interval") and "groups C)" in note
+
+
+def test_the_significant_gaps_are_capped_with_a_pointer_to_gaps_csv():
+    """Four groups of 12 at 1 and four at 0: 16 gaps of |1| are all significant; the summary shows the largest, then
+    four more, then one line saying how many are left (scoring.MAX_GAP_ROWS = 6 rows per metric)."""
+    from radaudit.scoring import MAX_GAP_ROWS
+
+    groups = [f"g{i}" for i in range(8)]
+    df = pd.DataFrame({"reference": [SAME] * 96,
+                       "prediction": [SAME if i < 4 else OTHER for i in range(8) for _ in range(12)],
+                       "site": [g for g in groups for _ in range(12)]})
+    r = radaudit.score(df, ["rouge"], by=["site"], n_bootstrap=200)
+    _, _, body = r._largest_gaps("site")
+    n_sig = int(r.gaps["significant"].sum())
+    assert n_sig == 16 and len(body) == MAX_GAP_ROWS == 6
+    assert body[0][4] == "16 of 28" and all(row[1].startswith("significant: ") for row in body[1:5])
+    assert body[5][1] == "… 11 more significant, in gaps.csv"

@@ -88,6 +88,8 @@ WIDTH = 100
 #: A group with fewer pairs is marked † in the summary, and the "largest gap" is taken among larger groups where there
 #: are two: with 2 pairs a group's CI is nearly the whole range, and any gap to it is the largest by noise.
 MIN_GROUP_N = 10
+#: At most this many gap rows per metric and grouping in the summary (the largest, then significant ones).
+MAX_GAP_ROWS = 6
 
 
 @dataclass
@@ -179,11 +181,17 @@ class ScoreReport:
         return "corpus" if len(stat) and stat.iloc[0] == "corpus" else "mean"
 
     def _largest_gaps(self, col: str) -> tuple[str, list[str], list[list[str]]]:
-        """Caption, header and rows: per metric, the largest gap (|a − b|) between ``col``'s groups."""
+        """Caption, header and rows: per metric, the largest gap (|a − b|) between ``col``'s groups, then its other
+        significant gaps (largest first, at most :data:`MAX_GAP_ROWS` rows per metric; ``gaps.csv`` holds all)."""
         block = self.gaps[(self.gaps["group_column"] == col) & (self.gaps["kind"] == HEADLINE)]
-        header = ["metric", "largest gap", "value [95% CI]", "p (BH)", "significant"]
+        header = ["metric", "gap", "value [95% CI]", "p (BH)", "significant"]
         body = []
         sizes = self._group_sizes(col)
+
+        def pair(r) -> str:
+            a, b = (f"{x}{' †' if sizes.get(str(x), 0) < MIN_GROUP_N else ''}" for x in (r["a"], r["b"]))
+            return f"{a} − {b}"
+
         for metric, g in block.groupby("metric", sort=False):
             g = g[g["estimate"].notna()]
             if not len(g):
@@ -193,12 +201,28 @@ class ScoreReport:
             big = g[[sizes.get(str(a), 0) >= MIN_GROUP_N and sizes.get(str(b), 0) >= MIN_GROUP_N
                      for a, b in zip(g["a"], g["b"])]]
             pool = big if len(big) else g
-            r = pool.loc[pool["estimate"].abs().idxmax()]
-            a, b = (f"{x}{' †' if sizes.get(str(x), 0) < MIN_GROUP_N else ''}" for x in (r["a"], r["b"]))
-            body.append([_short(metric), f"{a} − {b}", _value_ci(r["estimate"], r["low"], r["high"]),
-                         fmt_number(float(r["pvalue_bh"])), f"{int(g['significant'].sum())} of {len(g)}"])
-        caption = (f"Largest {col} gap (significant: p (BH) ≤ {FDR:g}; BH over all {len(self.gaps)} gaps of the report, "
-                   "in gaps.csv)")
+            top = pool["estimate"].abs().idxmax()
+            r = pool.loc[top]
+            n_sig = int(g["significant"].sum())
+            body.append([_short(metric), f"largest: {pair(r)}", _value_ci(r["estimate"], r["low"], r["high"]),
+                         fmt_number(float(r["pvalue_bh"])), f"{n_sig} of {len(g)}"])
+            rest = g[g["significant"].astype(bool) & (g.index != top)]
+            # a "significant" gap to a group of a few pairs rests on a CI that cannot show its spread (one pair: a
+            # zero-width CI): listed only as a count, when groups of MIN_GROUP_N are there to compare
+            small = rest[~rest.index.isin(big.index)] if len(big) else rest.iloc[:0]
+            rest = rest[~rest.index.isin(small.index)]
+            rest = rest.loc[rest["estimate"].abs().sort_values(ascending=False).index]
+            for i, (_, x) in enumerate(rest.iterrows()):
+                if i == MAX_GAP_ROWS - 2 and len(rest) > MAX_GAP_ROWS - 1:  # the last row says how many are left
+                    body.append(["", f"… {len(rest) - i} more significant, in gaps.csv", "", "", ""])
+                    break
+                body.append(["", f"significant: {pair(x)}", _value_ci(x["estimate"], x["low"], x["high"]),
+                             fmt_number(float(x["pvalue_bh"])), ""])
+            if len(small):
+                body.append(["", f"{len(small)} more significant with a † group: not listed (in gaps.csv)", "", "",
+                             ""])
+        caption = (f"{col} gaps: the largest, then every other significant one (p (BH) ≤ {FDR:g}; BH over all "
+                   f"{len(self.gaps)} gaps of the report, all in gaps.csv)")
         return caption, header, body
 
     def summary(self, title: str | None = None, width: int = WIDTH) -> str:
