@@ -1,6 +1,6 @@
 """Verdicts over training seeds (issue 40, item 6): does each published verdict hold on another draw?
 
-    .venv/bin/python benchmarks/verdict_stability.py [--experiments decoding_erasure modality_shift synthetic_cxr]
+    .venv/bin/python benchmarks/verdict_stability.py [--experiments decoding_erasure modality_shift synthetic_cxr] [--merge]
         [--seeds 0 1 2] [--preset demo] [--engine ray|serial|auto] [--out benchmarks/results]
 
 For each experiment: ``radaudit sweep <experiment> --preset <preset> --grid seed=0,1,2`` (the seed that
@@ -13,12 +13,13 @@ with ``RADAUDIT_STABILITY=off`` so each seed's verdict is its own. Writes
         "findings": {"<id>": [{"seed": 0, "value": ..., "ci": [lo, hi], "verdict": "shown"}, ...]}}}}
 
 and ``<out>/verdict_stability.md`` (and, when ``<out>`` is the committed results folder, the block of
-``docs/stability.md``; ``--render`` rewrites both from the saved JSON): per experiment, a table finding × seed (value [CI], verdict) and the
-published verdict over seeds (``shown`` on every seed; else ``partly (k/n seeds)``; the same other verdict
-on every seed as it is). A later run of the same recipe carries these verdicts in its ``findings.json``
-(:mod:`radaudit.stability`), and :func:`radaudit.findings.settle` lowers a ``shown`` that does not hold on
-every seed. A run of another recipe (another preset, a changed training config, changed findings code)
-gets none: rerun this benchmark after such a change.
+``docs/stability.md``; ``--render`` rewrites both from the saved JSON): per experiment, a table finding × seed (value
+[CI], verdict) and the published verdict over seeds (``shown`` on every seed; else ``partly (k/n seeds)``; the same
+other verdict on every seed as it is). A later run of the same recipe carries these verdicts in its ``findings.json``
+(:mod:`radaudit.stability`), and :func:`radaudit.findings.settle` lowers a ``shown`` that does not hold on every seed.
+A run of another recipe (another preset, a changed training config, changed findings code) gets none: rerun this
+benchmark after such a change. ``--merge`` reruns only ``--experiments`` and keeps the saved blocks of the others
+(same seeds and preset), each block naming the commit it ran at.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Any  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import RESULTS, record  # noqa: E402
+from _results import RESULTS, commit, machine, record  # noqa: E402
 
 from radaudit.findings import read_findings  # noqa: E402
 from radaudit.stability import recipe_id  # noqa: E402
@@ -86,7 +87,25 @@ def experiment_block(experiment: str, preset: str, seeds: list[int], engine: str
                                                   "ci": None if f.ci is None else list(f.ci), "verdict": f.verdict})
     if len(recipes) != 1:
         raise SystemExit(f"{experiment}: the seeds' runs have different recipes {sorted(recipes)}")
-    return {"recipe": recipes.pop(), "sweep": str(res.sweep_dir), "findings": findings}
+    return {"recipe": recipes.pop(), "sweep": str(res.sweep_dir), "commit": commit(), "machine": machine(),
+            "findings": findings}
+
+
+def merged(saved: dict[str, Any] | None, fresh: dict[str, dict], seeds: list[int], preset: str) -> dict[str, dict]:
+    """The experiment blocks of a ``--merge`` run: ``fresh`` (the experiments just run) over the blocks of ``saved``
+    (the results file before this run) for the others. Each block keeps the commit it ran at (``commit``;
+    blocks written before this field take the file's), so the page says which experiment ran when; a saved block
+    is kept only when it was run with the same seeds and preset (else :class:`SystemExit`: rerun it too)."""
+    if not saved:
+        return dict(fresh)
+    if list(saved.get("seeds", [])) != list(seeds) or saved.get("preset") != preset:
+        raise SystemExit(f"--merge: the saved results were run with seeds {saved.get('seeds')} on "
+                         f"{saved.get('preset')!r}, this run with {seeds} on {preset!r}; run every experiment again.")
+    out = {}
+    for name, block in saved.get("experiments", {}).items():
+        out[name] = {"commit": saved.get("commit"), "machine": saved.get("machine"), **block}
+    out.update(fresh)
+    return out
 
 
 def markdown(doc: dict[str, Any]) -> str:
@@ -96,7 +115,10 @@ def markdown(doc: dict[str, Any]) -> str:
              f"run once per training seed ({', '.join(map(str, seeds))}); a verdict is published as *shown* only "
              "when it is shown on every seed, else *partly (k/n seeds)*.", ""]
     for name, block in doc["experiments"].items():
-        lines += [f"## {name}", "", "| finding | " + " | ".join(f"seed {s}" for s in seeds) + " | over seeds |",
+        ran = (f"Run at {block['commit']}" + (f" on {block['machine']}" if block.get("machine") else "") + ". "
+               if block.get("commit") and block.get("commit") != doc.get("commit") else "")
+        lines += [f"## {name}", ""] + ([ran.strip(), ""] if ran else [])
+        lines += ["| finding | " + " | ".join(f"seed {s}" for s in seeds) + " | over seeds |",
                   "|---|" + "---|" * (len(seeds) + 1)]
         for fid, rows in block["findings"].items():
             by_seed = {r["seed"]: r for r in rows}
@@ -143,6 +165,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--engine", default="ray", choices=["ray", "serial", "auto"])
     ap.add_argument("--data-root", default=None)
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the saved results of the experiments not run now (each block says its commit)")
     ap.add_argument("--render", action="store_true",
                     help="only rewrite verdict_stability.md and the docs page from the saved JSON (no runs)")
     a = ap.parse_args(argv)
@@ -156,6 +180,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     experiments = {e: experiment_block(e, a.preset, a.seeds, a.engine, a.data_root) for e in a.experiments}
     n_runs = len(a.seeds) * len(experiments)
+    if a.merge:
+        saved_path = a.out / "verdict_stability.json"
+        saved = json.loads(saved_path.read_text(encoding="utf-8")) if saved_path.is_file() else None
+        experiments = merged(saved, experiments, a.seeds, a.preset)
     doc = record("verdict_stability", seconds=time.perf_counter() - t0, n=n_runs, unit="runs", folder=a.out,
                  seeds=a.seeds, preset=a.preset, experiments=experiments)
     (a.out / "verdict_stability.md").write_text(markdown(doc) + "\n", encoding="utf-8")

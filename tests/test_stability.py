@@ -128,3 +128,21 @@ def test_the_published_stability_page_is_the_committed_benchmark():
         assert body.strip() == "*Not yet run for this recipe.*"
         return
     assert body == bench.docs_block(json.loads(saved.read_text()))
+
+
+def test_merge_keeps_the_other_experiments_blocks_with_the_commit_they_ran_at():
+    bench = _benchmark()
+    saved = {"seeds": [0, 1, 2], "preset": "demo", "commit": "old1234", "machine": "m1",
+             "experiments": {"decoding_erasure": {"recipe": "r1", "findings": {}},
+                             "modality_shift": {"recipe": "r2", "findings": {}}}}
+    fresh = {"modality_shift": {"recipe": "r3", "commit": "new5678", "machine": "m2", "findings": {}}}
+    out = bench.merged(saved, fresh, [0, 1, 2], "demo")
+    assert out["modality_shift"]["recipe"] == "r3"  # the fresh block wins
+    assert out["decoding_erasure"] == {"commit": "old1234", "machine": "m1", "recipe": "r1", "findings": {}}
+    assert bench.merged(None, fresh, [0, 1, 2], "demo") == fresh
+    with pytest.raises(SystemExit, match="seeds"):
+        bench.merged(saved, fresh, [0, 1], "demo")
+    # the page names the commit of a block that ran at another commit than the file's
+    doc = {"seeds": [0, 1, 2], "preset": "demo", "commit": "new5678", "machine": "m2", "experiments": out}
+    text = bench.markdown(doc)
+    assert "## decoding_erasure\n\nRun at old1234 on m1.\n" in text and "Run at new5678" not in text
