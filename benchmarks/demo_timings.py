@@ -1,5 +1,6 @@
-"""`make demo`'s wall time, recorded from its runs like a benchmark (issue 25: <= 8 min from a fresh clone,
-<= 4 min with its caches present).
+"""`make demo`'s wall time, recorded from its runs like a benchmark (issue 44: <= 15 min from a fresh clone on a 2-core
+machine, install included, <= 1.5 min again with its caches present; issue 25's 8 min cold target was retired with the
+weights bundle).
 
     make demo && .venv/bin/python benchmarks/demo_timings.py --kind fresh --install-seconds 84   # a new clone
     make demo && .venv/bin/python benchmarks/demo_timings.py --kind cached                       # right after
@@ -11,7 +12,7 @@ takes the wall clock from the first run's start to the last run's end (``make de
 a time, so their ``duration_s`` overlap; the sum is kept as ``notebook_seconds_sum``) and writes
 ``benchmarks/results/demo_<kind>.json``: ``seconds`` (the notebooks, plus ``--install-seconds`` for a fresh clone:
 ``make install``'s wall time, which the runs cannot see), ``per_experiment`` seconds, ``runs``, ``slowest_cells``
-(the ten slowest cells of those runs, ``radaudit timings``), ``budget_s`` (480 fresh and bundle, 240 cached), then
+(the ten slowest cells of those runs, ``radaudit timings``), ``budget_s`` (900 fresh and bundle, 90 cached), then
 the README's speed lines. Which kind a run was is the caller's word: *fresh* = a new clone with empty caches (the
 stand-in models are trained, the generations made); *cached* = ``make demo`` again with every cache present;
 *bundle* = a new clone whose ``make demo`` first imports a cache bundle (``radaudit cache export`` on another
@@ -36,7 +37,7 @@ from pathlib import Path
 from _readme import write_block  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 from _results import record, render_demo_block  # noqa: E402
 
-BUDGETS_S = {"fresh": 480.0, "cached": 240.0, "bundle": 480.0}
+BUDGETS_S = {"fresh": 900.0, "cached": 90.0, "bundle": 900.0}
 
 
 def wall_span(manifests) -> float | None:
