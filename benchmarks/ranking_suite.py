@@ -83,8 +83,10 @@ SPLIT_NOTES = {
                  "with the rules frozen (37/60); its failures were then read and rules written from them, so no "
                  "longer unseen"),
     "holdout5": ("written on 2026-12-02 by a separate author who read neither the rules, the lexicon, the concept "
-                 "tables nor any earlier suite (issue 41's six categories, 60 cases, 10 each); never read; first "
-                 "scored at 8669a58 with the rules frozen"),
+                 "tables nor any earlier suite (issue 41's six categories, 60 cases, 10 each); first scored at 8669a58 "
+                 "with the rules frozen (39/60); its failures were then read on 2026-12-02 and rules written from them "
+                 "(paraphrase and severity: abbreviations, airspace opacity as consolidation, mimics, under-calls, tip "
+                 "compartments), so no longer unseen"),
 }
 log = logging.getLogger("ranking_suite")
 

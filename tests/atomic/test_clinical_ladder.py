@@ -155,10 +155,11 @@ def test_a_critical_downgrade_is_scored_as_a_miss():
 def test_a_downgrade_of_a_non_critical_finding_stays_imprecise():
     ref = [F("pneumothorax", location="right", severity="moderate")]
     row, trace = clinical_scores(ref, [F("pneumothorax", location="right", severity="small")])
-    # not critical: rung 2, a = mean(location 1, severity 1 - 1/3) = 5/6 -> credit 0.5 + 0.5 * 5/6 = 11/12
-    # R = (2 * 11/12 + 1) / 3 = 0.9444; the candidate asks severity small vs moderate 2/3 (>= 1/2, kept 1): P = 1
+    # not critical: rung 2. A pneumothorax is actionable (weight 2), so the under-call costs UNDERCALL_FACTOR (1.5) per
+    # grade: severity 1 - 1.5 * 1/3 = 1/2, a = mean(location 1, severity 1/2) = 3/4 -> credit 0.5 + 0.5 * 3/4 = 7/8
+    # R = (2 * 7/8 + 1) / 3 = 0.9167; the candidate asks severity small vs moderate 2/3 (>= 1/2, kept 1): P = 1
     assert trace[0]["relation"] == "same"
-    assert row["recall"] == pytest.approx((2 * 11 / 12 + 1) / 3) and row["precision"] == 1.0
+    assert row["recall"] == pytest.approx((2 * 7 / 8 + 1) / 3) and row["precision"] == 1.0
 
 
 def test_a_malpositioned_tube_called_satisfactory_is_a_miss_and_a_false_position_is_worse():

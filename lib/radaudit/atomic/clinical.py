@@ -112,6 +112,24 @@ grade (5) or stands the work-up down (5r) tells the team to do nothing and ranks
 normal statement; a downgrade that keeps the right next step is imprecise (2). holdout3's severity-downgrade-01 (its
 candidate denies the shift) now scores just below silence and fails; that is this rule, not an accident.
 
+After holdout5 (issue 41, paraphrase and severity; its failures read on 2026-12-02):
+
+- **Mimics (rung 2c).** A benign finding named *instead of* the reference's finding explains the same shadow away
+  (the concept table's ``mimics``: an unfolded aorta for a widened mediastinum, old healed fractures for acute ones):
+  the finding is a miss and the mimic's statement is left out of precision, so the report ties silence
+  (:func:`_mimicked`). Naming the finding with the mimic as its possible cause is reporting it.
+- **Under-calls.** For an actionable reference finding (weight ≥ 2) a grade below the reference's costs
+  :data:`UNDERCALL_FACTOR` (1.5) per grade, an over-call 1 (module constant, reason there); a range that reaches the
+  reference's grade is not an under-call. An over-call *into* a critical grade also claims the critical part, which the
+  candidate earns only when the reference is critical too (a false critical alarm), as before.
+- **Tip compartments.** Both reports calling a tube or line malpositioned, with its tip in different compartments
+  (airway, digestive, venous, heart, pulmonary artery: ``clinical_criticality.yaml``), give opposite instructions: the
+  candidate's device and malposition facts are a false position, credit 0 on both sides (:func:`_as_missed`).
+- **Paraphrase.** An *airspace* opacity earns the full rung against a consolidation (a relation with
+  ``when_morphology``; a bare opacity keeps its generic credit); a fissure named beside a shared lobe is its edge, not a
+  second place (:data:`_BOUNDARIES`); a folded sign gives the finding its grade (:func:`_fold_signs`); abbreviations,
+  contrasts, number words and grade words are rewritten by the concept table (:func:`~radaudit.atomic.concepts.rewrite`).
+
 So a missed or denied finding pulls recall to its floor ``κ/(w + κ)`` and leaves precision at best unchanged,
 while any rung ≥ 2c raises recall at an equal or smaller cost to precision: a report that mentions the finding
 scores above one that misses or denies it (tested on every finding of the concept table). The other way round
@@ -171,6 +189,7 @@ from radaudit.atomic.score import align_findings, entity_similarity, f1, name_si
 from radaudit.errors import ParamsError
 from radaudit.metrics.base import check_pairs
 from radaudit.text.attributes import extract_location, extract_quantity, extract_severity, extract_size, extract_temporal
+from radaudit.text.sections import split_sections
 
 __all__ = ["Significance", "load_significance", "SIGNIFICANCE_FILE", "facet_credit", "attribute_agreement",
            "pair_entities", "clinical_scores", "CLINICAL_COLUMNS", "ClinicalOptions", "ClinicalRuleDecomposer",
@@ -318,12 +337,21 @@ def _zone_consistent(expected: str, found: str) -> bool:
 _BOTH_SIDES = re.compile(r"\b(?:both|bilaterally|on\s+both\s+sides)\b", re.IGNORECASE)
 
 
+#: region families that mark a lobe's edge, not a place of its own (issue 41, paraphrase): "airspace opacification of the
+#: right upper lobe, bounded inferiorly by the horizontal fissure" is in one place, the right upper lobe. Named beside a
+#: region both reports share, a boundary is not counted as one more region; named alone ("fluid in the fissure") it is
+#: the place.
+_BOUNDARIES = frozenset({"fissure"})
+
+
 def _location_credit(expected: str, found: str, extra_neutral: bool) -> float | None:
     # a device's tip ("tip: right atrium") is compared as a region, never as the device's side
     e_sides, e_regions = location_key(expected.split("tip:")[0])[0], location_key(expected)[1]
     if not e_sides and not e_regions:
         return None
     f_sides, f_regions = location_key(found.split("tip:")[0])[0], location_key(found)[1]
+    if e_regions & f_regions:
+        f_regions = f_regions - (_BOUNDARIES - e_regions)  # "RUL opacity bounded by the fissure": one place, not two
     if e_sides and f_sides:
         side = len(e_sides & f_sides) / len(e_sides | f_sides)
     elif e_sides:
@@ -344,14 +372,31 @@ def _location_credit(expected: str, found: str, extra_neutral: bool) -> float | 
     return side * region
 
 
-def _severity_credit(expected: str, found: str) -> float | None:
+#: what an under-call costs per grade, relative to an over-call of the same distance, for an actionable finding (weight
+#: >= the urgent tier, 2; issue 41, severity): calling a moderate pneumothorax small can leave it undrained, calling it
+#: large drains one that might have been watched; the first harm is the patient's, the second a procedure's. So
+#: ``1 − 1.5·Δ/3`` below the reference's grade and ``1 − Δ/3`` above it. A range that reaches the reference's grade
+#: ("small to moderate" for moderate) is not an under-call (symmetric, as before).
+UNDERCALL_FACTOR = 1.5
+
+
+def _severity_top(value: str) -> float:
+    """The highest grade a severity value reaches on the four-step scale (a range's upper end)."""
+    tops = [float(_SEV4[s.high]) for s in extract_severity(value)]
+    return max([*tops, *([4.0] if _COMPLETE.search(value) else [])], default=0.0)
+
+
+def _severity_credit(expected: str, found: str, under: float = 1.0) -> float | None:
+    """``1 − k·|Δ|/3`` on the four-step scale, Δ between the highest stated grades; ``k`` = ``under`` when every grade
+    ``found`` states lies below ``expected``'s (an under-call), else 1."""
     e = _severity_levels(expected)
     if not e:
         return None
     f = _severity_levels(found)
     if not f:
         return 0.0
-    return max(0.0, 1.0 - abs(max(e) - max(f)) / 3.0)
+    k = under if _severity_top(found) < max(e) else 1.0
+    return max(0.0, 1.0 - k * abs(max(e) - max(f)) / 3.0)
 
 
 def _size_credit(expected: str, found: str) -> float | None:
@@ -435,12 +480,13 @@ _GRADED = {"location": _location_credit, "severity": _severity_credit, "size": _
 
 
 def facet_credit(facet: str, expected: str, found: str | None, *, extra_neutral: bool = False,
-                 theta: float = 0.8) -> float | None:
+                 theta: float = 0.8, under: float = 1.0) -> float | None:
     """Graded agreement in [0, 1] of ``found`` with ``expected`` for one facet (module docstring).
 
     ``found`` ``None``: the other report does not state the facet → ½, or ``None`` (not assessed)
-    with ``extra_neutral=True`` (the candidate's extra detail). Free text the extractors cannot read
-    falls back to name similarity ≥ ``theta`` (1 or 0), as :func:`~radaudit.atomic.compare.values_match`.
+    with ``extra_neutral=True`` (the candidate's extra detail). ``under``: the severity facet's cost factor of an
+    under-call (:data:`UNDERCALL_FACTOR` for an actionable reference finding; 1: symmetric). Free text the extractors
+    cannot read falls back to name similarity ≥ ``theta`` (1 or 0), as :func:`~radaudit.atomic.compare.values_match`.
 
     >>> facet_credit("severity", "large", "moderate"), facet_credit("severity", "large", "small")
     (0.6666666666666667, 0.33333333333333337)
@@ -454,7 +500,12 @@ def facet_credit(facet: str, expected: str, found: str | None, *, extra_neutral:
     if found is None or not found.strip():
         return None if extra_neutral else _OMITTED
     fn = _GRADED[facet]
-    credit = fn(expected, found, extra_neutral) if facet == "location" else fn(expected, found)
+    if facet == "location":
+        credit = fn(expected, found, extra_neutral)
+    elif facet == "severity":
+        credit = fn(expected, found, under)
+    else:
+        credit = fn(expected, found)
     if credit is None:
         credit = 1.0 if name_similarity(expected, found) >= theta else 0.0
     return float(credit)
@@ -469,7 +520,7 @@ def _facets(f: Finding) -> dict[str, str]:
 
 
 def attribute_agreement(asking: Finding, answering: Finding, *, extra_neutral: bool, theta: float = 0.8,
-                        context: Sequence[Finding] = ()) -> tuple[float, dict[str, float]]:
+                        context: Sequence[Finding] = (), under: float = 1.0) -> tuple[float, dict[str, float]]:
     """``(a, {facet: credit})``: the mean graded credit over the facets ``asking`` states (module
     docstring); facets not assessed are left out; ``a`` = 1 when none is assessed.
 
@@ -483,7 +534,7 @@ def attribute_agreement(asking: Finding, answering: Finding, *, extra_neutral: b
         other = answers.get(facet)
         if other is None:
             other = next((getattr(c.attributes, facet) for c in context if getattr(c.attributes, facet)), None)
-        c = facet_credit(facet, value, other, extra_neutral=extra_neutral, theta=theta)
+        c = facet_credit(facet, value, other, extra_neutral=extra_neutral, theta=theta, under=under)
         if c is not None:
             credits[facet] = c
     a = sum(credits.values()) / len(credits) if credits else 1.0
@@ -581,8 +632,10 @@ def _credit(asking: Finding, other: Finding | None, relation: str | None, *, ref
         return 0.0, None, {}  # not reported, or reported on the other side (a different finding)
 
     context = [o for o in others if o is not other and o.present == "yes" and related_as(other.name, o.name)]
+    # an actionable reference finding under-called costs more than over-called (UNDERCALL_FACTOR; issue-41 rules only)
+    under = UNDERCALL_FACTOR if tables is not None and reference_side and sum(w for _, w in parts) >= 2.0 else 1.0
     a, credits = attribute_agreement(asking, other, extra_neutral=not reference_side, theta=opt.theta,
-                                     context=context)
+                                     context=context, under=under)
     if not reference_side:
         # the candidate's details: only one worse than leaving it out is held against it (module docstring)
         credits = {k: (c if c < _OMITTED else 1.0) for k, c in credits.items()}
@@ -755,10 +808,13 @@ def _fold_signs(findings: list[Finding], other: Sequence[Finding], t: Tables) ->
     small pneumothorax", "massive effusion with opacification of the hemithorax and contralateral shift". A sign is the
     evidence for a finding; once the report draws the conclusion, the sign is part of that finding's description,
     not a second fact (clinical usage: reports list the signs that make the diagnosis). A finding without a stated place
-    takes its sign's ("a pleural line at the right apex ... a small pocket of air": a right apical pneumothorax). A sign
+    takes its sign's ("a pleural line at the right apex ... a small pocket of air": a right apical pneumothorax), and a
+    finding without a stated grade (severity, size) its sign's ("a large retrocardiac gas-filled structure with an
+    air-fluid level ... a hiatus hernia": a large hernia; not a mediastinal shift's, whose grade is the shift's). A sign
     the ``other`` report states present too stays, and the two are compared as they are (a side, a grade)."""
     out: list[Finding] = []
     place: dict[int, str] = {}
+    grade: dict[int, dict[str, str]] = {}
     for f in findings:
         s = t.signs.get(f.name)
         if any(o.name == f.name and o.present == "yes" for o in other):
@@ -768,11 +824,19 @@ def _fold_signs(findings: list[Finding], other: Sequence[Finding], t: Tables) ->
                      and (f.name == "mediastinal shift" or not _sides_disjoint(f, g))), None) if f.present == "yes" else None
         if into is None:
             out.append(f)
-        elif f.name != "mediastinal shift" and f.attributes.location and not findings[into].attributes.location:
-            place.setdefault(into, f.attributes.location)  # the sign's place is the finding's ("pleural line at the apex")
-    if place:
-        moved = {id(findings[k]): loc for k, loc in place.items()}
-        out = [f.model_copy(update={"attributes": f.attributes.model_copy(update={"location": moved[id(f)]})})
+        elif f.name != "mediastinal shift":
+            g = findings[into]
+            if f.attributes.location and not g.attributes.location:
+                place.setdefault(into, f.attributes.location)  # the sign's place ("pleural line at the apex")
+            for facet in ("severity", "size"):
+                # the sign's grade is the finding's ("large retrocardiac air-fluid level ... a hiatus hernia"; issue 41)
+                if getattr(f.attributes, facet) and not getattr(g.attributes, facet):
+                    grade.setdefault(into, {}).setdefault(facet, getattr(f.attributes, facet))
+    if place or grade:
+        moved = {id(findings[k]): {"location": loc} for k, loc in place.items()}
+        for k, upd in grade.items():
+            moved.setdefault(id(findings[k]), {}).update(upd)
+        out = [f.model_copy(update={"attributes": f.attributes.model_copy(update=moved[id(f)])})
                if id(f) in moved else f for f in out]
     return out
 
@@ -806,6 +870,15 @@ def _as_missed(ref: Sequence[Finding], cand: Sequence[Finding], pairs: Sequence[
                 not_said.add(next(k for k, c in enumerate(cand) if c is o))
     for i, j in pairs:
         r, c = ref[i], cand[j]
+        if r.name.startswith("malpositioned ") and r.present == "yes" and c.present == "yes":
+            # both call it malpositioned, with the tip in different compartments: opposite instructions, a false position
+            device = r.name[len("malpositioned "):]
+            ri = next((k for k, f in enumerate(ref) if f.name == device and f.present == "yes"), None)
+            ci = next((k for k, f in enumerate(cand) if f.name == device and f.present == "yes"), None)
+            if ri is not None and ci is not None and _compartments_differ(ref[ri], cand[ci], t):
+                false_r.update((i, ri))
+                false_c.update((j, ci))
+            continue
         if not (r.name.startswith("malpositioned ") and r.present == "yes" and c.present == "no"):
             continue
         device = r.name[len("malpositioned "):]
@@ -822,7 +895,46 @@ def _as_missed(ref: Sequence[Finding], cand: Sequence[Finding], pairs: Sequence[
             not_said.update((j, ci))
             if ri is not None:
                 missed.add(ri)
+    for i, j in _mimicked(ref, cand, t):
+        missed.add(i)
+        not_said.add(j)
     return missed, not_said, (false_r, false_c)
+
+
+def _tip_compartments(f: Finding, t: Tables) -> frozenset[str]:
+    """The compartments (``tip_compartments`` of ``clinical_criticality.yaml``) of the tip locations a device states."""
+    loc = f.attributes.location or ""
+    if "tip:" not in loc:
+        return frozenset()
+    tips = [x.strip() for x in loc.split("tip:", 1)[1].split(",")]
+    table = t.tip_compartment or {}
+    return frozenset(table[x] for x in tips if x in table)
+
+
+def _compartments_differ(r: Finding, c: Finding, t: Tables) -> bool:
+    """Whether both reports place the device's tip in a known compartment and the compartments do not meet."""
+    a, b = _tip_compartments(r, t), _tip_compartments(c, t)
+    return bool(a and b and not a & b)
+
+
+def _mimicked(ref: Sequence[Finding], cand: Sequence[Finding], t: Tables) -> list[tuple[int, int]]:
+    """``(reference fact, candidate fact)`` of each reference finding the candidate explains away by naming a benign mimic
+    instead (the concept table's ``mimics``: "unfolded aorta" for a widened mediastinum, "old healed fractures" for
+    acute ones): present in the candidate, on a compatible side, while the candidate does not name the finding itself
+    and the reference does not name the mimic (then both are compared as they are)."""
+    out = []
+    for i, r in enumerate(ref):
+        if r.present != "yes" or any(c.name == r.name and c.present == "yes" for c in cand):
+            continue
+        for finding, mimic in t.mimics:
+            if finding != r.name or any(g.name == mimic for g in ref):
+                continue
+            j = next((k for k, c in enumerate(cand) if c.name == mimic and c.present == "yes"
+                      and not _sides_disjoint(r, c)), None)
+            if j is not None:
+                out.append((i, j))
+                break
+    return out
 
 
 #: id of the normal-statements entry (``clinical_normals.yaml``) that stands the work-up down ("no further imaging
@@ -905,6 +1017,8 @@ def _pair_issue41(ref: Sequence[Finding], cand: Sequence[Finding], opt: Clinical
 
 def _concept_relation(asking: str, other: str, t: Tables) -> tuple[str | None, float | None]:
     for r in t.relations:
+        if r.morphology is not None:
+            continue  # a refinement of an existing relation's credit (:func:`_refined_credit`), not a relation
         if r.interchangeable and {asking, other} == {r.generic, r.specific} and asking != other:
             return "generic", r.credit
         if not r.interchangeable and asking == r.generic and other == r.specific:
@@ -914,12 +1028,23 @@ def _concept_relation(asking: str, other: str, t: Tables) -> tuple[str | None, f
     return None, None
 
 
+def _refined_credit(specific: Finding, generic: Finding, t: Tables) -> float | None:
+    """The concept table's credit for ``generic`` named for ``specific`` when a relation holds only for a morphology the
+    generic finding states (``when_morphology``: an *airspace* opacity for a consolidation earns 1, a bare opacity keeps
+    :data:`~radaudit.atomic.lexicon.GENERIC_CREDIT`); ``None``: no such relation."""
+    terms = {x for x, _, _ in morphology_terms(generic.attributes.morphology or "")}
+    for r in t.relations:
+        if r.morphology is not None and r.specific == specific.name and r.generic == generic.name and r.morphology in terms:
+            return r.credit
+    return None
+
+
 def _related_issue41(f: Finding, others: Sequence[Finding], t: Tables
                      ) -> tuple[Finding | None, str | None, float | None]:
     """The lexicon's relations (:func:`_related`), then the concept table's: more specific before more generic."""
     o, rel = _related(f, others)
     if o is not None:
-        return o, rel, None
+        return o, rel, (_refined_credit(f, o, t) if rel == "generic" else None)
     for want in ("specific", "generic"):
         for o in others:
             if o.present == "yes" and not _sides_disjoint(f, o):
@@ -988,6 +1113,8 @@ def _scores_issue41(ref: list[Finding], cand: list[Finding], opt: ClinicalOption
     to_r = {j: i for i, j in pairs}
     rules = _context_rules(context, history=True)
     as_missed, not_said, false_position = _as_missed(ref, cand, pairs, t)
+    mimic_pairs = _mimicked(ref, cand, t)
+    mimic_r, mimic_c = {i for i, _ in mimic_pairs}, {j for _, j in mimic_pairs}
     reassured_r: set[int] = set()
     reassured_c: set[int] = set()
     reassured_row: set[int] = set()
@@ -1006,7 +1133,8 @@ def _scores_issue41(ref: list[Finding], cand: list[Finding], opt: ClinicalOption
                 # the candidate's statement of a critical finding it downgraded: counted as not said (rung 2c)
                 trace.append({"direction": direction, "finding": f.name, "present": f.present, "hedged": f.hedged,
                               "other": f"{other.name}: {other.present}" if other is not None else "not mentioned",
-                              "relation": "critical downgrade: not counted", "weight": 0.0, "credit": 0.0,
+                              "relation": "mimic: not counted" if k in mimic_c else "critical downgrade: not counted",
+                              "weight": 0.0, "credit": 0.0,
                               "agreement": None, "facets": {}})
                 continue
             if f.present == "yes" and (other is None or other.present != "yes"):
@@ -1032,7 +1160,8 @@ def _scores_issue41(ref: list[Finding], cand: list[Finding], opt: ClinicalOption
                 credit, relation = 0.0, "false reassurance"
             elif (reference_side and k in as_missed) or (k in (false_position[0] if reference_side else false_position[1])):
                 credit = 0.0
-                relation = "critical downgrade: as a miss" if reference_side and k in as_missed else "false position"
+                relation = ("false position" if not (reference_side and k in as_missed) else
+                            "explained away by a mimic: as a miss" if k in mimic_r else "critical downgrade: as a miss")
             elif f.present == "no" and other is None and (sg := next(
                     (g for g in signs_other if g.name == f.name and not _sides_disjoint(f, g)), None)) is not None:
                 # "no mediastinal shift" against a shift the other report states as part of its tension pneumothorax
@@ -1188,8 +1317,6 @@ def clinical_text(text: str) -> str:
     hemidiaphragms. IMPRESSION: Pneumoperitoneum.") labelled FINDINGS, so that the section reader keeps them (issue 41,
     after holdout4: the description, with its sides and sizes, is where the attributes are; the paper's ``atomimed``
     reads the FINDINGS and IMPRESSION sections only)."""
-    from radaudit.text.sections import split_sections
-
     text = rewrite(text)
     secs = split_sections(text, inline=True)
     if "findings" not in secs and "impression" in secs and (secs.get("preamble") or "").strip():

@@ -4,7 +4,11 @@ of them (its rule decomposer keeps :data:`radaudit.atomic.lexicon.FINDINGS`).
 
 - ``clinical_concepts.yaml``: each finding's descriptive, lay and interchangeable forms (with the source of each
   mapping), free-text names an LLM may use, morphology implicit in a form ("airspace disease"), and relations between
-  findings beyond :data:`~radaudit.atomic.lexicon.SPECIFIC_OF` (hydropneumothorax → pneumothorax).
+  findings beyond :data:`~radaudit.atomic.lexicon.SPECIFIC_OF` (hydropneumothorax → pneumothorax); ``mimics``, benign
+  findings that explain a finding away when named instead of it (an unfolded aorta for a widened mediastinum);
+  ``rewrites`` of abbreviations, contrasts and lay words ("R PTX", "rather than the oesophagus", "intercostal drain");
+  ``number_words`` read as digits before a unit of length ("three centimetres" → "3 centimetres"; nowhere else, so
+  "no one" stays).
 - ``clinical_signs.yaml``: radiographic signs and the findings each implies, with a credit ≤ 0.45.
 - ``clinical_normals.yaml``: normal statements ("the lungs are clear") and the findings each denies.
 - ``clinical_criticality.yaml``: critical findings (ACR category 1) and the downgrade rule.
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from radaudit.atomic.decompose import report_body
 from radaudit.atomic.lexicon import FINDINGS, MORPHOLOGY, canonical_names
 from radaudit.atomic.score import normalize_name
 from radaudit.errors import ParamsError
@@ -62,13 +67,16 @@ class Sign:
 @dataclass(frozen=True)
 class Relation:
     """``specific`` implies ``generic``; ``interchangeable`` relations hold both ways. ``credit`` scales the
-    imprecise rung of the report that names the generic (or the other interchangeable) finding."""
+    imprecise rung of the report that names the generic (or the other interchangeable) finding. ``morphology``: the
+    relation's credit holds only when the generic finding carries that morphology term (an *airspace* opacity for a
+    consolidation); such a relation refines one that exists already and adds none of its own."""
 
     generic: str
     specific: str
     credit: float
     interchangeable: bool
     reason: str
+    morphology: str | None = None
 
 
 @dataclass(frozen=True)
@@ -198,6 +206,10 @@ class Tables:
     #: cues of the findings a history documents (``clinical_context.yaml``, ``history_documents``)
     history_cue: re.Pattern[str] | None = None
     history_cue_not: re.Pattern[str] | None = None
+    #: (finding, mimic): a benign finding named instead of the finding explains it away (``mimics``)
+    mimics: tuple[tuple[str, str], ...] = ()
+    #: tip location (as the decomposer writes it, "right mainstem bronchus") -> its compartment (``tip_compartments``)
+    tip_compartment: Mapping[str, str] | None = None
 
     @property
     def pure_signs(self) -> frozenset[str]:
@@ -276,6 +288,13 @@ def load_tables() -> Tables:
                 raise _err(cf, f"rewrite {k}", f"needs {key} ({r!r}).")
         pat = re.compile(rf"(?<![\w-])(?:{_compile(cf, f'rewrite {k}', str(r['pattern']))})(?![\w-])", re.IGNORECASE)
         rewrites.append((pat, str(r["replace"])))
+    for word, value in (cdoc.get("number_words") or {}).items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            raise _err(cf, "number_words", f"{word!r} must map to a positive number, got {value!r}.")
+        # a number word before a unit of length only ("three centimetres" -> "3 centimetres")
+        pat = re.compile(rf"(?<![\w-]){re.escape(str(word))}(?=[\s-]+(?:cm|mm|centimet\w*|millimet\w*)(?![\w]))",
+                         re.IGNORECASE)
+        rewrites.append((pat, f"{value:g}"))
     names = known | set(new)
     relations = []
     for r in cdoc.get("relations") or []:
@@ -283,13 +302,27 @@ def load_tables() -> Tables:
             a, b = r["interchangeable"]
             relations.append(Relation(a, b, float(r["credit"]), True, str(r.get("reason", ""))))
         else:
-            relations.append(Relation(r["generic"], r["specific"], float(r["credit"]), False, str(r.get("reason", ""))))
+            morph = r.get("when_morphology")
+            if morph is not None and morph not in morph_terms:
+                raise _err(cf, "relations", f"when_morphology {morph!r} is not a term of lexicon.MORPHOLOGY.")
+            relations.append(Relation(r["generic"], r["specific"], float(r["credit"]), False, str(r.get("reason", "")),
+                                      morph))
     for r in relations:
         for n in (r.generic, r.specific):
             if n not in names:
                 raise _err(cf, "relations", f"{n!r} is not a finding of the vocabulary.")
         if not 0 < r.credit <= 1:
             raise _err(cf, "relations", f"credit {r.credit} of {r.generic}/{r.specific} must be in (0, 1].")
+
+    mimics = []
+    for k, m in enumerate(cdoc.get("mimics") or []):
+        for key in ("finding", "mimic", "reason", "source"):
+            if not m.get(key):
+                raise _err(cf, f"mimic {k}", f"needs {key} ({m!r}).")
+        for n in (m["finding"], m["mimic"]):
+            if n not in names:
+                raise _err(cf, f"mimic {k}", f"{n!r} is not a finding of the vocabulary.")
+        mimics.append((str(m["finding"]), str(m["mimic"])))
 
     sf = TABLE_FILES["signs"]
     sdoc = _read(sf)
@@ -360,6 +393,18 @@ def load_tables() -> Tables:
         else:
             raise _err(kf, c["finding"], f"when {w!r}: use always, {{severity_at_least: 1-4}} or {{morphology: term}}.")
         crit.append(CriticalRule(c["finding"], when, str(c.get("reason", ""))))
+    from radaudit.text.attributes import TIP_LOCATIONS  # the tip reader's vocabulary
+
+    tip_names = {k.replace("_", " ") for k in TIP_LOCATIONS}
+    tip_compartment: dict[str, str] = {}
+    for comp, locs in (kdoc.get("tip_compartments") or {}).items():
+        for loc in locs:
+            if loc not in tip_names:
+                raise _err(kf, f"tip_compartments {comp}",
+                           f"{loc!r} is not a tip location ({', '.join(sorted(tip_names))}).")
+            if loc in tip_compartment:
+                raise _err(kf, f"tip_compartments {comp}", f"{loc!r} is in two compartments.")
+            tip_compartment[loc] = str(comp)
     if kdoc.get("tier") not in _TIERS:
         raise _err(kf, "tier", f"must be one of {', '.join(_TIERS)}.")
 
@@ -394,7 +439,8 @@ def load_tables() -> Tables:
                   critical=tuple(crit), critical_tier=_TIERS[kdoc["tier"]], downgrade_level=int(kdoc["downgrade_level"]),
                   downgrade_credit=float(kdoc["downgrade_credit"]), context_rules=tuple(rules),
                   expected_factor=float(xdoc.get("expected_factor", 0.5)), rewrites=tuple(rewrites),
-                  same_morphology=same_morph, history_cue=history_cue, history_cue_not=history_cue_not)
+                  same_morphology=same_morph, history_cue=history_cue, history_cue_not=history_cue_not,
+                  mimics=tuple(mimics), tip_compartment=tip_compartment)
 
 
 @functools.lru_cache(maxsize=1)
@@ -426,8 +472,6 @@ def rewrite(text: str) -> str:
 def find_denials(text: str) -> tuple[Denial, ...]:
     """The normal statements of a report (``clinical_normals.yaml``), searched in its FINDINGS/IMPRESSION body
     sentence by sentence; each with the sides its own words name ("the left lung is clear": left)."""
-    from radaudit.atomic.decompose import report_body  # lazy: decompose imports this module's users
-
     out = []
     for sent in sentences(report_body(text)):
         for st in load_tables().normals:
