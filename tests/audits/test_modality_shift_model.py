@@ -118,3 +118,31 @@ def test_decoy_items_carry_another_samples_text_and_the_samples_own_image(sample
         assert str(text_of[it.text_source]) in it.prompt
     again = _decoy_items(train, "covid_cxr", seed=0)
     assert again["text_source"].tolist() == items["text_source"].tolist()  # seeded
+
+
+def test_gate_split_holds_back_a_share_of_each_label():
+    from radaudit.audits.modality_shift.models import _gate_split
+
+    rows = [{"label": 1}] * 10 + [{"label": 0}] * 30
+    fit, gate = _gate_split(rows, 0.2, seed=3)
+    assert sorted(fit + gate) == list(range(40)) and not set(fit) & set(gate)
+    assert sum(rows[i]["label"] for i in gate) == 2 and len(gate) == 2 + 6   # 20% of 10 positives, of 30 negatives
+    assert _gate_split(rows, 0.2, seed=3) == (fit, gate) and _gate_split(rows, 0.2, seed=4) != (fit, gate)
+    assert _gate_split(rows, 0.0, seed=3) == (list(range(40)), [])
+
+
+@pytest.mark.long
+@pytest.mark.parametrize(("settings", "passed"), [({"p_marked": 0.0, "vision_warmup_gate_auroc": 0.95}, False),
+                                                  ({"vision_warmup_gate_auroc": 0.01}, True)])
+def test_warm_start_gate_records_whether_the_marker_was_read(shared_data, tmp_path, settings, passed):
+    """The gate can fail: a tower never shown a marked copy (``p_marked`` 0) cannot read the marker on the gate's
+    held-back marked copies, so the bar is not reached, every epoch runs and the record says so; a bar any head
+    reaches stops the warm start at the first check."""
+    hp = {**TINY, "vision_warmup_epochs": 10, "max_train": 60, "steps": 2, **settings}
+    path = demo_vlm_path(shared_data, seed=0, cache_dir=tmp_path, **hp)
+    meta = json.loads((path / CONFIG_FILE).read_text())
+    assert meta["vision_warmup_gate_passed"] is passed
+    assert meta["vision_warmup_epochs_run"] == (10 if not passed else 5)
+    assert [e for e, _ in meta["vision_warmup_gate"]] == ([5, 10] if not passed else [5])
+    assert all(0.0 <= a <= 1.0 for _, a in meta["vision_warmup_gate"])
+    assert (meta["vision_warmup_gate"][-1][1] < 0.95) if not passed else True
