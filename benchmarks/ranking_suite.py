@@ -87,6 +87,12 @@ SPLIT_NOTES = {
                  "with the rules frozen (39/60); its failures were then read on 2026-12-02 and rules written from them "
                  "(paraphrase and severity: abbreviations, airspace opacity as consolidation, mimics, under-calls, tip "
                  "compartments), so no longer unseen"),
+    "holdout6": ("written on 2026-12-02 by a separate author who read only holdout3's first 60 lines (the schema), "
+                 "neither the rules, the lexicon, the concept tables nor any other suite (issue 41's six categories, "
+                 "60 cases, 10 each; sha256 9605ec01a005, committed at 9f0d6df before any metric ran on it; its "
+                 "category names then mapped to the suite's, severity -> severity_downgrade and interchangeable -> "
+                 "interchangeable_terms, by sed on those lines alone); never read; first scored at ab799d8 with the "
+                 "rules frozen (32/60)"),
 }
 log = logging.getLogger("ranking_suite")
 
