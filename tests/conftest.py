@@ -9,6 +9,7 @@ real-data or real-model tests.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,18 @@ def pytest_runtest_makereport(item, call):
         reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
         rep.outcome = "failed"
         rep.longrepr = f"skipped under RADAUDIT_STRICT=1 (CI must run every test): {reason}"
+
+
+@pytest.fixture
+def close_figures():
+    """Close every matplotlib figure when the test ends (open figures pile up over a module: memory, and pyplot's
+    "more than 20 figures" warning). A module whose tests draw uses it for all of them:
+    ``pytestmark = pytest.mark.usefixtures("close_figures")``. It does not import pyplot: a test that never did has
+    no figures to close."""
+    yield
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close("all")
 
 
 @pytest.fixture(scope="session")

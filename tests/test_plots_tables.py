@@ -25,11 +25,7 @@ from radaudit.plots import (  # noqa: E402
 )
 from radaudit.tables import ci_column, format_ci, format_number, save_table  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("close_figures")  # tests/conftest.py: every figure closed after each test
 
 
 # ------------------------------------------------------------------------------------ format_ci

@@ -528,7 +528,7 @@ def score_cmd(table, metrics, by, out, reference_column, prediction_column, n_bo
     import warnings
 
     from radaudit.scoring import score_file  # lazy: the metric registry, ~5 s off `radaudit --help`
-    from radaudit.stats import BootstrapWarning
+    from radaudit.stats import BootstrapWarning  # lazy: numpy and scipy, off `radaudit --help`
 
     names = [m.strip() for m in metrics.split(",") if m.strip()]
     groups = [b.strip() for b in by.split(",") if b.strip()]

@@ -69,6 +69,7 @@ import pandas as pd
 from radaudit.errors import ParamsError
 from radaudit.html_page import escape, fmt_number, page
 from radaudit.metrics import build_metric, check_pairs
+from radaudit.metrics.ranking import accepts_context
 from radaudit.stats import benjamini_hochberg, bootstrap_ci, paired_bootstrap, stable_seed
 
 __all__ = ["ALIASES", "ScoreReport", "closest_column", "score", "score_file"]
@@ -511,8 +512,6 @@ def score(df: pd.DataFrame, metrics: Sequence[str], by: Sequence[str] = (), *, r
     ``context_columns``: the patient-context columns (module docstring). ``source`` names the table in error
     messages (:func:`score_file` passes the file's name). ``pairs["row"]`` is each pair's 0-based position in
     ``df`` (``df.iloc[row]``), not its index label."""
-    from radaudit.metrics.ranking import accepts_context
-
     by = [by] if isinstance(by, str) else list(by)
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     if not metrics:

@@ -60,6 +60,8 @@ from typing import Any, Literal
 from radaudit.atomic.lexicon import ANATOMY, FINDINGS, compile_alternation, malposition_name, morphology_terms
 from radaudit.atomic.schema import ATTRIBUTES, DECOMPOSITION_EXAMPLE, Attributes, Decomposition, Finding
 from radaudit.errors import ParamsError
+from radaudit.models import backends as model_backends
+from radaudit.models import generate as model_generate
 from radaudit.models.llm_json import call_json_batch
 from radaudit.text.attributes import (
     extract_devices,
@@ -463,17 +465,15 @@ def greedy_generator(model: Any, *, max_new_tokens: int = 1024, batch_size: int 
     render the same prompts and share cache entries. ``dtype``: ``None`` is float32 on either engine
     (pass ``"bf16"`` for a large model). The backend is built on the first call and kept; ``cache`` (a
     :class:`~radaudit.models.cache.ContentCache`, a folder or ``True``) makes reruns free."""
-    # lazy: looked up per call, so tests can patch radaudit.models.backends.get_backend and .generate.generate
-    from radaudit.models.backends import get_backend
-    from radaudit.models.generate import generate
+    # get_backend and generate are looked up on their modules when called, so tests can patch them there
 
     @functools.lru_cache(maxsize=1)
     def _backend() -> Any:
-        return get_backend(model, backend, device=device, dtype=dtype, **backend_kwargs)
+        return model_backends.get_backend(model, backend, device=device, dtype=dtype, **backend_kwargs)
 
     def fn(prompts: list[str]) -> list[str]:
-        gens = generate(_backend(), list(prompts), "greedy", max_new_tokens=max_new_tokens, batch_size=batch_size,
-                        cache=cache)
+        gens = model_generate.generate(_backend(), list(prompts), "greedy", max_new_tokens=max_new_tokens,
+                                       batch_size=batch_size, cache=cache)
         return [g.text for g in gens]
 
     return fn
