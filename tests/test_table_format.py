@@ -32,11 +32,7 @@ from radaudit.tables import (  # noqa: E402
     unavailable_note,
 )
 
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("close_figures")  # tests/conftest.py: every figure closed after each test
 
 
 # ------------------------------------------------------------------------------------------------ number rules
@@ -270,6 +266,55 @@ def test_per_label_auroc_needs_ten_positive_and_ten_negative_test_images():
     assert t4.loc["real", "ARDS"] == "too few test images (4 positives)"
     assert t4.loc["real", "COVID-19"] == "0.70 [0.57, 0.81]" and t4.loc["real", "macro"] == "0.80 [0.70, 0.90]"
     assert utility_table(long, marks=True, ci=True).loc["real", "ARDS"] == "0.90 [0.82, 0.96]"  # default: as before
+
+
+def _squares(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Label "square": a bright central square; label "bar": a bright top bar (tests/audits/test_synthetic_cxr_utility)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, (n, 2)).astype(np.float32)
+    x = rng.uniform(0, 0.3, (n, 16, 16)).astype(np.float32)
+    x[y[:, 0] == 1, 5:11, 5:11] += 0.6
+    x[y[:, 1] == 1, 1:3, 2:14] += 0.6
+    return np.clip(x, 0, 1), y
+
+
+def test_the_headline_macro_auroc_averages_only_labels_with_ten_positive_and_ten_negative_test_images():
+    from sklearn.metrics import roc_auc_score
+
+    from radaudit.audits.synthetic_cxr.table4 import MACRO_ALL_LABELS, utility_table
+    from radaudit.audits.synthetic_cxr.utility import run_utility
+
+    x, y = _squares(64, 5)
+    xt, yt = _squares(40, 6)
+    yt[:, 1] = 0
+    yt[:4, 1] = 1  # "bar": 4 positive test images, below the floor of 10
+    noise = np.random.default_rng(0).uniform(size=x.shape).astype(np.float32)
+    res = run_utility({"real": (x, y), "noise": (noise, y)}, xt, yt, ["square", "bar"], seed=0, n_bootstrap=200,
+                      min_positives=10, epochs=4, lr=3e-3, batch_size=16)  # min_positives: as the notebook
+    long = res.long.set_index(["source", "label"])
+    for src in ("real", "noise"):
+        square = roc_auc_score(yt[:, 0], res.scores[src][:, 0])
+        bar = roc_auc_score(yt[:, 1], res.scores[src][:, 1])
+        assert long.loc[(src, "macro"), "auroc"] == pytest.approx(square)  # the headline: "square" alone
+        assert long.loc[(src, MACRO_ALL_LABELS), "auroc"] == pytest.approx((square + bar) / 2)  # the paper's macro
+        assert long.loc[(src, "macro"), "ci_low"] <= long.loc[(src, "macro"), "auroc"] <= long.loc[(src, "macro"),
+                                                                                                     "ci_high"]
+    assert long.loc[("real", "macro"), "n_pos"] == yt[:, 0].sum()  # the counts of the labels it averages
+    assert "(square); left out: bar (4 positives)" in long.loc[("real", "macro"), "note"]
+    assert "(square, bar)" in long.loc[("real", MACRO_ALL_LABELS), "note"]
+    # its paired difference to the baseline is tested (every label in it has >= 10 positives); the paper's is not
+    assert long.loc[("noise", "macro"), "diff"] == pytest.approx(long.loc[("noise", "square"), "diff"])
+    assert np.isfinite(long.loc[("noise", "macro"), "pvalue"])
+    assert np.isnan(long.loc[("noise", MACRO_ALL_LABELS), "pvalue"])
+    t4 = utility_table(res.long, marks=True, ci=True, min_test_images=10)
+    assert list(t4.columns) == ["square", "bar", "macro", MACRO_ALL_LABELS]
+    assert ("Macro: mean AUROC over the labels with at least 10 positive and 10 negative test images (square); "
+            "macro (all labels): over every label with both classes in the test set (square, bar).") in t4.attrs["legend"]
+    # with the floor off, one macro over every label, as the paper
+    off = run_utility({"real": (x, y)}, xt, yt, ["square", "bar"], seed=0, n_bootstrap=0, min_test_images=0,
+                      epochs=4, lr=3e-3, batch_size=16).long.set_index("label")
+    assert MACRO_ALL_LABELS not in off.index and off.loc["macro", "auroc"] == pytest.approx(
+        long.loc[("real", MACRO_ALL_LABELS), "auroc"])
 
 
 # ------------------------------------------------------------------------------------------------ every smoke report

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html as _html
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,11 @@ import pandas as pd
 from radaudit.files import atomic_write, ensure_dir
 
 __all__ = [
-    "DASH", "NA_REP", "check_output_name", "ci_column", "ci_triples", "column_decimals", "for_reader", "format_ci",
-    "format_count", "format_number", "format_pvalue", "format_value", "is_pvalue_column", "reader_html",
-    "save_table", "show_tables_for_readers", "tidy_ci_text", "unavailable_note",
+    "DASH", "NA_REP", "NO_INTERVAL", "NOT_ESTIMATE_TOKENS", "STATISTIC_TOKENS", "NoInterval", "check_output_name",
+    "ci_column", "ci_triples", "column_decimals", "declared_no_interval", "for_reader", "format_ci", "format_count",
+    "format_number", "format_pvalue", "format_value", "is_estimate_column", "is_pvalue_column", "missing_intervals",
+    "missing_intervals_in_run", "reader_html", "save_table", "show_tables_for_readers", "tidy_ci_text",
+    "unavailable_note",
 ]
 
 NA_REP = "n/a"
@@ -372,8 +375,9 @@ def ci_triples(columns: list[Any]) -> list[tuple[Any, Any, Any]]:
     """``(estimate, low, high)`` column triples in ``columns``: ``estimate/low/high``, ``value/ci_low/ci_high``,
     ``auroc/auroc_low/auroc_high``, ``tau/tau_low/tau_high``, ``unknown_rate/unknown_low/unknown_high``...; the
     estimate of a bare ``low``/``high`` pair is the column just before ``low`` (else ``estimate``/``value``/
-    ``mean``); of ``<x>_low`` it is ``<x>``, ``<x>_rate``... or else the column just before. Names compare without
-    case."""
+    ``mean``); of ``<x>_low`` it is ``<x>``, ``<x>_rate``... or else the column just before; of ``low_<x>``/
+    ``high_<x>`` (bounds named as a prefix) it is the column just before, when its name ends ``_<x>``
+    (``auroc_paper, low_paper, high_paper``). Names compare without case."""
     names = [str(c).lower() for c in columns]
     out = []
     for j, c in enumerate(names):
@@ -393,6 +397,14 @@ def ci_triples(columns: list[Any]) -> list[tuple[Any, Any, Any]]:
             est = names[j - 1]
         if est is not None:
             out.append((columns[names.index(est)], columns[j], columns[names.index(high)]))
+    for j, c in enumerate(names):  # the bounds as a prefix: auroc_paper, low_paper, high_paper
+        m = re.match(r"^(low|lo|lower)_(.+)$", c)
+        if not m or j == 0:
+            continue
+        high = {"low": "high", "lo": "hi", "lower": "upper"}[m.group(1)] + "_" + m.group(2)
+        est = names[j - 1]
+        if high in names and est.endswith("_" + m.group(2)) and est != high and not any(est in t for t in out):
+            out.append((columns[j - 1], columns[j], columns[names.index(high)]))
     return out
 
 
@@ -573,3 +585,269 @@ def unavailable_note(skipped: Any, label: Any = None) -> str:
         reason = re.sub(r"(pip install [^\s`]+(?: [^\s`.]+)*)$", r"`\1`", reason)
         lines.append(f"{name(metric)} was not run: {reason}.")
     return "*Not run here.* " + " ".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# A CI beside every estimate (issue 42, DESIGN.md "Every headline number in a table carries a 95% bootstrap CI"): which
+# columns of a table are estimates that carry no interval.
+
+#: Name tokens of a statistic: a column so named is an estimate even when its values are whole numbers (an accuracy of
+#: 1.0 on a smoke run's few samples, an AUROC of 0 or 1).
+STATISTIC_TOKENS = frozenset({
+    "auroc", "auc", "accuracy", "acc", "f1", "precision", "recall", "sensitivity", "specificity", "ppv", "npv", "rate",
+    "share", "proportion", "fraction", "prevalence", "kappa", "alpha", "tau", "rho", "pearson", "spearman", "kendall",
+    "correlation", "corr", "fid", "kid", "ece", "nfr", "mean", "estimate", "diff", "difference", "delta", "change",
+    "effect", "es", "bleu", "bleu4", "rouge", "rougel", "bertscore", "score", "density", "coverage", "alignment",
+    "atomimed", "cad", "wae", "weat", "dir", "ds", "rs", "brier", "mae", "mse", "rmse",
+})
+#: Name tokens of a column that is no estimate: a count, a setting of the run, the spread or quantiles that describe a
+#: sample (median and IQR beside a mean with its CI; a standard error is the uncertainty itself), an interval bound.
+NOT_ESTIMATE_TOKENS = {
+    "count": frozenset({"n", "count", "counts", "number", "num"}),
+    "setting": frozenset({"threshold", "thresholds", "cutoff", "sigma", "temperature", "bin", "bins", "step", "steps"}),
+    "spread": frozenset({"se", "sd", "std", "stderr", "var", "variance", "iqr", "min", "max", "median", "q1", "q3",
+                         "quantile", "percentile"}),
+    "bound": frozenset({"low", "lo", "lower", "high", "hi", "upper"}),
+}
+_DECIMAL = r"[-+−]?(?:\d[\d,]*\.\d+|\.\d+)(?:e[-+]?\d+)?%?"
+_BARE_DECIMAL = re.compile(rf"^\s*{_DECIMAL}(?:\s*/\s*{_DECIMAL})*\s*$", re.I)  # "0.712", "0.35/0.66" (S/ES)
+_WITH_INTERVAL = re.compile(r"\S\s*\[[^\[\]]*\]")
+_DECIMAL_WITH_INTERVAL = re.compile(rf"^\s*{_DECIMAL}\S*\s*\[[^\[\]]*\]", re.I)  # "0.712 [0.650, 0.770]", "0.95+ [...]"
+
+
+def _not_estimate_kind(name: Any) -> str | None:
+    """Why a column named ``name`` holds no estimate (``"p-value"``, ``"id"``, ``"count"``, ``"setting"``,
+    ``"spread"``, ``"bound"``), else ``None``."""
+    toks = _tokens(name)
+    last_p = max((i for i, t in enumerate(toks) if t in _P_TOKENS), default=None)
+    if is_pvalue_column(name) or (last_p is not None and all(t in _P_QUALIFIERS for t in toks[last_p + 1:])):
+        return "p-value"  # also the p-value of a named quantity: diff_p, diff_p_bh
+    if _is_id_column(name):
+        return "id"
+    if toks and (toks[0] == "n" or toks[-1] in NOT_ESTIMATE_TOKENS["count"]):
+        return "count"
+    for kind in ("setting", "spread", "bound"):
+        if any(t in NOT_ESTIMATE_TOKENS[kind] for t in toks):
+            return kind
+    return None
+
+
+def is_estimate_column(name: Any, values: Any) -> bool:
+    """Whether a table column holds estimates a reader needs an interval for (:func:`missing_intervals`' rule).
+
+    A column is an estimate when it holds non-integer numbers: a float column with a finite value that is not a
+    whole number (or any finite value, when a name token is a statistic, :data:`STATISTIC_TOKENS`: an accuracy of
+    1.0 is an estimate too), or a text column with a cell that is a bare decimal number (``"0.712"``, what
+    :func:`for_reader` or a hand-formatted table writes) or a decimal with its interval (``"0.712 [0.650, 0.770]"``);
+    integers and whole-number floats are counts, booleans and other text are no numbers.
+
+    It is not an estimate, whatever it holds, when its name marks it as a p- or q-value (:func:`is_pvalue_column`,
+    or a p/q token followed only by qualifiers after another name: ``diff_p``, ``diff_p_bh``), an id (``seed``,
+    ``layer``, ``*_id``), a count (``n``, ``n_*``, ``*_count``), a setting of the run (``threshold``, ``sigma``,
+    ``bin``...), the spread or quantiles that describe a sample (``se``, ``sd``, ``median``, ``q1``, ``min``...) or an
+    interval bound (``low``, ``high``...): :data:`NOT_ESTIMATE_TOKENS`."""
+    if _not_estimate_kind(name) is not None:
+        return False
+    s = pd.Series(values) if not isinstance(values, pd.Series) else values
+    if pd.api.types.is_bool_dtype(s):
+        return False
+    if pd.api.types.is_numeric_dtype(s):
+        num = pd.to_numeric(s, errors="coerce").astype(float)
+        finite = num[np.isfinite(num)]
+        if finite.empty:
+            return False
+        if any(t in STATISTIC_TOKENS for t in _tokens(name)) and not pd.api.types.is_integer_dtype(s):
+            return True
+        return bool((finite != finite.round()).any())
+    return any(isinstance(v, str) and (_BARE_DECIMAL.match(v) or _DECIMAL_WITH_INTERVAL.match(v)) for v in s.tolist())
+
+
+def _has_interval(values: pd.Series) -> bool:
+    """A text column of ``"estimate [low, high]"`` cells: every bare decimal carries its interval."""
+    cells = [v for v in values.tolist() if isinstance(v, str)]
+    return bool(cells) and any(_WITH_INTERVAL.search(v) for v in cells) and not any(_BARE_DECIMAL.match(v) for v in cells)
+
+
+def missing_intervals(table: pd.DataFrame, *, descriptive: Any = (), descriptive_rows: Any = ()) -> list[str]:
+    """The estimate columns of ``table`` that carry no confidence interval, in column order (``[]``: every estimate has
+    one). DESIGN.md: a CI beside every estimate in every report table.
+
+    An estimate column (:func:`is_estimate_column`: non-integer numbers, not a p-value, id, count, setting, spread or
+    bound) carries an interval when it is the estimate of an ``estimate``/``low``/``high`` triple
+    (:func:`ci_triples`: ``auroc, auroc_low, auroc_high``, ``estimate, low, high``...; a row whose bounds are
+    missing counts as given, as ``"0.71 [n/a]"`` does: the interval was tried and could not be computed), or when
+    its text cells read ``"0.712 [0.650, 0.770]"`` (what :func:`format_ci` and :func:`for_reader` write) with no bare
+    number (``"0.712"``, ``"0.35/0.66"``) among them.
+
+    What legitimately has no interval is declared, never skipped silently (:data:`NO_INTERVAL` holds the lab's
+    declarations, each with its reason):
+
+    * ``descriptive``: column names that are estimates by this rule but need no interval (an exact ratio of two counts
+      of the run, a number that describes the sample rather than estimates anything);
+    * ``descriptive_rows``: row labels of a wide table whose rows are measures (``"Max. Re-ID"``: a sample maximum,
+      which a bootstrap cannot bound): rows with a text cell equal to one of them are left out of the check.
+
+    A declared column that is not in ``table`` raises ``KeyError`` (a stale declaration); a declared row label need
+    not occur (a table's rows follow the data)."""
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"missing_intervals needs a DataFrame, got {type(table).__name__}")
+    columns = [str(c) for c in table.columns]
+    declared = {str(c) for c in descriptive}
+    stale = sorted(declared - set(columns))
+    if stale:
+        raise KeyError(f"missing_intervals: declared descriptive columns {stale} are not in the table; it has {columns}")
+    df = table.set_axis(columns, axis=1)
+    rows = {str(r) for r in descriptive_rows}
+    if rows:
+        text = df.select_dtypes(exclude="number")
+        keep = ~text.apply(lambda col: col.map(lambda v: isinstance(v, str) and v in rows)).any(axis=1)
+        df = df[keep.to_numpy()]
+    covered = {c for triple in ci_triples(columns) for c in triple}
+    out = []
+    for c in columns:
+        if c in covered or c in declared or columns.count(c) > 1:
+            continue
+        s = df[c]
+        if not is_estimate_column(c, s):
+            continue
+        if not pd.api.types.is_numeric_dtype(s) and _has_interval(s.astype(object)):
+            continue
+        out.append(c)
+    return out
+
+
+@dataclass(frozen=True)
+class NoInterval:
+    """A declaration that columns (or rows) of a table carry no interval, and why (:func:`missing_intervals`).
+
+    ``columns``: the column names (``("*",)``: every column, for a table of per-item rows, where each number
+    measures one item and there is no sample to resample); ``rows``: row labels of a wide table whose rows are
+    measures. ``gap``: ``True`` when the number SHOULD carry an interval and does not yet: listed, with what is
+    missing, so that the check passes while the gap is open and the gap stays in sight; remove the entry when the
+    interval is added. tests/test_report_intervals.py checks that every declared table, column and row exists in a
+    smoke run; it cannot tell a closed gap from one that a smoke run's few samples do not show (a demo-only WEAT
+    value), so closing one means deleting its entry by hand."""
+
+    reason: str
+    columns: tuple[str, ...] = ()
+    rows: tuple[str, ...] = ()
+    gap: bool = False
+
+
+_PER_ITEM = "one row per {}: each number measures one item (the data behind a figure or a later table), not an estimate"
+_DE_GAP = ("no CI yet: ΔDIR, WEAT S/ES, ΔWAE, the diversity pair (issue 42; decoding_erasure's tables are the lead's, "
+           "reported)")
+
+#: The lab's declarations, ``{"<experiment>/<table file stem>": (NoInterval, ...)}``: every estimate column of a table a
+#: smoke run writes that has no interval is listed here with its reason, or it is a failure of
+#: tests/test_report_intervals.py. One registry, so that a reader sees every exception in one place.
+NO_INTERVAL: dict[str, tuple[NoInterval, ...]] = {
+    # atomic_facts
+    "atomic_facts/fig4_granular": (NoInterval("Figure 4's granular precision/recall/F1 per system and category: no "
+                                              "CI yet (issue 42)", ("precision", "recall", "f1"), gap=True),),
+    "atomic_facts/judgements_per_system": (NoInterval("mean radiologist judgements per system: no CI yet (issue 42)",
+                                                      ("total_errors", "significant_errors", "rating"), gap=True),),
+    "atomic_facts/scores_per_candidate": (NoInterval(_PER_ITEM.format("candidate report (its scores)"), ("*",)),),
+    # decoding_erasure
+    "decoding_erasure/fig2c_skew_sensitivity": (
+        NoInterval("the skew level: a setting the sweep varies", ("skew",)),
+        NoInterval(_DE_GAP, rows=("WEAT ES", "ΔDIR", "ΔWAE (pred)"), gap=True)),
+    "decoding_erasure/fig3_pstar_sweep": (NoInterval("p*: the significance level the sweep varies", ("p_star",)),),
+    "decoding_erasure/generation_summary": (NoInterval("describes the generated corpus of this run (length, truncated "
+                                                       "share), not a result", ("mean_new_tokens", "hit_length_limit")),),
+    "decoding_erasure/table1_long": (NoInterval(_DE_GAP, rows=("ΔDIR", "WEAT (S/ES)", "ΔWAE (pred)"), gap=True),),
+    "decoding_erasure/table1_strategies": (NoInterval(_DE_GAP, rows=("ΔDIR", "WEAT (S/ES)", "ΔWAE (pred)"), gap=True),),
+    "decoding_erasure/table2_long": (NoInterval(_DE_GAP, rows=("ΔDIR", "WEAT (S/ES)", "ΔWAE (pred)"), gap=True),),
+    "decoding_erasure/table2_systems": (NoInterval(_DE_GAP, rows=("WEAT (S/ES)", "Div. (Temp./Sem. %)"), gap=True),),
+    "decoding_erasure/vocabulary_transitions": (NoInterval("an exact ratio of two vocabulary counts of this run's corpus",
+                                                           ("pred_share_of_ref",)),),
+    "decoding_erasure/words_per_strategy": (NoInterval(_PER_ITEM.format("word (its association statistics)"), ("*",)),),
+    "decoding_erasure/words_per_system": (NoInterval(_PER_ITEM.format("word (its association statistics)"), ("*",)),),
+    # metric_metaeval
+    "metric_metaeval/auroc_context_ablation": (
+        NoInterval("BH-adjusted p-values of the two AUROCs (the suffix hides the p from the name rule)",
+                   ("p_adj_paper", "p_adj_full")),
+        NoInterval("the AUROC change between the two context designs: no CI yet (issue 42)", ("change",), gap=True)),
+    "metric_metaeval/monotonicity_summary": (
+        NoInterval("the five group means behind τ; each with its CI in fig4_monotonicity_means",
+                   ("mean_g0", "mean_g1", "mean_g2", "mean_g3", "mean_g4")),
+        NoInterval("τ of the group means and pooled τ beside the headline τ [CI]: no CI yet (issue 42)",
+                   ("tau_of_means", "tau_pooled"), gap=True)),
+    "metric_metaeval/table1_radpref_rater_pairs": (NoInterval(
+        "one row per rater pair: the components of Table 1's mean pairwise correlation, whose CI is in "
+        "table1_radpref_long", ("pearson", "spearman")),),
+    "metric_metaeval/table4_discriminative": (NoInterval("per-cell Discriminative Scores: no CI yet (issue 42; the "
+                                                         "Overall CI sits in its own column)", ("*",), gap=True),),
+    "metric_metaeval/table5_robustness": (NoInterval("per-cell Robustness Scores: no CI yet (issue 42; the Overall CI "
+                                                     "sits in its own column)", ("*",), gap=True),),
+    "metric_metaeval/undefined_scores": (NoInterval("an exact share of this run's pairs (a data-quality count)",
+                                                    ("undefined_share",)),),
+    # modality_shift
+    "modality_shift/answer_rates": (NoInterval("the share of yes answers beside unknown_rate [CI]: no CI yet (issue 42)",
+                                               ("yes_rate",), gap=True),),
+    "modality_shift/attention_by_layer": (NoInterval(_PER_ITEM.format("sample and layer"), ("*",)),),
+    "modality_shift/attention_patch_heatmaps": (NoInterval(_PER_ITEM.format("image patch"), ("*",)),),
+    "modality_shift/fig3cd_reliability": (NoInterval("per-bin points of the reliability diagram; the ECE they make has "
+                                                     "its CI in fig3ab_ece", ("conf", "acc", "gap")),),
+    "modality_shift/fig4_attention_shares": (NoInterval(_PER_ITEM.format("sample and generation step"), ("*",)),),
+    "modality_shift/fig4_attention_tokens": (NoInterval(_PER_ITEM.format("input token"), ("*",)),),
+    "modality_shift/gradient_patch_heatmaps": (NoInterval(_PER_ITEM.format("image patch"), ("*",)),),
+    "modality_shift/marker_saliency": (NoInterval(_PER_ITEM.format("sample"), ("*",)),),
+    "modality_shift/results_long": (NoInterval(_PER_ITEM.format("model answer (its logits and probabilities)"),
+                                               ("*",)),),
+    # synthetic_cxr
+    "synthetic_cxr/degrader_dose_long": (NoInterval("the bootstrap's bias of the estimate: a diagnostic of its interval, "
+                                                    "like se", ("bias",)),),
+    "synthetic_cxr/degrader_dose_spearman": (NoInterval("Spearman ρ across the five fixed dose levels (a monotonicity "
+                                                        "check on five points, each with its CI in degrader_dose_long)",
+                                                        ("spearman",)),),
+    "synthetic_cxr/demo_model_quality": (NoInterval("quality checks of the trained stand-ins (a model card), not results "
+                                                    "of the audit", ("value",)),),
+    "synthetic_cxr/table1_long": (NoInterval("the bootstrap's bias of the estimate: a diagnostic of its interval, like "
+                                             "se", ("bias",)),),
+    "synthetic_cxr/table3_long": (NoInterval("δ: the re-identification threshold, a setting", ("delta",)),),
+    "synthetic_cxr/table3_privacy": (NoInterval("the sample maximum, which a bootstrap cannot bound",
+                                                rows=("Max. Re-ID (↓)",)),),
+    "synthetic_cxr/table4_long": (
+        NoInterval("the real-data AUROC of the same label, repeated on each row for comparison; its CI is on the "
+                   "real row", ("auroc_baseline",)),
+        NoInterval("accuracy and F1 at the 0.5 threshold beside AUROC [CI]: no CI yet (issue 42)", ("accuracy", "f1"),
+                   gap=True)),
+    "synthetic_cxr/table8_ranks": (
+        NoInterval("ranks of the generators (1 = best), the paper's Table 8",
+                   ("fid_cxr", "kid_cxr", "precision", "recall", "density", "coverage", "alignment")),
+        NoInterval("the headline macro AUROC of Table 4, with its CI there", ("utility_macro_auroc",))),
+}
+
+
+def declared_no_interval(key: str) -> tuple[set[str] | None, set[str]]:
+    """``(columns, rows)`` :data:`NO_INTERVAL` declares for ``"<experiment>/<table>"``; ``columns`` is ``None`` when
+    every column is declared (``"*"``)."""
+    columns: set[str] | None = set()
+    rows: set[str] = set()
+    for d in NO_INTERVAL.get(key, ()):
+        if "*" in d.columns:
+            columns = None
+        elif columns is not None:
+            columns.update(d.columns)
+        rows.update(d.rows)
+    return columns, rows
+
+
+def missing_intervals_in_run(run_dir: str | Path, experiment: str | None = None) -> dict[str, list[str]]:
+    """:func:`missing_intervals` of every table a run wrote (``<run_dir>/tables/*.csv``, read back), with the
+    declarations of :data:`NO_INTERVAL`: ``{table stem: [estimate columns without an interval]}``, only the tables
+    with some (``{}``: every estimate has its interval). ``experiment`` defaults to the run folder's parent's name
+    (``outputs/<experiment>/<run>``)."""
+    run_dir = Path(run_dir)
+    experiment = experiment or run_dir.resolve().parent.name
+    out = {}
+    for path in sorted((run_dir / "tables").glob("*.csv")):
+        columns, rows = declared_no_interval(f"{experiment}/{path.stem}")
+        if columns is None:
+            continue
+        table = pd.read_csv(path)
+        missing = missing_intervals(table, descriptive=columns & set(map(str, table.columns)), descriptive_rows=rows)
+        if missing:
+            out[path.stem] = missing
+    return out

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from radaudit.audits.synthetic_cxr.table4 import too_few_test_images
+from radaudit.audits.synthetic_cxr.table4 import MACRO_ALL_LABELS, too_few_test_images
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.metrics.image.ranking import HIGHER_IS_BETTER, rank_correlation
 from radaudit.plots import PALETTE
@@ -419,7 +419,9 @@ def plot_utility(long_table: pd.DataFrame, *, baseline: str = "real", order: Seq
     line is chance (0.5). A label whose AUROC is undefined (single class in the test set) says so; a label with
     fewer than ``min_test_images`` positive or negative test images (the notebook passes
     :data:`radaudit.audits.synthetic_cxr.table4.MIN_TEST_IMAGES`) is drawn without points and says why under its
-    name (:func:`radaudit.audits.synthetic_cxr.table4.too_few_test_images`).
+    name (:func:`radaudit.audits.synthetic_cxr.table4.too_few_test_images`). The macro AUROCs stand last, behind a
+    rule: ``macro`` (the headline, over the labels with enough test images) and, where the long table has it,
+    ``macro (all labels)`` (:func:`radaudit.audits.synthetic_cxr.utility.run_utility`).
     """
     _require(long_table, ["source", "label", "auroc"], "long_table")
     data = long_table.assign(source=long_table["source"].astype(str), label=long_table["label"].astype(str))
@@ -428,8 +430,8 @@ def plot_utility(long_table: pd.DataFrame, *, baseline: str = "real", order: Seq
         data = data.assign(auroc=data["auroc"].where(~data["label"].isin(list(few))))
     sources = _order(data["source"], order, baseline)
     labs = list(pd.unique(data["label"])) if labels is None else [str(x) for x in labels]
-    if "macro" in labs:
-        labs = [x for x in labs if x != "macro"] + ["macro"]
+    macros = [m for m in ("macro", MACRO_ALL_LABELS) if m in labs]  # last: the headline, then the paper's macro
+    labs = [x for x in labs if x not in macros] + macros
     colors = source_colors(sources, baseline)
     fig, axes = _subplots(1, 1, max(5.0, 1.1 * len(labs) + 2.5), 4.0)
     ax = axes[0, 0]
@@ -464,11 +466,13 @@ def plot_utility(long_table: pd.DataFrame, *, baseline: str = "real", order: Seq
     undefined = [lab for lab in labs if not pd.to_numeric(data.loc[data["label"] == lab, "auroc"],
                                                            errors="coerce").notna().any()]
     ax.axhline(0.5, color="0.5", linestyle=":", linewidth=1, label="chance")
-    if "macro" in labs and len(labs) > 1:
-        ax.axvline(len(labs) - 1.5, color="0.8", linewidth=0.8)
+    if macros and len(labs) > len(macros):
+        ax.axvline(len(labs) - len(macros) - 0.5, color="0.8", linewidth=0.8)
     ax.set_xticks(np.arange(len(labs)))
-    ax.set_xticklabels([lab + ("\n" + "\n".join(textwrap.wrap(few[lab], 18)) if lab in few else
-                              "\n(single class)" if lab in undefined else "") for lab in labs], fontsize=8)
+    ax.set_xticklabels([("\n".join(textwrap.wrap(lab, 10)) if lab in macros else lab)
+                        + ("\n" + "\n".join(textwrap.wrap(few[lab], 18)) if lab in few else
+                           "\n(undefined)" if lab in undefined and lab in macros else
+                           "\n(single class)" if lab in undefined else "") for lab in labs], fontsize=8)
     ax.set_ylim(0, 1.08)
     ax.set_ylabel("AUROC on the real test set")
     ax.set_title("Classifier trained on each source only, tested on real images (Table 4)", fontsize=10)
@@ -548,7 +552,8 @@ def plot_rank_scatter(fidelity_rank: Any, utility_rank: Any, *, title: str | Non
     :func:`radaudit.metrics.image.rank_correlation` (scipy, ties averaged); with fewer than 3
     generators or a constant ranking it is undefined and the title says so. Points on the dashed
     diagonal rank the same on both. ``order``: the generators in the order the other figures use, so
-    each keeps its colour (default: the order of ``fidelity_rank``).
+    each keeps its colour (default: the order of ``fidelity_rank``). Without any utility rank (the headline macro
+    AUROC is undefined when no label has enough test images: a rehearsal's handful) the figure says so.
     """
     both_named = isinstance(fidelity_rank, (pd.Series, Mapping)) and isinstance(utility_rank, (pd.Series, Mapping))
     a = _as_rank_series(fidelity_rank, "fidelity_rank")
@@ -564,6 +569,15 @@ def plot_rank_scatter(fidelity_rank: Any, utility_rank: Any, *, title: str | Non
         a, b = a.loc[common], b.loc[common]
     else:
         b.index = a.index
+    if a.notna().any() and not b.notna().any():  # no utility rank at all: the headline macro AUROC is undefined
+        fig, axes = _subplots(1, 1, 4.4, 4.2)
+        ax = axes[0, 0]
+        ax.axis("off")
+        ax.text(0.5, 0.5, "\n".join(textwrap.wrap(
+            "No utility rank: no generator has a headline macro AUROC (no label has enough positive and negative "
+            "test images; Table 4).", 40)), ha="center", va="center", fontsize=9, transform=ax.transAxes)
+        ax.set_title(title or "Fidelity rank vs utility rank", fontsize=10)
+        return fig
     keep = a.notna() & b.notna()
     a, b = a[keep], b[keep]
     if len(a) == 0:

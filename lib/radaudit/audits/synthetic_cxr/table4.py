@@ -18,22 +18,30 @@ from radaudit.errors import DataFormatError, ParamsError
 from radaudit.stats import benjamini_hochberg
 from radaudit.tables import format_number
 
-__all__ = ["MIN_TEST_IMAGES", "too_few_test_images", "utility_flags", "utility_table"]
+__all__ = ["MACRO_ALL_LABELS", "MIN_TEST_IMAGES", "macro_legend", "too_few_test_images", "utility_flags", "utility_table"]
 
 MIN_TEST_IMAGES = 10
 """A per-label AUROC is reported only for a label with at least this many positive and this many negative test
-images (issue 42): below it the number says more about a handful of images than about the classifier."""
+images (issue 42): below it the number says more about a handful of images than about the classifier. The headline
+macro AUROC (label ``"macro"``) averages only the labels at or above it
+(:func:`radaudit.audits.synthetic_cxr.utility.run_utility`)."""
+
+MACRO_ALL_LABELS = "macro (all labels)"
+"""The label of the macro AUROC over every label with both classes in the test set (the paper's and the authors' macro),
+kept beside the headline ``"macro"`` when the :data:`MIN_TEST_IMAGES` floor leaves some label out of it."""
+
+_MACROS = (MACRO, MACRO_ALL_LABELS)
 
 
 def too_few_test_images(long: pd.DataFrame, min_test_images: int = MIN_TEST_IMAGES) -> dict[str, str]:
     """``{label: "too few test images (4 positives)"}`` for every label of the long utility table (``label, n_pos,
     n_neg``, :func:`utility_flags`) with fewer than ``min_test_images`` positive or negative test images (the
-    macro row is not a label and is never listed). Presentation only: the AUROCs stay in the long table and its
+    macro rows are no labels and are never listed). Presentation only: the AUROCs stay in the long table and its
     files."""
     if min_test_images <= 0 or not {"label", "n_pos", "n_neg"} <= set(long.columns):
         return {}
     out = {}
-    for r in long[long["label"] != MACRO].drop_duplicates("label").itertuples(index=False):
+    for r in long[~long["label"].isin(_MACROS)].drop_duplicates("label").itertuples(index=False):
         pos, neg = r.n_pos, r.n_neg
         if pd.isna(pos) or pd.isna(neg):
             continue
@@ -42,6 +50,27 @@ def too_few_test_images(long: pd.DataFrame, min_test_images: int = MIN_TEST_IMAG
         if few:
             out[str(r.label)] = f"too few test images ({', '.join(few)})"
     return out
+
+def macro_legend(long: pd.DataFrame, min_test_images: int = MIN_TEST_IMAGES) -> str:
+    """Which labels each macro AUROC of the long utility table averages, in words for Table 4's legend (``""`` without
+    a macro row): the headline ``macro`` over the labels with at least ``min_test_images`` positive and negative test
+    images, ``macro (all labels)`` over every label with both classes. Read from the labels' ``n_pos``/``n_neg`` (one
+    test set for every source); ``min_test_images`` is the floor
+    :func:`~radaudit.audits.synthetic_cxr.utility.run_utility` applied (both default to :data:`MIN_TEST_IMAGES`)."""
+    present = set(long["label"].astype(str)) if "label" in long.columns else set()
+    if MACRO not in present or not {"n_pos", "n_neg"} <= set(long.columns):
+        return ""
+    labs = long[~long["label"].isin(_MACROS)].drop_duplicates("label")
+    both = [str(r.label) for r in labs.itertuples(index=False) if r.n_pos > 0 and r.n_neg > 0]
+    floored = [str(r.label) for r in labs.itertuples(index=False) if min(r.n_pos, r.n_neg) >= min_test_images]
+    m = min_test_images
+    if MACRO_ALL_LABELS in present:
+        return (f"macro: mean AUROC over the labels with at least {m} positive and {m} negative test images "
+                f"({', '.join(floored) or 'none'}); {MACRO_ALL_LABELS}: over every label with both classes in the test "
+                f"set ({', '.join(both) or 'none'}).")
+    return f"macro: mean AUROC over {', '.join(both) or 'no label'}" + (
+        f", each with at least {m} positive and {m} negative test images." if both and floored == both else ".")
+
 
 def _long_from(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, baseline: str) -> pd.DataFrame:
     if isinstance(per_generator, pd.DataFrame):
@@ -146,13 +175,15 @@ def utility_table(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, base
     NaN prints as ``n/a``. ``ci=True`` (with ``marks=True``) appends the 95% bootstrap interval,
     e.g. ``"0.69+ [0.56, 0.80]"``. ``min_test_images`` (with ``marks=True``; the notebook passes
     :data:`MIN_TEST_IMAGES`): a label with fewer positive or negative test images shows ``"too few test images (4
-    positives)"`` instead of a number (:func:`too_few_test_images`); the macro column is left as it is.
+    positives)"`` instead of a number (:func:`too_few_test_images`). The macro columns come last: ``macro`` (the
+    headline, over the labels at or above the floor) and, when the floor left a label out of it, ``macro (all
+    labels)``; the legend (``attrs["legend"]``) names the labels of each (:func:`macro_legend`).
     """
     long = utility_flags(per_generator, baseline, differences=differences, tolerance=tolerance, alpha=alpha,
                          digits=digits)
     sources = list(pd.unique(long["source"]))
     labels = list(pd.unique(long["label"]))
-    labels = [lab for lab in labels if lab != MACRO] + ([MACRO] if MACRO in labels else [])
+    labels = [lab for lab in labels if lab not in _MACROS] + [m for m in _MACROS if m in labels]
     wide = long.pivot_table(index="source", columns="label", values="auroc", aggfunc="first", dropna=False)
     wide = wide.reindex(index=sources, columns=labels)
     wide.index.name, wide.columns.name = "training source", None
@@ -185,5 +216,8 @@ def utility_table(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, base
                            f"difference significant (BH-adjusted p <= {alpha:g}).")
     if few:
         out.attrs["legend"] += (f" A label with fewer than {min_test_images} positive or negative test images shows no "
-                                "AUROC (its number is in table4_long); macro averages every label.")
+                                "AUROC (its number is in table4_long).")
+    macros = macro_legend(long, min_test_images or MIN_TEST_IMAGES)
+    if macros:
+        out.attrs["legend"] += " " + macros[0].upper() + macros[1:]
     return out.fillna("n/a")

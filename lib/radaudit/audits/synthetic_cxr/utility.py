@@ -64,8 +64,8 @@ from radaudit.audits.synthetic_cxr.classifier import (
     predict_scores,
     train_classifier,
 )
-from radaudit.audits.synthetic_cxr.inputs import as_label_matrix, check_images, check_label_names, positive_int
-from radaudit.audits.synthetic_cxr.table4 import utility_flags, utility_table
+from radaudit.audits.synthetic_cxr.inputs import MACRO, as_label_matrix, check_images, check_label_names, positive_int
+from radaudit.audits.synthetic_cxr.table4 import MACRO_ALL_LABELS, MIN_TEST_IMAGES, utility_flags, utility_table
 from radaudit.errors import ParamsError
 from radaudit.stats import stable_seed
 
@@ -81,12 +81,12 @@ class UtilityResult:
     """What :func:`run_utility` returns; unpacks as ``long, table, roc = run_utility(...)``.
 
     ``long``: :func:`utility_flags` (source × label/macro: AUROC, CI, counts, accuracy, F1, paired
-    difference to the baseline with CI, p, BH-adjusted p, flags). ``table``: Table 4
-    (:func:`utility_table`, AUROC floats). ``roc``: ROC points ``source, label, fpr, tpr, threshold``.
-    ``summary``: per source ``n_train, n_val, best_epoch, epochs_run, train_seconds, from_cache``,
-    the repeats' seeds and the spread of their single macro AUROCs, and the authors' threshold
-    metrics. ``history``: per source, repeat and epoch the losses and learning rate. ``scores``: the
-    test-set probabilities per source (averaged over repeats).
+    difference to the baseline with CI, p, BH-adjusted p, flags; the two macro rows: :func:`run_utility`).
+    ``table``: Table 4 (:func:`utility_table`, AUROC floats). ``roc``: ROC points ``source, label, fpr, tpr,
+    threshold``. ``summary``: per source ``n_train, n_val, best_epoch, epochs_run, train_seconds, from_cache``,
+    the repeats' seeds and the spread of their single macro AUROCs (over every label with both classes, as
+    ``macro (all labels)``), and the authors' threshold metrics. ``history``: per source, repeat and epoch the
+    losses and learning rate. ``scores``: the test-set probabilities per source (averaged over repeats).
     """
 
     long: pd.DataFrame
@@ -105,8 +105,18 @@ def run_utility(train_sets: Mapping[str, tuple[Any, Any]], test_images: Any, tes
                 confidence: float = 0.95, method: str = "percentile", stratify: bool = True,
                 tolerance: float = 0.01, alpha: float = 0.05, threshold: float = 0.5, n_repeats: int = 1,
                 cache_dir: str | Path | None = None, predict_batch_size: int = 64, min_positives: int = 0,
-                **hp: Any) -> UtilityResult:
+                min_test_images: int = MIN_TEST_IMAGES, **hp: Any) -> UtilityResult:
     """Table 4 of paper 004: one classifier per training source, each evaluated on the real test set.
+
+    The headline macro AUROC (label ``"macro"``, what Table 8's utility rank and the summary read) averages only
+    the labels with at least ``min_test_images`` positive **and** negative test images (default
+    :data:`~radaudit.audits.synthetic_cxr.table4.MIN_TEST_IMAGES` = 10, the floor below which Table 4 shows no
+    per-label AUROC; issue 42): the paper's unweighted mean moves as much with a label of 2 positives as with one
+    of 90. When the floor leaves a label out, the paper's macro over every label with both classes stays beside it
+    as ``"macro (all labels)"``; each macro row's ``note`` names its labels. The headline's CI and its paired
+    differences come from the same bootstrap (seed, stratified resampling) run on the kept labels' columns only,
+    so its resamples are stratified by those labels' sets. ``min_test_images=0``: one macro over every label, as
+    the paper.
 
     Args:
         train_sets: ``{source: (images [N, H, W] in [0, 1], labels)}`` — the baseline (real
@@ -122,6 +132,7 @@ def run_utility(train_sets: Mapping[str, tuple[Any, Any]], test_images: Any, tes
         tolerance, alpha: the "within 0.01" flag and the BH level of the significance flag.
         min_positives: labels with fewer positive test images are not tested (significance ``n/a``;
             :func:`paired_auroc_differences`).
+        min_test_images: the floor of the headline macro AUROC (above).
         threshold: for accuracy and F1.
         n_repeats: classifiers trained per source with different seeds; their test probabilities are
             averaged (an ensemble) before scoring. The bootstrap covers only the test-set sampling;
@@ -170,8 +181,11 @@ def run_utility(train_sets: Mapping[str, tuple[Any, Any]], test_images: Any, tes
             histories.append(clf.history.assign(source=src, repeat=r))
         sc = np.mean([run[2] for run in runs], axis=0)
         scores[src] = sc
-        per[src] = per_label_auroc(y_test, sc, names, n_bootstrap=n_bootstrap, seed=boot_seed, confidence=confidence,
-                                   threshold=threshold, method=method, stratify=stratify)
+        boot = dict(n_bootstrap=n_bootstrap, seed=boot_seed, confidence=confidence, method=method, stratify=stratify)
+        per[src] = _with_floored_macro(
+            per_label_auroc(y_test, sc, names, threshold=threshold, **boot), y_test, names, min_test_images,
+            lambda cols, sc=sc, boot=boot: per_label_auroc(y_test[:, cols], sc[:, cols], [names[c] for c in cols],
+                                                           threshold=threshold, **boot))
         rocs.append(roc_curve_points(y_test, sc, names).assign(source=src))
         first = runs[0][0]
         summary.append({"source": src, "n_train": first.n_train, "n_val": first.n_val,
@@ -183,9 +197,12 @@ def run_utility(train_sets: Mapping[str, tuple[Any, Any]], test_images: Any, tes
                         "macro_auroc_single_mean": float(np.mean(single_macro)),
                         "macro_auroc_single_sd": float(np.std(single_macro, ddof=1)) if n_repeats > 1 else math.nan,
                         **threshold_metrics(y_test, sc, threshold)})
-    diffs = paired_auroc_differences(y_test, scores, names, baseline=baseline, n_bootstrap=n_bootstrap,
-                                     seed=boot_seed, confidence=confidence, method=method, stratify=stratify,
-                                     min_positives=min_positives)
+    paired = dict(baseline=baseline, n_bootstrap=n_bootstrap, seed=boot_seed, confidence=confidence, method=method,
+                  stratify=stratify, min_positives=min_positives)
+    diffs = _with_floored_macro(
+        paired_auroc_differences(y_test, scores, names, **paired), y_test, names, min_test_images,
+        lambda cols: paired_auroc_differences(y_test[:, cols], {k: v[:, cols] for k, v in scores.items()},
+                                              [names[c] for c in cols], **paired))
     long = utility_flags(per, baseline, differences=diffs, tolerance=tolerance, alpha=alpha)
     table = utility_table(per, baseline, differences=diffs, tolerance=tolerance, alpha=alpha)
     roc = pd.concat(rocs, ignore_index=True)
@@ -193,3 +210,54 @@ def run_utility(train_sets: Mapping[str, tuple[Any, Any]], test_images: Any, tes
     hist = pd.concat(histories, ignore_index=True)
     hist = hist[["source", "repeat", *[c for c in hist.columns if c not in ("source", "repeat")]]]
     return UtilityResult(long=long, table=table, roc=roc, summary=pd.DataFrame(summary), history=hist, scores=scores)
+
+
+# --- the headline macro AUROC ----------------------------------------------------------------------
+
+def _with_floored_macro(full: pd.DataFrame, y: np.ndarray, names: Sequence[str], min_test_images: int,
+                        over: Any) -> pd.DataFrame:
+    """``full`` (a :func:`per_label_auroc` or :func:`paired_auroc_differences` table over every label) with its macro
+    row(s) made the headline over the labels with at least ``min_test_images`` positive and negative test images
+    (``over(columns)`` computes the same table over those label columns only), and the macro over every label kept
+    as :data:`MACRO_ALL_LABELS` after it. Unchanged but for the note when no label is below the floor."""
+    n_pos = (y == 1).sum(axis=0).astype(int)
+    n_neg = len(y) - n_pos
+    keep = [j for j in range(len(names)) if min(n_pos[j], n_neg[j]) >= min_test_images]
+    both = [names[j] for j in range(len(names)) if n_pos[j] > 0 and n_neg[j] > 0]
+    is_macro = full["label"] == MACRO
+    if not is_macro.any():  # e.g. no paired differences: the baseline is the only source
+        return full
+    floor = f"at least {min_test_images} positive and {min_test_images} negative test images"
+    if len(keep) == len(names):
+        return full.assign(note=[_join(f"mean over every label ({', '.join(names)}), each with {floor}", n) if m else n
+                                 for m, n in zip(is_macro, full["note"], strict=True)])
+    out = full.copy()
+    out.loc[is_macro, "label"] = MACRO_ALL_LABELS
+    out.loc[is_macro, "note"] = [_join(f"the paper's macro: mean over every label with both classes in the test set "
+                                       f"({', '.join(both) or 'none'})", n) for n in out.loc[is_macro, "note"]]
+    left = ", ".join(f"{names[j]} ({min(n_pos[j], n_neg[j])} {'positives' if n_pos[j] <= n_neg[j] else 'negatives'})"
+                     for j in range(len(names)) if j not in keep)
+    if keep:
+        head = over(keep)
+        head = head[head["label"] == MACRO].copy()
+        head["note"] = [_join(f"mean over the labels with {floor} ({', '.join(names[j] for j in keep)}); left out: "
+                              f"{left}", n) for n in head["note"]]
+    else:
+        head = out[is_macro].copy()
+        value_columns = [c for c in head.columns if c not in ("source", "label", "note", "n_pos", "n_neg", "n_failed")]
+        head[value_columns] = math.nan
+        head["note"] = f"no label has {floor}: no headline macro AUROC (left out: {left})"
+    head["label"] = MACRO
+    if "n_pos" in head.columns:  # the counts the headline averages over
+        head["n_pos"], head["n_neg"] = int(n_pos[keep].sum()), int(n_neg[keep].sum())
+    rows = []  # each macro block in place: the headline, then the all-label macro
+    for i, m in zip(out.index, is_macro, strict=True):
+        if m:
+            src = out.at[i, "source"] if "source" in out.columns else None
+            rows.append(head[head["source"] == src] if src is not None else head)
+        rows.append(out.loc[[i]])
+    return pd.concat(rows, ignore_index=True)[full.columns]
+
+
+def _join(*notes: Any) -> str:
+    return "; ".join(str(n) for n in notes if isinstance(n, str) and n)
