@@ -241,3 +241,22 @@ def test_a_partly_text_reliance_names_the_controls_that_failed():
     t = found["text_shift_nfr"]  # partly (rational weighting), and a control failed: not evidence at all
     assert t.verdict == "not shown" and "rational weighting" in t.note
     assert "control it rests on did not pass: same_label_text_swap_changed (not shown)" in t.note
+
+
+def test_a_perfect_auroc_gets_the_separation_bound_not_a_zero_width_interval():
+    """Every positive above every negative: each bootstrap resample gives 1, so [1, 1] would read as fixed by
+    construction (findings.settle would call the positive control descriptive); the exact bound is used instead."""
+    import pandas as pd
+
+    from radaudit.audits.modality_shift.tables import auroc_table
+
+    labels = [1] * 12 + [0] * 8
+    scores = [0.9 + i / 1000 for i in range(12)] + [0.1 + i / 1000 for i in range(8)]
+    res = pd.DataFrame({"model": "m", "condition": "marked_only_image", "label": labels, "p_yes": scores})
+    row = auroc_table(res, n_bootstrap=200, seed=0).iloc[0]
+    assert row["estimate"] == 1.0 and row["ci_method"] == "separation"
+    assert row["low"] == pytest.approx(0.025 ** (1 / 8)) and row["high"] == 1.0
+    # one negative above one positive: the bootstrap has spread and keeps its own interval
+    scores[0], scores[12] = 0.2, 0.95
+    row = auroc_table(res.assign(p_yes=scores), n_bootstrap=200, seed=0).iloc[0]
+    assert row["ci_method"] == "bootstrap" and row["low"] < row["estimate"] < 1.0

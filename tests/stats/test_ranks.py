@@ -261,3 +261,17 @@ def test_replicate_forms_equal_scipy_on_the_resampled_rows_with_rows_left_out():
                     kt, sr = sps.kendalltau(x[ok, j], y[ok, k]).statistic, sps.spearmanr(x[ok, j], y[ok, k]).statistic
                 assert tau[b, j, k] == pytest.approx(kt, nan_ok=True)
                 assert rho[b, j, k] == pytest.approx(sr, nan_ok=True, abs=1e-14)
+
+
+def test_auroc_separation_interval_is_the_exact_bound_over_the_smaller_class():
+    from radaudit.stats import auroc_separation_interval
+
+    # m = min(110, 35) = 35 comparisons all won: Clopper-Pearson two-sided lower bound (0.025)^(1/35)
+    low, high = auroc_separation_interval(1.0, 110, 35)
+    assert high == 1.0 and low == pytest.approx(0.025 ** (1 / 35)) and low == pytest.approx(0.89997, abs=1e-5)
+    # by hand for m = 5 at 90%: 0.05^(1/5) = 0.5493; AUROC 0 mirrors it
+    assert auroc_separation_interval(0.0, 5, 9, confidence=0.9) == pytest.approx((0.0, 1 - 0.05 ** 0.2))
+    assert auroc_separation_interval(0.93, 20, 20) is None  # a bootstrap interval has spread there
+    assert auroc_separation_interval(1.0, 0, 20) is None
+    with pytest.raises(ValueError, match="confidence"):
+        auroc_separation_interval(1.0, 5, 5, confidence=1.5)

@@ -35,6 +35,7 @@ from radaudit.stats.intervals import (
 from radaudit.stats.ranks import (
     auroc,
     auroc_replicates,
+    auroc_separation_interval,
     auroc_two_sample,
     average_ranks,
     kendall_tau,
@@ -80,6 +81,7 @@ __all__ = [
     "Statistic",
     "auroc",
     "auroc_replicates",
+    "auroc_separation_interval",
     "auroc_two_sample",
     "average_ranks",
     "benjamini_hochberg",

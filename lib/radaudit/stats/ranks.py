@@ -12,7 +12,9 @@ with ``R₊`` the sum of the positives' average ranks among all scores (a positi
   ``bootstrap_ci(vectorized=True)``), in the Mann–Whitney form above. Its numerator and denominator are exact
   (ranks are multiples of ½), so it is the correctly rounded AUROC; scikit-learn's trapezoid sum can differ
   from it in the last bit (≤ 1e-15). Equal to :func:`auroc` row by row to that tolerance;
-* :func:`auroc_two_sample` — the same Mann–Whitney core for two samples of scores (negatives, positives).
+* :func:`auroc_two_sample` — the same Mann–Whitney core for two samples of scores (negatives, positives);
+* :func:`auroc_separation_interval` — the interval of an AUROC of exactly 1 or 0, where every bootstrap
+  resample agrees and the percentile interval has zero width.
 
 **Which label is positive** (one rule for all three): a label is positive when it equals ``positive``
 (default 1, so ``True``, ``1`` and ``1.0`` are positive); every other label is negative — scikit-learn's
@@ -63,6 +65,7 @@ from radaudit.errors import ParamsError
 __all__ = [
     "auroc",
     "auroc_replicates",
+    "auroc_separation_interval",
     "auroc_two_sample",
     "average_ranks",
     "kendall_tau",
@@ -157,6 +160,35 @@ def auroc_replicates(y_true: Any, score_matrix: Any, *, positive: Any = 1) -> np
     u = np.where(y, _sps.rankdata(s, axis=1), 0.0).sum(axis=1) - n_pos * (n_pos + 1) / 2
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where((n_pos > 0) & (n_neg > 0) & np.isfinite(s).all(axis=1), u / (n_pos * n_neg), np.nan)
+
+
+def auroc_separation_interval(estimate: float, n_positive: int, n_negative: int,
+                              confidence: float = 0.95) -> tuple[float, float] | None:
+    """The interval of an AUROC of exactly 1 (or 0): every positive outranks every negative (or the reverse).
+
+    Then every bootstrap resample gives the same AUROC, the percentile interval is ``[1, 1]``, and a reader (and
+    :func:`radaudit.findings.settle`, which calls a zero-width interval "fixed by how it is computed") cannot tell a
+    perfect ranking on a small sample from a number that could not have been otherwise. The Hanley–McNeil
+    variance is 0 there too. The bound used instead treats the smaller class's ``m = min(n₊, n₋)`` members as
+    ``m`` independent comparisons that all went the right way and takes the exact (Clopper–Pearson) two-sided
+    bound of ``m`` successes in ``m`` trials: ``low = (α/2)^(1/m)`` with ``α = 1 − confidence`` (for AUROC 0,
+    ``high = 1 − (α/2)^(1/m)``). It is conservative: the ``n₊ n₋`` pairs carry more information than ``m``
+    trials, so the true uncertainty is smaller. E.g. ``m = 35``: ``0.025^(1/35) = 0.900``.
+
+    Returns ``(low, high)`` for an estimate of 1 or 0 (within 1e-12), ``None`` for any other estimate (its
+    bootstrap interval has spread) or when a class is empty.
+    """
+    m = min(int(n_positive), int(n_negative))
+    if m < 1 or not np.isfinite(estimate):
+        return None
+    if not 0.0 < confidence < 1.0:
+        raise ParamsError(f"confidence must be in (0, 1), got {confidence}.")
+    bound = float((0.5 * (1.0 - confidence)) ** (1.0 / m))
+    if abs(estimate - 1.0) <= 1e-12:
+        return bound, 1.0
+    if abs(estimate) <= 1e-12:
+        return 0.0, 1.0 - bound
+    return None
 
 
 def auroc_two_sample(negatives: Any, positives: Any) -> float:

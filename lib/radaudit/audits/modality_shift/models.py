@@ -116,7 +116,7 @@ CONFIG_FILE = "radaudit_vlm_model.json"
 #: Bump when the recipe changes in a way the hyperparameters do not show.
 #: 2: vision warm start (issue 21), 64 px / 8 px patches; 3: marked images, flattened warm-start head;
 #: 4: decoy texts on marked draws, mean-pooled warm start; 5: the warm start runs until it reads the marker on
-#: held-back training images (a gate), 400 joint steps.
+#: held-back training images (a gate).
 RECIPE_VERSION = 5
 #: The conditions the model is trained on (never the shifted ones).
 TRAIN_CONDITIONS: tuple[str, ...] = ("no_shift", "only_image", "only_text")
@@ -132,18 +132,18 @@ CHAT_TEMPLATE = (
 #: The real demo configuration (~1.1M parameters). ``steps`` is the planned length, so the model is a function of the
 #: seed, not of the machine's speed. Recipe 4 trained 800 joint steps after a fixed 40-epoch warm start: with 300
 #: steps the language model had only just learnt to read the marker, and 400 sat on a knife edge (the same seed
-#: trained on two CPUs gave marked image swaps that changed 64% of the answers on one and 8.3% on the other). What
-#: decided it was the warm start, not the joint steps: over three seeds (issue 40's stability benchmark) the two
-#: whose warm start had read the marker did so by step 200 (held-out marked only-image AUROC 0.96-1.0), and the third
-#: never did, at any step up to 800 (0.56). Recipe 5 gates the warm start on reading the marker
-#: (:func:`_warm_start_vision`) and halves the joint steps to **400**: on seeds 0, 1, 2 the gate passed after 35, 15
-#: and 40 epochs, and the held-out marked only-image AUROC was 0.98 / 0.92 / 1.00 at step 100 and 0.99 / 0.97 / 1.00
-#: at step 400 (this machine, 2026-12-02); the stability benchmark checks the controls on the experiment's own runs;
-#: the training time is in the model card and ``benchmarks/results/demo_fresh.json``. ``max_seconds`` is only a
-#: runaway guard, set far above the planned time: a model stopped by it depends on the machine's speed and is never
-#: reused (:func:`radaudit.paths.reusable_model_dir` removes it), so a guard near the planned time makes a busy
-#: machine retrain the model on every run (seen with 240 s on 2 shared cores: 48 of 120 steps). The vision warm start
-#: runs before the joint steps and outside that budget.
+#: trained on two CPUs gave marked image swaps that changed 64% of the answers on one and 8.3% on the other). Over
+#: three seeds (issue 40's stability benchmark) the two whose warm start had read the marker did so by step 200
+#: (held-out marked only-image AUROC 0.96-1.0), and the third never did, at any step up to 800 (0.56). Recipe 5 gates
+#: the warm start on reading the marker (:func:`_warm_start_vision`): on seeds 0, 1, 2 the gate passed after 35, 15
+#: and 40 epochs. Halving the joint steps to 400 with the gate was tried and undone (2026-12-02, this machine): the
+#: marked only-image AUROC held (0.99 / 0.97 / 1.00) but the marked image swap changed only 12.4% [8.0, 18.8], 5.5%
+#: [2.8, 10.5] and 11.0% [6.9, 17.2] of the answers (bar > 10%; 31.7% and 35.2% at 800 steps on recipe 4's seeds 0
+#: and 1): with text present the language model needs the longer training to weigh the marker over the notes. So the
+#: demo keeps **800** steps. ``max_seconds`` is only a runaway guard, set far above the planned time: a model stopped
+#: by it depends on the machine's speed and is never reused (:func:`radaudit.paths.reusable_model_dir` removes it),
+#: so a guard near the planned time makes a busy machine retrain the model on every run (seen with 240 s on 2 shared
+#: cores: 48 of 120 steps). The vision warm start runs before the joint steps and outside that budget.
 DEMO_VLM_CONFIG: dict[str, Any] = {
     # data / task
     "dataset": "covid_cxr", "p_only_image": 0.35, "p_only_text": 0.2, "p_marked": 0.5, "p_marked_decoy": 0.5,
@@ -164,7 +164,7 @@ DEMO_VLM_CONFIG: dict[str, Any] = {
     # language model (Llama)
     "text_hidden": 128, "text_layers": 2, "text_heads": 4, "text_mlp": 384,
     # optimisation (radaudit.models.train.train_model)
-    "steps": 400, "batch_size": 16, "lr": 2e-3, "weight_decay": 0.01, "max_grad_norm": 1.0,
+    "steps": 800, "batch_size": 16, "lr": 2e-3, "weight_decay": 0.01, "max_grad_norm": 1.0,
     "max_seconds": 1800.0,
 }
 

@@ -49,7 +49,15 @@ from radaudit.metrics.classification import (  # noqa: F401  (re-exported: the n
     expected_calibration_error,
     reliability_bins,
 )
-from radaudit.stats import BootstrapError, auroc_replicates, bootstrap_ci, cover_rounding, paired_bootstrap, wilson_ci
+from radaudit.stats import (
+    BootstrapError,
+    auroc_replicates,
+    auroc_separation_interval,
+    bootstrap_ci,
+    cover_rounding,
+    paired_bootstrap,
+    wilson_ci,
+)
 
 __all__ = [
     "CLASSIFICATION_METRICS", "UNKNOWN_POLICIES", "answer_change_rate", "answer_rates", "auroc", "auroc_table",
@@ -368,7 +376,10 @@ def auroc_table(results: pd.DataFrame, *, score: str = "p_yes", by: Sequence[str
     The estimate is :func:`auroc` (:func:`radaudit.stats.auroc`, label 1 positive; NaN for a group with
     one class or a missing score); the interval comes from :func:`radaudit.stats.bootstrap_ci` with every
     resample at once (:func:`radaudit.stats.auroc_replicates`), or, with ``units``, from
-    :func:`radaudit.stats.paired_bootstrap` on :func:`auroc` one cluster resample at a time.
+    :func:`radaudit.stats.paired_bootstrap` on :func:`auroc` one cluster resample at a time. Where the AUROC is
+    exactly 1 (or 0) every resample agrees and the bootstrap interval has zero width; the interval is then
+    :func:`radaudit.stats.auroc_separation_interval` (an exact bound over the smaller class; ``ci_method`` says
+    which a row has: ``bootstrap`` or ``separation``).
     """
     _check_columns(results, [*by, "label", score] + ([units] if units else []), "auroc_table")
     rows = []
@@ -378,7 +389,14 @@ def auroc_table(results: pd.DataFrame, *, score: str = "p_yes", by: Sequence[str
         cis = _ci_rows(data, {"auroc": auroc}, units=None if units is None else g[units].to_numpy(),
                        n_bootstrap=n_bootstrap, seed=seed, confidence=confidence, method=method,
                        vectorized={"auroc": auroc_replicates})
-        rows.append({**dict(zip(by, key)), **cis["auroc"], "n": len(g), "n_positive": int(g["label"].sum())})
+        ci, ci_method = cis["auroc"], "bootstrap"
+        n_pos = int((data[0] == 1).sum())
+        if ci["low"] == ci["high"]:
+            bound = auroc_separation_interval(ci["estimate"], n_pos, len(g) - n_pos, confidence)
+            if bound is not None:
+                ci, ci_method = {**ci, "low": bound[0], "high": bound[1]}, "separation"
+        rows.append({**dict(zip(by, key)), **ci, "n": len(g), "n_positive": int(g["label"].sum()),
+                     "ci_method": ci_method})
     return pd.DataFrame(rows)
 
 
