@@ -290,7 +290,7 @@ def render_demo_block(folder: Path = RESULTS) -> str:
         overlap = (f"; they ran side by side, {d['notebook_seconds'] / 60:.1f} min of wall clock for "
                    f"{d['notebook_seconds_sum'] / 60:.1f} min of notebooks" if d.get("parallel") else "")
         lines.append(f"- `make demo` {what}: **{d['seconds'] / 60:.1f} min**, {d['budget_ratio']:.2f}x the "
-                     f"{d['budget_s'] / 60:.0f} min target ({install}notebooks in minutes: {parts}{overlap}; runs of commit "
+                     f"{d['budget_s'] / 60:g} min target ({install}notebooks in minutes: {parts}{overlap}; runs of commit "
                      f"{d.get('run_commit', '?')} on {d.get('machine', '?')}, {d.get('date', '?')}).{_training_note(d)}")
     cached = _load(folder, "demo_cached")
     if cached is not None:

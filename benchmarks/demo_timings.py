@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     out = record(f"demo_{args.kind}", **fields)
     write_block("demo", render_demo_block())
     print(f"make demo ({args.kind}): {out['seconds'] / 60:.1f} min for {out['n']} notebooks "
-          f"({out['budget_ratio']:.2f} x the {out['budget_s'] / 60:.0f} min target)")
+          f"({out['budget_ratio']:.2f} x the {out['budget_s'] / 60:g} min target)")
     for e, s in out["per_experiment"].items():
         print(f"  {e:18s} {s / 60:5.1f} min")
 
