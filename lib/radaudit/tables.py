@@ -783,8 +783,6 @@ NO_INTERVAL: dict[str, tuple[NoInterval, ...]] = {
     "metric_metaeval/undefined_scores": (NoInterval("an exact share of this run's pairs (a data-quality count)",
                                                     ("undefined_share",)),),
     # modality_shift
-    "modality_shift/answer_rates": (NoInterval("the share of yes answers beside unknown_rate [CI]: no CI yet (issue 42)",
-                                               ("yes_rate",), gap=True),),
     "modality_shift/attention_by_layer": (NoInterval(_PER_ITEM.format("sample and layer"), ("*",)),),
     "modality_shift/attention_patch_heatmaps": (NoInterval(_PER_ITEM.format("image patch"), ("*",)),),
     "modality_shift/fig3cd_reliability": (NoInterval("per-bin points of the reliability diagram; the ECE they make has "

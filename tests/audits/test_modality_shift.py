@@ -183,6 +183,11 @@ def test_answer_rates_counts_unknown():
     assert r.at["a", "unknown_rate"] == 0.5 and r.at["b", "unknown_rate"] == 0.0
     assert r.at["b", "unknown_high"] > 0  # Wilson interval is not degenerate at 0/2
     assert r.at["b", "yes_rate"] == 1.0
+    # Wilson by hand for 2 of 2, z = 1.96: (1 + z²/4 - z·sqrt(z²/16)) / (1 + z²/2) = 1.0 / 2.9208 = 0.3424
+    assert r.at["b", "yes_low"] == pytest.approx(0.34237, abs=1e-4) and r.at["b", "yes_high"] == pytest.approx(1.0)
+    from radaudit.tables import missing_intervals
+
+    assert missing_intervals(r.reset_index()) == []  # every rate carries its interval
 
 
 # --- metrics --------------------------------------------------------------------------------------

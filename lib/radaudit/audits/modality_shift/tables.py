@@ -105,8 +105,8 @@ def answer_rates(results: pd.DataFrame, by: Sequence[str] = ("model", "condition
     """Counts of parsed answers per group and the unknown rate with a Wilson CI (never hidden).
 
     Columns: ``by..., n, n_yes, n_no, n_unmatched, n_unknown, unknown_rate, unknown_low, unknown_high,
-    yes_rate`` (share of all rows answered yes). ``unknown`` here means "not a yes/no answer"
-    (unknown + unmatched).
+    yes_rate, yes_low, yes_high`` (share of all rows answered yes, Wilson CI). ``unknown`` here means "not a
+    yes/no answer" (unknown + unmatched).
     """
     _check_columns(results, [*by, "answer"], "answer_rates")
     rows = []
@@ -116,11 +116,13 @@ def answer_rates(results: pd.DataFrame, by: Sequence[str] = ("model", "condition
         n = len(g)
         n_unk = int(counts.get("unknown", 0))
         n_unm = int(counts.get("unmatched", 0))
+        n_yes = int(counts.get("yes", 0))
         lo, hi = wilson_ci(n_unk + n_unm, n, confidence)
-        rows.append({**dict(zip(by, key)), "n": n, "n_yes": int(counts.get("yes", 0)),
+        yes_lo, yes_hi = wilson_ci(n_yes, n, confidence)
+        rows.append({**dict(zip(by, key)), "n": n, "n_yes": n_yes,
                      "n_no": int(counts.get("no", 0)), "n_unmatched": n_unm, "n_unknown": n_unk,
                      "unknown_rate": (n_unk + n_unm) / n, "unknown_low": lo, "unknown_high": hi,
-                     "yes_rate": int(counts.get("yes", 0)) / n})
+                     "yes_rate": n_yes / n, "yes_low": yes_lo, "yes_high": yes_hi})
     return pd.DataFrame(rows)
 
 
