@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from radaudit.audits import decoding_erasure as de
+from radaudit.audits.decoding_erasure import data as ded
 from radaudit.audits.decoding_erasure import study as st
 from radaudit.audits.decoding_erasure.rehearsal import rehearse
 from radaudit.config import resolve_params, validate_params
@@ -61,7 +62,8 @@ def test_rexgradient_fixture_has_the_release_layout_and_is_deterministic(tmp_pat
         <= {f.as_posix() for f in files}
     pngs = [f for f in files if f.suffix == ".png"]
     # deid_png/<PatientID>/<AccessionNumber>/studies/<StudyInstanceUid>/series/<series>/instances/<instance>.png
-    assert pngs and all(f.parts[0] == "deid_png" and len(f.parts) == 9 and f.parts[3::2] == ("studies", "series", "instances") for f in pngs)
+    assert pngs and all(f.parts[0] == "deid_png" and len(f.parts) == 9
+                        and f.parts[3::2] == ("studies", "series", "instances") for f in pngs)
     entry = next(iter(json.loads((a / "metadata/test_metadata_view_position.json").read_text()).values()))
     assert entry["ImagePath"][0].startswith("../deid_png/")  # relative to metadata/, as in the release
     df = load(a)
@@ -80,12 +82,12 @@ def test_eval_split_keeps_the_adapters_training_studies_out(rexgradient):
     split_of = load(rexgradient).set_index("study_id")["split"]
     P = de.Params(report_model="unused", dataset_path=str(rexgradient), n_reports=8)
     assert P.eval_split == "test" and _paper().eval_split == "test"
-    chosen = st.image_studies(P)
+    chosen = ded.image_studies(P)
     assert len(chosen) == 8 and set(split_of[chosen["study_id"]]) == {"test"}
     # without the filter the same draw audits training and validation studies: what the filter is for
-    unfiltered = st.image_studies(P.model_copy(update={"eval_split": None}))
+    unfiltered = ded.image_studies(P.model_copy(update={"eval_split": None}))
     assert set(split_of[unfiltered["study_id"]]) > {"test"}
-    valid = st.image_studies(P.model_copy(update={"eval_split": "valid", "n_reports": 4}))
+    valid = ded.image_studies(P.model_copy(update={"eval_split": "valid", "n_reports": 4}))
     assert set(split_of[valid["study_id"]]) == {"valid"}
     with pytest.raises(ParamsError, match="'eval_split'.*'holdout'"):  # MIMIC's own name for it is not a split here
         validate_params(de.Params, {"eval_split": "holdout"}, "test")
@@ -101,17 +103,17 @@ def test_images_are_resized_to_512_before_the_processor(tmp_path, monkeypatch):
     # a chest X-ray at a real size (3056 x 2544, 8-bit grey): a gradient, so the resize can be checked
     path = tmp_path / "cxr.png"
     Image.fromarray(np.tile(np.linspace(0, 255, 2544, dtype=np.uint8), (3056, 1))).save(path)
-    [img] = st.report_images([path], 512)
+    [img] = ded.report_images([path], 512)
     assert img.size == (512, 512) and img.mode == "RGB"
     row = np.asarray(img)[256, :, 0].astype(int)
     assert row[0] < 10 and row[-1] > 245 and np.all(np.diff(row) >= -1)  # squashed, not cropped
-    assert st.report_images([path], None) == [path]
+    assert ded.report_images([path], None) == [path]
     # Qwen3-VL's image processor (16 px patches, merged 2 x 2, its hub pixel limits) keeps 512 px: 256 tokens
     qwen3 = Qwen2VLImageProcessorPil(patch_size=16, merge_size=2, min_pixels=65536, max_pixels=16777216)
     assert qwen3(images=[img], return_tensors="np")["image_grid_thw"].tolist() == [[1, 32, 32]]
     assert qwen3.get_number_of_image_patches(3056, 2544, {}) == 30 * 32 * 32  # unresized: 30x the paper's tokens
     with pytest.raises(ParamsError, match="image_size"):
-        st.resize_square(path, 0)
+        ded.resize_square(path, 0)
 
     # the generation path hands the processor the resized images
     seen = {}

@@ -16,6 +16,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from radaudit.audits import decoding_erasure as de  # noqa: E402
+from radaudit.audits.decoding_erasure import data as ded  # noqa: E402
 from radaudit.audits.decoding_erasure import study as st  # noqa: E402
 from radaudit.config import validate_params  # noqa: E402
 from radaudit.errors import DataFormatError, ParamsError  # noqa: E402
@@ -204,16 +205,16 @@ def _image_frame(tmp_path, n_f=3, n_m=3):
 
 def test_select_image_studies_filters_and_balances(tmp_path):
     df = _image_frame(tmp_path, n_f=4, n_m=4)  # F: s0 (lateral, dropped), s1 (no findings), s2, s3
-    s = st.select_image_studies(df, 6, seed=0, folder=tmp_path)
+    s = ded.select_image_studies(df, 6, seed=0, folder=tmp_path)
     assert s["group"].tolist() == ["F", "M"] * 3
     assert sorted(s["study_id"][s["group"] == "F"]) == ["s1", "s2", "s3"]  # lateral view dropped
     assert s.set_index("study_id").loc["s1", "reference"] == "impression 1"  # empty findings -> impression
     assert all(p.startswith(str(tmp_path)) for p in s["image"])
-    assert st.select_image_studies(df, 6, seed=0, folder=tmp_path).equals(s)
+    assert ded.select_image_studies(df, 6, seed=0, folder=tmp_path).equals(s)
     with pytest.raises(ParamsError, match="only 3 usable studies with sex 'F'"):
-        st.select_image_studies(df, 8, seed=0, folder=tmp_path)
+        ded.select_image_studies(df, 8, seed=0, folder=tmp_path)
     with pytest.raises(DataFormatError, match="does not exist"):
-        st.select_image_studies(df, 4, seed=0, folder=tmp_path / "elsewhere")
+        ded.select_image_studies(df, 4, seed=0, folder=tmp_path / "elsewhere")
 
 
 def test_vlm_path_generates_from_images(tmp_path, monkeypatch):

@@ -11,6 +11,7 @@ import pytest
 
 import fake_vllm
 from radaudit.audits import decoding_erasure as de
+from radaudit.audits.decoding_erasure import data as ded
 from radaudit.audits.decoding_erasure import study as st
 from radaudit.audits.decoding_erasure.rehearsal import rehearse
 from radaudit.config import resolve_params
@@ -50,7 +51,7 @@ def test_vllm_reports_use_the_same_prompts_images_seeds_and_cache(rehearsed, tmp
     from radaudit.models.vlm import load_vlm_processor, render_prompt
 
     processor = load_vlm_processor(P.report_model)
-    studies = st.image_studies(P)
+    studies = ded.image_studies(P)
     n = len(studies)
     greedy_reqs = rec.prompts[:n]
     assert [r["prompt"] for r in greedy_reqs] == [render_prompt(processor, p, "image") for p in hf["prompt"][:n]]

@@ -297,7 +297,7 @@ def test_metric_metaeval_make_engine_generates_with_params_backend(r1, monkeypat
 
 def test_atomic_facts_backend_vllm_generates_on_vllm(qwen3, monkeypatch, tmp_path):
     from radaudit.audits.atomic_facts import Params
-    from radaudit.audits.atomic_facts.scores import atomimed_options
+    from radaudit.audits.atomic_facts.study import atomimed_options
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     rec = fake_vllm.install(monkeypatch)

@@ -59,7 +59,9 @@ Where things are (one line per module)
 --------------------------------------
 - ``params.py``: :class:`Params`, the schema of ``params/atomic_facts/*.yaml``.
 - ``data.py``: reader studies (RadPref, ReXVal, your generations) as candidates + judgements; their dev/test halves.
-- ``scores.py``: AtomiMed and the baseline metrics on a study's candidates.
+- ``study.py``: the experiment's steps as the notebook runs them, after its inputs: AtomiMed (with its trace) and the
+  baseline metrics on a study's candidates (:func:`score_study`).
+- ``scores.py``: the metrics' display names, and which metrics score every candidate alike (:func:`distinct_metrics`).
 - ``agreement.py``: tau-b / rho against radiologists and pairwise preference, case-bootstrap CIs, per half of the cases.
 - ``tables.py``: Table 2, Table 3, granular accuracy per anatomical system, the LLM backend's failures, the run summary.
 - ``findings.py``: :func:`headline_findings`, the run's ``findings.json``.
@@ -107,14 +109,8 @@ from radaudit.audits.atomic_facts.plots import (
     fig_granular,
     fig_preference,
 )
-from radaudit.audits.atomic_facts.scores import (
-    METRIC_LABELS,
-    MetricScores,
-    atomimed_options,
-    distinct_metrics,
-    resolve_baselines,
-    score_study,
-)
+from radaudit.audits.atomic_facts.scores import METRIC_LABELS, distinct_metrics
+from radaudit.audits.atomic_facts.study import MetricScores, atomimed_options, resolve_baselines, score_study
 from radaudit.audits.atomic_facts.tables import (
     ANATOMICAL_SYSTEMS,
     FAILURE_COLUMNS,

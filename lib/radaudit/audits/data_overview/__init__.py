@@ -19,13 +19,17 @@ Choices
 Where things are (one line per module)
 --------------------------------------
 - ``params.py``: :class:`Params`, the schema of ``params/data_overview/*.yaml``.
-- ``tables.py``: loading the datasets (:func:`load_all`) and every table (counts, sex, age, lengths, labels, examples).
+- ``data.py``: the datasets, loaded (:func:`load_all`); which of them hold one row per study; the bootstrap's unit.
+- ``study.py``: the experiment's steps as the notebook runs them, after its inputs: words per report
+  (:func:`report_lengths`), the examples shown (:func:`pick_examples`). No model, no expensive step.
+- ``tables.py``: every table (counts, sex, age, lengths, labels, RadPref ratings, examples).
 - ``plots.py``: the figures, one function each.
 - ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (descriptive: sex, age, report length).
 
 No ``rehearsal.py``: the registry's ``rehearsal`` is None, so ``--rehearse`` is refused (run the smoke preset).
 """
 
+from radaudit.audits.data_overview.data import load_all, resampling_units
 from radaudit.audits.data_overview.findings import headline_findings
 from radaudit.audits.data_overview.params import (
     DatasetName,
@@ -39,6 +43,7 @@ from radaudit.audits.data_overview.plots import (
     fig_ratings,
     fig_sex,
 )
+from radaudit.audits.data_overview.study import pick_examples, report_lengths, word_count
 from radaudit.audits.data_overview.tables import (
     MIN_N_MEAN,
     SEX_ORDER,
@@ -47,13 +52,8 @@ from radaudit.audits.data_overview.tables import (
     example_markdown,
     label_prevalence,
     length_table,
-    load_all,
-    pick_examples,
     rating_table,
-    report_lengths,
-    resampling_units,
     sex_table,
-    word_count,
 )
 
 __all__ = [

@@ -8,7 +8,8 @@ import os
 import numpy as np
 import pandas as pd
 
-from radaudit.audits.data_overview.tables import SEX_ORDER, report_datasets
+from radaudit.audits.data_overview.data import report_datasets
+from radaudit.audits.data_overview.tables import SEX_ORDER
 from radaudit.stats import stable_seed
 
 log = logging.getLogger(__name__)

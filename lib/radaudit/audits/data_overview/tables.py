@@ -8,17 +8,8 @@ import logging
 import numpy as np
 import pandas as pd
 
-from radaudit.audits.data_overview.params import Params
-from radaudit.data import (
-    DATASETS,
-    fingerprint,
-    get_spec,
-    is_present,
-    load_dataset,
-    report_text,
-    require,
-)
-from radaudit.stats import bootstrap_ci, column_mean, paired_bootstrap, stable_seed
+from radaudit.audits.data_overview.data import report_datasets, resampling_units
+from radaudit.stats import bootstrap_ci, column_mean, paired_bootstrap
 from radaudit.tables import format_ci
 
 log = logging.getLogger(__name__)
@@ -27,54 +18,9 @@ log = logging.getLogger(__name__)
 SEX_ORDER = ["F", "M", "O", "not stated"]
 
 
-# ----------------------------------------------------------------------------- loading
-
 #: A mean over fewer records than this is flagged in the tables and withheld from the headline findings: a mean of
 #: a dozen ages describes a dozen patients, not the dataset.
 MIN_N_MEAN = 30
-
-def load_all(params: Params) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
-    """Load every requested dataset that is present; return them and a status table.
-
-    ``max_rows`` subsamples rows with a seed derived from ``params.seed`` and the dataset name.
-    The status table carries each dataset's :func:`~radaudit.data.fingerprint` (its data version).
-    """
-    data, rows = {}, []
-    for name in params.datasets:
-        path = params.dataset_paths.get(name)
-        spec = get_spec(name)
-        if not is_present(name, params.data_root, path):
-            if not params.skip_missing:
-                require(name, params.data_root, path)  # raises with where to get it
-            rows.append({"dataset": name, "title": spec.title, "access": spec.access, "status": "not present", "rows": 0,
-                         "fingerprint": None})
-            continue
-        kwargs = {"format": params.iu_xray_format} if name == "iu_xray" else {}
-        df = load_dataset(name, params.data_root, path=path, **kwargs)
-        n_all = len(df)
-        if params.max_rows is not None and len(df) > params.max_rows:
-            df = df.sample(n=params.max_rows,
-                           random_state=stable_seed(params.seed, "subsample", name) % (2**32)).sort_index()
-        data[name] = df
-        rows.append({"dataset": name, "title": spec.title, "access": spec.access,
-                     "status": "loaded" + (f" (subsample of {n_all})" if len(df) < n_all else ""), "rows": len(df),
-                     "fingerprint": fingerprint(name, params.data_root, path)})
-    return data, pd.DataFrame(rows)
-
-
-def resampling_units(df: pd.DataFrame) -> tuple[np.ndarray, str]:
-    """Patient ids if every row has one, else study ids; and the unit's name."""
-    if "patient_id" in df and df["patient_id"].notna().all():
-        return df["patient_id"].to_numpy(dtype=object), "patient"
-    return df["study_id"].to_numpy(dtype=object), "study"
-
-
-def report_datasets(data: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """The datasets of ``data`` (name → table) with one row per study: the registry's annotation tables (kind
-    ``"annotations"``, e.g. RadPref's ratings) are left out; names the registry does not know count as report
-    datasets. The per-study tables and figures (counts, sex, age, report length, label prevalence, examples,
-    images) are drawn from these."""
-    return {k: v for k, v in data.items() if k not in DATASETS or DATASETS[k].kind != "annotations"}
 
 
 # ----------------------------------------------------------------------------- tables
@@ -161,35 +107,6 @@ def age_table(data: dict[str, pd.DataFrame], *, n_bootstrap: int, confidence: fl
     return pd.DataFrame(out)
 
 
-def word_count(text: pd.Series) -> pd.Series:
-    """Whitespace-separated words per text (``<NA>`` stays missing)."""
-    return text.astype("string").str.split().str.len().astype("Float64")
-
-
-def report_lengths(data: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Long table: dataset, group (``reference`` or the candidate's source), study_id, words.
-
-    Candidate reports of pair datasets are their own groups: ``generated`` for the CheXpert Plus
-    pairs, the candidate's source system for RadPref.
-    """
-    parts = []
-    for name, df in report_datasets(data).items():
-        ref = word_count(report_text(df))
-        parts.append(pd.DataFrame({"dataset": name, "group": "reference", "study_id": df["study_id"],
-                                   "patient_id": df["patient_id"], "words": ref}))
-        if "generated_impression" in df:
-            parts.append(pd.DataFrame({"dataset": name, "group": "generated", "study_id": df["study_id"],
-                                       "patient_id": df["patient_id"], "words": word_count(df["generated_impression"])}))
-        for c in ("c1", "c2"):
-            if f"{c}_report" in df:
-                for src, sub in df.groupby(f"{c}_source"):
-                    parts.append(pd.DataFrame({"dataset": name, "group": str(src), "study_id": sub["study_id"],
-                                               "patient_id": sub["patient_id"], "words": word_count(sub[f"{c}_report"])}))
-    long = (pd.concat(parts, ignore_index=True) if parts
-            else pd.DataFrame(columns=["dataset", "group", "study_id", "patient_id", "words"]))
-    return long[long["words"].notna() & (long["words"] > 0)].reset_index(drop=True)
-
-
 def length_table(lengths: pd.DataFrame, *, n_bootstrap: int, confidence: float, seed: int) -> pd.DataFrame:
     """Words per report by dataset and group: mean with bootstrap CI, median and quartiles."""
     out = []
@@ -249,16 +166,6 @@ def rating_table(annotations: pd.DataFrame, *, n_bootstrap: int, confidence: flo
                         "mean [95% CI]": format_ci(r.estimate, r.low, r.high), "cases": sub["study_id"].nunique(),
                         "raters": sub["rater"].nunique()})
     return pd.DataFrame(out)
-
-
-def pick_examples(data: dict[str, pd.DataFrame], n: int, seed: int) -> dict[str, pd.DataFrame]:
-    """``n`` random rows per dataset with a report (seeded), for display."""
-    out = {}
-    for name, df in report_datasets(data).items():
-        has_text = df[report_text(df).notna() | df.get("clinical_notes", pd.Series(pd.NA, index=df.index)).notna()]
-        if len(has_text) and n:
-            out[name] = has_text.sample(n=min(n, len(has_text)), random_state=stable_seed(seed, "example", name) % (2**32))
-    return out
 
 
 def example_markdown(name: str, row: pd.Series) -> str:

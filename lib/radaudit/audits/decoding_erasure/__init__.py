@@ -32,9 +32,11 @@ Choices (where the paper is silent)
 Where things are (one line per module)
 --------------------------------------
 - ``params.py``: :class:`Params`, the schema of ``params/decoding_erasure/*.yaml``.
-- ``corpus.py``: :func:`evaluate_corpus` (any corpus -> every number of Table 1/2), the real-system baselines, the floor.
+- ``data.py``: the inputs read from datasets: the paper path's studies and resized images, the real-system baselines.
+- ``corpus.py``: :func:`evaluate_corpus` (any corpus -> every number of Table 1/2), the collapse floor.
 - ``models.py``: the demo report writers (training corpus per sex skew, training, generation).
-- ``study.py``: the experiment's steps as the notebook runs them: generations per decoding strategy, the skew study.
+- ``study.py``: the experiment's steps as the notebook runs them, after its inputs: generations per decoding
+  strategy, their evaluation, the skew study.
 - ``shards.py``: the shard step (``--shard i/n``): report generation.
 - ``tables.py``: Table 1 / Table 2 layouts, the p* sweep, skews, words, the run summary.
 - ``erasure.py``: which reference words can be erased (BH), the Erasure counts' CIs over studies, the planted and
@@ -45,16 +47,15 @@ Where things are (one line per module)
 """
 
 from radaudit.audits.decoding_erasure.corpus import (
-    BASELINE_NAMES,
     DEFAULT_TEMPLATE,
     SURFACE_LABELS,
     SURFACE_METRICS,
     CorpusResult,
-    baseline_corpora,
     collapse_floor,
     copy_control,
     evaluate_corpus,
 )
+from radaudit.audits.decoding_erasure.data import BASELINE_NAMES, baseline_corpora, select_image_studies
 from radaudit.audits.decoding_erasure.erasure import (
     N_HALVINGS,
     PLANTED_PHRASE,
@@ -95,7 +96,6 @@ from radaudit.audits.decoding_erasure.study import (
     evaluate_strategies,
     lora_config,
     report_seeds,
-    select_image_studies,
     skew_sensitivity,
     skew_study_plan,
     study_generations,

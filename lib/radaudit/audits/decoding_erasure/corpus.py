@@ -1,5 +1,5 @@
-"""One corpus of (reference, prediction, group) rows -> every number of the paper's Tables 1-2 (:class:`CorpusResult`), the
-real-system baselines, and the collapse floor."""
+"""One corpus of (reference, prediction, group) rows -> every number of the paper's Tables 1-2 (:class:`CorpusResult`),
+and the collapse floor. The real-system baseline corpora are read by :mod:`radaudit.audits.decoding_erasure.data`."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from radaudit.data import load_dataset
 from radaudit.errors import ParamsError, RadauditError
 from radaudit.metrics import MetricUnavailableError, build_metric
 from radaudit.metrics.association import CATEGORIES, SILENCE_ERASURE, AssociationAudit, association_audit
@@ -34,7 +32,6 @@ SURFACE_METRICS: tuple[str, ...] = ("bertscore", "rouge1", "rougeL", "ratescore"
 SURFACE_LABELS: dict[str, str] = {"bertscore_precision": "BERTScore P", "bertscore_recall": "BERTScore R"}
 """Row labels of BERTScore's sub-scores; every registry metric is shown by its registry label
 (:func:`radaudit.metrics.base.metric_label`)."""
-BASELINE_NAMES: tuple[str, ...] = ("CheXpert Plus (generated)", "RadPref GPT", "RadPref MedGemma")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -251,43 +248,7 @@ def evaluate_corpus(
 
 
 # ----------------------------------------------------------------------------------------------
-# baselines: real model outputs
-
-
-def baseline_corpora(data_root: str | Path | None = None, max_reports: int | None = None) -> dict[str, pd.DataFrame]:
-    """The real systems of the Table 2 analog: (reference, prediction, group) corpora, no generation.
-
-    - ``"CheXpert Plus (generated)"``: the 200 CheXpert Plus impressions (``impression``) and the
-      generated impressions shipped with them (``generated_impression``);
-    - ``"RadPref GPT"`` / ``"RadPref MedGemma"``: RadPref's reference findings (``findings``) and,
-      per case, the candidate (``c1_report`` or ``c2_report``) whose source is that system (100 each).
-
-    The group column is the patient's sex, kept as is: missing and ``"O"`` values are excluded and
-    counted by :func:`evaluate_corpus`. ``max_reports``: keep only the first N rows of each (for quick
-    runs). Columns: ``study_id``, ``reference``, ``prediction``, ``group``, ``system``.
-    """
-    out: dict[str, pd.DataFrame] = {}
-    cx = load_dataset("chexpert_plus_pairs", data_root)
-    out[BASELINE_NAMES[0]] = pd.DataFrame({
-        "study_id": cx["study_id"].astype(str).to_numpy(), "reference": cx["impression"].astype(object).to_numpy(),
-        "prediction": cx["generated_impression"].astype(object).to_numpy(), "group": cx["sex"].astype(object).to_numpy(),
-        "system": "chexpert_plus_generated"})
-    rp = load_dataset("radpref", data_root)
-    for name, source in ((BASELINE_NAMES[1], "gpt"), (BASELINE_NAMES[2], "medgemma")):
-        c1 = (rp["c1_source"] == source).to_numpy(dtype=bool)
-        c2 = (rp["c2_source"] == source).to_numpy(dtype=bool)
-        if (c1 & c2).any() or (~c1 & ~c2).any():
-            raise RadauditError(f"radpref: expected exactly one {source!r} candidate per case; found "
-                                f"{int((c1 & c2).sum())} cases with two and {int((~c1 & ~c2).sum())} with none")
-        pred = np.where(c1, rp["c1_report"].astype(object).to_numpy(), rp["c2_report"].astype(object).to_numpy())
-        out[name] = pd.DataFrame({
-            "study_id": rp["study_id"].astype(str).to_numpy(), "reference": rp["findings"].astype(object).to_numpy(),
-            "prediction": pred, "group": rp["sex"].astype(object).to_numpy(), "system": source})
-    for name, df in list(out.items()):
-        df["group"] = df["group"].map(lambda v: None if pd.isna(v) else v)
-        if max_reports is not None:
-            out[name] = df.head(int(max_reports)).reset_index(drop=True)
-    return out
+# the collapse floor and the copy check
 
 
 DEFAULT_TEMPLATE = ("No acute cardiopulmonary abnormality. The lungs are clear. Heart size is normal. "

@@ -2,7 +2,7 @@
 
 The work items are the **studies** the report writer writes for, in the order of the notebook's full run
 (the demo's held-out test prompts interleaved F, M, F, ...; the paper path's :func:`~radaudit.audits.
-decoding_erasure.study.image_studies`). Shard ``i`` of ``n`` takes the ``i``-th contiguous part of them
+decoding_erasure.data.image_studies`). Shard ``i`` of ``n`` takes the ``i``-th contiguous part of them
 (:func:`radaudit.partition.shard_slice`) and generates, into the generation cache, every report the notebook will
 look up for those studies: under each of ``strategies`` with the training-skew model (section 1), and under
 each of ``skew_strategies`` with the model of each skew the skew study runs (section 8,

@@ -27,15 +27,8 @@ Choices (the paper is silent)
   evaluate each skew under ``skew_strategies`` (default greedy and T = 0.7) and show both.
 - **The paper's prompt** is not given; ``report_prompt`` is ours (a params string; ``{indication}``
   is filled from the study when present).
-- **Image selection** (paper: frontal views filtered with a foundation model): we take the
-  dataset's own view labels (PA/AP), the first frontal image of each study, and studies with a
-  non-empty reference (findings, else impression) and sex F or M.
-- **Which split.** The paper fine-tunes on 60K ReXGradient studies and evaluates N = 2,000 without
-  naming the split; studies the adapter was trained on must not be audited, so ``eval_split``
-  (default ``test``, the public test split) restricts the studies before they are drawn.
-- **Images** are resized to ``image_size`` x ``image_size`` RGB before the processor (paper §3:
-  "Input images are resized to 512x512 RGB"): a plain bicubic resize, aspect ratio not kept, as the
-  sentence says; Qwen3-VL's processor then keeps 512 px (a multiple of its 32 px merged patch).
+- **Image selection, split and resizing** (the paper path's studies and images): see
+  :mod:`radaudit.audits.decoding_erasure.data`.
 - **Thinking.** The paper's Qwen3-VL-8B-*Instruct* does not think: its chat template has no
   ``enable_thinking`` switch and its generation prompt opens no ``<think>`` block. A template that reads
   ``enable_thinking`` (Qwen3 hybrids) is rendered with thinking off (:func:`radaudit.models.vlm.render_prompt`);
@@ -55,13 +48,14 @@ import numpy as np
 import pandas as pd
 
 from radaudit.audits.decoding_erasure.corpus import evaluate_corpus
+from radaudit.audits.decoding_erasure.data import image_studies, report_images
 from radaudit.audits.decoding_erasure.models import build_training_corpus, demo_model_path, generate_reports
 from radaudit.audits.decoding_erasure.tables import skew_table
-from radaudit.errors import DataFormatError, ParamsError, RadauditError
+from radaudit.errors import ParamsError, RadauditError
 from radaudit.metrics.weat import load_glove
 from radaudit.models.cache import ContentCache
 from radaudit.models.encoders import TextEncoder
-from radaudit.models.vlm import load_image, load_vlm, mark_adapter, render_prompt
+from radaudit.models.vlm import load_vlm, mark_adapter, render_prompt
 from radaudit.models.vlm_vllm import load_vllm_vlm
 from radaudit.partition import shard_slice
 from radaudit.paths import atomic_dir
@@ -69,15 +63,12 @@ from radaudit.stats import stable_seed
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GENERATION_COLUMNS", "check_report_prompt", "corpus_kwargs", "evaluate_strategies", "image_studies",
-           "lora_config", "report_images", "report_seeds", "resize_square", "select_image_studies", "skew_sensitivity",
-           "skew_study_plan", "study_generations", "write_random_adapter"]
+__all__ = ["GENERATION_COLUMNS", "check_report_prompt", "corpus_kwargs", "evaluate_strategies", "lora_config",
+           "report_seeds", "skew_sensitivity", "skew_study_plan", "study_generations", "write_random_adapter"]
 
 GENERATION_COLUMNS: list[str] = ["strategy", "study_id", "prompt", "reference", "prediction", "group", "seed",
                                  "n_new_tokens", "finish_reason"]
 """Columns of :func:`study_generations` (one row per study x strategy)."""
-
-FRONTAL_VIEWS: tuple[str, ...] = ("PA", "AP")
 
 
 def report_seeds(seed: int, study_ids: Sequence[Any]) -> list[int]:
@@ -126,87 +117,6 @@ def _demo_generations(P: Any, skew: float | None, strategies: Sequence[str], dat
 
 # ----------------------------------------------------------------------------------------------
 # paper: a VLM on chest X-rays
-
-
-def select_image_studies(df: pd.DataFrame, n: int, *, seed: int, folder: str | Path | None = None,
-                         groups: Sequence[str] = ("F", "M"), views: Sequence[str] = FRONTAL_VIEWS) -> pd.DataFrame:
-    """``n`` studies balanced over ``groups`` with a frontal image and a reference report (paper §3: N = 2,000).
-
-    Keeps studies whose ``view`` is one of ``views`` and whose ``image_path`` is set, whose reference
-    (``findings``, else ``impression``) is non-empty and whose ``sex`` is one of ``groups``; draws
-    ``ceil(n / 2)`` per group with ``seed`` (fewer available: a :class:`ParamsError` with the counts).
-    Relative image paths are resolved against ``folder``; a missing image file raises a
-    :class:`DataFormatError` saying which archive to unpack. Returns ``study_id``, ``reference``,
-    ``group``, ``indication``, ``image`` (absolute path), interleaved F, M, F, M, ...
-    """
-    need = {"study_id", "sex", "view", "image_path", "findings", "impression"}
-    if not need <= set(df.columns):
-        raise DataFormatError(f"the image dataset needs columns {sorted(need)}; it has {sorted(df.columns)}")
-    ref = df["findings"].astype("string").fillna("").str.strip()
-    ref = ref.where(ref != "", df["impression"].astype("string").fillna("").str.strip())
-    view = df["view"].astype("string").str.upper()
-    ok = view.isin([v.upper() for v in views]).fillna(False) & df["image_path"].notna() & (ref != "")
-    cand = df.assign(reference=ref)[ok.to_numpy(dtype=bool)]
-    rng = np.random.default_rng(stable_seed(seed, "select_image_studies"))
-    per = int(math.ceil(n / 2))
-    parts = []
-    for g in groups:
-        rows = cand[cand["sex"] == g]
-        if len(rows) < per:
-            raise ParamsError(f"only {len(rows)} usable studies with sex {g!r} (frontal view, image and report); "
-                              f"n_reports={n} needs {per} per group. Lower n_reports or add data.")
-        parts.append(rows.iloc[np.sort(rng.choice(len(rows), size=per, replace=False))].reset_index(drop=True))
-    chosen = pd.concat(parts).sort_index(kind="stable").reset_index(drop=True).head(n)
-    base = Path(folder) if folder is not None else None
-    images = []
-    for p in chosen["image_path"].astype(str):
-        path = Path(p) if base is None or Path(p).is_absolute() else base / p
-        if not path.is_file():
-            raise DataFormatError(f"image {path} does not exist. Unpack the dataset's image archives (ReXGradient: "
-                                  f"deid_png.part*; MIMIC-CXR: MIMIC-CXR-JPG files/) into its folder {base}.")
-        images.append(str(path))
-    ind = chosen["indication"] if "indication" in chosen.columns else pd.Series([None] * len(chosen))
-    return pd.DataFrame({"study_id": chosen["study_id"].astype(str), "reference": chosen["reference"].astype(str),
-                         "group": chosen["sex"].astype(str), "indication": ind.astype(object).to_numpy(),
-                         "image": images})
-
-
-def image_studies(P: Any, data_root: Any = None) -> pd.DataFrame:
-    """The studies the report model writes for: ``P.image_dataset`` restricted to ``P.eval_split``, then
-    :func:`select_image_studies` (``P.n_reports``, balanced over ``P.groups``, seed ``P.seed``).
-
-    ``eval_split`` keeps the studies a fine-tuned adapter was not trained on out of reach (``None``: every
-    split). A split with no study in the data is a :class:`ParamsError` saying what to set.
-    """
-    from radaudit.data.registry import dataset_folder, load_dataset  # lazy: looked up per call, tests patch it
-
-    splits = None if P.eval_split is None else [P.eval_split]
-    df = load_dataset(P.image_dataset, data_root, path=P.dataset_path, splits=splits)
-    if splits is not None:
-        df = df[df["split"].astype("string").eq(P.eval_split).fillna(False).to_numpy(dtype=bool)]
-        if df.empty:
-            raise ParamsError(f"{P.image_dataset} has no study in split eval_split={P.eval_split!r} (notes: "
-                              f"{'; '.join(df.attrs.get('notes', [])) or 'none'}). Set eval_split to a split the "
-                              "data holds (train, valid, test) that report_adapter was not trained on, or null.")
-    folder = dataset_folder(P.image_dataset, data_root, P.dataset_path)
-    return select_image_studies(df, P.n_reports, seed=P.seed, folder=folder, groups=P.groups)
-
-
-def resize_square(image: Any, size: int) -> Any:
-    """``image`` (a path or PIL image) as a ``size`` x ``size`` RGB PIL image, bicubic, aspect ratio not kept
-    (paper §3: "Input images are resized to 512x512 RGB")."""
-    from PIL import Image
-
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ParamsError(f"image_size must be a positive number of pixels, got {size!r}.")
-    img = load_image(image)
-    return img if img.size == (size, size) else img.resize((size, size), Image.Resampling.BICUBIC)
-
-
-def report_images(paths: Sequence[Any], size: int | None) -> list[Any]:
-    """What the processor is given for each study: the image resized by :func:`resize_square` to ``size``, or
-    the path itself when ``size`` is ``None`` (the processor's own resizing only)."""
-    return list(paths) if size is None else [resize_square(p, size) for p in paths]
 
 
 def check_report_prompt(processor: Any, prompt: str = "Write the report.") -> str:

@@ -52,9 +52,11 @@ Where things are (one line per module)
 --------------------------------------
 - ``params.py``: :class:`Params`, the schema of ``params/metric_metaeval/*.yaml``.
 - ``data.py``: the GT-ME pairs and the monotonicity set (:func:`build_datasets`, rule or LLM engine).
-- ``scores.py``: scoring the pairs; DS/RS, AUROC of harmful vs harmless rewrites, monotonicity.
+- ``study.py``: the experiment's steps as the notebook runs them, after its inputs: every metric on every pair
+  (:func:`score_pairs`).
+- ``scores.py``: the measures on the scores: DS/RS, AUROC of harmful vs harmless rewrites, monotonicity.
 - ``agreement.py``: inter-radiologist agreement on error counts (Table 1; RadPref, ReXVal).
-- ``tables.py``: the DS/RS tables, whole-report vs trimmed AUROC, the run summary.
+- ``tables.py``: the DS/RS tables, undefined scores per metric, whole-report vs trimmed AUROC, the run summary.
 - ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (the context ablation first; bars, control).
 - ``verifier.py``: which metrics share the pairs' verifier (marked † in the tables, left out of the medians).
 - ``controls.py``: the planted oracle, the control the AUROC findings rest on.
@@ -125,18 +127,17 @@ from radaudit.audits.metric_metaeval.scores import (
     monotonicity_summary,
     n_discrimination_pairs,
     paper_overall_ci,
-    resolve_metrics,
     rules_per_cell,
-    score_pairs,
     table_columns,
-    undefined_table,
     violated_transitions,
 )
+from radaudit.audits.metric_metaeval.study import resolve_metrics, score_pairs
 from radaudit.audits.metric_metaeval.tables import (
     context_comparison,
     fill_line,
     score_table,
     summary_lines,
+    undefined_table,
 )
 from radaudit.audits.metric_metaeval.verifier import (
     SAME_LABELER,

@@ -53,7 +53,7 @@ def oracle_noise_sd(target: float = ORACLE_AUROC) -> float:
 
 
 def oracle_scores(scores: pd.DataFrame, *, target: float = ORACLE_AUROC, seed: int = 0) -> pd.DataFrame:
-    """The oracle's score table, in :func:`~radaudit.audits.metric_metaeval.scores.score_pairs`' shape (one row
+    """The oracle's score table, in :func:`~radaudit.audits.metric_metaeval.study.score_pairs`' shape (one row
     per discrimination/robustness pair of ``scores``, metric :data:`ORACLE`; module docstring). The pair's
     ``significance`` column is kept as it is in ``scores`` (what the AUROC reads); the score comes from the rule.
     ``attrs["n_from_rules"]`` / ``attrs["n_from_labels"]``: pairs whose truth came from the rule registry / from

@@ -1,12 +1,14 @@
-"""Scoring the pairs and the paper's measures: Discriminative/Robustness Scores (Tables 4-5), AUROC of harmful vs
-harmless rewrites, monotonicity (Fig. 4)."""
+"""The paper's measures on the per-pair scores: Discriminative/Robustness Scores (Tables 4-5), AUROC of harmful vs
+harmless rewrites, monotonicity (Fig. 4); the score table's columns and the metrics' display names.
+
+The scores themselves are made by :func:`radaudit.audits.metric_metaeval.study.score_pairs` (the scoring step)."""
 
 from __future__ import annotations
 
 import logging
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -14,9 +16,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from radaudit.errors import DataFormatError, ParamsError
-from radaudit.metrics import METRICS, MetricUnavailableError, build_metric
 from radaudit.metrics.base import metric_label as registry_label
-from radaudit.models.resolver import ModelUnavailableError
 from radaudit.perturb.base import HIGH_IMPACT_ASPECTS
 from radaudit.stats import (
     auroc_replicates,
@@ -59,82 +59,12 @@ CI_LABELS: dict[str, str] = {"paper": "paper: mean ± 1.96·SD/√k over the k c
 
 
 # ----------------------------------------------------------------------------------------------
-# scoring
+# display names
 
 
 def metric_label(name: str) -> str:
     """Display name: the registry's label, or this experiment's wording in :data:`METRIC_LABELS`."""
     return registry_label(name, METRIC_LABELS)
-
-
-def resolve_metrics(names: Sequence[str] | None) -> list[str]:
-    """``None`` -> every registered metric (registry order); else the names, validated."""
-    if names is None:
-        return list(METRICS)
-    bad = [m for m in names if m not in METRICS]
-    if bad:
-        raise ParamsError(f"unknown metrics {bad}; registered: {', '.join(METRICS)}")
-    return list(dict.fromkeys(names))
-
-
-def _check_pairs_frame(pairs: pd.DataFrame) -> None:
-    need = {"pair_id", "gt", "rewritten", "aspect", "error_type", "significance"}
-    if not isinstance(pairs, pd.DataFrame) or not need <= set(pairs.columns):
-        raise DataFormatError(f"pairs must be a DataFrame with columns {sorted(need)} (PairDataset.pairs).")
-    if pairs.empty:
-        raise DataFormatError("pairs is empty: there is nothing to score (did the pair dataset fill any cell?).")
-    if pairs["pair_id"].duplicated().any():
-        raise DataFormatError("pairs has duplicate pair_id values.")
-
-
-def score_pairs(pairs: pd.DataFrame, metrics: Sequence[str] | None = None,
-                metric_options: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[pd.DataFrame, dict[str, str]]:
-    """Score every pair (GT = reference, ME = candidate) with every metric.
-
-    Returns ``(scores, skipped)``: ``scores`` has one row per pair x metric (:data:`SCORE_COLUMNS`;
-    ``score`` raw, ``score_100`` on 0–100, NaN where the metric is undefined: counted, never dropped);
-    ``skipped`` maps a metric that cannot run here to the reason.
-    """
-    _check_pairs_frame(pairs)
-    names = resolve_metrics(metrics)
-    options = dict(metric_options or {})
-    refs, cands = pairs["gt"].astype(str).tolist(), pairs["rewritten"].astype(str).tolist()
-    meta = pairs.reset_index(drop=True)
-    for col in ("study_id", "source", "rule", "group"):
-        if col not in meta.columns:
-            meta = meta.assign(**{col: pd.NA})
-    meta = meta[["pair_id", "study_id", "source", "aspect", "error_type", "significance", "rule", "group"]]
-    frames, skipped = [], {}
-    for name in names:
-        try:
-            res = build_metric(name, **dict(options.get(name, {}))).compute(refs, cands)
-        except (MetricUnavailableError, ModelUnavailableError, ImportError, OSError) as err:
-            skipped[name] = f"{type(err).__name__}: {err}"
-            log.info("metric %s skipped: %s", name, err)
-            continue
-        vals = np.asarray(res.per_sample, dtype=float)
-        if vals.shape != (len(pairs),):
-            raise DataFormatError(f"metric {name!r} returned {vals.shape} per-pair scores for {len(pairs)} pairs.")
-        f = meta.copy()
-        f["metric"] = name
-        f["score"] = vals
-        f["score_100"] = 100.0 * vals / METRIC_RANGES.get(name, 1.0)
-        f["higher_is_better"] = bool(METRICS.lookup(name).higher_is_better)
-        frames.append(f[list(SCORE_COLUMNS)])
-    if not frames:
-        raise ParamsError(f"none of the metrics {names} can run here: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
-    out = pd.concat(frames, ignore_index=True)
-    out["group"] = out["group"].astype("Int64")
-    return out, skipped
-
-
-def undefined_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per metric: pairs scored, undefined (NaN) scores, and their share."""
-    g = scores.groupby("metric", sort=False)["score"]
-    out = pd.DataFrame({"pairs": g.size(), "undefined": g.apply(lambda s: int(s.isna().sum()))}).reset_index()
-    out["undefined_share"] = out["undefined"] / out["pairs"]
-    out.insert(1, "label", out["metric"].map(metric_label))
-    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -438,8 +368,9 @@ def auroc_table(scores: pd.DataFrame, *, n_bootstrap: int = 1000, confidence: fl
 
 
 def n_discrimination_pairs(scores: pd.DataFrame) -> int:
-    """Distinct discrimination/robustness pairs (no severity group) in a :func:`score_pairs` table: 0 when every
-    rewrite was rejected, and then DS/RS, AUROC and their findings cannot be computed (the notebook says so)."""
+    """Distinct discrimination/robustness pairs (no severity group) in a
+    :func:`~radaudit.audits.metric_metaeval.study.score_pairs` table: 0 when every rewrite was rejected, and then
+    DS/RS, AUROC and their findings cannot be computed (the notebook says so)."""
     df = scores[scores["group"].isna()] if "group" in scores.columns else scores
     return int(df["pair_id"].nunique())
 

@@ -1,4 +1,4 @@
-"""metric_metaeval's tables and the run summary."""
+"""metric_metaeval's tables (Tables 4/5, undefined scores per metric, the context ablation) and the run summary."""
 
 from __future__ import annotations
 
@@ -55,6 +55,15 @@ def context_comparison(auroc_paper: pd.DataFrame, auroc_full: pd.DataFrame,
     out = a.merge(b.drop(columns="label"), on="metric", suffixes=("_paper", "_full"))
     out["change"] = out["auroc_full"] - out["auroc_paper"]
     return verifier_column(out, marks or {})
+
+
+def undefined_table(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per metric: pairs scored, undefined (NaN) scores, and their share."""
+    g = scores.groupby("metric", sort=False)["score"]
+    out = pd.DataFrame({"pairs": g.size(), "undefined": g.apply(lambda s: int(s.isna().sum()))}).reset_index()
+    out["undefined_share"] = out["undefined"] / out["pairs"]
+    out.insert(1, "label", out["metric"].map(metric_label))
+    return out
 
 
 # ----------------------------------------------------------------------------------------------

@@ -108,5 +108,5 @@ def verifier_column(df: pd.DataFrame, marks: Mapping[str, str], metric_col: str 
 
 
 def without_shared(scores: pd.DataFrame, marks: Mapping[str, str]) -> pd.DataFrame:
-    """The rows of a :func:`~radaudit.audits.metric_metaeval.scores.score_pairs` table whose metric is not marked."""
+    """The rows of a :func:`~radaudit.audits.metric_metaeval.study.score_pairs` table whose metric is not marked."""
     return scores[~scores["metric"].isin(list(marks))]
