@@ -131,8 +131,7 @@ def test_a_sample_without_a_same_label_partner_cannot_build_the_control():
 
 
 def test_summary_reads_no_shift_against_the_majority_answer():
-    from radaudit.audits.modality_shift.study import summary_lines
-    from radaudit.audits.modality_shift.tables import answer_rates, ece_table, nfr_table
+    from radaudit.audits.modality_shift.tables import answer_rates, ece_table, nfr_table, summary_lines
 
     res = pd.DataFrame({"model": "m", "sample_id": [f"s{i}" for i in range(8)] * 2,
                         "condition": ["no_shift"] * 8 + ["text_shift"] * 8, "label": [1, 1, 1, 1, 1, 1, 0, 0] * 2,

@@ -7,7 +7,8 @@ import pytest
 from pydantic import ValidationError
 
 from radaudit.audits.modality_shift.params import Params
-from radaudit.audits.modality_shift.study import pick_attention_samples, summary_lines
+from radaudit.audits.modality_shift.study import pick_attention_samples
+from radaudit.audits.modality_shift.tables import summary_lines
 from radaudit.errors import ParamsError
 
 

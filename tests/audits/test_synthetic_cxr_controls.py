@@ -19,6 +19,7 @@ from radaudit.audits.synthetic_cxr import params as P
 from radaudit.audits.synthetic_cxr import study as S
 from radaudit.audits.synthetic_cxr.aurocs import paired_auroc_differences
 from radaudit.audits.synthetic_cxr.models import _views
+from radaudit.audits.synthetic_cxr.tables import per_label_wide
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +184,7 @@ def test_per_label_fid_has_intervals_and_blank_small_labels():
     assert (t.loc[["A", "B"], "fid_low"] <= t.loc[["A", "B"], "fid_high"]).all()
     assert t.loc["B", "fid_high"] - t.loc["B", "fid_low"] > t.loc["A", "fid_high"] - t.loc["A", "fid_low"]
     assert np.isnan(t.loc["C", "fid"]) and "fewer than 5" in t.loc["C", "note"]
-    wide = S.per_label_wide(t.reset_index(), ["A", "B", "C"])
+    wide = per_label_wide(t.reset_index(), ["A", "B", "C"])
     assert wide.loc["g", "A"].count("[") == 1 and wide.loc["g", "C"].startswith("n/a")
 
 

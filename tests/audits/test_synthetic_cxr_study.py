@@ -9,6 +9,7 @@ import pytest
 
 from radaudit.audits.synthetic_cxr import params as scp
 from radaudit.audits.synthetic_cxr import study as sc
+from radaudit.audits.synthetic_cxr.plots import plot_closest_pairs
 from radaudit.errors import DataFormatError, ParamsError
 
 
@@ -89,7 +90,7 @@ def test_closest_pairs_figure_puts_each_image_over_its_own_training_image(study,
     images, req = sets["copies"]["privacy"]
     pairs = {"copies": pd.DataFrame({"reid": [0.1, 0.9, 0.2, 0.3], "pixel_distance": 0.0, "latent_distance": 0.0,
                                      "train_index": [0, 0, 1, 1]})}
-    fig = sc.plot_closest_pairs(study, sets, pairs, "copies", n=2)
+    fig = plot_closest_pairs(study, sets, pairs, "copies", n=2)
     assert fig._suptitle.get_text().startswith("copies: the 2 pairs with the highest re-ID")
     top, bottom = fig.axes[0].images[0].get_array(), fig.axes[2].images[0].get_array()
     np.testing.assert_allclose(top, images[1])  # the highest re-ID score (0.9) is image 1 ...

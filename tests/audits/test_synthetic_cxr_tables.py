@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from radaudit.audits.synthetic_cxr import params as scp
 from radaudit.audits.synthetic_cxr import study as sc
+from radaudit.audits.synthetic_cxr import tables as sct
 from radaudit.errors import ParamsError
 
 
@@ -28,7 +29,7 @@ def test_privacy_long_aggregates_counts_and_calibrated_threshold():
     assert got[("copy", "max_reid")] == pytest.approx(0.9)
     assert got[("copy", "count_reid_above_delta")] == 2 and got[("gen", "count_reid_above_delta")] == 0
     assert got[("gen", "count_reid_above_calibrated")] == 1 and got[("copy", "count_reid_above_calibrated")] == 3
-    wide = sc.table3(t).set_index("measure")
+    wide = sct.table3(t).set_index("measure")
     assert wide.loc["Count Re-ID > δ (↓)", "copy"].startswith("2 of 3")
     assert wide.loc["Max. Re-ID (↓)", "copy"] == "0.900"
 
@@ -42,7 +43,7 @@ def _fid_long():
 
 
 def test_table1_cells_and_rank_summary():
-    t1 = sc.table1(_fid_long(), {"cxr": "CXR encoder"}).set_index("generator")
+    t1 = sct.table1(_fid_long(), {"cxr": "CXR encoder"}).set_index("generator")
     assert t1.loc["model", "FID (CXR encoder)"] == "5.00 [4.50, 5.50]"
     assert t1.loc["blur", "Precision"] == "0.200 [0.100, 0.300]"
     util = pd.DataFrame({"source": ["real", "real", "model", "blur"], "label": ["macro", "A", "macro", "macro"],

@@ -18,8 +18,7 @@ one another: code two experiments need lives one layer down (``radaudit.metrics`
 One layout in every package
 ---------------------------
 The same six modules, named the same way and meaning the same thing in every experiment, so a reader who knows
-one package finds their way in the others (``tests/test_architecture.py`` checks the names; its one open gap:
-synthetic_cxr builds its tables in ``study.py`` and ``table4.py``, not yet in a ``tables.py``):
+one package finds their way in the others (``tests/test_architecture.py`` checks the names):
 
 - ``params.py``: ``Params``, the schema of ``params/<experiment>/*.yaml``. It validates and does nothing else.
 - ``data.py``: the experiment's inputs: reading, building and selecting the datasets it evaluates (from a data

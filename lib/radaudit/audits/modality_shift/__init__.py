@@ -8,12 +8,14 @@ model's answers are compared across the five conditions.
 Where things are (one line per module)
 --------------------------------------
 - ``params.py``: :class:`Params` (schema of ``params/modality_shift/*.yaml``) and its :class:`ModelSpec` entries.
-- ``data.py``: the paper's datasets (MIMIC-CXR, FairVLMed) as SMS samples.
+- ``data.py``: the paper's datasets (MIMIC-CXR, FairVLMed) as SMS samples, and the run's own selected from its
+  ``Params`` (:func:`evaluation_samples`, the prompt :func:`template`).
 - ``conditions.py``: the five conditions, prompts, swap partners, items, answer parsing, running a model on them.
 - ``marker.py``: the marked images (the label burned in), the image pathway's positive control.
 - ``models.py``: the demo stand-in VLM (``DEMO_MODEL``), trained here on covid-chestxray.
-- ``study.py``: the experiment's steps as the notebook runs them: loading the models, every condition, the summary.
-- ``tables.py``: the metric tables with CIs: accuracy/F1, NFR, ECE and reliability, answer rates, AUROC, answers changed.
+- ``study.py``: the experiment's steps as the notebook runs them: loading the models, every condition.
+- ``tables.py``: the metric tables with CIs: accuracy/F1, NFR, ECE and reliability, answer rates, AUROC, answers changed;
+  the run summary in words (:func:`summary_lines`).
 - ``heatmap.py``: the answer token's attention by modality per layer and over the image patches.
 - ``probe.py``: a pixel and a text probe (how much of the label each modality carries) and the notes that name
   the diagnosis.
@@ -46,10 +48,13 @@ from radaudit.audits.modality_shift.conditions import (
 from radaudit.audits.modality_shift.data import (
     DATASETS,
     MIMIC_CONDITIONS,
+    all_samples,
+    evaluation_samples,
     fairvlmed_samples,
     load_samples,
     mimic_labels,
     mimic_samples,
+    template,
 )
 from radaudit.audits.modality_shift.findings import headline_findings
 from radaudit.audits.modality_shift.heatmap import (
@@ -95,17 +100,13 @@ from radaudit.audits.modality_shift.probe import (
     text_probe,
 )
 from radaudit.audits.modality_shift.study import (
-    all_samples,
     build_run_items,
     condition_order,
-    evaluation_samples,
     load_engine,
     load_model,
     pick_attention_samples,
     run_models,
     save_results,
-    summary_lines,
-    template,
 )
 from radaudit.audits.modality_shift.tables import (
     CLASSIFICATION_METRICS,
@@ -125,6 +126,7 @@ from radaudit.audits.modality_shift.tables import (
     nfr_table,
     reliability_bins,
     reliability_table,
+    summary_lines,
 )
 
 __all__ = [

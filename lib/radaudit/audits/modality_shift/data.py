@@ -43,13 +43,15 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from radaudit.audits.modality_shift.conditions import build_samples, covid_samples
+from radaudit.audits.modality_shift.conditions import build_samples, covid_samples, get_template
+from radaudit.audits.modality_shift.params import Params
 from radaudit.data import load_dataset
 from radaudit.data.mimic_cxr import chexpert_column
 from radaudit.data.root import resolve_data_root
 from radaudit.errors import DataFormatError, DatasetNotFoundError, ParamsError
 
-__all__ = ["DATASETS", "MIMIC_CONDITIONS", "fairvlmed_samples", "load_samples", "mimic_labels", "mimic_samples"]
+__all__ = ["DATASETS", "MIMIC_CONDITIONS", "all_samples", "evaluation_samples", "fairvlmed_samples", "load_samples",
+           "mimic_labels", "mimic_samples", "template"]
 
 log = logging.getLogger(__name__)
 
@@ -228,3 +230,41 @@ def load_samples(dataset: str, *, data_root: Any = None, path: str | os.PathLike
     if dataset == "fairvlmed":
         return fairvlmed_samples(path, data_root=data_root, seed=seed, **options)
     raise ParamsError(f"Unknown SMS dataset {dataset!r}; use one of {', '.join(DATASETS)}.")
+
+
+# --- the run's inputs, selected from its Params ---------------------------------------------------------------
+
+def template(params: Params) -> dict[str, Any]:
+    """The prompt template of the run: ``PROMPTS[dataset]`` with ``params.prompt`` on top."""
+    return get_template(params.dataset, params.prompt)
+
+
+def all_samples(params: Params) -> pd.DataFrame:
+    """Every sample of the run's dataset with its ``split`` (MIMIC-CXR and FairVLMed: the evaluated split only)."""
+    options = dict(params.dataset_options)
+    if params.dataset == "mimic_cxr":
+        options.setdefault("n", None)
+        options.setdefault("split", params.eval_split)
+    if params.dataset == "fairvlmed":
+        options.setdefault("split", params.eval_split)
+    return load_samples(params.dataset, data_root=params.data_root, path=params.dataset_path,
+                        seed=params.split_seed, test_size=params.test_size, **options)
+
+
+def evaluation_samples(params: Params, samples: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The evaluated samples: ``eval_split`` of the dataset, at most ``n_samples`` drawn with ``split_seed``.
+
+    ``samples``: :func:`all_samples` when already loaded. ``attrs["split_counts"]`` keeps the split
+    counts of the whole table (label x split) for the notebook.
+    """
+    samples = all_samples(params) if samples is None else samples
+    counts = samples.groupby(["split", "label"]).size().rename("n").reset_index()
+    ev = samples[samples["split"] == params.eval_split].reset_index(drop=True)
+    if ev.empty:
+        raise ParamsError(f"No samples in split {params.eval_split!r}; splits present: {sorted(samples['split'].unique())}.")
+    if params.n_samples is not None and len(ev) > params.n_samples:
+        keep = np.sort(np.random.default_rng(params.split_seed).choice(len(ev), size=params.n_samples, replace=False))
+        ev = ev.iloc[keep].reset_index(drop=True)
+    ev.attrs["split_counts"] = counts
+    ev.attrs["dropped"] = samples.attrs.get("dropped", {})
+    return ev

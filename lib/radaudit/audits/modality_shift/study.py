@@ -1,10 +1,10 @@
-"""The modality_shift experiment: the experiment's steps as the notebook runs them (models, the long results table,
-the summary).
+"""The modality_shift experiment: the experiment's steps as the notebook runs them (models, the long results table).
 
 Paper: Restrepo et al., Selective Modality Shifting (``../shared/papers/003_528df7f4b7accfa0.txt``).
 The parameters are :class:`radaudit.audits.modality_shift.params.Params`, the inputs are built by
-:mod:`radaudit.audits.modality_shift.conditions`, the paper datasets by :mod:`radaudit.audits.modality_shift.data`,
-the metric tables by :mod:`radaudit.audits.modality_shift.tables` and the figures by
+:mod:`radaudit.audits.modality_shift.conditions`, the paper datasets and the run's samples
+(:func:`~radaudit.audits.modality_shift.data.evaluation_samples`) by :mod:`radaudit.audits.modality_shift.data`,
+the metric tables and the run summary by :mod:`radaudit.audits.modality_shift.tables` and the figures by
 :mod:`radaudit.audits.modality_shift.plots`; this module joins them:
 
     P        = Params(**preset)
@@ -29,15 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from radaudit.audits.modality_shift.conditions import (
-    ALL_CONDITIONS,
-    CONDITION_LABELS,
-    MARKED_CONDITIONS,
-    build_items,
-    get_template,
-    run_conditions,
-)
-from radaudit.audits.modality_shift.data import load_samples
+from radaudit.audits.modality_shift.conditions import ALL_CONDITIONS, MARKED_CONDITIONS, build_items, run_conditions
+from radaudit.audits.modality_shift.data import template
 from radaudit.audits.modality_shift.marker import MARKED_IMAGE_COLUMN, add_marked_images
 from radaudit.audits.modality_shift.models import DEMO_MODEL, demo_vlm_path, vllm_unservable
 from radaudit.audits.modality_shift.params import ModelSpec, Params
@@ -46,48 +39,10 @@ from radaudit.models.cache import default_cache_dir, open_cache
 from radaudit.models.vlm import load_vlm
 from radaudit.models.vlm_vllm import load_vllm_vlm
 
-__all__ = ["all_samples", "build_run_items", "condition_order", "evaluation_samples", "load_engine", "load_model",
-           "pick_attention_samples", "run_models", "save_results", "summary_lines", "template"]
+__all__ = ["build_run_items", "condition_order", "load_engine", "load_model", "pick_attention_samples", "run_models",
+           "save_results"]
 
 log = logging.getLogger(__name__)
-
-
-def template(params: Params) -> dict[str, Any]:
-    """The prompt template of the run: ``PROMPTS[dataset]`` with ``params.prompt`` on top."""
-    return get_template(params.dataset, params.prompt)
-
-
-def all_samples(params: Params) -> pd.DataFrame:
-    """Every sample of the run's dataset with its ``split`` (MIMIC-CXR and FairVLMed: the evaluated split only)."""
-    options = dict(params.dataset_options)
-    if params.dataset == "mimic_cxr":
-        options.setdefault("n", None)
-        options.setdefault("split", params.eval_split)
-    if params.dataset == "fairvlmed":
-        options.setdefault("split", params.eval_split)
-    return load_samples(params.dataset, data_root=params.data_root, path=params.dataset_path,
-                        seed=params.split_seed, test_size=params.test_size, **options)
-
-
-def evaluation_samples(params: Params, samples: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The evaluated samples: ``eval_split`` of the dataset, at most ``n_samples`` drawn with ``split_seed``.
-
-    ``samples``: :func:`all_samples` when already loaded. ``attrs["split_counts"]`` keeps the split
-    counts of the whole table (label x split) for the notebook.
-    """
-    samples = all_samples(params) if samples is None else samples
-    counts = samples.groupby(["split", "label"]).size().rename("n").reset_index()
-    ev = samples[samples["split"] == params.eval_split].reset_index(drop=True)
-    if ev.empty:
-        raise ParamsError(f"No samples in split {params.eval_split!r}; splits present: {sorted(samples['split'].unique())}.")
-    if params.n_samples is not None and len(ev) > params.n_samples:
-        keep = np.sort(np.random.default_rng(params.split_seed).choice(len(ev), size=params.n_samples, replace=False))
-        ev = ev.iloc[keep].reset_index(drop=True)
-    ev.attrs["split_counts"] = counts
-    ev.attrs["dropped"] = samples.attrs.get("dropped", {})
-    return ev
-
-
 
 
 def load_model(spec: ModelSpec, params: Params, cache_dir: str | os.PathLike | None = None) -> tuple[Any, Any, str]:
@@ -196,56 +151,6 @@ def pick_attention_samples(results: pd.DataFrame, n: int = 1, model: str | None 
     rank = np.where(flipped & (labels == 1), 0, np.where(ok & (labels == 1), 1, 2))
     order = pd.DataFrame({"sample_id": wide.index.astype(str), "rank": rank}).sort_values(["rank", "sample_id"])
     return order["sample_id"].head(n).tolist()
-
-
-def _fmt(row: pd.Series) -> str:
-    return f"{row['estimate']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
-
-
-def summary_lines(metrics: pd.DataFrame, nfr: pd.DataFrame, ece: pd.DataFrame, rates: pd.DataFrame) -> list[str]:
-    """Plain-words findings computed from the run's tables (one block per model), for the notebook's
-    closing Markdown. Every number is an estimate with its 95% bootstrap CI (rates: Wilson)."""
-    lines = []
-    for model in metrics["model"].unique():
-        m = metrics[(metrics["model"] == model) & (metrics["metric"] == "accuracy")].set_index("condition")
-        lines.append(f"**{model}**")
-        acc = ", ".join(f"{CONDITION_LABELS[c]} {_fmt(m.loc[c])}" for c in ALL_CONDITIONS if c in m.index)
-        lines.append(f"- Accuracy: {acc}.")
-        if "majority_accuracy" in m.columns and "no_shift" in m.index and pd.notna(m.loc["no_shift", "majority_accuracy"]):
-            b = m.loc["no_shift"]
-            lines.append(f"- Always giving the majority answer: accuracy {b['majority_accuracy']:.3f} "
-                         f"[{b['majority_low']:.3f}, {b['majority_high']:.3f}] (Wilson) on the same samples; No Shift "
-                         + ("beats it." if b["low"] > b["majority_accuracy"] else
-                            "falls below it." if b["estimate"] < b["majority_accuracy"] else "does not clearly beat it."))
-        n = nfr[(nfr["model"] == model) & (nfr["measure"] == "nfr")].set_index("condition")
-        nb = nfr[(nfr["model"] == model) & (nfr["measure"] == "nfr_base_correct")].set_index("condition")
-        for shift in ("image_shift", "text_shift"):
-            if shift in n.index:
-                lines.append(f"- {CONDITION_LABELS[shift]}: NFR (paper, over all N) {_fmt(n.loc[shift])}; "
-                             f"over base-correct predictions {_fmt(nb.loc[shift])} "
-                             f"({int(n.loc[shift, 'n_flipped'])} of {int(n.loc[shift, 'n_base_correct'])} "
-                             "correct answers flipped).")
-        if {"image_shift", "text_shift"} <= set(n.index):
-            ti, tt = n.loc["image_shift"], n.loc["text_shift"]
-            if tt["low"] > ti["high"]:
-                verdict = ("the text shift flips more answers than the image shift (CIs do not overlap): "
-                           "the model leans on the text.")
-            elif ti["low"] > tt["high"]:
-                verdict = ("the image shift flips more answers than the text shift (CIs do not overlap): "
-                           "the model leans on the image.")
-            else:
-                verdict = "the two shifts' NFR intervals overlap: this run cannot say which modality the model leans on."
-            lines.append(f"- Verdict: {verdict}")
-        e = ece[ece["model"] == model].set_index("condition")
-        if len(e):
-            lines.append("- ECE: " + ", ".join(f"{CONDITION_LABELS[c]} {_fmt(e.loc[c])}" for c in ALL_CONDITIONS
-                                                if c in e.index) + ".")
-        rr = rates[rates["model"] == model]
-        worst = rr.loc[rr["unknown_rate"].idxmax()]
-        lines.append(f"- Answers that are neither yes nor no: {int(rr['n_unknown'].sum() + rr['n_unmatched'].sum())} "
-                     f"of {int(rr['n'].sum())}; highest under {CONDITION_LABELS[worst['condition']]} "
-                     f"({worst['unknown_rate']:.1%}).")
-    return lines
 
 
 def condition_order(conditions: Sequence[str]) -> list[str]:

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from radaudit.audits.modality_shift.conditions import MARKED_CONDITIONS
+from radaudit.audits.modality_shift.conditions import ALL_CONDITIONS, CONDITION_LABELS, MARKED_CONDITIONS
 from radaudit.errors import ParamsError
 from radaudit.metrics.classification import (  # noqa: F401  (re-exported: the notebook and tests use them here)
     CALIBRATION_KINDS,
@@ -63,7 +63,7 @@ __all__ = [
     "CLASSIFICATION_METRICS", "UNKNOWN_POLICIES", "answer_change_rate", "answer_rates", "auroc", "auroc_table",
     "changed_table", "classification_metrics", "confusion_counts", "ece_table", "expected_calibration_error",
     "majority_accuracy", "metrics_table", "negative_flip_rate", "nfr_table",
-    "reliability_bins", "reliability_table",
+    "reliability_bins", "reliability_table", "summary_lines",
 ]
 
 log = logging.getLogger(__name__)
@@ -484,3 +484,55 @@ def ece_table(results: pd.DataFrame, *, by: Sequence[str] = ("model", "condition
         rows.append({**dict(zip(by, key)), "metric": "ece", **cis["ece"], "n": len(g), "n_bins": int(n_bins),
                      "kind": kind, "prob_column": prob_column})
     return pd.DataFrame(rows)
+
+
+# --- the run summary in words ------------------------------------------------------------------------------
+
+def _fmt(row: pd.Series) -> str:
+    return f"{row['estimate']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
+
+
+def summary_lines(metrics: pd.DataFrame, nfr: pd.DataFrame, ece: pd.DataFrame, rates: pd.DataFrame) -> list[str]:
+    """Plain-words findings computed from the run's tables (one block per model), for the notebook's
+    closing Markdown. Every number is an estimate with its 95% bootstrap CI (rates: Wilson)."""
+    lines = []
+    for model in metrics["model"].unique():
+        m = metrics[(metrics["model"] == model) & (metrics["metric"] == "accuracy")].set_index("condition")
+        lines.append(f"**{model}**")
+        acc = ", ".join(f"{CONDITION_LABELS[c]} {_fmt(m.loc[c])}" for c in ALL_CONDITIONS if c in m.index)
+        lines.append(f"- Accuracy: {acc}.")
+        if "majority_accuracy" in m.columns and "no_shift" in m.index and pd.notna(m.loc["no_shift", "majority_accuracy"]):
+            b = m.loc["no_shift"]
+            lines.append(f"- Always giving the majority answer: accuracy {b['majority_accuracy']:.3f} "
+                         f"[{b['majority_low']:.3f}, {b['majority_high']:.3f}] (Wilson) on the same samples; No Shift "
+                         + ("beats it." if b["low"] > b["majority_accuracy"] else
+                            "falls below it." if b["estimate"] < b["majority_accuracy"] else "does not clearly beat it."))
+        n = nfr[(nfr["model"] == model) & (nfr["measure"] == "nfr")].set_index("condition")
+        nb = nfr[(nfr["model"] == model) & (nfr["measure"] == "nfr_base_correct")].set_index("condition")
+        for shift in ("image_shift", "text_shift"):
+            if shift in n.index:
+                lines.append(f"- {CONDITION_LABELS[shift]}: NFR (paper, over all N) {_fmt(n.loc[shift])}; "
+                             f"over base-correct predictions {_fmt(nb.loc[shift])} "
+                             f"({int(n.loc[shift, 'n_flipped'])} of {int(n.loc[shift, 'n_base_correct'])} "
+                             "correct answers flipped).")
+        if {"image_shift", "text_shift"} <= set(n.index):
+            ti, tt = n.loc["image_shift"], n.loc["text_shift"]
+            if tt["low"] > ti["high"]:
+                verdict = ("the text shift flips more answers than the image shift (CIs do not overlap): "
+                           "the model leans on the text.")
+            elif ti["low"] > tt["high"]:
+                verdict = ("the image shift flips more answers than the text shift (CIs do not overlap): "
+                           "the model leans on the image.")
+            else:
+                verdict = "the two shifts' NFR intervals overlap: this run cannot say which modality the model leans on."
+            lines.append(f"- Verdict: {verdict}")
+        e = ece[ece["model"] == model].set_index("condition")
+        if len(e):
+            lines.append("- ECE: " + ", ".join(f"{CONDITION_LABELS[c]} {_fmt(e.loc[c])}" for c in ALL_CONDITIONS
+                                                if c in e.index) + ".")
+        rr = rates[rates["model"] == model]
+        worst = rr.loc[rr["unknown_rate"].idxmax()]
+        lines.append(f"- Answers that are neither yes nor no: {int(rr['n_unknown'].sum() + rr['n_unmatched'].sum())} "
+                     f"of {int(rr['n'].sum())}; highest under {CONDITION_LABELS[worst['condition']]} "
+                     f"({worst['unknown_rate']:.1%}).")
+    return lines

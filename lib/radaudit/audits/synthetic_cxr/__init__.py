@@ -12,7 +12,10 @@ Where things are (one line per module)
 - ``generators.py``: the generators (demo diffusion, memoriser, degrader, held-out real, folder, hub) and their sets.
 - ``models.py``: the demo encoders (chest X-ray encoder, CLIP-style alignment, Siamese re-ID).
 - ``features.py``: which images go through which encoder, cached by batch.
-- ``study.py``: the experiment's steps as the notebook runs them: :func:`prepare`, the sets, Tables 1-3 and 8.
+- ``study.py``: the experiment's steps as the notebook runs them: :func:`prepare`, the sets, the long tables of
+  Tables 1-3 and 8 with their CIs.
+- ``tables.py``: the layouts of Tables 1-3 (:func:`table1`, :func:`per_label_wide`, :func:`table3`), the demo models'
+  cards and :func:`summary_lines`, the run summary in words.
 - ``shards.py``: the shard step (``--shard i/n``): fidelity feature extraction.
 - ``utility.py``: Table 4, :func:`run_utility`: a classifier trained on each source, scored on real test images:
   ``inputs.py`` (label matrices and images, checked), ``classifier.py`` (the classifier, its recipe and cache),
@@ -21,7 +24,8 @@ Where things are (one line per module)
 - ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (the stand-ins' controls, the FID gap).
 - ``controls.py``: the re-ID threshold calibrated on one half of the training patients and tested on the other,
   flagged shares with Wilson CIs, and the encoder's view gain over a pixel probe.
-- ``plots.py``: the figures. The metrics themselves are :mod:`radaudit.metrics.image`.
+- ``plots.py``: the figures, :func:`plot_closest_pairs` included. The metrics themselves are
+  :mod:`radaudit.metrics.image`.
 - ``rehearsal.py``: :func:`rehearse`, the paper preset on CPU (tiny twins, invented fixtures; ``--rehearse``).
 """
 
@@ -118,6 +122,7 @@ from radaudit.audits.synthetic_cxr.params import (
 )
 from radaudit.audits.synthetic_cxr.plots import (
     BASELINE_COLOR,
+    plot_closest_pairs,
     plot_dose_response,
     plot_fidelity_bars,
     plot_nearest_pairs,
@@ -150,7 +155,6 @@ from radaudit.audits.synthetic_cxr.reports import (
 from radaudit.audits.synthetic_cxr.study import (
     Study,
     alignment_table,
-    card_table,
     dose_response,
     dose_sets,
     dose_spearman,
@@ -163,9 +167,6 @@ from radaudit.audits.synthetic_cxr.study import (
     generators_to_inspect,
     load_models,
     per_label_intervals,
-    per_label_table,
-    per_label_wide,
-    plot_closest_pairs,
     prepare,
     privacy_for,
     privacy_long,
@@ -179,13 +180,18 @@ from radaudit.audits.synthetic_cxr.study import (
     report_candidates,
     report_utility,
     sample_grid_inputs,
-    summary_lines,
-    table1,
-    table3,
     utility_cache_dir,
     utility_train_sets,
 )
 from radaudit.audits.synthetic_cxr.table4 import utility_flags, utility_table
+from radaudit.audits.synthetic_cxr.tables import (
+    card_table,
+    per_label_table,
+    per_label_wide,
+    summary_lines,
+    table1,
+    table3,
+)
 from radaudit.audits.synthetic_cxr.utility import UtilityResult, run_utility
 
 __all__ = [

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -38,7 +38,10 @@ from radaudit.errors import DataFormatError, ParamsError
 from radaudit.metrics.image.ranking import HIGHER_IS_BETTER, rank_correlation
 from radaudit.plots import PALETTE
 
-__all__ = ["BASELINE_COLOR", "plot_dose_response", "plot_fidelity_bars", "plot_nearest_pairs",
+if TYPE_CHECKING:  # annotation only: the plots do not run the study
+    from radaudit.audits.synthetic_cxr.study import Study
+
+__all__ = ["BASELINE_COLOR", "plot_closest_pairs", "plot_dose_response", "plot_fidelity_bars", "plot_nearest_pairs",
            "plot_per_label_heatmap", "plot_privacy_distributions", "plot_reid_calibration", "plot_rank_scatter",
            "plot_roc_curves", "plot_sample_grid", "plot_utility", "source_colors"]
 
@@ -245,6 +248,18 @@ def plot_nearest_pairs(synth: Any, train: Any, pairs_table: pd.DataFrame, n: int
 
 
 # --- privacy ---------------------------------------------------------------------------------------
+
+def plot_closest_pairs(study: Study, sets: Mapping[str, Mapping[str, Any]], pairs: Mapping[str, pd.DataFrame],
+                       generator: str, *, reference: str = "own", n: int = 6) -> Any:
+    """``generator``'s ``n`` most re-identifiable privacy pairs (synthetic image over the training image it was
+    compared with), from :func:`privacy_for`'s table with the same ``reference``."""
+    images, req = sets[generator]["privacy"]
+    if reference == "own" and "source_study_id" in req.columns:
+        train = study.context.pixels(list(dict.fromkeys(req["source_study_id"].astype(str))))
+    else:
+        train = study.train
+    return plot_nearest_pairs(images, train, pairs[generator], n, generator=generator)
+
 
 def plot_privacy_distributions(per_prompt: pd.DataFrame, delta: float = DELTA, *, order: Sequence[str] | None = None,
                                generator_col: str = "generator", first: str | None = None) -> Any:
