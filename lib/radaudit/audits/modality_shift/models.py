@@ -146,7 +146,7 @@ CHAT_TEMPLATE = (
 #: cores: 48 of 120 steps). The vision warm start runs before the joint steps and outside that budget.
 DEMO_VLM_CONFIG: dict[str, Any] = {
     # data / task
-    "dataset": "covid_cxr", "p_only_image": 0.35, "p_only_text": 0.2, "p_marked": 0.5, "p_marked_decoy": 1.0,
+    "dataset": "covid_cxr", "p_only_image": 0.35, "p_only_text": 0.2, "p_marked": 0.5, "p_marked_decoy": 0.5,
     "augment": True,
     "max_train": None, "max_eval": None,
     # tokenizer
