@@ -140,10 +140,16 @@ CHAT_TEMPLATE = (
 #: marked only-image AUROC held (0.99 / 0.97 / 1.00) but the marked image swap changed only 12.4% [8.0, 18.8], 5.5%
 #: [2.8, 10.5] and 11.0% [6.9, 17.2] of the answers (bar > 10%; 31.7% and 35.2% at 800 steps on recipe 4's seeds 0
 #: and 1): with text present the language model needs the longer training to weigh the marker over the notes. So the
-#: demo keeps **800** steps. ``max_seconds`` is only a runaway guard, set far above the planned time: a model stopped
-#: by it depends on the machine's speed and is never reused (:func:`radaudit.paths.reusable_model_dir` removes it),
-#: so a guard near the planned time makes a busy machine retrain the model on every run (seen with 240 s on 2 shared
-#: cores: 48 of 120 steps). The vision warm start runs before the joint steps and outside that budget.
+#: demo keeps **800** steps. At 800 steps with the gate (stability benchmark at 82994ca) the marked only-image AUROC
+#: is shown on all three seeds (0.985, 0.955, 1.0), but the marked image swap changed 28.3%, 3.5% and 11.7% of the
+#: answers: shown on seed 0 only. Every marked no_shift draw with a decoy text (``p_marked_decoy`` 1.0) was tried and
+#: undone: 9.0% / 18.6% / 24.8%, and seed 0's model lost the marker between steps 600 and 800 (held-out marked only-
+#: image AUROC 0.996 -> 0.774). The open problem is the late training (a constant learning rate; no decay, no
+#: selection on the held-out gate), not the marker's visibility. ``max_seconds`` is only a runaway guard, set far
+#: above the planned time: a model stopped by it depends on the machine's speed and is never reused
+#: (:func:`radaudit.paths.reusable_model_dir` removes it), so a guard near the planned time makes a busy machine
+#: retrain the model on every run (seen with 240 s on 2 shared cores: 48 of 120 steps). The vision warm start runs
+#: before the joint steps and outside that budget.
 DEMO_VLM_CONFIG: dict[str, Any] = {
     # data / task
     "dataset": "covid_cxr", "p_only_image": 0.35, "p_only_text": 0.2, "p_marked": 0.5, "p_marked_decoy": 0.5,
