@@ -38,7 +38,7 @@ from typing import Any  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import RESULTS, commit, machine, record  # noqa: E402
+from _results import RESULTS, commit, machine, record, write_readme  # noqa: E402
 
 from radaudit.findings import read_findings  # noqa: E402
 from radaudit.stability import recipe_id  # noqa: E402
@@ -173,6 +173,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if a.render:
         doc = json.loads((a.out / "verdict_stability.json").read_text(encoding="utf-8"))
         (a.out / "verdict_stability.md").write_text(markdown(doc) + "\n", encoding="utf-8")
+        write_readme(a.out)  # the results README's row comes from the JSON too
         update_docs(doc)
         return doc
     if len(a.seeds) < 2 or len(set(a.seeds)) != len(a.seeds):
