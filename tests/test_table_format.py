@@ -3,6 +3,8 @@ case, the "not run" sentence of an unavailable metric, legible figures, and a sc
 
 from __future__ import annotations
 
+from synthetic_images import squares
+
 import math
 import re
 
@@ -268,14 +270,7 @@ def test_per_label_auroc_needs_ten_positive_and_ten_negative_test_images():
     assert utility_table(long, marks=True, ci=True).loc["real", "ARDS"] == "0.90 [0.82, 0.96]"  # default: as before
 
 
-def _squares(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Label "square": a bright central square; label "bar": a bright top bar (tests/audits/test_synthetic_cxr_utility)."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, (n, 2)).astype(np.float32)
-    x = rng.uniform(0, 0.3, (n, 16, 16)).astype(np.float32)
-    x[y[:, 0] == 1, 5:11, 5:11] += 0.6
-    x[y[:, 1] == 1, 1:3, 2:14] += 0.6
-    return np.clip(x, 0, 1), y
+_squares = squares
 
 
 def test_the_headline_macro_auroc_averages_only_labels_with_ten_positive_and_ten_negative_test_images():
