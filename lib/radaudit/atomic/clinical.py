@@ -694,6 +694,24 @@ def _downgraded(ref: Finding, cand: Finding, t: Tables) -> bool:
     return bool(lv) and max(lv) <= t.downgrade_level
 
 
+def _one_grade_overcall(cand: Finding, ref: Finding | None, t: Tables) -> bool:
+    """A candidate finding at a critical grade (large) whose paired reference finding states the same finding one grade
+    below it (moderate), and not critical by any criterion: an overcall by one step (issue 41, after holdout6). The
+    candidate's statement then weighs as the reference's does - the overcall costs its severity facet only, as
+    imprecision, and not the critical part a false critical report carries (a moderate pneumothorax called large is
+    drained either way; a small one called large, or a simple one called tension, is still a false critical finding)."""
+    if ref is None or ref.present != "yes" or ref.name != cand.name or is_critical(ref, t):
+        return False
+    lc, lr = _levels(cand), _levels(ref)
+    return bool(lc) and bool(lr) and max(lc) - max(lr) <= 1 and not _morphology_critical(cand, t)
+
+
+def _morphology_critical(f: Finding, t: Tables) -> bool:
+    """Whether ``f`` meets a morphology criterion of the critical table (tension)."""
+    terms = {x for x, _, _ in morphology_terms(f.attributes.morphology or "")}
+    return any(r.finding == f.name and r.when[0] == "morphology" and r.when[1] in terms for r in t.critical)
+
+
 def _context_rules(context: Mapping[str, Any] | None, history: bool = False) -> list[ContextRule]:
     """The context rules ``context`` matches; ``history``: also the rule of the findings its history documents
     (:func:`history_findings`)."""
@@ -1147,7 +1165,8 @@ def _scores_issue41(ref: list[Finding], cand: list[Finding], opt: ClinicalOption
                         other, relation = s_other, s_rel
             parts = opt.significance.parts(f, opt.theta, opt.scorer)
             base_total = sum(x for _, x in parts)
-            if f.present == "yes" and is_critical(f, t) and base_total < t.critical_tier:
+            if f.present == "yes" and is_critical(f, t) and base_total < t.critical_tier \
+                    and not (not reference_side and _one_grade_overcall(f, other if relation == "same" else None, t)):
                 parts = [*parts, (f"critical:{f.name}", t.critical_tier - base_total)]
             total = sum(x for _, x in parts)
             w = total * (opt.negative_weight if f.present == "no" else 1.0)
