@@ -743,10 +743,6 @@ _DE_GAP = ("no CI yet: ΔDIR, WEAT S/ES, ΔWAE, the diversity pair (issue 42; de
 #: tests/test_report_intervals.py. One registry, so that a reader sees every exception in one place.
 NO_INTERVAL: dict[str, tuple[NoInterval, ...]] = {
     # atomic_facts
-    "atomic_facts/fig4_granular": (NoInterval("Figure 4's granular precision/recall/F1 per system and category: no "
-                                              "CI yet (issue 42)", ("precision", "recall", "f1"), gap=True),),
-    "atomic_facts/judgements_per_system": (NoInterval("mean radiologist judgements per system: no CI yet (issue 42)",
-                                                      ("total_errors", "significant_errors", "rating"), gap=True),),
     "atomic_facts/scores_per_candidate": (NoInterval(_PER_ITEM.format("candidate report (its scores)"), ("*",)),),
     # decoding_erasure
     "decoding_erasure/fig2c_skew_sensitivity": (
@@ -766,20 +762,13 @@ NO_INTERVAL: dict[str, tuple[NoInterval, ...]] = {
     # metric_metaeval
     "metric_metaeval/auroc_context_ablation": (
         NoInterval("BH-adjusted p-values of the two AUROCs (the suffix hides the p from the name rule)",
-                   ("p_adj_paper", "p_adj_full")),
-        NoInterval("the AUROC change between the two context designs: no CI yet (issue 42)", ("change",), gap=True)),
+                   ("p_adj_paper", "p_adj_full")),),
     "metric_metaeval/monotonicity_summary": (
         NoInterval("the five group means behind τ; each with its CI in fig4_monotonicity_means",
-                   ("mean_g0", "mean_g1", "mean_g2", "mean_g3", "mean_g4")),
-        NoInterval("τ of the group means and pooled τ beside the headline τ [CI]: no CI yet (issue 42)",
-                   ("tau_of_means", "tau_pooled"), gap=True)),
+                   ("mean_g0", "mean_g1", "mean_g2", "mean_g3", "mean_g4")),),
     "metric_metaeval/table1_radpref_rater_pairs": (NoInterval(
         "one row per rater pair: the components of Table 1's mean pairwise correlation, whose CI is in "
         "table1_radpref_long", ("pearson", "spearman")),),
-    "metric_metaeval/table4_discriminative": (NoInterval("per-cell Discriminative Scores: no CI yet (issue 42; the "
-                                                         "Overall CI sits in its own column)", ("*",), gap=True),),
-    "metric_metaeval/table5_robustness": (NoInterval("per-cell Robustness Scores: no CI yet (issue 42; the Overall CI "
-                                                     "sits in its own column)", ("*",), gap=True),),
     "metric_metaeval/undefined_scores": (NoInterval("an exact share of this run's pairs (a data-quality count)",
                                                     ("undefined_share",)),),
     # modality_shift
@@ -808,9 +797,7 @@ NO_INTERVAL: dict[str, tuple[NoInterval, ...]] = {
                                                 rows=("Max. Re-ID (↓)",)),),
     "synthetic_cxr/table4_long": (
         NoInterval("the real-data AUROC of the same label, repeated on each row for comparison; its CI is on the "
-                   "real row", ("auroc_baseline",)),
-        NoInterval("accuracy and F1 at the 0.5 threshold beside AUROC [CI]: no CI yet (issue 42)", ("accuracy", "f1"),
-                   gap=True)),
+                   "real row", ("auroc_baseline",)),),
     "synthetic_cxr/table8_ranks": (
         NoInterval("ranks of the generators (1 = best), the paper's Table 8",
                    ("fid_cxr", "kid_cxr", "precision", "recall", "density", "coverage", "alignment")),

@@ -222,6 +222,7 @@ def test_granular_table_pooled_f1():
             ("A", "gt->inf", "disease", "pleural effusion", None, "yes", False),
             ("A", "inf->gt", "disease", "pleural effusion", None, "yes", True)]
     tr = pd.DataFrame(rows, columns=["system", "direction", "level", "finding", "attribute", "expected", "match"])
+    tr = tr.assign(case_id=["r1", "r1", "r1", "r2", "r2", "r2"], candidate="C1")  # the reports the CIs resample
     a = af.granular_table(tr, "attribute").set_index(["system", "category"])
     loc = a.loc[("A", "location")]
     assert loc["recall"] == 0.5 and loc["precision"] == 1.0 and loc["f1"] == pytest.approx(2 / 3) and loc["n"] == 3

@@ -21,6 +21,15 @@ def test_smoke_run_writes_agreement_tables_and_figures(smoke_runs):
     assert failures.loc["decomposition", "n"] == 0 and m["params"]["backend"] == "rule"
     long = pd.read_csv(r.run_dir / "tables" / "table2_long.csv")
     assert long.filter(like="low").notna().any().any()  # CIs are present
+    # issue 42: Fig. 4's granular P/R/F1 and the mean judgements per system carry their CIs
+    from radaudit.tables import missing_intervals
+
+    granular = pd.read_csv(r.run_dir / "tables" / "fig4_granular.csv")
+    judgements = pd.read_csv(r.run_dir / "tables" / "judgements_per_system.csv")
+    assert missing_intervals(granular) == [] and missing_intervals(judgements) == []
+    assert granular["f1_low"].notna().any() and (granular["ci_method"].dropna() == "bca").any()
+    assert list(judgements["system"]) == ["gpt", "medgemma"] and judgements["total_errors_low"].notna().all()
+    assert (judgements["total_errors_low"] <= judgements["total_errors"]).all()
     # findings.json (every run writes one): the headline numbers, read back from the run's own tables
     from radaudit.findings import read_findings
 

@@ -96,11 +96,16 @@ def test_cell_is_averaged_over_rules():
 
 
 def test_score_table_layout(tiny):
-    t4 = mm.score_table(mm.ds_rs_long(tiny, n_bootstrap=20), "DS")
-    assert list(t4.columns) == ["Metric", "Location O", "Neg. S", "Overall", "CI (percentile bootstrap over pairs)"]
-    assert t4.loc[0, "Location O"] == 30.0 and t4.loc[0, "CI (percentile bootstrap over pairs)"].startswith("[")
+    long = mm.ds_rs_long(tiny, n_bootstrap=20)
+    t4 = mm.score_table(long, "DS")
+    assert list(t4.columns) == ["Metric", "Location O", "Neg. S", "Overall"]
+    # every cell is "estimate [low, high]" from the long table; Neg. S has one pair: no interval
+    loc = long.set_index(["score", "column"]).loc[("DS", "Location O")]
+    assert t4.loc[0, "Location O"] == f"30.00 [{loc['low']:.2f}, {loc['high']:.2f}]"
+    assert t4.loc[0, "Neg. S"] == "50.00 [n/a]" and t4.loc[0, "Overall"].startswith("40.00 [")
     t4p = mm.score_table(mm.ds_rs_long(tiny, n_bootstrap=20, overall_ci="paper"), "DS")
-    assert t4p.columns[-1] == "CI (paper: mean ± 1.96·SD/√k over the k column means)"
+    assert t4p.columns[-1] == "Overall (paper: mean ± 1.96·SD/√k over the k column means)"
+    assert t4p.iloc[0, -1] == "40.00 [20.40, 59.60]"  # 40 ± 1.959964 · 10
     assert len(mm.table_columns()) == 21 and mm.table_columns()[:4] == [
         "Comparison/Progression E", "Comparison/Progression F", "Comparison/Progression O", "Cont. S"]
     with pytest.raises(ParamsError):

@@ -11,7 +11,7 @@ import pytest
 from radaudit.run import run_experiment
 
 
-def test_smoke_notebook_writes_every_table_and_figure(shared_data, tmp_path):
+def test_smoke_notebook_writes_every_table_and_figure(shared_data, tmp_path, monkeypatch):
     # a filled review sheet from "an earlier run": reviewer 1 calls one of two significant pairs harmless
     filled = tmp_path / "filled.csv"
     pd.DataFrame({"pair_id": ["a", "b", "c"], "significance": ["significant", "significant", "insignificant"],
@@ -61,6 +61,17 @@ def test_smoke_notebook_writes_every_table_and_figure(shared_data, tmp_path):
     review = pd.read_csv(d / "tables" / "review_agreement.csv").set_index("comparison")
     assert review.at["reviewer1 vs rule: significance", "agreement"] == pytest.approx(2 / 3)
     assert (d / "tables" / "ds_rs_by_rule.csv").exists()
+    # issue 42: every estimate of this run's tables carries its interval without the gap declarations (Tables 4/5
+    # per cell, the ablation's change, τ of the means and pooled τ): the cells read "estimate [low, high]"
+    from radaudit import tables as T
+
+    closed = {k: tuple(x for x in v if not x.gap) for k, v in T.NO_INTERVAL.items() if k.startswith("metric_metaeval/")}
+    monkeypatch.setattr(T, "NO_INTERVAL", {**T.NO_INTERVAL, **closed})
+    assert T.missing_intervals_in_run(d) == {}
+    assert t4["Overall"].str.fullmatch(r"\d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\]").all()
+    assert {"change_low", "change_high"} <= set(comp.columns)
+    mono = pd.read_csv(d / "tables" / "monotonicity_summary.csv")
+    assert {"tau_of_means_low", "tau_of_means_high", "tau_pooled_low", "tau_pooled_high"} <= set(mono.columns)
 
 
 @pytest.mark.slow

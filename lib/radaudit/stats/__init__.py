@@ -34,6 +34,7 @@ from radaudit.stats.intervals import (
 )
 from radaudit.stats.ranks import (
     auroc,
+    auroc_interval,
     auroc_replicates,
     auroc_separation_interval,
     auroc_two_sample,
@@ -80,6 +81,7 @@ __all__ = [
     "PermutationResult",
     "Statistic",
     "auroc",
+    "auroc_interval",
     "auroc_replicates",
     "auroc_separation_interval",
     "auroc_two_sample",

@@ -14,7 +14,8 @@ with ``R₊`` the sum of the positives' average ranks among all scores (a positi
   from it in the last bit (≤ 1e-15). Equal to :func:`auroc` row by row to that tolerance;
 * :func:`auroc_two_sample` — the same Mann–Whitney core for two samples of scores (negatives, positives);
 * :func:`auroc_separation_interval` — the interval of an AUROC of exactly 1 or 0, where every bootstrap
-  resample agrees and the percentile interval has zero width.
+  resample agrees and the percentile interval has zero width; :func:`auroc_interval` — the rule a table applies:
+  the bootstrap interval, or that bound where the bootstrap's has zero width, and which of the two it is.
 
 **Which label is positive** (one rule for all three): a label is positive when it equals ``positive``
 (default 1, so ``True``, ``1`` and ``1.0`` are positive); every other label is negative — scikit-learn's
@@ -64,6 +65,7 @@ from radaudit.errors import ParamsError
 
 __all__ = [
     "auroc",
+    "auroc_interval",
     "auroc_replicates",
     "auroc_separation_interval",
     "auroc_two_sample",
@@ -189,6 +191,23 @@ def auroc_separation_interval(estimate: float, n_positive: int, n_negative: int,
     if abs(estimate) <= 1e-12:
         return 0.0, 1.0 - bound
     return None
+
+
+def auroc_interval(estimate: float, low: float, high: float, n_positive: int, n_negative: int,
+                   confidence: float = 0.95) -> tuple[float, float, str]:
+    """The interval to print beside an AUROC, and how it was obtained: one rule for every AUROC table of the lab.
+
+    ``(low, high, "bootstrap")``, the bootstrap interval as given, unless it has zero width (``low == high``)
+    because the AUROC is exactly 1 or 0, where every resample agrees: then :func:`auroc_separation_interval`'s
+    exact bound over the smaller class, ``((α/2)^(1/m), 1, "separation")`` for an AUROC of 1 (``(0, 1 − (α/2)^(1/m),
+    "separation")`` for 0), ``m = min(n_positive, n_negative)``, ``α = 1 − confidence``. A missing (NaN) interval
+    stays missing (NaN never equals NaN), labelled ``"bootstrap"`` as the interval that was tried.
+    """
+    if low == high:
+        bound = auroc_separation_interval(estimate, n_positive, n_negative, confidence)
+        if bound is not None:
+            return bound[0], bound[1], "separation"
+    return low, high, "bootstrap"
 
 
 def auroc_two_sample(negatives: Any, positives: Any) -> float:

@@ -49,6 +49,11 @@ Choices where the paper is silent
   the disease-level F1 over the questions about findings of that system. By default only findings
   asserted present count (``present_only``): pertinent negatives ("no pneumothorax") are easy to
   match and would flatten every row. Cells with fewer than ``min_questions`` questions are blank.
+  Each P/R/F1 has a bootstrap CI over the system's *reports*: a resample sums the drawn reports' question counts
+  and recomputes the pooled ratios (micro, as the estimate), BCa from the leave-one-report-out sums
+  (:func:`granular_table`). The figure is a heatmap (as the paper's): the intervals are in its table.
+- **Mean judgement per system.** The radiologists' mean error counts and rating per system, each with a BCa
+  bootstrap CI over the rated reports (a report keeps all its radiologists; :func:`judgement_means`).
 - **LLM backend outputs.** The decomposition and reader replies must match a strict JSON schema
   (:mod:`radaudit.atomic.schema`). A candidate whose reference or own decomposition fails after
   repairs and retries is not scored: its AtomiMed columns are NaN, the agreement analyses leave it
@@ -63,7 +68,8 @@ Where things are (one line per module)
   baseline metrics on a study's candidates (:func:`score_study`).
 - ``scores.py``: the metrics' display names, and which metrics score every candidate alike (:func:`distinct_metrics`).
 - ``agreement.py``: tau-b / rho against radiologists and pairwise preference, case-bootstrap CIs, per half of the cases.
-- ``tables.py``: Table 2, Table 3, granular accuracy per anatomical system, the LLM backend's failures, the run summary.
+- ``tables.py``: Table 2, Table 3, the mean judgement per system, granular accuracy per anatomical system (with
+  CIs), the LLM backend's failures, the run summary.
 - ``findings.py``: :func:`headline_findings`, the run's ``findings.json``.
 - ``plots.py``: the figures.
 - ``rehearsal.py``: :func:`rehearse`, the paper preset on CPU (tiny twins, invented fixtures; ``--rehearse``).
@@ -115,10 +121,15 @@ from radaudit.audits.atomic_facts.tables import (
     ANATOMICAL_SYSTEMS,
     FAILURE_COLUMNS,
     GRANULAR_COLUMNS,
+    GRANULAR_MAX_FAILED,
     OTHER_SYSTEM,
     failure_line,
     failures_table,
     granular_table,
+    judgement_means,
+    judgements_wide,
+    pooled_prf,
+    report_counts,
     summary_lines,
     system_of,
     table2,
@@ -137,4 +148,5 @@ __all__ = [
     "Params", "preference_agreement", "preference_table", "radpref_study", "ReaderStudy", "resolve_baselines",
     "rexval_study", "score_study", "SIGNIFICANT_LEVELS", "spearman_rho", "summary_lines", "SYSTEM_LABELS",
     "system_of", "table2", "table3", "target_matrix", "TARGETS",
+    "GRANULAR_MAX_FAILED", "judgement_means", "judgements_wide", "pooled_prf", "report_counts",
 ]

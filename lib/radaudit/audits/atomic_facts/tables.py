@@ -1,11 +1,12 @@
-"""atomic_facts' tables (Table 2, Table 3, granular per-system accuracy, the LLM backend's failed and
-repaired JSON outputs) and the run summary."""
+"""atomic_facts' tables (Table 2, Table 3, the radiologists' mean judgement per system, granular per-system
+accuracy, the LLM backend's failed and repaired JSON outputs) and the run summary."""
 
 from __future__ import annotations
 
 import logging
 import math
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -13,11 +14,27 @@ import numpy as np
 import pandas as pd
 
 from radaudit.atomic import ATTRIBUTES, CALL_COLUMNS
-from radaudit.audits.atomic_facts.data import INTER_RATER, MEAN_RATER, NEGATED_TARGETS, TARGETS
+from radaudit.audits.atomic_facts.data import (
+    INTER_RATER,
+    MEAN_RATER,
+    NEGATED_TARGETS,
+    SYSTEM_LABELS,
+    TARGETS,
+    ReaderStudy,
+)
 from radaudit.audits.atomic_facts.scores import METRIC_LABELS
 from radaudit.errors import ParamsError, RadauditError
 from radaudit.metrics.base import metric_label
-from radaudit.stats import bootstrap_ci
+from radaudit.stats import (
+    METHODS,
+    BootstrapError,
+    BootstrapWarning,
+    bootstrap_ci,
+    column_mean,
+    cover_rounding,
+    interval_from_replicates,
+    resample_weights,
+)
 from radaudit.tables import format_ci, format_number
 from radaudit.text.attributes import DEVICE_TYPES
 
@@ -119,27 +136,193 @@ def table3(pref: pd.DataFrame, rater: str = MEAN_RATER) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------------------------
+# the radiologists' judgements per system (the reader study's own numbers)
+
+
+def judgement_means(study: ReaderStudy, *, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0,
+                    method: str = "bca") -> pd.DataFrame:
+    """Mean radiologist judgement per system with its bootstrap confidence interval: one row per ``system``
+    (sorted), columns ``system``, ``n_reports`` (the rated reports), then per judgement ``t`` of the study
+    (:attr:`ReaderStudy.targets`) ``t``, ``t_low``, ``t_high``, and ``ci_method`` (the interval method used).
+
+    The estimate is the mean over the study's judgement rows (one per report × radiologist) of the system's reports,
+    missing judgements left out: errors per report and radiologist, or the mean 1–5 rating. **Intervals**: the
+    resampling unit is the rated *report* (``case_id`` × ``candidate``), with all its radiologists' judgements
+    (a cluster bootstrap, :func:`radaudit.stats.bootstrap_ci` with :func:`radaudit.stats.column_mean`: the mean of a
+    resample is ``Σ_u w_u S_u / Σ_u w_u N_u`` over its drawn reports, in closed form). ``method="bca"`` (default): BCa
+    from the leave-one-report-out means; the engine falls back to the percentile interval where BCa's constants are
+    undefined (``ci_method`` says so). Every system and judgement is drawn with the same ``seed``, so judgements of
+    the same reports share their resamples. A system with a single rated report has no interval (missing bounds)."""
+    if method not in METHODS:
+        raise ParamsError(f"method must be one of {list(METHODS)}, got {method!r}.")
+    targets = study.targets
+    merged = study.judgements.merge(study.candidates[["case_id", "candidate", "system"]], on=["case_id", "candidate"])
+    means = merged.groupby("system")[targets].mean()  # the estimates, as the notebook computed them before intervals
+    merged = merged.assign(_report=_report_ids(merged))
+    rows = []
+    for system, est in means.iterrows():
+        sub = merged[merged["system"] == system]
+        row: dict[str, object] = {"system": system, "n_reports": int(sub["_report"].nunique())}
+        used = set()
+        for t in targets:
+            e, low, high = float(est[t]), math.nan, math.nan
+            d = sub[[t, "_report"]].dropna(subset=[t])
+            if math.isfinite(e) and d["_report"].nunique() >= 2:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", BootstrapWarning)  # the method used goes to ci_method
+                    ci = bootstrap_ci(d, column_mean(t), units="_report", n_bootstrap=n_bootstrap, confidence=confidence,
+                                      method=method, seed=seed)
+                # the engine's mean and pandas' may differ in the last bit: keep the bounds around the estimate shown
+                low, high = cover_rounding(e, ci.low, ci.high)
+                used.add(ci.method)
+            row.update({t: e, f"{t}_low": low, f"{t}_high": high})
+        row["ci_method"] = ", ".join(sorted(used)) if used else None
+        rows.append(row)
+    columns = ["system", "n_reports", *(f"{t}{x}" for t in targets for x in ("", "_low", "_high")), "ci_method"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def judgements_wide(means: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
+    """:func:`judgement_means` for a reader: one row per system (display name, the index), one column per judgement
+    (:data:`TARGETS` label) of ``"1.33 [1.05, 1.62]"`` cells (:func:`radaudit.tables.format_ci` at ``digits``), and
+    the rated reports."""
+    targets = [t for t in TARGETS if t in means.columns]
+    out = pd.DataFrame({TARGETS[t]: [format_ci(e, lo, hi, digits) for e, lo, hi in
+                                     zip(means[t], means[f"{t}_low"], means[f"{t}_high"], strict=True)]
+                        for t in targets}, index=pd.Index([SYSTEM_LABELS.get(str(s), str(s)) for s in means["system"]],
+                                                          name="system"))
+    out["reports"] = means["n_reports"].to_numpy()
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
 # granular analysis (Fig. 4)
 
 
-#: Columns of :func:`granular_table`.
-GRANULAR_COLUMNS: tuple[str, ...] = ("system", "category", "n_gt", "n_inf", "precision", "recall", "f1", "n")
+#: Columns of :func:`granular_table`: each estimate followed by its interval bounds (``<name>_low``/``<name>_high``).
+GRANULAR_COLUMNS: tuple[str, ...] = ("system", "category", "n_gt", "n_inf", "precision", "precision_low", "precision_high",
+                                     "recall", "recall_low", "recall_high", "f1", "f1_low", "f1_high", "n", "ci_method")
+_GRANULAR_STATISTICS: tuple[str, ...] = ("precision", "recall", "f1")
+#: Largest share of bootstrap resamples a granular cell may lose (no question of the cell in the resample) and still
+#: get an interval: a cell whose questions come from one or two reports gets none (its bounds are missing, "n/a").
+GRANULAR_MAX_FAILED = 0.1
+_REPORT_SEP = "\x1f"  # between case_id and candidate in a report id (a character no id holds)
+
+
+def _report_ids(frame: pd.DataFrame) -> pd.Series:
+    """One id per row: its report, ``case_id`` + ``candidate`` (a case's candidates are different reports)."""
+    return frame["case_id"].astype(str) + _REPORT_SEP + frame["candidate"].astype(str)
+
+
+def pooled_prf(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Precision, recall and F1 pooled over questions (the paper's Eq. 3 ratios, micro-averaged) from summed counts.
+
+    ``counts[..., :]`` = ``(asked GT→INF, matched GT→INF, asked INF→GT, matched INF→GT)`` summed over the reports of a
+    cell: ``R = matched GT→INF / asked GT→INF``, ``P = matched INF→GT / asked INF→GT``, ``F1 = 2PR / (P + R)``
+    (``0`` when ``P = R = 0``). A ratio with nothing asked is NaN, and so is F1 then. Returns three arrays of
+    ``counts.shape[:-1]``: the value of every cell (and every resample, for a stack of resampled sums)."""
+    c = np.asarray(counts, dtype=float)
+    n_gt, k_gt, n_inf, k_inf = np.moveaxis(c, -1, 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(n_gt > 0, k_gt / n_gt, np.nan)
+        p = np.where(n_inf > 0, k_inf / n_inf, np.nan)
+        f = np.where(p + r == 0, 0.0, 2 * p * r / (p + r))  # NaN where P or R is
+    return p, r, f
+
+
+def report_counts(questions: pd.DataFrame, reports: Sequence[str], categories: Sequence[str]) -> np.ndarray:
+    """``(U, C, 4)`` question counts of each report × category: asked and matched GT→INF, asked and matched INF→GT
+    (:func:`pooled_prf`'s layout). ``questions``: trace rows with ``_report`` (a report id), ``category``,
+    ``direction`` and ``match``; ``reports``: the U report ids (rows of the result); ``categories``: the C
+    categories (a question of another category or report is not counted)."""
+    out = np.zeros((len(reports), len(categories), 4))
+    u = pd.Categorical(questions["_report"], categories=list(reports)).codes
+    c = pd.Categorical(questions["category"], categories=list(categories)).codes
+    keep = (u >= 0) & (c >= 0)
+    inf = (questions["direction"].to_numpy() == "inf->gt")[keep].astype(int)
+    match = questions["match"].astype(bool).to_numpy()[keep].astype(float)
+    np.add.at(out, (u[keep], c[keep], 2 * inf), 1.0)
+    np.add.at(out, (u[keep], c[keep], 2 * inf + 1), match)
+    return out
+
+
+def _granular_intervals(counts: np.ndarray, estimates: Sequence[Mapping[str, float]], *, n_bootstrap: int,
+                        confidence: float, seed: int, method: str) -> list[dict[str, object]]:
+    """The bounds of every category's P, R and F1 for one system: its reports resampled with replacement
+    (:func:`radaudit.stats.resample_weights`), the counts summed per resample and the ratios recomputed
+    (:func:`pooled_prf`), BCa from the leave-one-report-out sums (:func:`radaudit.stats.interval_from_replicates`)."""
+    n_units, n_cat = counts.shape[:2]
+    empty = {f"{s}_{b}": math.nan for s in _GRANULAR_STATISTICS for b in ("low", "high")}
+    if n_units < 2:  # one report: nothing to resample
+        return [dict(empty, ci_method=None) for _ in range(n_cat)]
+    flat = counts.reshape(n_units, -1)
+    reps = [np.concatenate(parts) for parts in zip(*(
+        pooled_prf((w @ flat).reshape(len(w), n_cat, 4)) for w in resample_weights(n_units, n_bootstrap, seed=seed)))]
+    jack = pooled_prf(flat.sum(0)[None, :].reshape(1, n_cat, 4) - counts)  # leave one report out
+    out = []
+    for c in range(n_cat):
+        row: dict[str, object] = dict(empty)
+        used = {}
+        for j, s in enumerate(_GRANULAR_STATISTICS):
+            e = float(estimates[c][s])
+            if not math.isfinite(e):
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", BootstrapWarning)  # the method used goes to ci_method
+                    res = interval_from_replicates(e, reps[j][:, c], jack[j][:, c], method, confidence, n_units, s,
+                                                   GRANULAR_MAX_FAILED)
+            except BootstrapError:  # the cell's questions sit in too few reports: no interval ("n/a")
+                continue
+            row[f"{s}_low"], row[f"{s}_high"] = res.low, res.high
+            used[s] = res.method
+        methods = set(used.values())
+        row["ci_method"] = (None if not methods else methods.pop() if len(methods) == 1
+                            else ", ".join(f"{s}: {m}" for s, m in used.items()))
+        out.append(row)
+    return out
 
 
 def granular_table(trace: pd.DataFrame, level: Literal["attribute", "disease"] = "attribute", *,
-                   present_only: bool = True) -> pd.DataFrame:
+                   present_only: bool = True, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0,
+                   method: str = "bca") -> pd.DataFrame:
     """Per ``system`` × category: pooled precision, recall and F1 of the trace's questions (module
-    docstring). ``level="attribute"``: categories are the six facets; ``"disease"``: anatomical
-    systems (:func:`system_of` of the asked finding). Columns: ``system``, ``category``,
-    ``n_gt`` (questions asked from the references), ``n_inf``, ``precision``, ``recall``, ``f1``,
-    ``n`` (= n_gt + n_inf). An empty trace (no question asked, e.g. every LLM decomposition
-    failed) gives an empty table with these columns."""
+    docstring), each with its bootstrap confidence interval. ``level="attribute"``: categories are the six facets;
+    ``"disease"``: anatomical systems (:func:`system_of` of the asked finding). Columns
+    (:data:`GRANULAR_COLUMNS`): ``system``, ``category``, ``n_gt`` (questions asked from the references),
+    ``n_inf``, ``precision``, ``recall``, ``f1`` (each followed by ``<name>_low``/``<name>_high``), ``n``
+    (= n_gt + n_inf) and ``ci_method`` (the interval method used). An empty trace (no question asked, e.g. every
+    LLM decomposition failed) gives an empty table with these columns.
+
+    **Intervals** (``confidence``, default 95%): the resampling unit is the *report* (a ``case_id`` × ``candidate``;
+    the trace needs both columns). P, R and F1 are ratios of question counts summed over a system's reports (Eq. 3,
+    micro), so each of ``n_bootstrap`` resamples draws the system's reports with replacement, sums their counts
+    per category and recomputes the ratios from the sums (:func:`pooled_prf`) — never an average of per-report
+    ratios, which would weigh a report with one question like one with twenty. The reports of a system are those
+    with a question in the trace (at either level), sorted by id, and every system is drawn with the same ``seed``
+    (:func:`radaudit.stats.resample_weights`): systems that wrote reports for the same cases (RadPref's two) get
+    the same cases in each resample, paired as in the agreement tables; one resample serves every category and
+    both levels. ``method="bca"`` (default): BCa from the leave-one-report-out jackknife of the same sums; where
+    its constants are undefined the engine falls back to the percentile interval (``ci_method`` says so).
+    A cell with no estimate has no interval, and neither has one whose questions sit in so few reports that more
+    than :data:`GRANULAR_MAX_FAILED` of the resamples hold none of them (one or two reports: the ratio is
+    undefined there, and an interval of the rest would be biased); its bounds are missing ("n/a").
+    ``n_bootstrap=0``: no intervals (bounds missing). The estimates do not depend on the bootstrap."""
     need = ("system", "direction", "level", "finding", "attribute", "expected", "match")
+    if n_bootstrap:
+        need += ("case_id", "candidate")
     missing = [c for c in need if c not in trace.columns]
     if missing:
-        raise RadauditError(f"trace lacks column(s) {missing}; pass MetricScores.trace.")
+        raise RadauditError(f"trace lacks column(s) {missing}; pass MetricScores.trace"
+                            + (" (or n_bootstrap=0 for no intervals)." if n_bootstrap else "."))
     if level not in ("attribute", "disease"):
         raise ParamsError(f"level must be 'attribute' or 'disease', got {level!r}.")
+    if method not in METHODS:
+        raise ParamsError(f"method must be one of {list(METHODS)}, got {method!r}.")
+    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 0:
+        raise ParamsError(f"n_bootstrap must be an integer >= 0, got {n_bootstrap!r}.")
+    if n_bootstrap:
+        trace = trace.assign(_report=_report_ids(trace))
     t = trace[trace["level"] == level].copy()
     if level == "disease":
         if present_only:
@@ -152,6 +335,7 @@ def granular_table(trace: pd.DataFrame, level: Literal["attribute", "disease"] =
     systems = list(dict.fromkeys(trace["system"]))
     rows = []
     for s in systems:
+        start = len(rows)
         for c in cats:
             g = t[(t["system"] == s) & (t["category"] == c)]
             gi, fi = g[g["direction"] == "gt->inf"], g[g["direction"] == "inf->gt"]
@@ -164,6 +348,13 @@ def granular_table(trace: pd.DataFrame, level: Literal["attribute", "disease"] =
                 f = math.nan
             rows.append({"system": s, "category": c, "n_gt": n_gt, "n_inf": n_inf, "precision": p, "recall": r,
                          "f1": f, "n": n_gt + n_inf})
+        if n_bootstrap:
+            reports = sorted(set(trace.loc[trace["system"] == s, "_report"]))
+            counts = report_counts(t[t["system"] == s], reports, cats)
+            for row, ci in zip(rows[start:], _granular_intervals(counts, rows[start:], n_bootstrap=n_bootstrap,
+                                                                 confidence=confidence, seed=seed, method=method),
+                               strict=True):
+                row.update(ci)
     return pd.DataFrame(rows, columns=list(GRANULAR_COLUMNS))
 
 

@@ -8,8 +8,9 @@ with every metric and turns the scores into the paper's tables and figures:
   pairs (lower = better discrimination); **Robustness Score**: the mean score on clinically
   *insignificant* pairs (higher = more robust). Per metric x aspect x error type with 95% bootstrap
   CIs over pairs, laid out as the paper's Tables 4 and 5 (scores x 100, columns E/F/O for the four
-  high-impact aspects, S for the others; "Overall" = the mean over all pairs of that significance),
-  and Figure 2.
+  high-impact aspects, S for the others; "Overall" = the mean of the column values), every cell
+  ``"estimate [low, high]"``: the cells and Overall come from one resample of the pairs per metric x
+  significance (:func:`dsrs_replicates`), and Figure 2.
 - **AUROC** (beyond the paper): ``P(score on an insignificant pair > score on a significant pair)``
   (ties count 1/2), per metric and aspect, with a bootstrap CI and a Mann–Whitney p-value against
   0.5, Benjamini–Hochberg-adjusted over every (metric, aspect) tested. Why: DS and RS are raw means on
@@ -21,8 +22,9 @@ with every metric and turns the scores into the paper's tables and figures:
   transitions (the mean score *rises* from group g to g+1), and Kendall's τ between severity and the
   score's decrease. τ is computed within each GT report (its five rewrites have five distinct groups,
   so τ = 1 exactly when the score falls at every step) and averaged over reports, with a bootstrap CI
-  over reports; ``tau_of_means`` is τ over the five group means (the curve of Figure 4). The p-value
-  is that of τ_b on all (group, score) points pooled, BH-adjusted over metrics.
+  over reports; ``tau_of_means`` is τ over the five group means (the curve of Figure 4); ``tau_pooled`` is τ_b on
+  all (group, score) points pooled, whose p-value is BH-adjusted over metrics. Both carry a 95% CI from a bootstrap
+  over GT reports, each report's five rewrites resampled together (:func:`monotonicity_replicates`).
 - **Inter-annotator agreement** (Table 1): pairwise Pearson and Spearman correlations between raters
   of their error counts per error type and clinical significance, averaged over rater pairs. On
   RadPref's three radiologists (public): error types false finding (fabrication), missing finding
@@ -37,7 +39,10 @@ Choices where the paper is silent or ambiguous
   (``MetricSpec.higher_is_better=False``) keeps its raw DS/RS, and AUROC, violations and τ are
   computed on the negated score so that their reading does not change.
 - **CI of "Overall".** The paper's CI column is not defined; we bootstrap pairs (percentile, 95%).
-  With balanced cells the mean over pairs equals the mean of the column means.
+  With balanced cells the mean over pairs equals the mean of the column means. The paper gives the cells
+  no CI; ours come from the Overall's resamples (a cell absent from a resample is left out of that one).
+- **The context ablation's change** (``AUROC_full − AUROC_paper``, beyond the paper): a paired bootstrap over
+  pairs, both AUROCs recomputed on the same resampled pairs, BCa (:func:`auroc_change`).
 - **Undefined scores** (NaN, e.g. an empty text for some metrics) are kept in the per-pair table,
   counted per metric (``n_undefined``) and left out of every mean, AUROC and τ.
 - **RadPref significance.** False and missing findings carry one of four CRIMSON levels: ``urgent``
@@ -116,14 +121,17 @@ from radaudit.audits.metric_metaeval.scores import (
     SCORE_COLUMNS,
     TABLE_ASPECT_ORDER,
     auroc,
+    auroc_change,
     auroc_table,
     column_key,
     ds_rs_by_rule,
     ds_rs_long,
+    dsrs_replicates,
     kendall_tau,
     median_auroc,
     metric_label,
     monotonicity_long,
+    monotonicity_replicates,
     monotonicity_summary,
     n_discrimination_pairs,
     paper_overall_ci,
@@ -153,12 +161,14 @@ from radaudit.audits.metric_metaeval.verifier import (
 )
 
 __all__ = [
-    "agreement_table", "AGREEMENT_TYPES", "ASPECT_SHORT", "auroc", "auroc_table", "build_datasets",
+    "agreement_table", "AGREEMENT_TYPES", "ASPECT_SHORT", "auroc", "auroc_change", "auroc_table", "build_datasets",
     "CELL_AVERAGES", "CI_LABELS", "column_key", "fill_finding", "fill_line", "n_discrimination_pairs", "ds_rs_by_rule",
     "headline_findings", "rules_finding", "OVERALL_CIS", "paper_overall_ci", "rules_per_cell", "median_auroc",
-    "context_comparison", "ds_rs_long", "ERROR_CODES", "examples_table", "fig_auroc_context", "fig_auroc_heatmap",
+    "context_comparison", "ds_rs_long", "dsrs_replicates", "ERROR_CODES", "examples_table", "fig_auroc_context",
+    "fig_auroc_heatmap",
     "fig_ds_rs", "fig_monotonicity", "INSIG_COLOR", "kendall_tau", "make_engine", "mean_pairwise_agreement", "MetaevalData",
-    "metric_label", "METRIC_LABELS", "METRIC_RANGES", "monotonicity_long", "monotonicity_summary",
+    "metric_label", "METRIC_LABELS", "METRIC_RANGES", "monotonicity_long", "monotonicity_replicates",
+    "monotonicity_summary",
     "pairwise_rater_correlations", "Params", "radpref_agreement", "radpref_error_counts", "RADPREF_INSIGNIFICANT",
     "RADPREF_SIGNIFICANT", "RADPREF_TYPES", "resolve_metrics", "rexval_agreement", "REXVAL_CANDIDATE_LABELS",
     "rexval_error_counts", "SCORE_COLUMNS", "score_pairs", "score_table", "SIG_COLOR", "summary_lines", "TABLE_ASPECT_ORDER",

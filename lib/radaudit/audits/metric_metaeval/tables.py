@@ -11,7 +11,7 @@ import pandas as pd
 from radaudit.audits.metric_metaeval.scores import metric_label, table_columns
 from radaudit.audits.metric_metaeval.verifier import mark_labels, verifier_column
 from radaudit.errors import DataFormatError, ParamsError
-from radaudit.tables import format_ci, format_number
+from radaudit.tables import NA_REP, format_ci, format_number
 
 log = logging.getLogger(__name__)
 
@@ -19,9 +19,12 @@ log = logging.getLogger(__name__)
 def score_table(long: pd.DataFrame, score: Literal["DS", "RS"], digits: int = 2,
                 marks: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Table 4 (``"DS"``) or Table 5 (``"RS"``) layout: one row per metric, the 20 aspect/error-type
-    columns in the paper's order, ``Overall`` and its CI. Cells are numbers (x 100); the CI is text in a
-    column named for its method (``CI (paper: mean ± 1.96·SD/√k over the k column means)`` or
-    ``CI (percentile bootstrap over pairs)``, from ``long``'s ``ci_method``), so the table says which.
+    columns in the paper's order, then ``Overall``. Every cell reads ``"estimate [low, high]"`` (x 100,
+    :func:`radaudit.tables.format_ci` at ``digits``; ``"85.00 [n/a]"`` where a cell has no interval, e.g. one pair;
+    ``"n/a"`` where a metric has no pair in that column): the cells' CIs come from the same bootstrap replicates
+    over pairs as the bootstrap Overall's (:func:`~radaudit.audits.metric_metaeval.scores.ds_rs_long`). When
+    ``long``'s Overall rows carry another CI method (``overall_ci="paper"``: mean ± 1.96·SD/√k over the k column
+    means), the Overall column is named for it, ``"Overall (paper: ...)"``, so the table says which.
     ``marks`` (:func:`~radaudit.audits.metric_metaeval.verifier.verifier_marks`): those metrics' names get
     :data:`~radaudit.audits.metric_metaeval.verifier.VERIFIER_MARK` (the caption carries
     :func:`~radaudit.audits.metric_metaeval.verifier.verifier_footnote`)."""
@@ -32,28 +35,33 @@ def score_table(long: pd.DataFrame, score: Literal["DS", "RS"], digits: int = 2,
         raise DataFormatError(f"no {score} rows in the long table")
     if marks:
         part = part.assign(label=mark_labels(part["label"], part["metric"], marks))
-    wide = part.pivot_table(index="label", columns="column", values="estimate", aggfunc="first", sort=False)
+    part = part.assign(cell=[format_ci(e, lo, hi, digits) for e, lo, hi in zip(part["estimate"], part["low"], part["high"])])
+    wide = part.pivot_table(index="label", columns="column", values="cell", aggfunc="first", sort=False)
     cols = [c for c in table_columns() if c in wide.columns]
-    wide = wide[cols].round(digits)
-    ov = part[part["column"] == "Overall"].set_index("label")
-    methods = ov["ci_method"].dropna().unique() if "ci_method" in ov.columns else []
-    ci_col = f"CI ({methods[0]})" if len(methods) == 1 else "CI"
-    wide[ci_col] = [f"[{format_number(ov.at[m, 'low'], digits)}, {format_number(ov.at[m, 'high'], digits)}]"
-                    for m in wide.index]
+    wide = wide[cols].fillna(NA_REP)
+    overall_methods = part.loc[part["column"] == "Overall", "ci_method"].dropna().unique() if "ci_method" in part else []
+    cell_methods = part.loc[part["column"] != "Overall", "ci_method"].dropna().unique() if "ci_method" in part else []
+    if len(overall_methods) == 1 and set(overall_methods) != set(cell_methods) and "Overall" in wide.columns:
+        wide = wide.rename(columns={"Overall": f"Overall ({overall_methods[0]})"})
+    wide.columns.name = None
     wide.index.name = "Metric"
     return wide.reset_index()
 
 
 def context_comparison(auroc_paper: pd.DataFrame, auroc_full: pd.DataFrame,
-                       marks: Mapping[str, str] | None = None) -> pd.DataFrame:
+                       marks: Mapping[str, str] | None = None, change: pd.DataFrame | None = None) -> pd.DataFrame:
     """Overall AUROC per metric with the paper's reduced context for insignificant pairs vs the same
-    rewrites kept whole (``context="full"``): how much of the separation is the context design. A last
-    column ``shares_verifier`` gives, for a metric in ``marks``, why it is left out of the median findings."""
+    rewrites kept whole (``context="full"``): how much of the separation is the context design. ``change`` =
+    ``auroc_full − auroc_paper``; with ``change`` (:func:`~radaudit.audits.metric_metaeval.scores.auroc_change` of
+    the two score tables: a paired bootstrap over pairs) its 95% CI follows it as ``change_low``/``change_high``. A
+    last column ``shares_verifier`` gives, for a metric in ``marks``, why it is left out of the median findings."""
     cols = ["label", "auroc", "low", "high", "p_adj"]
     a = auroc_paper[auroc_paper["aspect"] == "Overall"][["metric", *cols]]
     b = auroc_full[auroc_full["aspect"] == "Overall"][["metric", *cols]]
     out = a.merge(b.drop(columns="label"), on="metric", suffixes=("_paper", "_full"))
     out["change"] = out["auroc_full"] - out["auroc_paper"]
+    if change is not None:
+        out = out.merge(change[["metric", "change_low", "change_high"]], on="metric", how="left")
     return verifier_column(out, marks or {})
 
 

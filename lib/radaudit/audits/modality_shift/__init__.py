@@ -14,8 +14,9 @@ Where things are (one line per module)
 - ``marker.py``: the marked images (the label burned in), the image pathway's positive control.
 - ``models.py``: the demo stand-in VLM (``DEMO_MODEL``), trained here on covid-chestxray.
 - ``study.py``: the experiment's steps as the notebook runs them: loading the models, every condition.
-- ``tables.py``: the metric tables with CIs: accuracy/F1, NFR, ECE and reliability, answer rates, AUROC, answers changed;
-  the run summary in words (:func:`summary_lines`).
+- ``tables.py``: the metric tables with CIs: accuracy/F1, NFR, ECE and reliability, answer rates, AUROC, answers changed,
+  means over the traced items (attention by layer, marker saliency: :func:`item_means`); the run summary in words
+  (:func:`summary_lines`).
 - ``heatmap.py``: the answer token's attention by modality per layer and over the image patches.
 - ``probe.py``: a pixel and a text probe (how much of the label each modality carries) and the notes that name
   the diagnosis.
@@ -110,6 +111,7 @@ from radaudit.audits.modality_shift.study import (
 )
 from radaudit.audits.modality_shift.tables import (
     CLASSIFICATION_METRICS,
+    LAYER_MEASURES,
     UNKNOWN_POLICIES,
     answer_change_rate,
     answer_rates,
@@ -120,6 +122,8 @@ from radaudit.audits.modality_shift.tables import (
     confusion_counts,
     ece_table,
     expected_calibration_error,
+    item_means,
+    item_means_cells,
     majority_accuracy,
     metrics_table,
     negative_flip_rate,
@@ -146,5 +150,6 @@ __all__ = [
     "plot_text_attention", "PROMPTS", "reliability_bins", "reliability_table", "run_conditions", "run_models",
     "samples_fingerprint", "save_results", "split_by_patient", "summary_lines", "template", "TRAIN_CONDITIONS",
     "train_demo_vlm", "UNKNOWN_POLICIES", "vllm_unservable", "SAME_LABEL_CONDITIONS", "DIAGNOSIS_PATTERNS",
-    "notes_naming_diagnosis", "text_documents", "text_probe", "majority_accuracy",
+    "notes_naming_diagnosis", "text_documents", "text_probe", "majority_accuracy", "item_means", "item_means_cells",
+    "LAYER_MEASURES",
 ]

@@ -51,19 +51,21 @@ from radaudit.metrics.classification import (  # noqa: F401  (re-exported: the n
 )
 from radaudit.stats import (
     BootstrapError,
+    auroc_interval,
     auroc_replicates,
-    auroc_separation_interval,
     bootstrap_ci,
+    column_mean,
     cover_rounding,
     paired_bootstrap,
     wilson_ci,
 )
+from radaudit.tables import column_decimals, format_ci
 
 __all__ = [
     "CLASSIFICATION_METRICS", "UNKNOWN_POLICIES", "answer_change_rate", "answer_rates", "auroc", "auroc_table",
     "changed_table", "classification_metrics", "confusion_counts", "ece_table", "expected_calibration_error",
-    "majority_accuracy", "metrics_table", "negative_flip_rate", "nfr_table",
-    "reliability_bins", "reliability_table", "summary_lines",
+    "item_means", "item_means_cells", "LAYER_MEASURES", "majority_accuracy", "metrics_table", "negative_flip_rate",
+    "nfr_table", "reliability_bins", "reliability_table", "summary_lines",
 ]
 
 log = logging.getLogger(__name__)
@@ -380,8 +382,8 @@ def auroc_table(results: pd.DataFrame, *, score: str = "p_yes", by: Sequence[str
     resample at once (:func:`radaudit.stats.auroc_replicates`), or, with ``units``, from
     :func:`radaudit.stats.paired_bootstrap` on :func:`auroc` one cluster resample at a time. Where the AUROC is
     exactly 1 (or 0) every resample agrees and the bootstrap interval has zero width; the interval is then
-    :func:`radaudit.stats.auroc_separation_interval` (an exact bound over the smaller class; ``ci_method`` says
-    which a row has: ``bootstrap`` or ``separation``).
+    :func:`radaudit.stats.auroc_separation_interval` (an exact bound over the smaller class; the rule is
+    :func:`radaudit.stats.auroc_interval`, and ``ci_method`` says which a row has: ``bootstrap`` or ``separation``).
     """
     _check_columns(results, [*by, "label", score] + ([units] if units else []), "auroc_table")
     rows = []
@@ -391,12 +393,10 @@ def auroc_table(results: pd.DataFrame, *, score: str = "p_yes", by: Sequence[str
         cis = _ci_rows(data, {"auroc": auroc}, units=None if units is None else g[units].to_numpy(),
                        n_bootstrap=n_bootstrap, seed=seed, confidence=confidence, method=method,
                        vectorized={"auroc": auroc_replicates})
-        ci, ci_method = cis["auroc"], "bootstrap"
+        ci = cis["auroc"]
         n_pos = int((data[0] == 1).sum())
-        if ci["low"] == ci["high"]:
-            bound = auroc_separation_interval(ci["estimate"], n_pos, len(g) - n_pos, confidence)
-            if bound is not None:
-                ci, ci_method = {**ci, "low": bound[0], "high": bound[1]}, "separation"
+        low, high, ci_method = auroc_interval(ci["estimate"], ci["low"], ci["high"], n_pos, len(g) - n_pos, confidence)
+        ci = {**ci, "low": low, "high": high}
         rows.append({**dict(zip(by, key)), **ci, "n": len(g), "n_positive": int(g["label"].sum()),
                      "ci_method": ci_method})
     return pd.DataFrame(rows)
@@ -484,6 +484,81 @@ def ece_table(results: pd.DataFrame, *, by: Sequence[str] = ("model", "condition
         rows.append({**dict(zip(by, key)), "metric": "ece", **cis["ece"], "n": len(g), "n_bins": int(n_bins),
                      "kind": kind, "prob_column": prob_column})
     return pd.DataFrame(rows)
+
+
+# --- means over traced items (attention by layer, marker saliency) -----------------------------------------
+
+#: The per-layer attention measures of :func:`radaudit.audits.modality_shift.heatmap.layer_modality_shares` whose
+#: means over the traced items the report shows (section 9 of the notebook).
+LAYER_MEASURES: tuple[str, ...] = ("image_share", "image_per_token", "text_per_token")
+
+
+def item_means(table: pd.DataFrame, measures: Sequence[str] = LAYER_MEASURES, *,
+               by: Sequence[str] = ("model", "condition", "layer"), units: str = "sample_id", n_bootstrap: int = 1000,
+               seed: int = 0, confidence: float = 0.95, method: str = "percentile") -> pd.DataFrame:
+    """The mean of each measure over the items of every group, with a bootstrap CI over items.
+
+    ``mean_g(m) = (1/n_g) Σ_{i ∈ g} m_i`` over the ``n_g`` items (``units``, default ``sample_id``) of group ``g``
+    that have a value: a NaN (``image_per_token`` of an input without image tokens) is left out of that measure
+    only. The interval resamples whole items (:func:`radaudit.stats.paired_bootstrap` with
+    :func:`radaudit.stats.column_mean`; the measures complete in a group share its resamples), with the same
+    ``seed`` in every group: the items are drawn by their sorted ids, so groups that hold the same items (the same
+    samples traced under every condition and layer) resample the same items. Fewer than 2 items: no interval (NaN
+    bounds; ``"0.41 [n/a]"`` in :func:`item_means_cells`).
+
+    Long table: ``by..., measure, estimate, low, high, n`` (``n``: the items averaged), groups in the order they
+    first occur, measures in the order given.
+    """
+    missing = [c for c in [*by, units, *measures] if c not in table.columns]
+    if missing:
+        raise ParamsError(f"item_means: the table lacks the columns {missing}; it has {list(table.columns)}.")
+    rows = []
+    for key, g in table.groupby(list(by), sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        est = {m: _item_mean_ci(g, [m], units, n_bootstrap, seed, confidence, method)[m] for m in measures
+               if g[m].isna().any()}
+        complete = [m for m in measures if m not in est]
+        if complete:
+            est |= _item_mean_ci(g, complete, units, n_bootstrap, seed, confidence, method)
+        for m in measures:
+            rows.append({**dict(zip(by, key)), "measure": m, **est[m]})
+    return pd.DataFrame(rows, columns=[*by, "measure", "estimate", "low", "high", "n"])
+
+
+def _item_mean_ci(g: pd.DataFrame, measures: list[str], units: str, n_bootstrap: int, seed: int, confidence: float,
+                  method: str) -> dict[str, dict[str, float]]:
+    """``{measure: {estimate, low, high, n}}`` for measures of ``g`` on the rows where they are all present (one
+    measure with NaNs is passed alone), on shared item resamples; NaN bounds with fewer than 2 items."""
+    g = g.dropna(subset=measures)
+    n = int(g[units].nunique())
+    out = {m: {"estimate": float(g[m].astype(float).mean()) if len(g) else math.nan, "low": math.nan,
+               "high": math.nan, "n": n} for m in measures}
+    if n < 2:
+        return out
+    ci = paired_bootstrap(g, {m: column_mean(m) for m in measures}, units=units, n_bootstrap=n_bootstrap, seed=seed,
+                          confidence=confidence, method=method)
+    for r in ci.itertuples(index=False):
+        out[r.metric].update(estimate=float(r.estimate), low=float(r.low), high=float(r.high))
+    return out
+
+
+def item_means_cells(means: pd.DataFrame, index: Sequence[str] = ("condition", "layer")) -> pd.DataFrame:
+    """:func:`item_means`' long table laid out for the report: one row per ``index`` group (``model`` first when
+    the table holds more than one model), one column per measure, cells ``"0.412 [0.380, 0.440]"``
+    (:func:`radaudit.tables.format_ci`; decimals per measure from the magnitude of its means,
+    :func:`radaudit.tables.column_decimals`, five for means below 0.001)."""
+    index = [*(["model"] if "model" in means.columns and means["model"].nunique() > 1 else []), *index]
+    missing = [c for c in [*index, "measure", "estimate", "low", "high"] if c not in means.columns]
+    if missing:
+        raise ParamsError(f"item_means_cells: the table lacks the columns {missing}; pass item_means' table.")
+    digits = {m: column_decimals(g["estimate"]) for m, g in means.groupby("measure", sort=False)}
+    cells = means.assign(cell=[format_ci(e, lo, hi, 5 if digits[m] is None else digits[m])
+                               for m, e, lo, hi in zip(means["measure"], means["estimate"], means["low"], means["high"],
+                                                       strict=True)])
+    wide = cells.pivot_table(index=index, columns="measure", values="cell", aggfunc="first", sort=False)
+    wide = wide.reindex(columns=list(dict.fromkeys(means["measure"])))
+    wide.columns.name = None
+    return wide
 
 
 # --- the run summary in words ------------------------------------------------------------------------------

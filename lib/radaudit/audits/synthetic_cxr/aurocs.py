@@ -13,6 +13,9 @@ What differs from the authors' script (``sklearn.metrics.roc_auc_score`` per cla
   The resampling is **stratified by label set** (pROC's stratified AUROC bootstrap, generalised to
   multi-label): with iid resampling a label with 2 test positives vanishes from ~13 % of resamples
   and its CI cannot be formed. Intervals come from :func:`radaudit.stats.interval_from_replicates`.
+  Accuracy and F1 at the 0.5 threshold are recomputed on the same resamples (their CIs beside the AUROC's); an
+  AUROC of exactly 1 or 0, where every resample agrees, carries the exact bound of
+  :func:`radaudit.stats.auroc_interval` instead of a zero-width interval (``ci_method`` says which).
 * **AUROC** is the Mann–Whitney form (scikit-learn is not installed here; the value is identical to
   ``roc_auc_score``): ``AUROC = (R₊ − n₊(n₊+1)/2) / (n₊ n₋)`` with ``R₊`` the sum of the positives'
   mid-ranks among all scores, so a tie between a positive and a negative counts ½.
@@ -30,12 +33,12 @@ import pandas as pd
 
 from radaudit.audits.synthetic_cxr.inputs import MACRO, check_label_names, label_matrix
 from radaudit.errors import DataFormatError, ParamsError
-from radaudit.stats import BootstrapError, bootstrap_pvalue, interval_from_replicates, resample_indices
+from radaudit.stats import BootstrapError, auroc_interval, bootstrap_pvalue, interval_from_replicates, resample_indices
 from radaudit.stats.ranks import auroc as stats_auroc
 from radaudit.stats.ranks import auroc_replicates
 
-__all__ = ["BOOTSTRAP_METHODS", "auroc", "check_bootstrap", "paired_auroc_differences", "per_label_auroc",
-           "roc_curve_points", "threshold_metrics"]
+__all__ = ["BOOTSTRAP_METHODS", "PER_LABEL_COLUMNS", "auroc", "check_bootstrap", "paired_auroc_differences",
+           "per_label_auroc", "roc_curve_points", "threshold_metrics", "threshold_replicates"]
 
 
 # --- metrics ---------------------------------------------------------------------------------------
@@ -167,9 +170,45 @@ def _auroc_rows(yb: np.ndarray, sb: np.ndarray) -> np.ndarray:
     return auroc_replicates(yb == 1, sb)
 
 
-def _bootstrap_aurocs(y: np.ndarray, scores: Mapping[str, np.ndarray], n_bootstrap: int, seed: int,
-                      stratify: bool) -> dict[str, np.ndarray]:
-    """Per source, the ``[B, L]`` replicate AUROCs on the SAME resampled test images (paired by construction).
+def threshold_replicates(y_true: np.ndarray, scores: np.ndarray, indices: np.ndarray,
+                         threshold: float = 0.5) -> dict[str, np.ndarray]:
+    """Accuracy and F1 at ``threshold`` on each resample of test images (paper 004 §2.4, the authors'
+    ``calculate_metrics``): ``{"accuracy": [b, L + 1], "f1": [b, L + 1]}``, column ``j < L`` label ``j``, the last
+    column the macro row of :func:`per_label_auroc`.
+
+    ``indices``: ``[b, N]`` resampled test-image indices (a block of :func:`radaudit.stats.resample_indices`; a
+    row of ``arange(N)`` gives the estimates themselves). On resample ``r`` (images ``i ∈ indices[r]``, with
+    repetition), with ``ŷ_ij = 1[score_ij ≥ threshold]`` and ``y_ij = 1[y_true_ij = 1]``::
+
+        accuracy_j = (1/N) Σ_i 1[ŷ_ij = y_ij]
+        F1_j       = 2 TP_j / (2 TP_j + FP_j + FN_j)          (0 when the denominator is 0: zero_division=0)
+        macro: accuracy = (1/(N L)) Σ_ij 1[ŷ_ij = y_ij]  (the flattened matrix),  F1 = (1/L) Σ_j F1_j
+
+    the formulas of :func:`per_label_auroc`'s ``accuracy``/``f1`` columns and :func:`threshold_metrics`'
+    ``accuracy``/``f1_macro``, so a replicate is the estimate recomputed on the resample.
+    """
+    idx = np.atleast_2d(np.asarray(indices))
+    truth = (np.asarray(y_true) == 1)[idx]  # [b, N, L]
+    pred = (np.asarray(scores, dtype=np.float64) >= float(threshold))[idx]
+    right = pred == truth
+    tp = (pred & truth).sum(axis=1).astype(float)
+    fp = (pred & ~truth).sum(axis=1).astype(float)
+    fn = (~pred & truth).sum(axis=1).astype(float)
+    den = 2 * tp + fp + fn
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = np.where(den > 0, 2 * tp / den, 0.0)
+    acc = right.mean(axis=1)
+    return {"accuracy": np.column_stack([acc, right.mean(axis=(1, 2))]),
+            "f1": np.column_stack([f1, f1.mean(axis=1)])}
+
+
+def _bootstrap_replicates(y: np.ndarray, scores: Mapping[str, np.ndarray], n_bootstrap: int, seed: int,
+                          stratify: bool, threshold: float | None = None) -> dict[str, dict[str, np.ndarray]]:
+    """Per source, the replicates on the SAME resampled test images (paired by construction): ``"auroc"``
+    ``[B, L]`` and, with ``threshold``, ``"accuracy"`` and ``"f1"`` ``[B, L + 1]`` (:func:`threshold_replicates`,
+    the macro row last). Each block of resamples is drawn once and every statistic is computed on it, so the
+    accuracy and F1 replicates are those of the AUROC's resamples, and the AUROC replicates are the same with or
+    without ``threshold``.
 
     The resamples are :func:`radaudit.stats.resample_indices`' ``[b, N]`` blocks of test images, seeded.
     ``stratify``: resample within each *label set* (the distinct rows of the ``[N, L]`` label matrix,
@@ -177,13 +216,25 @@ def _bootstrap_aurocs(y: np.ndarray, scores: Mapping[str, np.ndarray], n_bootstr
     stratified AUROC bootstrap (its default), generalised to multi-label data — and no resample has a
     single class. Otherwise images are drawn iid from all N (``rng.integers(0, N, N)``).
     """
-    reps: dict[str, list[np.ndarray]] = {k: [] for k in scores}
+    names = ("auroc",) if threshold is None else ("auroc", "accuracy", "f1")
+    reps: dict[str, dict[str, list[np.ndarray]]] = {k: {m: [] for m in names} for k in scores}
     for idx in resample_indices(len(y), n_bootstrap, seed=seed, strata=y if stratify else None):
         yb = y[idx]  # [b, N, L]
         for k, s in scores.items():
             sb = s[idx]
-            reps[k].append(np.stack([_auroc_rows(yb[:, :, j], sb[:, :, j]) for j in range(y.shape[1])], axis=1))
-    return {k: np.concatenate(v, axis=0) for k, v in reps.items()}
+            reps[k]["auroc"].append(np.stack([_auroc_rows(yb[:, :, j], sb[:, :, j]) for j in range(y.shape[1])],
+                                             axis=1))
+            if threshold is not None:
+                for m, v in threshold_replicates(y, s, idx, threshold).items():
+                    reps[k][m].append(v)
+    return {k: {m: np.concatenate(v, axis=0) for m, v in d.items()} for k, d in reps.items()}
+
+
+def _bootstrap_aurocs(y: np.ndarray, scores: Mapping[str, np.ndarray], n_bootstrap: int, seed: int,
+                      stratify: bool) -> dict[str, np.ndarray]:
+    """Per source, the ``[B, L]`` replicate AUROCs on the SAME resampled test images (paired by construction);
+    :func:`_bootstrap_replicates` without the thresholded metrics."""
+    return {k: v["auroc"] for k, v in _bootstrap_replicates(y, scores, n_bootstrap, seed, stratify).items()}
 
 
 def _macro_rows(reps: np.ndarray, cols: Sequence[int]) -> np.ndarray:
@@ -232,12 +283,19 @@ def per_label_auroc(y_true: Any, scores: Any, label_names: Sequence[str], *, n_b
     comes from the same :func:`radaudit.stats.interval_from_replicates` that ``bootstrap_ci`` uses.
 
     Returns:
-        One row per label, then a ``"macro"`` row, with ``label, auroc, ci_low, ci_high, n_pos,
-        n_neg, accuracy, f1, note``. A label whose test set has a single class gets AUROC NaN and
-        the note "only positives/negatives in the test set" (the authors skip it silently). The
-        macro AUROC is the mean over the labels with both classes (its note names any left out);
-        its CI recomputes that mean on each resample of images. The macro row's ``accuracy`` is the
-        authors' flattened accuracy and its ``f1`` the macro F1 (:func:`threshold_metrics`).
+        One row per label, then a ``"macro"`` row, with :data:`PER_LABEL_COLUMNS`: ``label, auroc, ci_low,
+        ci_high, ci_method, n_pos, n_neg, accuracy, accuracy_low, accuracy_high, f1, f1_low, f1_high, note``. A
+        label whose test set has a single class gets AUROC NaN and the note "only positives/negatives in the test
+        set" (the authors skip it silently). The macro AUROC is the mean over the labels with both classes (its
+        note names any left out); its CI recomputes that mean on each resample of images. The macro row's
+        ``accuracy`` is the authors' flattened accuracy and its ``f1`` the macro F1 (:func:`threshold_metrics`).
+
+        Every interval comes from the same resamples of test images: ``accuracy`` and ``f1`` (at ``threshold``)
+        are recomputed on each resample that gives the AUROC's replicate (:func:`threshold_replicates`), with the
+        same ``method``. ``ci_method``: ``"bootstrap"``, or ``"separation"`` where an AUROC of exactly 1 (or 0)
+        makes every resample agree and the bootstrap interval zero width; its interval is then the exact bound
+        of :func:`radaudit.stats.auroc_interval` over the smaller class (for the macro row: the smallest class of
+        the labels it averages, each of which is then at 1 or 0); ``""`` without an interval.
     """
     names = check_label_names(label_names)
     y = label_matrix(y_true, names).astype(np.float64)
@@ -245,8 +303,9 @@ def per_label_auroc(y_true: Any, scores: Any, label_names: Sequence[str], *, n_b
         raise DataFormatError("The test set is empty: no AUROC can be computed.")
     s = _as_scores(scores, len(y), len(names))
     check_bootstrap(n_bootstrap, confidence, method)
-    reps = (_bootstrap_aurocs(y, {"s": s}, n_bootstrap, seed, stratify)["s"] if n_bootstrap and len(y) >= 2
-            else None)
+    boot = (_bootstrap_replicates(y, {"s": s}, n_bootstrap, seed, stratify, threshold)["s"]
+            if n_bootstrap and len(y) >= 2 else None)
+    reps = None if boot is None else boot["auroc"]
     rows = []
     defined = []
     for j, name in enumerate(names):
@@ -257,8 +316,8 @@ def per_label_auroc(y_true: Any, scores: Any, label_names: Sequence[str], *, n_b
         _, _, f1 = _prf(float((pred & (yy == 1)).sum()), float((pred & (yy != 1)).sum()),
                         float((~pred & (yy == 1)).sum()))
         acc = float((pred == (yy == 1)).mean())
-        row = {"label": name, "auroc": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n_pos": n_pos,
-               "n_neg": n_neg, "accuracy": acc, "f1": f1, "note": ""}
+        row = {"label": name, "auroc": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_method": "",
+               "n_pos": n_pos, "n_neg": n_neg, "accuracy": acc, "f1": f1, "note": ""}
         if n_pos == 0 or n_neg == 0:
             row["note"] = _single_class_note(n_pos, n_neg)
         else:
@@ -267,27 +326,74 @@ def per_label_auroc(y_true: Any, scores: Any, label_names: Sequence[str], *, n_b
             if reps is not None:
                 row["ci_low"], row["ci_high"], _, row["note"] = _interval(row["auroc"], reps[:, j], method, confidence,
                                                                           len(y), name)
+                row["ci_low"], row["ci_high"], row["ci_method"] = _auroc_ci_method(
+                    row["auroc"], row["ci_low"], row["ci_high"], n_pos, n_neg, confidence)
                 if min(n_pos, n_neg) < FEW_CASES:
                     few = "positives" if n_pos < n_neg else "negatives"
                     row["note"] = _join(row["note"], f"only {min(n_pos, n_neg)} {few} in the test set: the CI "
                                                      "understates the uncertainty")
+        row |= _threshold_intervals(row, boot, j, method, confidence, len(y), name, stratify)
         rows.append(row)
     tm = threshold_metrics(y, s, threshold)
     left_out = [names[j] for j in range(len(names)) if j not in defined]
     lo = hi = math.nan
+    ci_method = ""
     if defined:
         macro = float(np.mean([rows[j]["auroc"] for j in defined]))
         note = ""
         if reps is not None:
             lo, hi, _, note = _interval(macro, _macro_rows(reps, defined), method, confidence, len(y), MACRO)
+            # an exact macro of 1 (0) needs every label at 1 (0): the bound of the label with the smallest class
+            m = min(min(rows[j]["n_pos"], rows[j]["n_neg"]) for j in defined)
+            lo, hi, ci_method = _auroc_ci_method(macro, lo, hi, m, m, confidence)
         note = _join(f"mean over {len(defined)} of {len(names)} labels; left out (single class): "
                      f"{', '.join(left_out)}" if left_out else "", note)
     else:
         macro, note = math.nan, "no label has both classes in the test set"
-    rows.append({"label": MACRO, "auroc": macro, "ci_low": lo, "ci_high": hi, "n_pos": int((y == 1).sum()),
-                 "n_neg": int((y != 1).sum()), "accuracy": tm["accuracy"], "f1": tm["f1_macro"], "note": note})
-    return pd.DataFrame(rows, columns=["label", "auroc", "ci_low", "ci_high", "n_pos", "n_neg", "accuracy", "f1",
-                                       "note"])
+    row = {"label": MACRO, "auroc": macro, "ci_low": lo, "ci_high": hi, "ci_method": ci_method,
+           "n_pos": int((y == 1).sum()), "n_neg": int((y != 1).sum()), "accuracy": tm["accuracy"],
+           "f1": tm["f1_macro"], "note": note}
+    rows.append(row | _threshold_intervals(row, boot, len(names), method, confidence, len(y), MACRO, stratify))
+    return pd.DataFrame(rows, columns=list(PER_LABEL_COLUMNS))
+
+
+#: Columns of :func:`per_label_auroc`: each estimate with its interval (``auroc, ci_low, ci_high`` and how that
+#: interval was obtained, ``ci_method``; ``accuracy_low/high``, ``f1_low/high``), the counts and a note.
+PER_LABEL_COLUMNS: tuple[str, ...] = ("label", "auroc", "ci_low", "ci_high", "ci_method", "n_pos", "n_neg", "accuracy",
+                                      "accuracy_low", "accuracy_high", "f1", "f1_low", "f1_high", "note")
+
+
+def _auroc_ci_method(estimate: float, low: float, high: float, n_pos: int, n_neg: int,
+                     confidence: float) -> tuple[float, float, str]:
+    """:func:`radaudit.stats.auroc_interval` (the bootstrap interval, or the exact separation bound where an AUROC
+    of exactly 1 or 0 leaves it zero width: ``ci_method`` ``"bootstrap"`` or ``"separation"``); ``""`` when no
+    interval could be computed."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return low, high, ""
+    return auroc_interval(estimate, low, high, n_pos, n_neg, confidence)
+
+
+def _threshold_intervals(row: Mapping[str, Any], boot: Mapping[str, np.ndarray] | None, col: int, method: str,
+                         confidence: float, n_images: int, name: str, stratify: bool) -> dict[str, Any]:
+    """``accuracy_low/high``, ``f1_low/high`` of one :func:`per_label_auroc` row from column ``col`` of the
+    replicates of :func:`threshold_replicates` (the AUROC's resamples), through
+    :func:`radaudit.stats.interval_from_replicates`; NaN without a bootstrap. A zero-width interval gets a note
+    (the statistic took the same value on every resample), unless the label has a single class, whose note says
+    why."""
+    out: dict[str, Any] = {f"{m}_{b}": math.nan for m in ("accuracy", "f1") for b in ("low", "high")}
+    if boot is None:
+        return out
+    flat = []
+    for m in ("accuracy", "f1"):
+        out[f"{m}_low"], out[f"{m}_high"], _, _ = _interval(row[m], boot[m][:, col], method, confidence, n_images,
+                                                            f"{name} {m}")
+        if out[f"{m}_low"] == out[f"{m}_high"]:
+            flat.append("accuracy" if m == "accuracy" else "F1")
+    if flat and row["n_pos"] > 0 and row["n_neg"] > 0:  # a single-class label's note says why already
+        why = " (the resamples keep each label set's size)" if stratify else ""
+        out["note"] = _join(row["note"], f"{' and '.join(flat)} at the threshold: the same on every resample{why}, "
+                                         "so the interval has zero width")
+    return out
 
 
 def paired_auroc_differences(y_true: Any, scores_by_source: Mapping[str, Any], label_names: Sequence[str], *,

@@ -217,6 +217,9 @@ def utility_table(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, base
     if few:
         out.attrs["legend"] += (f" A label with fewer than {min_test_images} positive or negative test images shows no "
                                 "AUROC (its number is in table4_long).")
+    if ci and "ci_method" in long.columns and (long["ci_method"] == "separation").any():
+        out.attrs["legend"] += (" An AUROC of exactly 1 (or 0) carries the exact bound over its smaller class "
+                                "(ci_method 'separation' in table4_long), not the zero-width bootstrap interval.")
     macros = macro_legend(long, min_test_images or MIN_TEST_IMAGES)
     if macros:
         out.attrs["legend"] += " " + macros[0].upper() + macros[1:]

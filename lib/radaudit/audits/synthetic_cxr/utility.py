@@ -80,8 +80,9 @@ log = logging.getLogger(__name__)
 class UtilityResult:
     """What :func:`run_utility` returns; unpacks as ``long, table, roc = run_utility(...)``.
 
-    ``long``: :func:`utility_flags` (source × label/macro: AUROC, CI, counts, accuracy, F1, paired
-    difference to the baseline with CI, p, BH-adjusted p, flags; the two macro rows: :func:`run_utility`).
+    ``long``: :func:`utility_flags` (source × label/macro: AUROC, CI and its ``ci_method``, counts, accuracy and
+    F1 with their CIs from the AUROC's resamples, paired difference to the baseline with CI, p, BH-adjusted p,
+    flags; the two macro rows: :func:`run_utility`).
     ``table``: Table 4 (:func:`utility_table`, AUROC floats). ``roc``: ROC points ``source, label, fpr, tpr,
     threshold``. ``summary``: per source ``n_train, n_val, best_epoch, epochs_run, train_seconds, from_cache``,
     the repeats' seeds and the spread of their single macro AUROCs (over every label with both classes, as
@@ -244,8 +245,11 @@ def _with_floored_macro(full: pd.DataFrame, y: np.ndarray, names: Sequence[str],
                               f"{left}", n) for n in head["note"]]
     else:
         head = out[is_macro].copy()
-        value_columns = [c for c in head.columns if c not in ("source", "label", "note", "n_pos", "n_neg", "n_failed")]
+        value_columns = [c for c in head.columns
+                         if c not in ("source", "label", "note", "n_pos", "n_neg", "n_failed", "ci_method")]
         head[value_columns] = math.nan
+        if "ci_method" in head.columns:  # no interval: no method (per_label_auroc's "")
+            head["ci_method"] = ""
         head["note"] = f"no label has {floor}: no headline macro AUROC (left out: {left})"
     head["label"] = MACRO
     if "n_pos" in head.columns:  # the counts the headline averages over
