@@ -91,8 +91,15 @@ SPLIT_NOTES = {
                  "neither the rules, the lexicon, the concept tables nor any other suite (issue 41's six categories, "
                  "60 cases, 10 each; sha256 9605ec01a005, committed at 9f0d6df before any metric ran on it; its "
                  "category names then mapped to the suite's, severity -> severity_downgrade and interchangeable -> "
-                 "interchangeable_terms, by sed on those lines alone); never read; first scored at ab799d8 with the "
-                 "rules frozen (32/60)"),
+                 "interchangeable_terms, by sed on those lines alone); first scored at ab799d8 with the rules frozen "
+                 "(32/60); its failures were then read on 2026-12-02 and rules written from them (2a5e28f: device "
+                 "wordings, route vs tip, negation scope, new concepts and signs, fracture displacement, one-grade "
+                 "overcall), so no longer unseen"),
+    "holdout7": ("written on 2026-12-02 by a separate author who read no file of the repository (the schema was given "
+                 "in the request), neither the rules, the lexicon, the concept tables nor any suite (issue 41's six "
+                 "categories, 60 cases, 10 each; sha256 c293ed8c6a0b, committed at ec112b1 before any metric ran on it; "
+                 "its category names then mapped to the suite's by sed on those lines alone); never read; first scored "
+                 "at 2a5e28f with the rules frozen (29/60)"),
 }
 log = logging.getLogger("ranking_suite")
 
