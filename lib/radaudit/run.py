@@ -25,6 +25,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -322,6 +324,98 @@ def _file_logger(path: Path) -> logging.Handler:
     return h
 
 
+def _with_rehearsal(exp: Experiment, params: BaseParams, rehearse: bool) -> tuple[BaseParams, dict[str, Any] | None]:
+    """``(params, rehearsal)``: as given when ``rehearse`` is false; else the experiment's rehearsal params (the same
+    notebook and code, tiny twins and invented fixtures: see ``Experiment.rehearsal``) and what it records."""
+    if not rehearse:
+        return params, None
+    rehearse_params = exp.rehearsal_function()
+    if rehearse_params is None:
+        raise ParamsError("This experiment has no rehearsal yet (see issue 19): run its smoke preset instead.")
+    return rehearse_params(params, default_cache_dir() / "rehearsal")
+
+
+def _write_start_manifest(mpath: Path, experiment: str, preset: str, exp: Experiment, params: BaseParams,
+                          pdict: dict[str, Any], *, overrides: list[str] | tuple[str, ...],
+                          params_files: list[str] | tuple[str, ...], rehearsal: dict[str, Any] | None, project: Path,
+                          kernel: dict[str, str]) -> None:
+    """The manifest a run starts with (:func:`radaudit.manifest.base_manifest`, the params files' text, the notebook,
+    the rehearsal, the kernel); :class:`_RunTracker` keeps it up to date from there."""
+    m = manifest.base_manifest(experiment=experiment, preset=preset, run_name=mpath.parent.name, params=pdict,
+                               overrides=overrides, project=project, data_root=params.data_root)
+    if params_files:
+        m["params_files"] = {str(Path(f).resolve()): Path(f).read_text(encoding="utf-8") for f in params_files}
+    m["notebook"] = exp.notebook
+    if rehearsal is not None:
+        m["rehearsal"] = rehearsal
+    m["kernel"] = kernel
+    manifest.write(mpath, m)
+
+
+@contextmanager
+def _run_logging(log_path: Path, progress: bool, stage_prefix: str | None) -> Iterator[None]:
+    """While a run executes: radaudit's and papermill's records go to ``log_path`` (``run.log``), the notebook's cell
+    output to ``run.log`` only (not the console), the kernel's radaudit lines with their own levels
+    (:class:`_KernelLogLevels`), and the stage lines (or, with neither ``progress`` nor ``stage_prefix``, the warnings
+    alone) to the terminal (:class:`_TerminalStage`). Everything is undone on exit."""
+    handler = _file_logger(log_path)
+    for name_ in ("radaudit", "papermill"):
+        logging.getLogger(name_).addHandler(handler)
+        logging.getLogger(name_).setLevel(logging.INFO)
+    pm_logger = logging.getLogger("papermill")
+    pm_propagate, pm_logger.propagate = pm_logger.propagate, False  # cell output goes to run.log, not the console
+    levels = _KernelLogLevels()
+    pm_logger.addFilter(levels)
+    terminal = (_TerminalStage() if progress else _TerminalStage(stage_prefix) if stage_prefix is not None
+                else _TerminalStage("", warnings_only=True))
+    if terminal is not None:
+        pm_logger.addHandler(terminal)
+    try:
+        yield
+    finally:
+        pm_logger.propagate = pm_propagate
+        pm_logger.removeFilter(levels)
+        if terminal is not None:
+            pm_logger.removeHandler(terminal)
+        for name_ in ("radaudit", "papermill"):
+            logging.getLogger(name_).removeHandler(handler)
+        handler.close()
+
+
+@contextmanager
+def _kernel_environment() -> Iterator[None]:
+    """The environment the notebook kernel (a fresh process) inherits; ``OMP_NUM_THREADS`` is removed again on exit
+    when this function set it."""
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    # the kernel (a fresh process) inherits this: no tqdm bars as notebook widgets, whose live state is noise in the
+    # saved notebook and the report; progress goes to the terminal and run.log (radaudit.progress). This process
+    # imported tqdm already (papermill), and tqdm reads the variable at import, so papermill's own bar stays.
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    # One torch thread per notebook kernel (KERNEL_THREADS), unless the caller set OMP_NUM_THREADS: see the constant.
+    omp = os.environ.get("OMP_NUM_THREADS")
+    if omp is None:
+        os.environ["OMP_NUM_THREADS"] = KERNEL_THREADS
+    try:
+        yield
+    finally:
+        if omp is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+
+
+def _finish(tracker: _RunTracker, run_dir: Path, nb_out: Path, index_root: Path, t0: float, status: str,
+            error: dict[str, Any] | None) -> tuple[dict[str, Any], Path | None]:
+    """``(manifest, html)``: the run's end written into its manifest (status, error, duration, the notebook's
+    section times, the outputs' hashes, what the notebook recorded), then its HTML report and the outputs index."""
+    m = tracker.finish(
+        status=status, error=error, finished=manifest.utcnow(),
+        duration_s=round(time.perf_counter() - t0, 3),
+        steps=notebook_steps(nb_out) if nb_out.exists() else {},
+        outputs=_outputs_listing(run_dir),
+        recorded=_recorded(run_dir),
+    )
+    return m, _write_report(run_dir, nb_out, index_root=index_root)
+
+
 def run_experiment(
     experiment: str,
     preset: str = "demo",
@@ -346,12 +440,7 @@ def run_experiment(
     if name is not None and run_parent is None:  # a user's name (a sweep builds its own labels)
         check_component(name, "run name")
     exp, params = prepared or prepare(experiment, preset, overrides, data_root, params_files)
-    rehearsal = None
-    if rehearse:  # the same notebook and code, tiny twins and invented fixtures (see Experiment.rehearsal)
-        rehearse_params = exp.rehearsal_function()
-        if rehearse_params is None:
-            raise ParamsError("This experiment has no rehearsal yet (see issue 19): run its smoke preset instead.")
-        params, rehearsal = rehearse_params(params, default_cache_dir() / "rehearsal")
+    params, rehearsal = _with_rehearsal(exp, params, rehearse)
     project = project_root()
     notebook = notebooks_dir() / exp.notebook
     if not notebook.exists():
@@ -367,81 +456,38 @@ def run_experiment(
     nb_out = run_dir / f"{experiment}.ipynb"
     mpath = run_dir / "manifest.json"
     pdict = params.model_dump(mode="json")
-    m = manifest.base_manifest(experiment=experiment, preset=preset, run_name=run_dir.name, params=pdict,
-                               overrides=overrides, project=project, data_root=params.data_root)
-    if params_files:
-        m["params_files"] = {str(Path(f).resolve()): Path(f).read_text(encoding="utf-8") for f in params_files}
-    m["notebook"] = exp.notebook
-    if rehearsal is not None:
-        m["rehearsal"] = rehearsal
-    m["kernel"] = {"name": kernel_name, "python": kernel_exe}
-    manifest.write(mpath, m)
+    _write_start_manifest(mpath, experiment, preset, exp, params, pdict, overrides=overrides, params_files=params_files,
+                          rehearsal=rehearsal, project=project, kernel={"name": kernel_name, "python": kernel_exe})
 
-    handler = _file_logger(run_dir / "run.log")
-    for name_ in ("radaudit", "papermill"):
-        logging.getLogger(name_).addHandler(handler)
-        logging.getLogger(name_).setLevel(logging.INFO)
-    pm_logger = logging.getLogger("papermill")
-    pm_propagate, pm_logger.propagate = pm_logger.propagate, False  # cell output goes to run.log, not the console
-    levels = _KernelLogLevels()
-    pm_logger.addFilter(levels)
-    terminal = (_TerminalStage() if progress else _TerminalStage(stage_prefix) if stage_prefix is not None
-                else _TerminalStage("", warnings_only=True))
-    if terminal is not None:
-        pm_logger.addHandler(terminal)
-    os.environ.setdefault("PYTHONHASHSEED", "0")
-    # the kernel (a fresh process) inherits this: no tqdm bars as notebook widgets, whose live state is noise in the
-    # saved notebook and the report; progress goes to the terminal and run.log (radaudit.progress). This process
-    # imported tqdm already (papermill), and tqdm reads the variable at import, so papermill's own bar stays.
-    os.environ.setdefault("TQDM_DISABLE", "1")
-    # One torch thread per notebook kernel (KERNEL_THREADS), unless the caller set OMP_NUM_THREADS: see the constant.
-    omp = os.environ.get("OMP_NUM_THREADS")
-    if omp is None:
-        os.environ["OMP_NUM_THREADS"] = KERNEL_THREADS
-    t0 = time.perf_counter()
-    status, error = "succeeded", None
-    log.info("running %s (preset %s) into %s", experiment, preset, run_dir)
-    tracker = _RunTracker(mpath, t0)
-    try:
-        tracker.start()
-        pm.execute_notebook(
-            str(notebook), str(nb_out),
-            parameters={**pdict, "run_dir": str(run_dir)},
-            progress_bar=progress, log_output=True, cwd=str(project), kernel_name=kernel_name,
-            request_save_on_cell_execute=True,
-            config=_kernel_config(), engine_name=_tracking_engine(), on_cell=tracker.cell_done,
-        )
-    except pm.PapermillExecutionError as err:
-        status = "failed"
-        error = {"ename": err.ename, "evalue": err.evalue, "cell_index": err.exec_count,
-                 "message": f"{err.ename}: {err.evalue}"}
-    except KeyboardInterrupt:  # RunInterrupted (SIGTERM, SIGINT: tracker.finish names the signal) or a bare Ctrl-C
-        status, error = "interrupted", {"message": "interrupted by the user"}
-        raise
-    except Exception as err:  # kernel died, notebook unreadable, ...
-        status = "failed"
-        error = {"ename": type(err).__name__, "evalue": str(err), "message": f"{type(err).__name__}: {err}"}
-    finally:
+    with _run_logging(run_dir / "run.log", progress, stage_prefix), _kernel_environment():
+        t0 = time.perf_counter()
+        status, error = "succeeded", None
+        log.info("running %s (preset %s) into %s", experiment, preset, run_dir)
+        tracker = _RunTracker(mpath, t0)
         try:
-            m = tracker.finish(
-                status=status, error=error, finished=manifest.utcnow(),
-                duration_s=round(time.perf_counter() - t0, 3),
-                steps=notebook_steps(nb_out) if nb_out.exists() else {},
-                outputs=_outputs_listing(run_dir),
-                recorded=_recorded(run_dir),
+            tracker.start()
+            pm.execute_notebook(
+                str(notebook), str(nb_out),
+                parameters={**pdict, "run_dir": str(run_dir)},
+                progress_bar=progress, log_output=True, cwd=str(project), kernel_name=kernel_name,
+                request_save_on_cell_execute=True,
+                config=_kernel_config(), engine_name=_tracking_engine(), on_cell=tracker.cell_done,
             )
-            html = _write_report(run_dir, nb_out, index_root=exp_dir.parent)
-        finally:  # also when a second signal cuts the report short
-            tracker.close()
-            pm_logger.propagate = pm_propagate
-            if omp is None:
-                os.environ.pop("OMP_NUM_THREADS", None)
-            pm_logger.removeFilter(levels)
-            if terminal is not None:
-                pm_logger.removeHandler(terminal)
-            for name_ in ("radaudit", "papermill"):
-                logging.getLogger(name_).removeHandler(handler)
-            handler.close()
+        except pm.PapermillExecutionError as err:
+            status = "failed"
+            error = {"ename": err.ename, "evalue": err.evalue, "cell_index": err.exec_count,
+                     "message": f"{err.ename}: {err.evalue}"}
+        except KeyboardInterrupt:  # RunInterrupted (SIGTERM, SIGINT: tracker.finish names the signal) or a bare Ctrl-C
+            status, error = "interrupted", {"message": "interrupted by the user"}
+            raise
+        except Exception as err:  # kernel died, notebook unreadable, ...
+            status = "failed"
+            error = {"ename": type(err).__name__, "evalue": str(err), "message": f"{type(err).__name__}: {err}"}
+        finally:
+            try:
+                m, html = _finish(tracker, run_dir, nb_out, exp_dir.parent, t0, status, error)
+            finally:  # also when a second signal cuts the report short (the logging and environment undo on exit)
+                tracker.close()
     if tracker.signum is not None:  # the signal's exception was swallowed on the way (the manifest says so already)
         raise RunInterrupted(tracker.signum, f"interrupted by {signal.Signals(tracker.signum).name}")
     if status != "succeeded":

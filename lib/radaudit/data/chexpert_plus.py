@@ -51,6 +51,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -115,25 +116,16 @@ def _resolve(img_root: Path, rel: str) -> str:
     return rel
 
 
-def load(
-    folder: Path,
-    *,
-    unit: str = "study",
-    labels: str | None = "report",
-    labels_dir: str | os.PathLike | None = None,
-    images_dir: str | os.PathLike | None = None,
-    splits=None,
-) -> pd.DataFrame:
-    """Load CheXpert Plus from ``folder`` (holding ``df_chexpert_plus_240401.csv``) in the tidy schema.
-
-    ``unit``: ``"study"`` (default) or ``"image"``. ``labels``: ``"report"`` (default),
-    ``"findings"``, ``"impression"`` or ``None``. ``splits``: keep only these (``train``/``valid``).
-    """
-    folder = Path(folder)
+def _check_options(unit: str, labels: str | None) -> None:
+    """Raise ``ParamsError`` for a ``unit`` or ``labels`` choice this loader does not know."""
     if unit not in UNITS:
         raise ParamsError(f"chexpert_plus: unit={unit!r} is not one of {list(UNITS)}.")
     if labels is not None and labels not in LABEL_FILES:
         raise ParamsError(f"chexpert_plus: labels={labels!r} is not one of {[*LABEL_FILES, None]}.")
+
+
+def _read_rows(folder: Path, splits: Iterable[str] | None) -> pd.DataFrame:
+    """The per-image CSV rows (``df_chexpert_plus_240401.csv``, columns checked), kept to ``splits`` when given."""
     csv_path = folder / CSV_FILE
     if not csv_path.is_file():
         raise DatasetNotFoundError(
@@ -143,28 +135,39 @@ def load(
                            low_memory=False)
     if splits is not None:
         raw = raw[raw["split"].isin(list(splits))].reset_index(drop=True)
-    notes: list[str] = []
+    return raw
 
+
+def _add_keys(raw: pd.DataFrame) -> None:
+    """Working columns from ``path_to_image`` and the view columns: ``_study_key`` (``patient42142_study5``),
+    ``_image_id`` (``patient42142_study5_view1_frontal``) and ``_view`` (:func:`_view`)."""
     parts = raw["path_to_image"].astype(str).str.split("/")
     patient_folder = parts.str[-3]
     raw["_study_key"] = patient_folder + "_" + parts.str[-2]
     raw["_image_id"] = raw["_study_key"] + "_" + parts.str[-1].str.rsplit(".", n=1).str[0]
     raw["_view"] = [_view(fl, ap) for fl, ap in zip(raw["frontal_lateral"], raw["ap_pa"])]
-    img_root = Path(images_dir) if images_dir not in (None, "") else folder
 
-    # labels, per image
-    label_cols = [chexpert_column(label) for label in CHEXPERT_LABELS]
-    lab = None
-    if labels is not None:
-        name = LABEL_FILES[labels]
-        cands = (([Path(labels_dir) / name] if labels_dir not in (None, "") else [])
-                 + [folder / name, folder / "chexbert_labels" / name])
-        lpath = next((c for c in cands if c.is_file()), None)
-        if lpath is None:
-            notes.append(f"no {name} (CheXbert labels): CheXpert label columns are <NA>")
-            logger.info("chexpert_plus: no %s found; label columns are <NA>", name)
-        else:
-            lab = _read_labels(lpath)
+
+def _find_labels(folder: Path, labels: str | None, labels_dir: str | os.PathLike | None,
+                 notes: list[str]) -> pd.DataFrame | None:
+    """The CheXbert label file ``labels`` names (``labels_dir``, else ``folder``, else ``folder/chexbert_labels``),
+    read by :func:`_read_labels`; ``None`` (with a note) when it is not there or ``labels`` is ``None``."""
+    if labels is None:
+        return None
+    name = LABEL_FILES[labels]
+    cands = (([Path(labels_dir) / name] if labels_dir not in (None, "") else [])
+             + [folder / name, folder / "chexbert_labels" / name])
+    lpath = next((c for c in cands if c.is_file()), None)
+    if lpath is None:
+        notes.append(f"no {name} (CheXbert labels): CheXpert label columns are <NA>")
+        logger.info("chexpert_plus: no %s found; label columns are <NA>", name)
+        return None
+    return _read_labels(lpath)
+
+
+def _add_labels(raw: pd.DataFrame, lab: pd.DataFrame | None, label_cols: list[str]) -> None:
+    """Per image: the 14 ``chexpert_<snake_name>`` columns (``Float64``; ``<NA>`` without labels) and the ``labels``
+    list of positive observations (:func:`radaudit.data.mimic_cxr.positive_label_lists`)."""
     for label, col in zip(CHEXPERT_LABELS, label_cols):
         if lab is not None:
             raw[col] = pd.to_numeric(raw["path_to_image"].map(lab[label]), errors="coerce").astype("Float64")
@@ -173,24 +176,40 @@ def load(
     has_labels = raw["path_to_image"].isin(lab.index) if lab is not None else pd.Series(False, index=raw.index)
     raw["labels"] = positive_label_lists(raw[label_cols], has_labels)
 
-    if unit == "study":
-        raw["_order"] = range(len(raw))
-        raw["_rank"] = [view_rank(v, _VIEW_PRIORITY) for v in raw["_view"]]
-        key = raw.sort_values(["_rank", "_order"], kind="stable").drop_duplicates("_study_key").set_index("_study_key")
-        grouped = raw.groupby("_study_key", sort=False)  # studies in order of first appearance
-        order = raw["_study_key"].drop_duplicates()
-        df = key.loc[order.to_numpy()].reset_index()
-        # the report, demographics and split are the study's: take them from its first row
-        first = raw.drop_duplicates("_study_key").set_index("_study_key")
-        for col in ([c for c in raw.columns if c.startswith("section_")]
-                    + ["report", "age", "sex", "race", "ethnicity", "split", "deid_patient_id"]):
-            if col in raw.columns:
-                df[col] = df["_study_key"].map(first[col]).values
-        df["image_paths"] = df["_study_key"].map(grouped["path_to_image"].agg(lambda s: [str(x) for x in s])).values
-        df["views"] = df["_study_key"].map(grouped["_view"].agg(lambda s: [None if v is pd.NA else v for v in s])).values
-    else:
-        df = raw.copy()
 
+def _one_row_per_study(raw: pd.DataFrame) -> pd.DataFrame:
+    """One row per study, in order of first appearance: the key image's row (PA, else AP, else frontal, else
+    lateral; ties by file order) with the study's report, demographics and split from its first row, and
+    ``image_paths``/``views`` listing all its images."""
+    raw["_order"] = range(len(raw))
+    raw["_rank"] = [view_rank(v, _VIEW_PRIORITY) for v in raw["_view"]]
+    key = raw.sort_values(["_rank", "_order"], kind="stable").drop_duplicates("_study_key").set_index("_study_key")
+    grouped = raw.groupby("_study_key", sort=False)  # studies in order of first appearance
+    order = raw["_study_key"].drop_duplicates()
+    df = key.loc[order.to_numpy()].reset_index()
+    # the report, demographics and split are the study's: take them from its first row
+    first = raw.drop_duplicates("_study_key").set_index("_study_key")
+    for col in ([c for c in raw.columns if c.startswith("section_")]
+                + ["report", "age", "sex", "race", "ethnicity", "split", "deid_patient_id"]):
+        if col in raw.columns:
+            df[col] = df["_study_key"].map(first[col]).values
+    df["image_paths"] = df["_study_key"].map(grouped["path_to_image"].agg(lambda s: [str(x) for x in s])).values
+    df["views"] = df["_study_key"].map(grouped["_view"].agg(lambda s: [None if v is pd.NA else v for v in s])).values
+    return df
+
+
+def _indication(df: pd.DataFrame) -> pd.Series:
+    """``section_clinical_history``, else (blank or missing) ``section_history``."""
+    hist = df["section_clinical_history"] if "section_clinical_history" in df.columns else pd.Series(pd.NA, index=df.index)
+    if "section_history" in df.columns:
+        hist = hist.astype("string").where(hist.astype("string").str.strip().fillna("") != "",
+                                           df["section_history"].astype("string"))
+    return hist
+
+
+def _tidy(df: pd.DataFrame, unit: str, img_root: Path, label_cols: list[str]) -> pd.DataFrame:
+    """The schema's columns from the CSV's (rows as ``unit`` made them), then the extras and the label columns;
+    :func:`radaudit.data.schema.finalize` is applied by the caller."""
     out = pd.DataFrame(index=df.index)
     out["study_id"] = df["_study_key"]
     pid = df["deid_patient_id"].astype("string")
@@ -201,11 +220,7 @@ def load(
     out["image_path"] = [_resolve(img_root, str(p)) for p in df["path_to_image"]]
     out["findings"] = df["section_findings"]
     out["impression"] = df["section_impression"]
-    hist = df["section_clinical_history"] if "section_clinical_history" in df.columns else pd.Series(pd.NA, index=df.index)
-    if "section_history" in df.columns:
-        hist = hist.astype("string").where(hist.astype("string").str.strip().fillna("") != "",
-                                           df["section_history"].astype("string"))
-    out["indication"] = hist
+    out["indication"] = _indication(df)
     out["split"] = df["split"]
     for col in ("findings", "impression", "indication"):
         out[col] = out[col].astype("string").str.strip()
@@ -223,7 +238,35 @@ def load(
         out[col] = df[col]
     if "comparison" in out.columns:
         out["comparison"] = out["comparison"].astype("string").str.strip()
-    res = finalize(out, SOURCE, extra_first=["image_id", "image_paths", "views", "race", "ethnicity", "comparison"])
+    return out
+
+
+def load(
+    folder: Path,
+    *,
+    unit: str = "study",
+    labels: str | None = "report",
+    labels_dir: str | os.PathLike | None = None,
+    images_dir: str | os.PathLike | None = None,
+    splits=None,
+) -> pd.DataFrame:
+    """Load CheXpert Plus from ``folder`` (holding ``df_chexpert_plus_240401.csv``) in the tidy schema.
+
+    ``unit``: ``"study"`` (default) or ``"image"``. ``labels``: ``"report"`` (default),
+    ``"findings"``, ``"impression"`` or ``None``. ``splits``: keep only these (``train``/``valid``).
+    """
+    folder = Path(folder)
+    _check_options(unit, labels)
+    raw = _read_rows(folder, splits)
+    notes: list[str] = []
+    _add_keys(raw)
+    img_root = Path(images_dir) if images_dir not in (None, "") else folder
+    label_cols = [chexpert_column(label) for label in CHEXPERT_LABELS]
+    lab = _find_labels(folder, labels, labels_dir, notes)
+    _add_labels(raw, lab, label_cols)
+    df = _one_row_per_study(raw) if unit == "study" else raw.copy()
+    res = finalize(_tidy(df, unit, img_root, label_cols), SOURCE,
+                   extra_first=["image_id", "image_paths", "views", "race", "ethnicity", "comparison"])
     res.attrs["notes"] = notes
     res.attrs["unit"] = unit
     res.attrs["labels"] = labels if lab is not None else None
