@@ -240,6 +240,8 @@ def expected_facts() -> dict:
     """fact name -> a function giving the value the docs must show (a string)."""
     from radaudit.audits.decoding_erasure import models as de_models
     from radaudit.audits.modality_shift import models as ms_models
+    from radaudit.audits.synthetic_cxr.params import Params as SyntheticParams
+    from radaudit.audits.synthetic_cxr.table4 import MIN_TEST_IMAGES
     from radaudit.config import BaseParams, load_preset
     from radaudit.manifest import HEARTBEAT_EVERY_S, HEARTBEAT_STALE_S
     from radaudit.paths import params_dir
@@ -258,6 +260,9 @@ def expected_facts() -> dict:
         "de_reports": preset("decoding_erasure", "n_reports"),
         "ms_steps": lambda: str(ms_models.DEMO_VLM_CONFIG["steps"]),
         "sc_image_size": preset("synthetic_cxr", "image_size"),
+        # synthetic_cxr's per-label floor of Table 4 and the significance floor's default (notebook 05's markdown)
+        "sc_min_test_images": lambda: str(MIN_TEST_IMAGES),
+        "sc_min_positives_test": lambda: str(SyntheticParams.model_fields["min_positives_test"].default),
         "heartbeat_s": lambda: f"{HEARTBEAT_EVERY_S:g}",
         "heartbeat_stale_min": lambda: f"{HEARTBEAT_STALE_S / 60:g}",
         # pyproject's [tool.ruff] line-length (read with a pattern: tomllib is Python >= 3.11, the lab supports 3.10)
@@ -272,11 +277,18 @@ def expected_facts() -> dict:
 
 
 def typed_facts() -> list[tuple[str, str, str]]:
-    """(file, fact name, typed value) of every fact in the README and the pages."""
+    """(file, fact name, typed value) of every fact in the README, the pages and the notebooks' markdown cells."""
+    import nbformat
+
     out = []
     for path in [README, *pages()]:
         for m in _FACT.finditer(path.read_text(encoding="utf-8")):
             out.append((str(path.relative_to(ROOT)), m.group("name"), m.group("value").strip()))
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                for m in _FACT.finditer(cell.source):
+                    out.append((str(path.relative_to(ROOT)), m.group("name"), m.group("value").strip()))
     return out
 
 
