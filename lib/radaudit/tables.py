@@ -735,9 +735,6 @@ class NoInterval:
 
 
 _PER_ITEM = "one row per {}: each number measures one item (the data behind a figure or a later table), not an estimate"
-_DE_GAP = ("no CI yet: ΔDIR, WEAT S/ES, ΔWAE, the diversity pair (issue 42; decoding_erasure's tables are the lead's, "
-           "reported)")
-
 #: The lab's declarations, ``{"<experiment>/<table file stem>": (NoInterval, ...)}``: every estimate column of a table a
 #: smoke run writes that has no interval is listed here with its reason, or it is a failure of
 #: tests/test_report_intervals.py. One registry, so that a reader sees every exception in one place.
@@ -746,15 +743,10 @@ NO_INTERVAL: dict[str, tuple[NoInterval, ...]] = {
     "atomic_facts/scores_per_candidate": (NoInterval(_PER_ITEM.format("candidate report (its scores)"), ("*",)),),
     # decoding_erasure
     "decoding_erasure/fig2c_skew_sensitivity": (
-        NoInterval("the skew level: a setting the sweep varies", ("skew",)),
-        NoInterval(_DE_GAP, rows=("WEAT ES", "ΔDIR", "ΔWAE (pred)"), gap=True)),
+        NoInterval("the skew level: a setting the sweep varies", ("skew",)),),
     "decoding_erasure/fig3_pstar_sweep": (NoInterval("p*: the significance level the sweep varies", ("p_star",)),),
     "decoding_erasure/generation_summary": (NoInterval("describes the generated corpus of this run (length, truncated "
                                                        "share), not a result", ("mean_new_tokens", "hit_length_limit")),),
-    "decoding_erasure/table1_long": (NoInterval(_DE_GAP, rows=("ΔDIR", "WEAT (S/ES)", "ΔWAE (pred)"), gap=True),),
-    "decoding_erasure/table1_strategies": (NoInterval(_DE_GAP, rows=("ΔDIR", "WEAT (S/ES)", "ΔWAE (pred)"), gap=True),),
-    "decoding_erasure/table2_long": (NoInterval(_DE_GAP, rows=("ΔDIR", "WEAT (S/ES)", "ΔWAE (pred)"), gap=True),),
-    "decoding_erasure/table2_systems": (NoInterval(_DE_GAP, rows=("WEAT (S/ES)", "Div. (Temp./Sem. %)"), gap=True),),
     "decoding_erasure/vocabulary_transitions": (NoInterval("an exact ratio of two vocabulary counts of this run's corpus",
                                                            ("pred_share_of_ref",)),),
     "decoding_erasure/words_per_strategy": (NoInterval(_PER_ITEM.format("word (its association statistics)"), ("*",)),),

@@ -23,9 +23,11 @@ Choices (where the paper is silent)
   associated words of the corpus by CAD's z (z_pred for the predictions, z_ref for the references;
   :func:`radaudit.metrics.weat.select_targets`), attributes = WEAT's female/male terms
   (:func:`radaudit.metrics.weat.gender_attributes`), vectors GloVe 6B 50d. When a side has no
-  candidate word (a fully collapsed corpus) WEAT is NaN with a note.
+  candidate word (a fully collapsed corpus) WEAT is NaN with a note. S and ES each carry a 95% BCa interval
+  over the target words, resampled within each set (``intervals.py``).
 - **ΔDIR** = DIR(pred) − DIR(ref), DIR = N_{groups[1]} / N_{groups[0]} tokens (male-to-female for
-  the default ``("F", "M")``), :func:`radaudit.metrics.dir.delta_dir`.
+  the default ``("F", "M")``), :func:`radaudit.metrics.dir.delta_dir`; its 95% BCa interval resamples reports
+  (reference and prediction together) within each group (``intervals.py``).
 - **Seeds.** Each random step gets its own seed derived from ``seed`` and the corpus name
   (:func:`radaudit.stats.stable_seed`), so results do not depend on the order corpora are run in.
 
@@ -34,6 +36,8 @@ Where things are (one line per module)
 - ``params.py``: :class:`Params`, the schema of ``params/decoding_erasure/*.yaml``.
 - ``data.py``: the inputs read from datasets: the paper path's studies and resized images, the real-system baselines.
 - ``corpus.py``: :func:`evaluate_corpus` (any corpus -> every number of Table 1/2), the collapse floor.
+- ``intervals.py``: the 95% bootstrap CIs of ΔDIR (reports, stratified by group) and WEAT S/ES (target words within
+  each set): which unit each resamples and why, vectorised replicates, BCa.
 - ``models.py``: the demo report writers (training corpus per sex skew, training, generation).
 - ``study.py``: the experiment's steps as the notebook runs them, after its inputs: generations per decoding
   strategy, their evaluation, the skew study.

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from radaudit.audits.decoding_erasure.intervals import delta_dir_interval, weat_interval
 from radaudit.errors import ParamsError, RadauditError
 from radaudit.metrics import MetricUnavailableError, build_metric
 from radaudit.metrics.association import CATEGORIES, SILENCE_ERASURE, AssociationAudit, association_audit
@@ -46,8 +47,10 @@ class CorpusResult:
     ``se``, ``n``, ``n_undefined``). ``skipped``: surface metrics that could not run, with why.
     ``diversity_pred`` / ``diversity_ref``: :func:`diversity_table` of the predictions / references.
     ``association``: the CAD/WAE audit (``.words`` per-word table, ``.categories``, ``.wae``).
-    ``weat``: one row per corpus side (``pred``, ``ref``) with S, ES, p and the target words.
-    ``dir``: ΔDIR and its counts (:meth:`DIRResult.to_dict`).
+    ``weat``: one row per corpus side (``pred``, ``ref``) with S, ES, their 95% CIs, p and the target words
+    (:data:`WEAT_COLUMNS`). ``dir``: ΔDIR and its counts (:meth:`DIRResult.to_dict`) with its 95% CI
+    (``delta_dir_low``/``delta_dir_high``, :func:`_dir_row`). Where each interval comes from, and which unit it
+    resamples: :mod:`radaudit.audits.decoding_erasure.intervals`.
     """
 
     name: str
@@ -143,11 +146,20 @@ def _surface(refs: list[str], preds: list[str], metrics: Sequence[str], options:
     return pd.DataFrame(rows, columns=["metric", "label", "estimate", "low", "high", "se", "n", "n_undefined"]), skipped
 
 
-def _weat_rows(words: pd.DataFrame, *, k: int, attributes: str, vectors: Any, seed: int) -> pd.DataFrame:
+WEAT_COLUMNS: tuple[str, ...] = ("side", "S", "S_low", "S_high", "ES", "ES_low", "ES_high", "pvalue", "ci_method",
+                                  "n_targets", "X", "Y", "note")
+"""Columns of :attr:`CorpusResult.weat`: per corpus side, S and ES with their 95% bootstrap intervals (target words
+resampled within each set, :func:`radaudit.audits.decoding_erasure.intervals.weat_interval`), the permutation p, the
+interval method (``bca``, or ``percentile`` where BCa cannot be formed), the words per target set and the words."""
+
+
+def _weat_rows(words: pd.DataFrame, *, k: int, attributes: str, vectors: Any, seed: int, n_bootstrap: int = 0,
+               confidence: float = 0.95, bootstrap_seed: int = 0) -> pd.DataFrame:
     rows = []
     for side in ("pred", "ref"):
-        row: dict[str, Any] = {"side": side, "S": math.nan, "ES": math.nan, "pvalue": math.nan, "X": "", "Y": "",
-                               "note": ""}
+        row: dict[str, Any] = {"side": side, "S": math.nan, "S_low": math.nan, "S_high": math.nan, "ES": math.nan,
+                               "ES_low": math.nan, "ES_high": math.nan, "pvalue": math.nan, "ci_method": None,
+                               "n_targets": 0, "X": "", "Y": "", "note": ""}
         try:
             A, B = gender_attributes(attributes)
             scores = words.set_index("word")[f"z_{side}"]
@@ -156,11 +168,29 @@ def _weat_rows(words: pd.DataFrame, *, k: int, attributes: str, vectors: Any, se
             t = select_targets(scores, k=k, vectors=vectors)
             res = weat(t.female, t.male, A, B, vectors=vectors, seed=seed)
             row.update(S=res.statistic, ES=res.effect_size, pvalue=res.pvalue, X=" ".join(t.female),
-                       Y=" ".join(t.male))
+                       Y=" ".join(t.male), n_targets=len(res.s_x))
+            ci = weat_interval(res.s_x, res.s_y, statistic=res.statistic, effect_size=res.effect_size, ddof=res.ddof,
+                               n_bootstrap=n_bootstrap, confidence=confidence, seed=stable_seed(bootstrap_seed, side))
+            methods = (ci["S"]["method"], ci["ES"]["method"])
+            row.update(S_low=ci["S"]["low"], S_high=ci["S"]["high"], ES_low=ci["ES"]["low"], ES_high=ci["ES"]["high"],
+                       ci_method=methods[0] if methods[0] == methods[1] else f"S {methods[0]}, ES {methods[1]}")
         except (ParamsError, WeatDataError) as err:
             row["note"] = str(err)
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(WEAT_COLUMNS))
+
+
+def _dir_row(kept: pd.DataFrame, reference: str, prediction: str, group: str, g: tuple[Any, Any], *,
+             per_report: bool, n_bootstrap: int, confidence: float, seed: int) -> dict[str, Any]:
+    """ΔDIR (:func:`radaudit.metrics.dir.delta_dir`, numerator ``g[1]``) with its 95% bootstrap interval (reports
+    resampled within each group, BCa: :func:`radaudit.audits.decoding_erasure.intervals.delta_dir_interval`) as
+    ``delta_dir_low``, ``delta_dir_high``, ``delta_dir_se``, ``delta_dir_ci_method``, ``delta_dir_n_failed``."""
+    refs, preds, groups = kept[reference].tolist(), kept[prediction].tolist(), kept[group].tolist()
+    d = delta_dir(refs, preds, groups, numerator=g[1], denominator=g[0], per_report=per_report, on_zero="nan")
+    ci = delta_dir_interval(refs, preds, groups, numerator=g[1], denominator=g[0], estimate=d.delta,
+                            per_report=per_report, n_bootstrap=n_bootstrap, confidence=confidence, seed=seed)
+    return {**d.to_dict(), "delta_dir_low": ci["low"], "delta_dir_high": ci["high"], "delta_dir_se": ci["se"],
+            "delta_dir_ci_method": ci["method"], "delta_dir_n_failed": ci["n_failed"]}
 
 
 def evaluate_corpus(
@@ -234,16 +264,17 @@ def evaluate_corpus(
                                  encoder=enc, metrics=tuple(diversity_metrics), confidence=confidence)
            for side, texts in (("pred", preds), ("ref", refs))}
     weat_table = _weat_rows(audit.words, k=weat_k, attributes=weat_attributes, vectors=word_vectors,
-                            seed=stable_seed(s, "weat"))
+                            seed=stable_seed(s, "weat"), n_bootstrap=n_bootstrap, confidence=confidence,
+                            bootstrap_seed=stable_seed(s, "weat-bootstrap"))
     kept = df[df[group].isin(list(g)) & df[group].notna()]
-    d = delta_dir(kept[reference].tolist(), kept[prediction].tolist(), kept[group].tolist(), numerator=g[1],
-                  denominator=g[0], per_report=dir_per_report, on_zero="nan")
+    dir_row = _dir_row(kept, reference, prediction, group, g, per_report=dir_per_report, n_bootstrap=n_bootstrap,
+                       confidence=confidence, seed=stable_seed(s, "dir-bootstrap"))
     params = dict(audit.params, groups=[str(x) for x in g], seed=seed, derived_seed=s, n_bootstrap=n_bootstrap,
                   surface_metrics=list(surface_metrics), diversity_metrics=list(diversity_metrics),
                   weat_k=weat_k, weat_attributes=weat_attributes, dir_per_report=dir_per_report,
                   text_encoder=text_encoder)
     return CorpusResult(name=name, n_reports=len(df), surface=surface, skipped=skipped, diversity_pred=div["pred"],
-                        diversity_ref=div["ref"], association=audit, weat=weat_table, dir=d.to_dict(),
+                        diversity_ref=div["ref"], association=audit, weat=weat_table, dir=dir_row,
                         reference_hash=_texts_hash(refs), params=params)
 
 

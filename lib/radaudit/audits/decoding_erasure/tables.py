@@ -37,10 +37,35 @@ REF_COLUMN = "Ref."
 
 def _row(section: str, metric: str, corpus: str, estimate: Any, low: Any = math.nan, high: Any = math.nan,
          pvalue: Any = math.nan, cell: str | None = None, note: str = "") -> dict[str, Any]:
+    """One row of a long table. The cell is ``"0.12 [0.05, 0.20]"`` (:func:`radaudit.tables.format_ci`): every estimate
+    row has an interval, and where it could not be formed (too few reports, too many undefined replicates,
+    ``n_bootstrap = 0``) the cell says so, ``"0.12 [n/a]"``; counts pass their own ``cell``."""
     if cell is None:
-        cell = format_ci(estimate, low, high) if not (pd.isna(low) or pd.isna(high)) else format_number(estimate)
+        cell = format_ci(estimate, low, high)
     return {"section": section, "metric": metric, "corpus": corpus, "estimate": estimate, "low": low, "high": high,
             "pvalue": pvalue, "cell": cell, "note": note}
+
+
+def weat_cell(weat_side: Any) -> str:
+    """WEAT's ``"S [low, high] / ES [low, high]"`` (Table 1's and Table 2's "WEAT (S/ES)"); ``weat_side``: a row of
+    :attr:`CorpusResult.weat`. Each number carries its own interval (``"n/a"`` where WEAT could not run)."""
+    return (f"{format_ci(weat_side['S'], weat_side.get('S_low'), weat_side.get('S_high'))} / "
+            f"{format_ci(weat_side['ES'], weat_side.get('ES_low'), weat_side.get('ES_high'))}")
+
+
+def diversity_pair_cell(diversity: pd.DataFrame, metrics: Sequence[str] = ("template_diversity",
+                                                                          "semantic_diversity")) -> str:
+    """Table 2's "Div. (Temp./Sem. %)": each diversity metric ×100 with its 95% interval
+    (:func:`radaudit.metrics.diversity.diversity_table`'s, reports resampled), ``" / "``-joined; ``"n/a"`` for a
+    metric not computed."""
+    d = diversity.set_index("metric")
+    cells = []
+    for k in metrics:
+        if k in d.index:
+            cells.append(format_ci(100 * d.loc[k, "estimate"], 100 * d.loc[k, "low"], 100 * d.loc[k, "high"]))
+        else:
+            cells.append(format_number(math.nan))
+    return " / ".join(cells)
 
 
 def _diversity_rows(table: pd.DataFrame, corpus: str) -> list[dict[str, Any]]:
@@ -70,7 +95,8 @@ def strategy_table_long(results: Sequence[CorpusResult]) -> pd.DataFrame:
 
     Reference-corpus diversity rows have ``corpus`` = the "Ref." column name (one per distinct
     reference set). Columns: ``section``, ``metric``, ``corpus``, ``estimate``, ``low``, ``high``,
-    ``pvalue`` (WAE's permutation p, WEAT's p), ``cell``, ``note``.
+    ``pvalue`` (WAE's permutation p, WEAT's p), ``cell``, ``note``. The "WEAT (S/ES)" row's estimate and bounds are
+    S's; its cell holds both numbers with their intervals (:func:`weat_cell`).
     """
     if not results:
         raise ParamsError("strategy_table needs at least one CorpusResult")
@@ -96,18 +122,21 @@ def strategy_table_long(results: Sequence[CorpusResult]) -> pd.DataFrame:
             x = w.loc[key]
             rows.append(_row("Fairness", label, r.name, x["estimate"], x["low"], x["high"], pvalue=x["perm_pvalue"]))
         wp = r.weat.set_index("side").loc["pred"]
-        rows.append(_row("Fairness", "WEAT (S/ES)", r.name, wp["S"], pvalue=wp["pvalue"],
-                         cell=f"{format_number(wp['S'])}/{format_number(wp['ES'])}", note=wp["note"]))
-        rows.append(_row("Fairness", "ΔDIR", r.name, r.dir["delta_dir"]))
+        rows.append(_row("Fairness", "WEAT (S/ES)", r.name, wp["S"], wp.get("S_low", math.nan),
+                         wp.get("S_high", math.nan), pvalue=wp["pvalue"], cell=weat_cell(wp), note=wp["note"]))
+        rows.append(_row("Fairness", "ΔDIR", r.name, r.dir["delta_dir"], r.dir.get("delta_dir_low", math.nan),
+                         r.dir.get("delta_dir_high", math.nan)))
     return pd.DataFrame(rows)
 
 
 def strategy_table(results: Sequence[CorpusResult]) -> pd.DataFrame:
     """The paper's Table 1 layout: rows (section, metric), one column per corpus plus "Ref." column(s).
 
-    Cells are ``"0.78 [0.76, 0.80]"`` (:func:`radaudit.tables.format_ci`) where a CI exists, counts
-    for the clinical categories, ``S/ES`` for WEAT; the "Ref." column is filled for the diversity
-    rows only (empty string elsewhere). The tidy version is :func:`strategy_table_long`.
+    Every estimate's cell is ``"0.78 [0.76, 0.80]"`` (:func:`radaudit.tables.format_ci`; ``"0.78 [n/a]"`` where the
+    interval could not be formed), counts for the clinical categories, ``"S [CI] / ES [CI]"`` for WEAT
+    (:func:`weat_cell`); the "Ref." column is filled for the diversity rows only (empty string elsewhere). Which unit
+    each interval resamples: :mod:`radaudit.audits.decoding_erasure.intervals`. The tidy version is
+    :func:`strategy_table_long`.
     """
     long = strategy_table_long(results)
     refcols = list(_ref_columns(results).values())
@@ -189,8 +218,9 @@ def skew_table(results: Mapping[float, Sequence[CorpusResult]]) -> pd.DataFrame:
 
     ``results``: male training share -> the :class:`CorpusResult` of each strategy (names
     ``"skew <s> · <strategy>"`` or plain strategy names). One row per (skew, strategy, metric) with
-    ``estimate``, ``low``, ``high``, ``pvalue`` (permutation p for the WAE rows) and ``cell``; metrics:
-    ``ΔWAE (pred)``, ``WAE (pred)``, ``WEAT ES`` (pred side) and every surface metric.
+    ``estimate``, ``low``, ``high`` (95% CI; WEAT ES's resamples the target words,
+    :mod:`radaudit.audits.decoding_erasure.intervals`), ``pvalue`` (permutation p for the WAE rows) and ``cell``;
+    metrics: ``ΔWAE (pred)``, ``WAE (pred)``, ``WEAT ES`` (pred side) and every surface metric.
     """
     rows = []
     for skew, corpora in results.items():
@@ -203,7 +233,8 @@ def skew_table(results: Mapping[float, Sequence[CorpusResult]]) -> pd.DataFrame:
                 rows.append({**base, **_row("Fairness", label, r.name, x["estimate"], x["low"], x["high"],
                                             pvalue=x["perm_pvalue"])})
             wp = r.weat.set_index("side").loc["pred"]
-            rows.append({**base, **_row("Fairness", "WEAT ES", r.name, wp["ES"], pvalue=wp["pvalue"], note=wp["note"])})
+            rows.append({**base, **_row("Fairness", "WEAT ES", r.name, wp["ES"], wp.get("ES_low", math.nan),
+                                        wp.get("ES_high", math.nan), pvalue=wp["pvalue"], note=wp["note"])})
             for s in r.surface.itertuples(index=False):
                 rows.append({**base, **_row("Surface Level Similarity", s.label, r.name, s.estimate, s.low, s.high)})
     cols = ["skew", "strategy", "section", "metric", "estimate", "low", "high", "pvalue", "cell", "note"]
@@ -250,27 +281,25 @@ def words_table(results: Sequence[CorpusResult]) -> pd.DataFrame:
 def system_table(results: Sequence[CorpusResult]) -> pd.DataFrame:
     """The paper's Table 2 layout (systems x strategy, compact cells), one column per corpus.
 
-    Rows: ``Div. (Temp./Sem. %)``; ``Erasure/NB/BF`` (the paper's test); ``Erasure (silence test)``
-    (ours, beside it); ``WAE (pred/ref)`` (each with its 95% CI);
-    ``WEAT (S/ES)`` (prediction side); ``<first surface metric>`` with CI, since the paper only says
-    text similarity is "comparable (Δ ≤ 2%, unshown)" and we show it.
+    Rows: ``Div. (Temp./Sem. %)`` (each with its 95% CI, :func:`diversity_pair_cell`); ``Erasure/NB/BF`` (the
+    paper's test); ``Erasure (silence test)`` (ours, beside it); ``WAE (pred/ref)`` (each with its 95% CI);
+    ``WEAT (S/ES)`` (prediction side, each with its 95% CI, :func:`weat_cell`); ``<first surface metric>`` with CI,
+    since the paper only says text similarity is "comparable (Δ ≤ 2%, unshown)" and we show it.
     """
     if not results:
         raise ParamsError("system_table needs at least one CorpusResult")
     cols: dict[str, dict[str, str]] = {}
     for r in results:
-        d = r.diversity_pred.set_index("metric")["estimate"]
         c = r.category_counts()
         w = r.wae.set_index("metric")
         wp = r.weat.set_index("side").loc["pred"]
         cell = {
-            "Div. (Temp./Sem. %)": "/".join(format_number(100 * d.get(k, math.nan)) for k in ("template_diversity",
-                                                                                               "semantic_diversity")),
+            "Div. (Temp./Sem. %)": diversity_pair_cell(r.diversity_pred),
             "Erasure/NB/BF": f"{c['Erasure']}/{c['New Bias']}/{c['Bias Flip']}",
             "Erasure (silence test)": str(c[SILENCE_ERASURE]),
             "WAE (pred/ref)": " / ".join(format_ci(w.loc[k, "estimate"], w.loc[k, "low"], w.loc[k, "high"])
                                          for k in ("WAE_pred", "WAE_ref")),
-            "WEAT (S/ES)": f"{format_number(wp['S'])}/{format_number(wp['ES'])}",
+            "WEAT (S/ES)": weat_cell(wp),
         }
         if not r.surface.empty:
             s = r.surface.iloc[0]
