@@ -74,6 +74,12 @@ def github_file(repo_at: tuple[str, str], path: str, dest: str | None = None, sh
                   sha256=sha256)
 
 
+def github_tree(repo_at: tuple[str, str], files: tuple[tuple[str, str], ...], under: str = "") -> tuple[Source, ...]:
+    """Files of one public GitHub repository at a fixed commit (:func:`github_file`), each kept at its repository
+    path behind ``under`` (``dest = under + path``); ``files`` are ``(path, sha256)`` pairs, in download order."""
+    return tuple(github_file(repo_at, path, dest=under + path, sha256=sha256) for path, sha256 in files)
+
+
 # The repositories (at the commits the lab's copies were taken from) that public files are fetched from.
 _IU_CSV_EXPORT = ("SaadSubhaniTheProgrammerVersion/Textual-Report-Generation-from-Chest-X-rays-Indiana-Dataset",
                   "6b316b7cd51c966d9259b334650fca458437507e")
@@ -84,6 +90,40 @@ _CRIMSON = ("rajpurkarlab/CRIMSON", "07e333152f2cb9c3429ec4d4eba12a1a7fce979e")
 COVID_CXR_REPO = ("hida6/covid-chestxray-dataset", "584034aa7fbf06496741f11008d72fd791c8e443")
 _NEGBIO = ("ncbi-nlp/NegBio", "073199e2792824740e89844a59c13d3d40ce4d23")
 _CHEXPERT_LABELER = ("stanfordmlgroup/chexpert-labeler", "44ddeb363149aa657296237f18b5472a73c1756f")
+
+#: The files of ``cxr_label_phrases`` as (path in the repository, sha256), in download order: NegBio's kept at
+#: their repository path, the chexpert-labeler's under ``chexpert-labeler/``.
+_NEGBIO_FILES = (
+    ("negbio/chexpert/phrases/mention/airspace_opacity.txt",
+     "b34537c30a35388ef313ca4053459fd675526b65531c153df4fb49013e9843e6"),
+    ("negbio/chexpert/phrases/unmention/airspace_opacity.txt",
+     "2ec2b6f95ae394f3c9fbdceca6bf4ea5d2273d16ee906c35171f44f4790d349f"),
+    ("negbio/patterns/neg_patterns.txt", "df439f1072dfcf519d9b074739fc80fd76220707ef82c00c0930da067de1ec1c"),
+    ("negbio/patterns/section_titles.txt", "97ce3ac896ba51c94978c43753e3f5399f758d9253db63e40b1f3a7fd1cd7607"),
+    ("negbio/patterns/uncertainty_patterns.txt", "e5d7ab8f877025f5c670b3acbb6026ea17619adf139bceba143d630d4579fabd"),
+)
+_CHEXPERT_LABELER_FILES = (
+    ("patterns/negation.txt", "ae6921e56116580a0c7960799ef468be9d659157748be10b82705c224f67657e"),
+    ("patterns/post_negation_uncertainty.txt", "e96a3020ca0678fabadf648c17de30ed79baadccaf6eb3f3c63d7c09446e97d9"),
+    ("patterns/pre_negation_uncertainty.txt", "50ea5fbab90e8f0ba266dec8c67065abd86b02277733f4bac4acae424557c5cd"),
+    ("phrases/mention/atelectasis.txt", "8b3f6d2e35a0113211e6a07009c81285fe8e03d0a04ec2e3630d8921c155469a"),
+    ("phrases/mention/cardiomegaly.txt", "6617db2e2b0453f4954248f695f182023f54d8a7caae874c9d034030c62b41b3"),
+    ("phrases/mention/consolidation.txt", "ba5b4dfefc4ff02277385cd7766a83e350d7248e7f3e54805132dce889c0832e"),
+    ("phrases/mention/edema.txt", "1a48c85d71f3bc68a49be949a4df64aaec41dc709d6179db22656a2397c8b71c"),
+    ("phrases/mention/enlarged_cardiomediastinum.txt", "7cb10e12326b2cf9592edfe49ac833c747f847bf548d0c89155e03ec14f8bb7b"),
+    ("phrases/mention/fracture.txt", "832b43dccfd46539e926d0a305138bafe5f08b9a21f89e3a8035401bbbbc2a94"),
+    ("phrases/mention/lung_lesion.txt", "be930e05c34da0d9416f003210562c8d601c73f5b187011a5693bb519b8a0e79"),
+    ("phrases/mention/lung_opacity.txt", "b34537c30a35388ef313ca4053459fd675526b65531c153df4fb49013e9843e6"),
+    ("phrases/mention/no_finding.txt", "be9b32f7a2731dc220597e1a50b5d979e37109ecef77d36e9dc613a19cc1aecb"),
+    ("phrases/mention/pleural_effusion.txt", "e3b74867eaf431d7e5a4861809adb625bcdb01b7fe548d3cff0d16c1198554b3"),
+    ("phrases/mention/pleural_other.txt", "819be879d7ca9e941be377a1996faaefc0b2c33cc9d2392bc18a16ad6caabe4a"),
+    ("phrases/mention/pneumonia.txt", "67b3c3b8eeac60490d5f4be01a37d8cf3f10f24e6f4f084ce46960e2952c4338"),
+    ("phrases/mention/pneumothorax.txt", "0102b7b345e57141740f956bf1fcd388d7ea9a68222257d0c4226e9617e8265e"),
+    ("phrases/mention/support_devices.txt", "c269d798f4ac82227d38ff6839df26e3bce1f5708c1c30e7ab719e92810aad0e"),
+    ("phrases/unmention/lung_lesion.txt", "07df1cc93bb8788bc050299238de802a21812938374af3e5c6b06c32cd5c0421"),
+    ("phrases/unmention/lung_opacity.txt", "bebcfe763e5ac862e8352b26a42e1c2da541cdf6a3edf9fed246a57210738b26"),
+    ("phrases/unmention/pleural_effusion.txt", "ec73c6d93cd1f8c29f51a28453c218ef5ad90140e5baed15666e6dcbab55ba29"),
+)
 
 
 def _public_how(name: str, homepage: str) -> str:
@@ -259,83 +299,8 @@ register(DatasetSpec(
     loader=None,
     required=("chexpert-labeler/phrases/mention",),
     how_to_get=_public_how("cxr_label_phrases", "the chexpert-labeler and NegBio repositories"),
-    sources=(
-        github_file(_NEGBIO, "negbio/chexpert/phrases/mention/airspace_opacity.txt",
-                    dest="negbio/chexpert/phrases/mention/airspace_opacity.txt",
-                    sha256="b34537c30a35388ef313ca4053459fd675526b65531c153df4fb49013e9843e6"),
-        github_file(_NEGBIO, "negbio/chexpert/phrases/unmention/airspace_opacity.txt",
-                    dest="negbio/chexpert/phrases/unmention/airspace_opacity.txt",
-                    sha256="2ec2b6f95ae394f3c9fbdceca6bf4ea5d2273d16ee906c35171f44f4790d349f"),
-        github_file(_NEGBIO, "negbio/patterns/neg_patterns.txt",
-                    dest="negbio/patterns/neg_patterns.txt",
-                    sha256="df439f1072dfcf519d9b074739fc80fd76220707ef82c00c0930da067de1ec1c"),
-        github_file(_NEGBIO, "negbio/patterns/section_titles.txt",
-                    dest="negbio/patterns/section_titles.txt",
-                    sha256="97ce3ac896ba51c94978c43753e3f5399f758d9253db63e40b1f3a7fd1cd7607"),
-        github_file(_NEGBIO, "negbio/patterns/uncertainty_patterns.txt",
-                    dest="negbio/patterns/uncertainty_patterns.txt",
-                    sha256="e5d7ab8f877025f5c670b3acbb6026ea17619adf139bceba143d630d4579fabd"),
-        github_file(_CHEXPERT_LABELER, "patterns/negation.txt",
-                    dest="chexpert-labeler/patterns/negation.txt",
-                    sha256="ae6921e56116580a0c7960799ef468be9d659157748be10b82705c224f67657e"),
-        github_file(_CHEXPERT_LABELER, "patterns/post_negation_uncertainty.txt",
-                    dest="chexpert-labeler/patterns/post_negation_uncertainty.txt",
-                    sha256="e96a3020ca0678fabadf648c17de30ed79baadccaf6eb3f3c63d7c09446e97d9"),
-        github_file(_CHEXPERT_LABELER, "patterns/pre_negation_uncertainty.txt",
-                    dest="chexpert-labeler/patterns/pre_negation_uncertainty.txt",
-                    sha256="50ea5fbab90e8f0ba266dec8c67065abd86b02277733f4bac4acae424557c5cd"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/atelectasis.txt",
-                    dest="chexpert-labeler/phrases/mention/atelectasis.txt",
-                    sha256="8b3f6d2e35a0113211e6a07009c81285fe8e03d0a04ec2e3630d8921c155469a"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/cardiomegaly.txt",
-                    dest="chexpert-labeler/phrases/mention/cardiomegaly.txt",
-                    sha256="6617db2e2b0453f4954248f695f182023f54d8a7caae874c9d034030c62b41b3"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/consolidation.txt",
-                    dest="chexpert-labeler/phrases/mention/consolidation.txt",
-                    sha256="ba5b4dfefc4ff02277385cd7766a83e350d7248e7f3e54805132dce889c0832e"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/edema.txt",
-                    dest="chexpert-labeler/phrases/mention/edema.txt",
-                    sha256="1a48c85d71f3bc68a49be949a4df64aaec41dc709d6179db22656a2397c8b71c"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/enlarged_cardiomediastinum.txt",
-                    dest="chexpert-labeler/phrases/mention/enlarged_cardiomediastinum.txt",
-                    sha256="7cb10e12326b2cf9592edfe49ac833c747f847bf548d0c89155e03ec14f8bb7b"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/fracture.txt",
-                    dest="chexpert-labeler/phrases/mention/fracture.txt",
-                    sha256="832b43dccfd46539e926d0a305138bafe5f08b9a21f89e3a8035401bbbbc2a94"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/lung_lesion.txt",
-                    dest="chexpert-labeler/phrases/mention/lung_lesion.txt",
-                    sha256="be930e05c34da0d9416f003210562c8d601c73f5b187011a5693bb519b8a0e79"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/lung_opacity.txt",
-                    dest="chexpert-labeler/phrases/mention/lung_opacity.txt",
-                    sha256="b34537c30a35388ef313ca4053459fd675526b65531c153df4fb49013e9843e6"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/no_finding.txt",
-                    dest="chexpert-labeler/phrases/mention/no_finding.txt",
-                    sha256="be9b32f7a2731dc220597e1a50b5d979e37109ecef77d36e9dc613a19cc1aecb"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/pleural_effusion.txt",
-                    dest="chexpert-labeler/phrases/mention/pleural_effusion.txt",
-                    sha256="e3b74867eaf431d7e5a4861809adb625bcdb01b7fe548d3cff0d16c1198554b3"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/pleural_other.txt",
-                    dest="chexpert-labeler/phrases/mention/pleural_other.txt",
-                    sha256="819be879d7ca9e941be377a1996faaefc0b2c33cc9d2392bc18a16ad6caabe4a"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/pneumonia.txt",
-                    dest="chexpert-labeler/phrases/mention/pneumonia.txt",
-                    sha256="67b3c3b8eeac60490d5f4be01a37d8cf3f10f24e6f4f084ce46960e2952c4338"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/pneumothorax.txt",
-                    dest="chexpert-labeler/phrases/mention/pneumothorax.txt",
-                    sha256="0102b7b345e57141740f956bf1fcd388d7ea9a68222257d0c4226e9617e8265e"),
-        github_file(_CHEXPERT_LABELER, "phrases/mention/support_devices.txt",
-                    dest="chexpert-labeler/phrases/mention/support_devices.txt",
-                    sha256="c269d798f4ac82227d38ff6839df26e3bce1f5708c1c30e7ab719e92810aad0e"),
-        github_file(_CHEXPERT_LABELER, "phrases/unmention/lung_lesion.txt",
-                    dest="chexpert-labeler/phrases/unmention/lung_lesion.txt",
-                    sha256="07df1cc93bb8788bc050299238de802a21812938374af3e5c6b06c32cd5c0421"),
-        github_file(_CHEXPERT_LABELER, "phrases/unmention/lung_opacity.txt",
-                    dest="chexpert-labeler/phrases/unmention/lung_opacity.txt",
-                    sha256="bebcfe763e5ac862e8352b26a42e1c2da541cdf6a3edf9fed246a57210738b26"),
-        github_file(_CHEXPERT_LABELER, "phrases/unmention/pleural_effusion.txt",
-                    dest="chexpert-labeler/phrases/unmention/pleural_effusion.txt",
-                    sha256="ec73c6d93cd1f8c29f51a28453c218ef5ad90140e5baed15666e6dcbab55ba29"),
-    ),
+    sources=(*github_tree(_NEGBIO, _NEGBIO_FILES),
+             *github_tree(_CHEXPERT_LABELER, _CHEXPERT_LABELER_FILES, under="chexpert-labeler/")),
     description="Mention/unmention phrases for 14 observations; negation and uncertainty patterns.",
 ))
 

@@ -68,8 +68,8 @@ from radaudit.models.decoding import DecodingStrategy
 from radaudit.models.resolver import (
     ModelUnavailableError,
     ResolvedModel,
+    load_causal_lm,
     load_failed_message,
-    resolve_device,
     resolve_dtype,
     resolve_model,
 )
@@ -217,24 +217,7 @@ def load_for_generation(spec: str | os.PathLike[str] | ResolvedModel, device: st
     ``pypi:`` specs, GGUF files converted once and cached); this adds the identity used in cache keys.
     """
     resolved = resolve_model(spec)
-    try:
-        from radaudit.models.resolver import load_causal_lm as _resolver_load  # lazy: guarded ImportError fallback
-    except ImportError:  # pragma: no cover - resolver without the causal-LM loader
-        _resolver_load = None
-    if _resolver_load is not None:
-        tokenizer, model = _resolver_load(resolved, device, dtype, trust_remote_code=trust_remote_code, **model_kwargs)
-    else:  # pragma: no cover
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        target, kwargs = _from_pretrained_args(resolved)
-        kwargs["trust_remote_code"] = trust_remote_code
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(target, **kwargs)
-            model = AutoModelForCausalLM.from_pretrained(target, dtype=resolve_dtype(dtype), **kwargs, **model_kwargs)
-        except (OSError, ValueError) as err:
-            raise ModelUnavailableError(load_failed_message(resolved, err)) from err
-        model.to(resolve_device(device))
-        model.eval()
+    tokenizer, model = load_causal_lm(resolved, device, dtype, trust_remote_code=trust_remote_code, **model_kwargs)
     return LoadedCausalLM(model, prepare_tokenizer(tokenizer), resolved.spec or resolved.path_or_id,
                           model_revision(resolved))
 

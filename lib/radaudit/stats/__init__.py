@@ -22,94 +22,12 @@ name).
 
 from __future__ import annotations
 
-from radaudit.stats.intervals import (
-    METHODS,
-    BootstrapError,
-    BootstrapResult,
-    BootstrapWarning,
-    bootstrap_pvalue,
-    cover_rounding,
-    interval_from_replicates,
-    wilson_ci,
-)
-from radaudit.stats.ranks import (
-    auroc,
-    auroc_interval,
-    auroc_replicates,
-    auroc_separation_interval,
-    auroc_two_sample,
-    average_ranks,
-    kendall_tau,
-    kendall_tau_columns,
-    kendall_tau_replicates,
-    kendall_test,
-    pairwise_signs,
-    pearson_r,
-    pearson_r_pairs,
-    pearson_test,
-    spearman_rho,
-    spearman_rho_columns,
-    spearman_rho_replicates,
-    spearman_test,
-)
-from radaudit.stats.resampling import (
-    DIFFERENCE_SEP,
-    PAIRED_COLUMNS,
-    BootstrapData,
-    ColumnMean,
-    Statistic,
-    bootstrap_ci,
-    column_mean,
-    difference_label,
-    paired_bootstrap,
-    resample_groups,
-    resample_indices,
-    resample_weights,
-    stable_seed,
-)
-from radaudit.stats.significance import PermutationResult, benjamini_hochberg, permutation_test
+# Each module's ``__all__`` is the one list of its public names: re-exported here as they are (the API page of the
+# docs, ``::: radaudit.stats``, reads the same lists).
+from radaudit.stats import intervals, ranks, resampling, significance
+from radaudit.stats.intervals import *  # noqa: F403  (re-exported: intervals.__all__)
+from radaudit.stats.ranks import *  # noqa: F403  (re-exported: ranks.__all__)
+from radaudit.stats.resampling import *  # noqa: F403  (re-exported: resampling.__all__)
+from radaudit.stats.significance import *  # noqa: F403  (re-exported: significance.__all__)
 
-__all__ = [
-    "DIFFERENCE_SEP",
-    "METHODS",
-    "PAIRED_COLUMNS",
-    "BootstrapData",
-    "BootstrapError",
-    "BootstrapResult",
-    "BootstrapWarning",
-    "ColumnMean",
-    "PermutationResult",
-    "Statistic",
-    "auroc",
-    "auroc_interval",
-    "auroc_replicates",
-    "auroc_separation_interval",
-    "auroc_two_sample",
-    "average_ranks",
-    "benjamini_hochberg",
-    "bootstrap_ci",
-    "bootstrap_pvalue",
-    "column_mean",
-    "cover_rounding",
-    "difference_label",
-    "interval_from_replicates",
-    "kendall_tau",
-    "kendall_tau_columns",
-    "kendall_tau_replicates",
-    "kendall_test",
-    "paired_bootstrap",
-    "pairwise_signs",
-    "pearson_r",
-    "pearson_r_pairs",
-    "pearson_test",
-    "permutation_test",
-    "resample_groups",
-    "resample_indices",
-    "resample_weights",
-    "spearman_rho",
-    "spearman_rho_columns",
-    "spearman_rho_replicates",
-    "spearman_test",
-    "stable_seed",
-    "wilson_ci",
-]
+__all__ = [*intervals.__all__, *ranks.__all__, *resampling.__all__, *significance.__all__]

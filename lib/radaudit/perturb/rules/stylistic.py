@@ -72,6 +72,18 @@ def style_reorder(text: str, rng: random.Random) -> Rewrite | None:
                     "(Table 2, Stylistic Variation I).")
 
 
+def _pick_replacement(text: str, rng: random.Random, cands: list[tuple[int, int, str]],
+                      explain: Callable[[str, str], str]) -> Rewrite | None:
+    """Replace ``text[a:b]`` with ``new`` for one of the ``(a, b, new)`` candidates, chosen by ``rng`` in their order
+    (not :func:`~radaudit.perturb.rules._common.pick_edit`'s sorted set), explained by ``explain(old, new)``;
+    ``None`` when there is none."""
+    c = pick(rng, cands)
+    if c is None:
+        return None
+    a, b, new = c
+    return one_edit(text, a, b, new, explain(text[a:b], new))
+
+
 @rule("stylistic", "insignificant", "inaccuracy", name="style_template", check=labels("same"))
 def style_template(text: str, rng: random.Random) -> Rewrite | None:
     """Rephrase with another template ("There is no pleural effusion." -> "No pleural effusion is seen.")."""
@@ -102,12 +114,8 @@ def style_lr_swap(text: str, rng: random.Random) -> Rewrite | None:
         if m.group(1) != m.group(2):
             cands.append((m.start(), m.end(), f"{m.group(2)}>{m.group(1)}" if ">" in m.group(0) and " " not in m.group(0)
                           else f"{m.group(2)} > {m.group(1)}"))
-    c = pick(rng, cands)
-    if c is None:
-        return None
-    a, b, new = c
-    return one_edit(text, a, b, new, f"{text[a:b]!r} becomes {new!r}: the phrasing reverses which side is worse (Table 2, "
-                               "Stylistic Variation S).")
+    return _pick_replacement(text, rng, cands, lambda old, new: (
+        f"{old!r} becomes {new!r}: the phrasing reverses which side is worse (Table 2, Stylistic Variation S)."))
 
 
 _NEG_LIST = re.compile(r"(?i)((?:there\s+(?:is|are)\s+)?no)\s+([a-z][a-z ,/-]*[a-z])\s*\.")
@@ -166,12 +174,8 @@ def style_combine_negatives(text: str, rng: random.Random) -> Rewrite | None:
         a, b = _negative_list(s), _negative_list(t)
         if a and b:
             cands.append((s.start, t.end, _join_negative(text, s, a[0], a[1] + b[1])))
-    c = pick(rng, cands)
-    if c is None:
-        return None
-    a, b, new = c
-    return one_edit(text, a, b, new, f"{text[a:b]!r} is written as one sentence {new!r}; the same findings are ruled out "
-                               "(Stylistic Variation I).")
+    return _pick_replacement(text, rng, cands, lambda old, new: (
+        f"{old!r} is written as one sentence {new!r}; the same findings are ruled out (Stylistic Variation I)."))
 
 
 _MERGEABLE = r"effusions?|pneumothorax|consolidations?|edema|pneumonia|mass(?:es)?|nodules?|opacit(?:y|ies)|" \

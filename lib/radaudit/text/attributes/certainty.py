@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from radaudit.text.attributes.common import check_text, overlaps
+from radaudit.text.attributes.common import check_text, first_matches
 from radaudit.text.attributes.records import Certainty
 
 #: (value, pattern) in the order they are tried; a later match overlapping an earlier one is dropped.
@@ -44,14 +44,5 @@ def extract_certainty(text: str) -> list[Certainty]:
     [('probable', 'likely'), ('possible', 'cannot be excluded')]
     """
     s = check_text(text)
-    out: list[Certainty] = []
-    taken: list[tuple[int, int]] = []
-    for value, rx in _RE_CERTAINTY:
-        for m in rx.finditer(s):
-            if overlaps(m.span(), taken):
-                continue
-            out.append(Certainty(value, m.group(0), m.start(), m.end()))
-            taken.append(m.span())
-    out.sort(key=lambda a: a.start)
-    return out
+    return [Certainty(value, s[a:b], a, b) for a, b, value in first_matches(s, _RE_CERTAINTY)]
 

@@ -1,6 +1,10 @@
-"""What the attribute extractors share: the input check, span overlap, and side-word normalisation."""
+"""What the attribute extractors share: the input check, span overlap, first-pattern-wins matching, and side-word
+normalisation."""
 
 from __future__ import annotations
+
+import re
+from collections.abc import Sequence
 
 
 def check_text(text: object) -> str:
@@ -21,6 +25,23 @@ def check_text(text: object) -> str:
 def overlaps(a: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
     """Whether the span ``a`` overlaps any of the spans in ``taken`` (end-exclusive)."""
     return any(a[0] < e and s < a[1] for s, e in taken)
+
+
+def first_matches(s: str, patterns: Sequence[tuple[str, re.Pattern[str]]], pos: int = 0,
+                  endpos: int | None = None) -> list[tuple[int, int, str]]:
+    """``(start, end, value)`` of every match of the ``(value, compiled pattern)`` list in ``s[pos:endpos]``, sorted by
+    ``start``: the patterns are tried in their order, and a match that overlaps one kept before (:func:`overlaps`) is
+    dropped, so an earlier pattern wins a contested span. The matched text is ``s[start:end]``."""
+    hits: list[tuple[int, int, str]] = []
+    taken: list[tuple[int, int]] = []
+    for value, rx in patterns:
+        for m in rx.finditer(s, pos, len(s) if endpos is None else endpos):
+            if overlaps(m.span(), taken):
+                continue
+            hits.append((m.start(), m.end(), value))
+            taken.append(m.span())
+    hits.sort(key=lambda h: h[0])
+    return hits
 
 
 def side_norm(word: str) -> str:

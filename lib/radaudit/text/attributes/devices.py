@@ -51,7 +51,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from radaudit.text.attributes.common import check_text, overlaps, side_norm
+from radaudit.text.attributes.common import check_text, first_matches, side_norm
 from radaudit.text.attributes.records import Device, Size, TipPosition
 from radaudit.text.attributes.size import APPROX_PATTERN, NUM_PATTERN, RE_SIZE, size_from_match
 from radaudit.text.attributes.vocabulary import TIP_LOCATIONS
@@ -177,21 +177,8 @@ _RE_MALPOSITION = re.compile(
 )
 
 
-def _tip_location_hits(s: str, lo: int, hi: int) -> list[tuple[int, int, str]]:
-    hits: list[tuple[int, int, str]] = []
-    taken: list[tuple[int, int]] = []
-    for loc, rx in _RE_TIP_LOCS:
-        for m in rx.finditer(s, lo, hi):
-            if overlaps(m.span(), taken):
-                continue
-            hits.append((m.start(), m.end(), loc))
-            taken.append(m.span())
-    hits.sort()
-    return hits
-
-
 def _tip(s: str, lo: int, hi: int) -> TipPosition | None:
-    hits = _tip_location_hits(s, lo, hi)
+    hits = sorted(first_matches(s, _RE_TIP_LOCS, lo, hi))
     distance: Size | None = None
     relation = reference = None
     spans: list[tuple[int, int]] = []

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 
-from radaudit.text.attributes.common import check_text, overlaps
+from radaudit.text.attributes.common import check_text, first_matches
 from radaudit.text.attributes.records import Temporal
 
 _DEG = (
@@ -79,14 +79,5 @@ def extract_temporal(text: str) -> list[Temporal]:
     ['unchanged', 'increased']
     """
     s = check_text(text)
-    out: list[Temporal] = []
-    taken: list[tuple[int, int]] = []
-    for value, rx in _RE_TEMPORAL:
-        for m in rx.finditer(s):
-            if overlaps(m.span(), taken):
-                continue
-            out.append(Temporal(value, m.group(0), m.start(), m.end()))
-            taken.append(m.span())
-    out.sort(key=lambda a: a.start)
-    return out
+    return [Temporal(value, s[a:b], a, b) for a, b, value in first_matches(s, _RE_TEMPORAL)]
 
