@@ -43,6 +43,7 @@ from radaudit.atomic.score import name_similarity
 from radaudit.errors import ParamsError
 from radaudit.text.attributes import (
     TIP_LOCATIONS,
+    Quantity,
     extract_laterality,
     extract_location,
     extract_quantity,
@@ -51,7 +52,7 @@ from radaudit.text.attributes import (
     extract_temporal,
 )
 
-__all__ = ["values_match", "location_key", "REGION_FAMILY"]
+__all__ = ["values_match", "location_key", "REGION_FAMILY", "largest_size_mm", "same_size", "read_quantity"]
 
 REGION_FAMILY: dict[str, str] = {
     **dict.fromkeys(("RUL", "LUL", "upper_lobe", "apex", "upper_zone", "suprahilar"), "upper"),
@@ -102,15 +103,31 @@ def _location(expected: str, found: str) -> bool | None:
     return True
 
 
-def _size(expected: str, found: str) -> bool | None:
-    e = extract_size(expected)
-    if not e:
-        return None
-    f = extract_size(found)
-    if not f:
-        return False
-    a, b = max(s.value_mm for s in e), max(s.value_mm for s in f)
+def largest_size_mm(value: str) -> float | None:
+    """The largest size ``value`` states, in millimetres (:func:`~radaudit.text.attributes.extract_size`); ``None``
+    when it states none."""
+    sizes = extract_size(value)
+    return max(s.value_mm for s in sizes) if sizes else None
+
+
+def same_size(a: float, b: float) -> bool:
+    """Whether two sizes in millimetres agree: ``|a - b| <= max(1 mm, 10% of the larger)`` (module docstring)."""
     return abs(a - b) <= max(1.0, 0.1 * max(a, b))
+
+
+def read_quantity(value: str) -> Quantity | None:
+    """The first quantity ``value`` states (``None``: none). A noun is appended so that a bare digit ("2", as the rule
+    backend stores "2 nodules") reads as a count."""
+    found = extract_quantity(f"{value} findings", articles=False)
+    return found[0] if found else None
+
+
+def _size(expected: str, found: str) -> bool | None:
+    a = largest_size_mm(expected)
+    if a is None:
+        return None
+    b = largest_size_mm(found)
+    return False if b is None else same_size(a, b)
 
 
 def _bands(value: str) -> set[str]:
@@ -128,14 +145,12 @@ def _severity(expected: str, found: str) -> bool | None:
 
 
 def _quantity(expected: str, found: str) -> bool | None:
-    # a noun is appended so that a bare digit ("2", as the rule backend stores "2 nodules") reads as a count
-    e = extract_quantity(f"{expected} findings", articles=False)
-    if not e:
+    qe = read_quantity(expected)
+    if qe is None:
         return None
-    f = extract_quantity(f"{found} findings", articles=False)
-    if not f:
+    qf = read_quantity(found)
+    if qf is None:
         return False
-    qe, qf = e[0], f[0]
     if qe.value != qf.value:
         return False
     return qe.count is None or qf.count is None or qe.count == qf.count

@@ -24,16 +24,18 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
+
+import yaml
 
 from radaudit.atomic.decompose import report_body
 from radaudit.atomic.lexicon import FINDINGS, MORPHOLOGY, canonical_names
 from radaudit.atomic.score import normalize_name
 from radaudit.errors import ParamsError
-from radaudit.text.attributes import extract_laterality
+from radaudit.text.attributes import TIP_LOCATIONS, extract_laterality
 from radaudit.text.sections import sentences
 
 __all__ = ["CONTEXT_KEYS", "ContextRule", "CriticalRule", "Denial", "NormalStatement", "Relation", "Sign", "Tables",
@@ -48,6 +50,7 @@ CONTEXT_KEYS: dict[str, type] = {"age": int, "sex": str, "indication": str, "his
 
 _MAX_SIGN_CREDIT = 0.45  # a sign must stay below the imprecise rung's floor (alpha = 0.5)
 _TIERS = {"immediate": 4.0, "urgent": 2.0, "follow_up": 1.0, "incidental": 0.5}
+_MORPHOLOGY_TERMS = frozenset(MORPHOLOGY.values())  # the morphology terms a table may name
 
 
 @dataclass(frozen=True)
@@ -222,8 +225,6 @@ class Tables:
 
 
 def _read(name: str) -> dict[str, Any]:
-    import yaml
-
     text = resources.files("radaudit.resources").joinpath(name).read_text(encoding="utf-8")
     doc = yaml.safe_load(text)
     if not isinstance(doc, dict) or doc.get("schema") != 1:
@@ -243,19 +244,51 @@ def _compile(file: str, where: str, pattern: str) -> str:
     return pattern
 
 
+def _regex(file: str, where: str, pattern: str) -> re.Pattern[str]:
+    """``pattern`` checked (:func:`_compile`) and compiled, case-insensitive."""
+    return re.compile(_compile(file, where, pattern), re.IGNORECASE)
+
+
 @functools.lru_cache(maxsize=1)
 def load_tables() -> Tables:
-    """Read and validate the five tables (cached; module docstring)."""
-    known = set(canonical_names())
+    """Read and validate the five tables (cached; module docstring): one loader per file, in the order in which each
+    needs the names the ones before it define (the concept table's new findings, then the signs)."""
+    known = frozenset(canonical_names())
+    concepts = _load_concepts(known)
+    names = known | set(concepts["new_findings"])
+    signs = _load_signs(names)
+    for name in signs:  # a sign's own name reads as the sign
+        concepts["aliases"].setdefault(normalize_name(name), name)
+    all_names = names | set(signs)
+    return Tables(**concepts, signs=signs, normals=_load_normals(all_names), **_load_criticality(all_names),
+                  **_load_context(all_names))
+
+
+# ------------------------------------------------------------------------------------- clinical_concepts.yaml
+
+
+def _load_concepts(known: frozenset[str]) -> dict[str, Any]:
+    """``clinical_concepts.yaml``: the :class:`Tables` fields ``forms``, ``new_findings``, ``aliases``,
+    ``implicit_morphology``, ``same_morphology``, ``concepts``, ``rewrites``, ``relations`` and ``mimics``. ``known``:
+    the lexicon's canonical names (a finding outside them must be marked ``new``)."""
     cf = TABLE_FILES["concepts"]
     cdoc = _read(cf)
+    out = _concept_entries(cf, cdoc.get("concepts") or {}, known)
+    names = known | set(out["new_findings"])
+    out.update(concepts=cdoc.get("concepts") or {}, rewrites=_rewrites(cf, cdoc),
+               relations=_relations(cf, cdoc.get("relations") or [], names),
+               mimics=_mimics(cf, cdoc.get("mimics") or [], names))
+    return out
+
+
+def _concept_entries(cf: str, entries: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    """Each finding's forms, names (aliases), implicit and same morphology, and the new findings with their patterns."""
     forms: dict[str, tuple[str, ...]] = {}
     new: dict[str, str] = {}
     aliases: dict[str, str] = {}
     implicit: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {}
     same_morph: dict[str, dict[str, str]] = {}
-    morph_terms = set(MORPHOLOGY.values())
-    for name, entry in (cdoc.get("concepts") or {}).items():
+    for name, entry in entries.items():
         if entry.get("new"):
             new[name] = _compile(cf, name, str(entry["pattern"]))
         elif name not in known:
@@ -272,15 +305,21 @@ def load_tables() -> Tables:
             aliases[normalize_name(str(alias))] = name
         pairs = []
         for pat, term in (entry.get("implicit_morphology") or {}).items():
-            if term not in morph_terms:
+            if term not in _MORPHOLOGY_TERMS:
                 raise _err(cf, name, f"implicit morphology {term!r} is not a term of lexicon.MORPHOLOGY.")
-            pairs.append((re.compile(_compile(cf, name, pat), re.IGNORECASE), term))
+            pairs.append((_regex(cf, name, pat), term))
         implicit[name] = tuple(pairs)
         same = {str(k): str(v) for k, v in (entry.get("same_morphology") or {}).items()}
-        if not set(same) | set(same.values()) <= morph_terms:
+        if not set(same) | set(same.values()) <= _MORPHOLOGY_TERMS:
             raise _err(cf, name, f"same_morphology {same!r}: every term must be a term of lexicon.MORPHOLOGY.")
         if same:
             same_morph[name] = same
+    return {"forms": forms, "new_findings": new, "aliases": aliases, "implicit_morphology": implicit,
+            "same_morphology": same_morph}
+
+
+def _rewrites(cf: str, cdoc: Mapping[str, Any]) -> tuple[tuple[re.Pattern[str], str], ...]:
+    """The ``rewrites`` (whole words), then the ``number_words`` before a unit of length."""
     rewrites = []
     for k, r in enumerate(cdoc.get("rewrites") or []):
         for key in ("pattern", "replace", "source", "example"):
@@ -295,15 +334,19 @@ def load_tables() -> Tables:
         pat = re.compile(rf"(?<![\w-]){re.escape(str(word))}(?=[\s-]+(?:cm|mm|centimet\w*|millimet\w*)(?![\w]))",
                          re.IGNORECASE)
         rewrites.append((pat, f"{value:g}"))
-    names = known | set(new)
+    return tuple(rewrites)
+
+
+def _relations(cf: str, raw: Sequence[Mapping[str, Any]], names: frozenset[str]) -> tuple[Relation, ...]:
+    """The ``relations``: interchangeable pairs and generic/specific ones (with an optional ``when_morphology``)."""
     relations = []
-    for r in cdoc.get("relations") or []:
+    for r in raw:
         if "interchangeable" in r:
             a, b = r["interchangeable"]
             relations.append(Relation(a, b, float(r["credit"]), True, str(r.get("reason", ""))))
         else:
             morph = r.get("when_morphology")
-            if morph is not None and morph not in morph_terms:
+            if morph is not None and morph not in _MORPHOLOGY_TERMS:
                 raise _err(cf, "relations", f"when_morphology {morph!r} is not a term of lexicon.MORPHOLOGY.")
             relations.append(Relation(r["generic"], r["specific"], float(r["credit"]), False, str(r.get("reason", "")),
                                       morph))
@@ -313,9 +356,13 @@ def load_tables() -> Tables:
                 raise _err(cf, "relations", f"{n!r} is not a finding of the vocabulary.")
         if not 0 < r.credit <= 1:
             raise _err(cf, "relations", f"credit {r.credit} of {r.generic}/{r.specific} must be in (0, 1].")
+    return tuple(relations)
 
+
+def _mimics(cf: str, raw: Sequence[Mapping[str, Any]], names: frozenset[str]) -> tuple[tuple[str, str], ...]:
+    """The ``mimics`` as ``(finding, mimic)`` pairs."""
     mimics = []
-    for k, m in enumerate(cdoc.get("mimics") or []):
+    for k, m in enumerate(raw):
         for key in ("finding", "mimic", "reason", "source"):
             if not m.get(key):
                 raise _err(cf, f"mimic {k}", f"needs {key} ({m!r}).")
@@ -323,37 +370,50 @@ def load_tables() -> Tables:
             if n not in names:
                 raise _err(cf, f"mimic {k}", f"{n!r} is not a finding of the vocabulary.")
         mimics.append((str(m["finding"]), str(m["mimic"])))
+    return tuple(mimics)
 
+
+# ------------------------------------------------------------------------------------- clinical_signs.yaml
+
+
+def _load_signs(names: frozenset[str]) -> dict[str, Sign]:
+    """``clinical_signs.yaml``: each sign, by name. ``names``: the findings of the vocabulary."""
     sf = TABLE_FILES["signs"]
     sdoc = _read(sf)
     default = float(sdoc.get("default_credit", 0.4))
-    signs: dict[str, Sign] = {}
-    for name, e in (sdoc.get("signs") or {}).items():
-        kind = e.get("kind")
-        if kind not in ("sign", "finding"):
-            raise _err(sf, name, f"kind must be 'sign' or 'finding', got {kind!r}.")
-        if kind == "finding" and name not in names:
-            raise _err(sf, name, "a sign of kind 'finding' must be a finding of the vocabulary.")
-        if kind == "sign" and name in names:
-            raise _err(sf, name, "a sign of kind 'sign' must not reuse a finding's name.")
-        pats = tuple(_compile(sf, name, str(p)) for p in e.get("patterns") or [])
-        if kind == "sign" and not pats:
-            raise _err(sf, name, "a sign needs patterns.")
-        imp = e.get("implies") or {}
-        implies = {str(k): default for k in imp} if isinstance(imp, list) else {str(k): float(v) for k, v in imp.items()}
-        for f, c in implies.items():
-            if f not in names:
-                raise _err(sf, name, f"implies {f!r}, which is not a finding of the vocabulary.")
-            if not 0 < c <= _MAX_SIGN_CREDIT:
-                raise _err(sf, name, f"credit {c} for {f!r} must be in (0, {_MAX_SIGN_CREDIT}] (below the imprecise "
-                                     "rung's floor).")
-        for k in ("reason", "source", "example"):
-            if not e.get(k):
-                raise _err(sf, name, f"needs {k}.")
-        signs[name] = Sign(name, kind, pats, implies, str(e["reason"]), str(e["source"]), str(e["example"]))
-        aliases.setdefault(normalize_name(name), name)
-    all_names = names | set(signs)
+    return {name: _sign(sf, name, e, names, default) for name, e in (sdoc.get("signs") or {}).items()}
 
+
+def _sign(sf: str, name: str, e: Mapping[str, Any], names: frozenset[str], default: float) -> Sign:
+    kind = e.get("kind")
+    if kind not in ("sign", "finding"):
+        raise _err(sf, name, f"kind must be 'sign' or 'finding', got {kind!r}.")
+    if kind == "finding" and name not in names:
+        raise _err(sf, name, "a sign of kind 'finding' must be a finding of the vocabulary.")
+    if kind == "sign" and name in names:
+        raise _err(sf, name, "a sign of kind 'sign' must not reuse a finding's name.")
+    pats = tuple(_compile(sf, name, str(p)) for p in e.get("patterns") or [])
+    if kind == "sign" and not pats:
+        raise _err(sf, name, "a sign needs patterns.")
+    imp = e.get("implies") or {}
+    implies = {str(k): default for k in imp} if isinstance(imp, list) else {str(k): float(v) for k, v in imp.items()}
+    for f, c in implies.items():
+        if f not in names:
+            raise _err(sf, name, f"implies {f!r}, which is not a finding of the vocabulary.")
+        if not 0 < c <= _MAX_SIGN_CREDIT:
+            raise _err(sf, name, f"credit {c} for {f!r} must be in (0, {_MAX_SIGN_CREDIT}] (below the imprecise "
+                                 "rung's floor).")
+    for k in ("reason", "source", "example"):
+        if not e.get(k):
+            raise _err(sf, name, f"needs {k}.")
+    return Sign(name, kind, pats, implies, str(e["reason"]), str(e["source"]), str(e["example"]))
+
+
+# ------------------------------------------------------------------------------------- clinical_normals.yaml
+
+
+def _load_normals(all_names: frozenset[str]) -> tuple[NormalStatement, ...]:
+    """``clinical_normals.yaml``: the normal statements, their ``covers`` resolved through the ``groups``."""
     nf = TABLE_FILES["normals"]
     ndoc = _read(nf)
     groups = {g: frozenset(v) for g, v in (ndoc.get("groups") or {}).items()}
@@ -361,43 +421,62 @@ def load_tables() -> Tables:
         bad = sorted(members - all_names)
         if bad:
             raise _err(nf, f"group {g}", f"{bad} are not findings of the vocabulary.")
-    normals = []
-    for s in ndoc.get("statements") or []:
-        covers: set[str] | None = set()
-        for c in s["covers"]:
-            if c == "all":
-                covers = None
-                break
-            if c in groups:
-                covers |= groups[c]
-            elif c in all_names:
-                covers.add(c)
-            else:
-                raise _err(nf, s["id"], f"covers {c!r}: not a group ({', '.join(groups)}), 'all' or a finding.")
-        pat = re.compile(rf"(?<![\w-])(?:{_compile(nf, s['id'], s['pattern'])})(?![\w])", re.IGNORECASE)
-        normals.append(NormalStatement(s["id"], pat, None if covers is None else frozenset(covers), str(s["example"])))
+    return tuple(_normal_statement(nf, s, groups, all_names) for s in ndoc.get("statements") or [])
 
+
+def _normal_statement(nf: str, s: Mapping[str, Any], groups: Mapping[str, frozenset[str]],
+                      all_names: frozenset[str]) -> NormalStatement:
+    covers: set[str] | None = set()
+    for c in s["covers"]:
+        if c == "all":
+            covers = None
+            break
+        if c in groups:
+            covers |= groups[c]
+        elif c in all_names:
+            covers.add(c)
+        else:
+            raise _err(nf, s["id"], f"covers {c!r}: not a group ({', '.join(groups)}), 'all' or a finding.")
+    pat = re.compile(rf"(?<![\w-])(?:{_compile(nf, s['id'], s['pattern'])})(?![\w])", re.IGNORECASE)
+    return NormalStatement(s["id"], pat, None if covers is None else frozenset(covers), str(s["example"]))
+
+
+# ------------------------------------------------------------------------------------- clinical_criticality.yaml
+
+
+def _load_criticality(all_names: frozenset[str]) -> dict[str, Any]:
+    """``clinical_criticality.yaml``: the :class:`Tables` fields ``critical``, ``critical_tier``, ``downgrade_level``,
+    ``downgrade_credit`` and ``tip_compartment``."""
     kf = TABLE_FILES["criticality"]
     kdoc = _read(kf)
-    crit = []
-    for c in kdoc.get("critical") or []:
-        if c["finding"] not in all_names:
-            raise _err(kf, c["finding"], "is not a finding of the vocabulary.")
-        w = c["when"]
-        if w == "always":
-            when: tuple[str, Any] = ("always", None)
-        elif isinstance(w, dict) and "severity_at_least" in w:
-            when = ("severity", float(w["severity_at_least"]))
-        elif isinstance(w, dict) and "morphology" in w and w["morphology"] in morph_terms:
-            when = ("morphology", str(w["morphology"]))
-        else:
-            raise _err(kf, c["finding"], f"when {w!r}: use always, {{severity_at_least: 1-4}} or {{morphology: term}}.")
-        crit.append(CriticalRule(c["finding"], when, str(c.get("reason", ""))))
-    from radaudit.text.attributes import TIP_LOCATIONS  # the tip reader's vocabulary
+    crit = tuple(_critical_rule(kf, c, all_names) for c in kdoc.get("critical") or [])
+    tip_compartment = _tip_compartments(kf, kdoc.get("tip_compartments") or {})
+    if kdoc.get("tier") not in _TIERS:
+        raise _err(kf, "tier", f"must be one of {', '.join(_TIERS)}.")
+    return {"critical": crit, "critical_tier": _TIERS[kdoc["tier"]], "downgrade_level": int(kdoc["downgrade_level"]),
+            "downgrade_credit": float(kdoc["downgrade_credit"]), "tip_compartment": tip_compartment}
 
+
+def _critical_rule(kf: str, c: Mapping[str, Any], all_names: frozenset[str]) -> CriticalRule:
+    if c["finding"] not in all_names:
+        raise _err(kf, c["finding"], "is not a finding of the vocabulary.")
+    w = c["when"]
+    if w == "always":
+        when: tuple[str, Any] = ("always", None)
+    elif isinstance(w, dict) and "severity_at_least" in w:
+        when = ("severity", float(w["severity_at_least"]))
+    elif isinstance(w, dict) and "morphology" in w and w["morphology"] in _MORPHOLOGY_TERMS:
+        when = ("morphology", str(w["morphology"]))
+    else:
+        raise _err(kf, c["finding"], f"when {w!r}: use always, {{severity_at_least: 1-4}} or {{morphology: term}}.")
+    return CriticalRule(c["finding"], when, str(c.get("reason", "")))
+
+
+def _tip_compartments(kf: str, raw: Mapping[str, Any]) -> dict[str, str]:
+    """Tip location -> compartment; each location one of the tip reader's (:data:`TIP_LOCATIONS`), in one compartment."""
     tip_names = {k.replace("_", " ") for k in TIP_LOCATIONS}
     tip_compartment: dict[str, str] = {}
-    for comp, locs in (kdoc.get("tip_compartments") or {}).items():
+    for comp, locs in raw.items():
         for loc in locs:
             if loc not in tip_names:
                 raise _err(kf, f"tip_compartments {comp}",
@@ -405,42 +484,44 @@ def load_tables() -> Tables:
             if loc in tip_compartment:
                 raise _err(kf, f"tip_compartments {comp}", f"{loc!r} is in two compartments.")
             tip_compartment[loc] = str(comp)
-    if kdoc.get("tier") not in _TIERS:
-        raise _err(kf, "tier", f"must be one of {', '.join(_TIERS)}.")
+    return tip_compartment
 
+
+# ------------------------------------------------------------------------------------- clinical_context.yaml
+
+
+def _load_context(all_names: frozenset[str]) -> dict[str, Any]:
+    """``clinical_context.yaml``: the :class:`Tables` fields ``context_rules``, ``expected_factor``, ``history_cue`` and
+    ``history_cue_not``."""
     xf = TABLE_FILES["context"]
     xdoc = _read(xf)
     hist = xdoc.get("history_documents") or {}
-    history_cue = re.compile(_compile(xf, "history_documents", hist["cue"]), re.IGNORECASE) if hist.get("cue") else None
-    history_cue_not = re.compile(_compile(xf, "history_documents", hist["cue_not"]), re.IGNORECASE) \
-        if hist.get("cue_not") else None
-    rules = []
-    for r in xdoc.get("rules") or []:
-        when = r.get("when") or {}
-        unknown = sorted(set(when) - {"text", "text_and", "text_not", "age_min", "age_max", "sex"})
-        if unknown:
-            raise _err(xf, r["id"], f"unknown condition(s) {unknown}.")
-        bad = sorted(set(r["findings"]) - all_names - {"sternotomy wires", "clips"})
-        if bad:
-            raise _err(xf, r["id"], f"{bad} are not findings of the vocabulary.")
-        if r["effect"] not in ("expected", "urgent"):
-            raise _err(xf, r["id"], "effect must be 'expected' or 'urgent'.")
-        tier = r.get("tier", xdoc.get("urgent_tier", "immediate"))
-        if tier not in _TIERS:
-            raise _err(xf, r["id"], f"tier {tier!r} is not one of {', '.join(_TIERS)}.")
-        text = re.compile(_compile(xf, r["id"], when["text"]), re.IGNORECASE) if "text" in when else None
-        text_not = re.compile(_compile(xf, r["id"], when["text_not"]), re.IGNORECASE) if "text_not" in when else None
-        text_and = re.compile(_compile(xf, r["id"], when["text_and"]), re.IGNORECASE) if "text_and" in when else None
-        rules.append(ContextRule(str(r["id"]), text, text_not, when.get("age_min"), when.get("age_max"), when.get("sex"),
-                                 frozenset(r["findings"]), r.get("max_level"), r["effect"], _TIERS[tier],
-                                 str(r.get("reason", "")), text_and))
-    return Tables(forms=forms, new_findings=new, aliases=aliases, implicit_morphology=implicit,
-                  concepts=cdoc.get("concepts") or {}, relations=tuple(relations), signs=signs, normals=tuple(normals),
-                  critical=tuple(crit), critical_tier=_TIERS[kdoc["tier"]], downgrade_level=int(kdoc["downgrade_level"]),
-                  downgrade_credit=float(kdoc["downgrade_credit"]), context_rules=tuple(rules),
-                  expected_factor=float(xdoc.get("expected_factor", 0.5)), rewrites=tuple(rewrites),
-                  same_morphology=same_morph, history_cue=history_cue, history_cue_not=history_cue_not,
-                  mimics=tuple(mimics), tip_compartment=tip_compartment)
+    history_cue = _regex(xf, "history_documents", hist["cue"]) if hist.get("cue") else None
+    history_cue_not = _regex(xf, "history_documents", hist["cue_not"]) if hist.get("cue_not") else None
+    default_tier = xdoc.get("urgent_tier", "immediate")
+    rules = tuple(_context_rule(xf, r, all_names, default_tier) for r in xdoc.get("rules") or [])
+    return {"context_rules": rules, "expected_factor": float(xdoc.get("expected_factor", 0.5)),
+            "history_cue": history_cue, "history_cue_not": history_cue_not}
+
+
+def _context_rule(xf: str, r: Mapping[str, Any], all_names: frozenset[str], default_tier: str) -> ContextRule:
+    when = r.get("when") or {}
+    unknown = sorted(set(when) - {"text", "text_and", "text_not", "age_min", "age_max", "sex"})
+    if unknown:
+        raise _err(xf, r["id"], f"unknown condition(s) {unknown}.")
+    bad = sorted(set(r["findings"]) - all_names - {"sternotomy wires", "clips"})
+    if bad:
+        raise _err(xf, r["id"], f"{bad} are not findings of the vocabulary.")
+    if r["effect"] not in ("expected", "urgent"):
+        raise _err(xf, r["id"], "effect must be 'expected' or 'urgent'.")
+    tier = r.get("tier", default_tier)
+    if tier not in _TIERS:
+        raise _err(xf, r["id"], f"tier {tier!r} is not one of {', '.join(_TIERS)}.")
+    text, text_not, text_and = (_regex(xf, r["id"], when[k]) if k in when else None
+                                for k in ("text", "text_not", "text_and"))
+    return ContextRule(str(r["id"]), text, text_not, when.get("age_min"), when.get("age_max"), when.get("sex"),
+                       frozenset(r["findings"]), r.get("max_level"), r["effect"], _TIERS[tier], str(r.get("reason", "")),
+                       text_and)
 
 
 @functools.lru_cache(maxsize=1)

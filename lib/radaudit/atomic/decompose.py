@@ -57,6 +57,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import pandas as pd
+
 from radaudit.atomic.lexicon import ANATOMY, FINDINGS, compile_alternation, malposition_name, morphology_terms
 from radaudit.atomic.schema import ATTRIBUTES, DECOMPOSITION_EXAMPLE, Attributes, Decomposition, Finding
 from radaudit.errors import ParamsError
@@ -139,10 +141,8 @@ class ReportFacts:
         """Read on a follow-up attempt (the first reply failed)."""
         return self.ok and self.attempts > 1
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per finding: ``name, present, <six facets>, evidence``."""
-        import pandas as pd
-
         rows = [{"name": f.name, "present": f.present, **f.attributes.model_dump(), "evidence": f.evidence}
                 for f in self.findings]
         return pd.DataFrame(rows, columns=["name", "present", *ATTRIBUTES, "evidence"])

@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import pandas as pd
 
-from radaudit.atomic.decompose import LLMDecomposer, RuleDecomposer
-from radaudit.atomic.schema import TraceRow
+from radaudit.atomic.decompose import LLMDecomposer, ReportFacts, RuleDecomposer
+from radaudit.atomic.schema import Answer, TraceRow
 from radaudit.atomic.score import SCORERS, aggregate, align_findings, level_scores
 from radaudit.atomic.trace import trace_frame
 from radaudit.atomic.verify import (
@@ -155,104 +156,144 @@ def score_pairs(references: Sequence[str], predictions: Sequence[str], backend: 
         dec, rdr = decomposer, reader
     facts = dec.decompose(refs + preds)
     gt_facts, inf_facts = facts[: len(refs)], facts[len(refs):]
-    ok = [g.ok and f.ok for g, f in zip(gt_facts, inf_facts)]
-    live = [i for i in range(len(refs)) if ok[i]]
+    live = [i for i, (g, f) in enumerate(zip(gt_facts, inf_facts)) if g.ok and f.ok]
+    # disease level (Eq. 1, Eq. 3), then alignment and attribute level (Eq. 2)
+    disease = _read(rdr, [req for i in live for req in _disease_requests(refs[i], preds[i], gt_facts[i], inf_facts[i])])
+    matches = {i: _judge_pair(disease, k, unmentioned, theta) for k, i in enumerate(live)}
+    aligned = {i: _align(gt_facts[i], inf_facts[i], matches[i], theta, scorer) for i in live}
+    attribute = _read(rdr, [req for i in live for req in _attribute_requests(refs[i], preds[i], gt_facts[i],
+                                                                               inf_facts[i], aligned[i])])
     slot = {i: k for k, i in enumerate(live)}
-
-    # disease level (Eq. 1, Eq. 3)
-    d_req: list[ReadRequest] = []
-    for i in live:
-        d_req.append(ReadRequest(tuple(disease_questions(gt_facts[i], "gt->inf")), preds[i], inf_facts[i]))
-        d_req.append(ReadRequest(tuple(disease_questions(inf_facts[i], "inf->gt")), refs[i], gt_facts[i]))
-    d_ans = rdr.read(d_req)
-    d_calls = _reader_calls(rdr, len(d_req))
-
-    # alignment and attribute level (Eq. 2)
-    a_req: list[ReadRequest] = []
-    aligned: dict[int, list[tuple[int, int, float]]] = {}
-    d_match: dict[int, tuple[list[bool], list[bool]]] = {}
-    for k, i in enumerate(live):
-        g_q, f_q = d_req[2 * k].questions, d_req[2 * k + 1].questions
-        g_m = [judge(q, a, unmentioned=unmentioned, theta=theta) for q, a in zip(g_q, d_ans[2 * k])]
-        f_m = [judge(q, a, unmentioned=unmentioned, theta=theta) for q, a in zip(f_q, d_ans[2 * k + 1])]
-        d_match[i] = (g_m, f_m)
-        g_find, f_find = gt_facts[i].findings, inf_facts[i].findings
-        al = align_findings([f.name for f in g_find], [f.name for f in f_find],
-                            [f.present == "yes" and m for f, m in zip(g_find, g_m)],
-                            [f.present == "yes" and m for f, m in zip(f_find, f_m)], theta=theta, scorer=scorer)
-        aligned[i] = al
-        gq = [q for a, b, _ in al for q in attribute_questions(g_find[a], f_find[b], "gt->inf")]
-        fq = [q for a, b, _ in al for q in attribute_questions(f_find[b], g_find[a], "inf->gt")]
-        a_req.append(ReadRequest(tuple(gq), preds[i], inf_facts[i]))
-        a_req.append(ReadRequest(tuple(fq), refs[i], gt_facts[i]))
-    a_ans = rdr.read(a_req)
-    a_calls = _reader_calls(rdr, len(a_req))
-
     rows, trace = [], []
     for i in range(len(refs)):
-        dec_failed = int(not gt_facts[i].ok) + int(not inf_facts[i].ok)
-        dec_repaired = int(gt_facts[i].repaired) + int(inf_facts[i].repaired)
-        if not ok[i]:
-            err = "; ".join(f"{side} report: {f.error}"
-                            for side, f in (("reference", gt_facts[i]), ("prediction", inf_facts[i])) if not f.ok)
-            rows.append({"pair": i, **dict.fromkeys(SCORE_COLUMNS[1:10], math.nan), "n_aligned": 0,
-                         "n_unparseable": gt_facts[i].n_unparseable + inf_facts[i].n_unparseable,
-                         "n_repaired": dec_repaired, "n_decompose_failed": dec_failed,
-                         "n_decompose_repaired": dec_repaired, "ok": False,
-                         "error": "not scored (decomposition failed): " + err})
+        if i not in slot:
+            rows.append(_failed_row(i, gt_facts[i], inf_facts[i]))
             continue
-        k = slot[i]
-        calls = [c for c in (d_calls[2 * k], d_calls[2 * k + 1], a_calls[2 * k], a_calls[2 * k + 1]) if c is not None]
-        rd_failed = sum(not c.ok for c in calls)
-        rd_repaired = sum(bool(c.ok and c.repairs) for c in calls)
-        n_ans_unp = 0
-        counts = {}
-        for level, req, ans, matches in (
-            ("disease", d_req, d_ans, d_match[i]),
-            ("attribute", a_req, a_ans, None),
-        ):
-            per_dir = []
-            for side in (0, 1):
-                r, answers = req[2 * k + side], ans[2 * k + side]
-                if matches is not None:
-                    ms = matches[side]
-                else:
-                    ms = [judge(q, a, unmentioned=unmentioned, theta=theta) for q, a in zip(r.questions, answers)]
-                for q, a, m in zip(r.questions, answers, ms):
-                    n_ans_unp += int(a.unparseable)
-                    trace.append(TraceRow(i, q.direction, q.level, q.finding, q.attribute, q.text, q.expected,
-                                          a.found, bool(m), a.evidence, q.source_evidence, q.target, a.unparseable))
-                per_dir.append((sum(ms), len(ms)))
-            counts[level] = per_dir  # [(C_gt→inf, N_gt), (C_inf→gt, N_inf)]
-        (cd_g, nd_g), (cd_f, nd_f) = counts["disease"]
-        (ca_g, na_g), (ca_f, na_f) = counts["attribute"]
-        p_d, r_d, f_d = level_scores(cd_f, nd_f, cd_g, nd_g)
-        if na_g + na_f:
-            p_a, r_a, f_a = level_scores(ca_f, na_f, ca_g, na_g)
-        else:
-            p_a = r_a = f_a = math.nan
-        p, r, f = aggregate(p_d, r_d, p_a, r_a, weight)
-        rows.append({
-            "pair": i, "precision": p, "recall": r, "f1": f,
-            "disease_precision": p_d, "disease_recall": r_d, "disease_f1": f_d,
-            "attribute_precision": p_a, "attribute_recall": r_a, "attribute_f1": f_a,
-            "n_disease_gt": nd_g, "n_disease_inf": nd_f, "c_disease_gt_inf": cd_g, "c_disease_inf_gt": cd_f,
-            "n_attribute_gt": na_g, "n_attribute_inf": na_f, "c_attribute_gt_inf": ca_g, "c_attribute_inf_gt": ca_f,
-            "n_aligned": len(aligned[i]), "n_unparseable": dec_failed + n_ans_unp,
-            "n_repaired": dec_repaired + rd_repaired, "n_decompose_failed": dec_failed,
-            "n_decompose_repaired": dec_repaired, "n_reader_calls": len(calls), "n_reader_failed": rd_failed,
-            "n_reader_repaired": rd_repaired, "n_answers_unparseable": n_ans_unp, "ok": True, "error": "",
-        })
+        rows.append(_scored_row(i, slot[i], gt_facts[i], inf_facts[i], disease, attribute, matches[i],
+                                len(aligned[i]), unmentioned, theta, weight, trace))
     frame = pd.DataFrame(rows, columns=list(SCORE_COLUMNS))
     for c in _COUNT_COLUMNS:
         frame[c] = frame[c].fillna(0).astype(int)
     frame["ok"] = frame["ok"].astype(bool)
     frame.attrs["trace"] = trace_frame(trace)
-    frame.attrs["calls"] = _calls_table(refs + preds, facts, d_calls, a_calls)
+    frame.attrs["calls"] = _calls_table(refs + preds, facts, disease.calls, attribute.calls)
     frame.attrs["params"] = {"backend": backend, "decomposer": getattr(dec, "name", type(dec).__name__),
                              "reader": getattr(rdr, "name", type(rdr).__name__), "theta": theta, "scorer": scorer,
                              "weight": weight, "unmentioned": unmentioned, "uncertain": uncertain}
     return frame
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """One level's reader requests, two per scored pair (GT→INF at ``2k``, INF→GT at ``2k + 1`` for the ``k``-th
+    scored pair), with their answers and the reader's JSON-call outcomes (:func:`_reader_calls`)."""
+
+    requests: list[ReadRequest]
+    answers: list[list[Answer]]
+    calls: list[Any]
+
+
+def _read(reader: Any, requests: list[ReadRequest]) -> _Reading:
+    """One ``reader.read`` of ``requests`` (step 2 or 3 of the module docstring)."""
+    answers = reader.read(requests)
+    return _Reading(requests, answers, _reader_calls(reader, len(requests)))
+
+
+def _disease_requests(ref: str, pred: str, gt: ReportFacts, inf: ReportFacts) -> tuple[ReadRequest, ReadRequest]:
+    """The pair's disease questions (Eq. 1): GT→INF answered from the prediction, INF→GT from the reference."""
+    return (ReadRequest(tuple(disease_questions(gt, "gt->inf")), pred, inf),
+            ReadRequest(tuple(disease_questions(inf, "inf->gt")), ref, gt))
+
+
+def _judge_pair(reading: _Reading, k: int, unmentioned: str, theta: float) -> tuple[list[bool], list[bool]]:
+    """Whether each disease question of the ``k``-th scored pair matched (:func:`~radaudit.atomic.verify.judge`),
+    GT→INF and INF→GT."""
+    gt_inf, inf_gt = ([judge(q, a, unmentioned=unmentioned, theta=theta)
+                       for q, a in zip(reading.requests[2 * k + side].questions, reading.answers[2 * k + side])]
+                      for side in (0, 1))
+    return gt_inf, inf_gt
+
+
+def _align(gt: ReportFacts, inf: ReportFacts, matches: tuple[list[bool], list[bool]], theta: float, scorer: str
+           ) -> list[tuple[int, int, float]]:
+    """The findings present and matched in both directions, aligned (:func:`~radaudit.atomic.score.align_findings`)."""
+    g_m, f_m = matches
+    return align_findings([f.name for f in gt.findings], [f.name for f in inf.findings],
+                          [f.present == "yes" and m for f, m in zip(gt.findings, g_m)],
+                          [f.present == "yes" and m for f, m in zip(inf.findings, f_m)], theta=theta, scorer=scorer)
+
+
+def _attribute_requests(ref: str, pred: str, gt: ReportFacts, inf: ReportFacts, aligned: list[tuple[int, int, float]]
+                        ) -> tuple[ReadRequest, ReadRequest]:
+    """The aligned findings' attribute questions (Eq. 2), GT→INF and INF→GT."""
+    g_find, f_find = gt.findings, inf.findings
+    gq = [q for a, b, _ in aligned for q in attribute_questions(g_find[a], f_find[b], "gt->inf")]
+    fq = [q for a, b, _ in aligned for q in attribute_questions(f_find[b], g_find[a], "inf->gt")]
+    return ReadRequest(tuple(gq), pred, inf), ReadRequest(tuple(fq), ref, gt)
+
+
+def _failed_row(i: int, gt: ReportFacts, inf: ReportFacts) -> dict[str, Any]:
+    """The row of a pair whose decomposition failed: NaN scores, ``ok=False`` and the reason (never scored)."""
+    dec_failed = int(not gt.ok) + int(not inf.ok)
+    dec_repaired = int(gt.repaired) + int(inf.repaired)
+    err = "; ".join(f"{side} report: {f.error}" for side, f in (("reference", gt), ("prediction", inf)) if not f.ok)
+    return {"pair": i, **dict.fromkeys(SCORE_COLUMNS[1:10], math.nan), "n_aligned": 0,
+            "n_unparseable": gt.n_unparseable + inf.n_unparseable, "n_repaired": dec_repaired,
+            "n_decompose_failed": dec_failed, "n_decompose_repaired": dec_repaired, "ok": False,
+            "error": "not scored (decomposition failed): " + err}
+
+
+def _level_counts(i: int, k: int, reading: _Reading, matches: tuple[list[bool], list[bool]] | None, unmentioned: str,
+                  theta: float, trace: list[TraceRow]) -> tuple[list[tuple[int, int]], int]:
+    """``([(C_gt→inf, N_gt), (C_inf→gt, N_inf)], unparseable answers)`` of one level of the ``k``-th scored pair
+    (pair ``i``), its questions appended to ``trace``; ``matches``: the judged answers (``None``: judged here)."""
+    per_dir = []
+    n_unparseable = 0
+    for side in (0, 1):
+        r, answers = reading.requests[2 * k + side], reading.answers[2 * k + side]
+        if matches is not None:
+            ms = matches[side]
+        else:
+            ms = [judge(q, a, unmentioned=unmentioned, theta=theta) for q, a in zip(r.questions, answers)]
+        for q, a, m in zip(r.questions, answers, ms):
+            n_unparseable += int(a.unparseable)
+            trace.append(TraceRow(i, q.direction, q.level, q.finding, q.attribute, q.text, q.expected,
+                                  a.found, bool(m), a.evidence, q.source_evidence, q.target, a.unparseable))
+        per_dir.append((sum(ms), len(ms)))
+    return per_dir, n_unparseable
+
+
+def _scored_row(i: int, k: int, gt: ReportFacts, inf: ReportFacts, disease: _Reading, attribute: _Reading,
+                matches: tuple[list[bool], list[bool]], n_aligned: int, unmentioned: str, theta: float, weight: float,
+                trace: list[TraceRow]) -> dict[str, Any]:
+    """The row of the ``k``-th scored pair (pair ``i``): Eq. 3 per level, Eq. 4, the counts and the JSON calls; its
+    questions appended to ``trace``."""
+    dec_failed = int(not gt.ok) + int(not inf.ok)
+    dec_repaired = int(gt.repaired) + int(inf.repaired)
+    calls = [c for c in (disease.calls[2 * k], disease.calls[2 * k + 1], attribute.calls[2 * k],
+                         attribute.calls[2 * k + 1]) if c is not None]
+    rd_failed = sum(not c.ok for c in calls)
+    rd_repaired = sum(bool(c.ok and c.repairs) for c in calls)
+    ((cd_g, nd_g), (cd_f, nd_f)), d_unparseable = _level_counts(i, k, disease, matches, unmentioned, theta, trace)
+    ((ca_g, na_g), (ca_f, na_f)), a_unparseable = _level_counts(i, k, attribute, None, unmentioned, theta, trace)
+    n_ans_unp = d_unparseable + a_unparseable
+    p_d, r_d, f_d = level_scores(cd_f, nd_f, cd_g, nd_g)
+    if na_g + na_f:
+        p_a, r_a, f_a = level_scores(ca_f, na_f, ca_g, na_g)
+    else:
+        p_a = r_a = f_a = math.nan
+    p, r, f = aggregate(p_d, r_d, p_a, r_a, weight)
+    return {
+        "pair": i, "precision": p, "recall": r, "f1": f,
+        "disease_precision": p_d, "disease_recall": r_d, "disease_f1": f_d,
+        "attribute_precision": p_a, "attribute_recall": r_a, "attribute_f1": f_a,
+        "n_disease_gt": nd_g, "n_disease_inf": nd_f, "c_disease_gt_inf": cd_g, "c_disease_inf_gt": cd_f,
+        "n_attribute_gt": na_g, "n_attribute_inf": na_f, "c_attribute_gt_inf": ca_g, "c_attribute_inf_gt": ca_f,
+        "n_aligned": n_aligned, "n_unparseable": dec_failed + n_ans_unp,
+        "n_repaired": dec_repaired + rd_repaired, "n_decompose_failed": dec_failed,
+        "n_decompose_repaired": dec_repaired, "n_reader_calls": len(calls), "n_reader_failed": rd_failed,
+        "n_reader_repaired": rd_repaired, "n_answers_unparseable": n_ans_unp, "ok": True, "error": "",
+    }
 
 
 def score_pair(reference: str, prediction: str, **kwargs: Any) -> pd.Series:

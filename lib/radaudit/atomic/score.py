@@ -41,13 +41,15 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+
+from rapidfuzz import fuzz
 
 from radaudit.atomic.lexicon import is_canonical
 from radaudit.errors import ParamsError
 
 __all__ = ["SCORERS", "level_scores", "aggregate", "f1", "ratio", "normalize_name", "name_similarity",
-           "entity_similarity", "align_findings"]
+           "entity_similarity", "align_findings", "greedy_pairs"]
 
 SCORERS = ("ratio", "token_set_ratio", "token_sort_ratio", "partial_ratio")
 _PUNCT = re.compile(r"[^\w\s]")
@@ -117,8 +119,6 @@ def name_similarity(a: str, b: str, scorer: str = "ratio") -> float:
     >>> name_similarity("Pleural effusion", "pleural effusion.")
     1.0
     """
-    from rapidfuzz import fuzz
-
     if scorer not in SCORERS:
         raise ParamsError(f"scorer={scorer!r} is not allowed: use one of {', '.join(SCORERS)}.")
     a_n, b_n = normalize_name(a), normalize_name(b)
@@ -169,15 +169,24 @@ def align_findings(gt_names: Sequence[str], inf_names: Sequence[str], gt_ok: Seq
             if inf_ok[j]:
                 s = entity_similarity(a, b, scorer)
                 if s >= theta:
-                    cands.append((-s, i, j))
-    cands.sort()
+                    cands.append((s, i, j))
+    return greedy_pairs(cands)
+
+
+def greedy_pairs(candidates: Iterable[tuple[float, int, int]]) -> list[tuple[int, int, float]]:
+    """One-to-one pairs from scored candidates ``(similarity, i, j)``: taken greedily, most similar first (ties: ``i``,
+    then ``j``), each ``i`` and each ``j`` at most once. Returns ``[(i, j, similarity), ...]`` sorted by ``i``.
+
+    >>> greedy_pairs([(0.9, 0, 1), (0.95, 1, 1), (0.85, 0, 0)])
+    [(0, 0, 0.85), (1, 1, 0.95)]
+    """
     used_i: set[int] = set()
     used_j: set[int] = set()
     out = []
-    for neg_s, i, j in cands:
+    for s, i, j in sorted(candidates, key=lambda c: (-c[0], c[1], c[2])):
         if i in used_i or j in used_j:
             continue
         used_i.add(i)
         used_j.add(j)
-        out.append((i, j, -neg_s))
+        out.append((i, j, s))
     return sorted(out)
