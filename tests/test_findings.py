@@ -213,6 +213,15 @@ def test_settle_publishes_a_verdict_that_moves_with_the_seed_as_partly_k_of_n():
         Finding("x", "X", 0.3, "shown", stability={"seeds": [0, 1], "verdicts": ["shown"]})
 
 
+def test_a_verdict_shown_here_but_on_no_seed_of_the_benchmark_is_not_shown_not_partly_0_of_n():
+    st = {"seeds": [0, 1, 2], "verdicts": ["not shown", "partly", "not shown"]}
+    f = Finding("same_label_image_swap_changed", "Changed by a same-label swap", 0.06, "shown", ci=(0.03, 0.1),
+                stability=st)
+    [g] = settle([f])
+    assert g.verdict == "not shown" and verdict_label(g) == "not shown"  # was "partly (0/3 seeds)"
+    assert "none of the 3 training seeds" in g.note and settle([g]) == [g]
+
+
 def test_the_file_holds_the_settled_verdicts_and_reads_back(tmp_path):
     f = Finding("a", "A", 0.8, "shown", ci=(0.7, 0.9), bar={"op": ">=", "value": 0.75}, controls=("c",))
     c = Finding("c", "C", 0.05, "shown", ci=(0.01, 0.09), bar=("<=", 0.1))

@@ -280,7 +280,10 @@ def settle(findings: Sequence[Finding]) -> list[Finding]:
                 f = _lowered(f, "not shown", f"a control it rests on did not pass: {said}")
         if f.verdict == "shown" and f.stability is not None:
             k, n = sum(v == "shown" for v in f.stability["verdicts"]), len(f.stability["verdicts"])
-            if k < n:
+            if k == 0:  # "partly (0/3 seeds)" would contradict itself: shown here, on no seed of the benchmark
+                f = _lowered(f, "not shown", f"shown in this run but on none of the {n} training seeds of the stand-in "
+                                             "(stability benchmark): one draw, not evidence")
+            elif k < n:
                 f = _lowered(f, "partly", f"partly ({k}/{n} seeds): shown on {k} of {n} training seeds of the stand-in")
         settled.append(f)
     return settled
@@ -290,7 +293,7 @@ def verdict_label(f: Finding) -> str:
     """The verdict as a reader sees it: ``partly (2/3 seeds)`` where the stability benchmark split it."""
     if f.stability is not None and f.verdict == "partly":
         k, n = sum(v == "shown" for v in f.stability["verdicts"]), len(f.stability["verdicts"])
-        if k < n:
+        if 0 < k < n:
             return f"partly ({k}/{n} seeds)"
     return f.verdict
 
