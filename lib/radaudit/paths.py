@@ -168,3 +168,36 @@ def reusable_model_dir(folder: str | os.PathLike[str], meta_file: str, digest: s
         shutil.rmtree(folder, ignore_errors=True)
         return False
     return True
+
+
+def machine_paths(params: dict | None = None) -> dict[str, str]:
+    """Folders of this machine that a report or a table may mention, and the words that stand for them: the data root
+    and cache folder (from ``params`` or the environment) as ``$RADAUDIT_DATA`` / ``$RADAUDIT_CACHE``, the project
+    folder as ``<project>``, the home folder as ``~`` (issue 42: a report shows no path of the machine that made it,
+    and the same run in another folder writes the same tables)."""
+    params = params or {}
+    found: dict[str, str] = {}
+    for key, word in (("data_root", "$RADAUDIT_DATA"), ("cache_dir", "$RADAUDIT_CACHE")):
+        if isinstance(params.get(key), str) and params[key].startswith("/"):
+            found[params[key].rstrip("/")] = word
+    for env, word in (("RADAUDIT_DATA", "$RADAUDIT_DATA"), ("RADAUDIT_CACHE", "$RADAUDIT_CACHE")):
+        if os.environ.get(env, "").startswith("/"):
+            found[os.environ[env].rstrip("/")] = word
+    try:
+        found[str(project_root())] = "<project>"
+    except RadauditError:
+        pass
+    home = os.path.expanduser("~")
+    if home not in ("", "/"):
+        found[home] = "~"
+    return found
+
+
+def scrub_paths(text: str, paths: dict[str, str]) -> str:
+    """``text`` with every absolute folder of ``paths`` replaced by its word (longest first, so a run folder
+    inside the project reads ``<this run>``, not ``<project>/outputs/...``): a report shows no path of the
+    machine that made it."""
+    for p in sorted(paths, key=len, reverse=True):
+        if len(p) > 1:
+            text = text.replace(p, paths[p])
+    return text

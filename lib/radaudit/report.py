@@ -28,21 +28,19 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import os
 import re
 import shlex
 from pathlib import Path
 from typing import Any
 
 from radaudit import manifest
-from radaudit.errors import RadauditError
 from radaudit.experiments import EXPERIMENTS, Experiment
 from radaudit.files import atomic_write
 from radaudit.html_page import VERDICT_COLOURS
 from radaudit.html_page import escape as _e
 from radaudit.html_page import fmt_number as _fmt
 from radaudit.html_page import page as _page
-from radaudit.paths import project_root
+from radaudit.paths import machine_paths, scrub_paths
 
 __all__ = ["headline_first", "latex_to_mathml", "render_index", "render_run_report", "scrub_paths", "split_wide_tables"]
 
@@ -329,33 +327,9 @@ def split_wide_tables(html: str, max_columns: int = MAX_TABLE_COLUMNS) -> str:
 
 
 def _machine_paths(m: dict[str, Any], run_dir: Path) -> dict[str, str]:
-    """Folders of this machine a report may mention, and the words that stand for them."""
-    params = m.get("params") or {}
-    found = {str(run_dir.resolve()): "<this run>", str(run_dir): "<this run>"}
-    for key, word in (("data_root", "$RADAUDIT_DATA"), ("cache_dir", "$RADAUDIT_CACHE")):
-        if isinstance(params.get(key), str) and params[key].startswith("/"):
-            found[params[key].rstrip("/")] = word
-    for env, word in (("RADAUDIT_DATA", "$RADAUDIT_DATA"), ("RADAUDIT_CACHE", "$RADAUDIT_CACHE")):
-        if os.environ.get(env, "").startswith("/"):
-            found[os.environ[env].rstrip("/")] = word
-    try:
-        found[str(project_root())] = "<project>"
-    except RadauditError:
-        pass
-    home = os.path.expanduser("~")
-    if home not in ("", "/"):
-        found[home] = "~"
-    return found
-
-
-def scrub_paths(text: str, paths: dict[str, str]) -> str:
-    """``text`` with every absolute folder of ``paths`` replaced by its word (longest first, so a run folder
-    inside the project reads ``<this run>``, not ``<project>/outputs/...``): a report shows no path of the
-    machine that made it."""
-    for p in sorted(paths, key=len, reverse=True):
-        if len(p) > 1:
-            text = text.replace(p, paths[p])
-    return text
+    """Folders of this machine a report may mention, and the words that stand for them
+    (:func:`radaudit.paths.machine_paths` of the run's params, and the run folder itself)."""
+    return {**machine_paths(m.get("params") or {}), str(run_dir.resolve()): "<this run>", str(run_dir): "<this run>"}
 
 
 def _status_cell(m: dict[str, Any]) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from radaudit import manifest
 from radaudit.config import BaseParams, validate_params
@@ -31,7 +32,7 @@ from radaudit.files import atomic_write
 from radaudit.findings import FINDINGS_FILE, Finding, findings_frame, settle, write_findings
 from radaudit.models.backends import model_revision
 from radaudit.models.resolver import set_resolve_listener
-from radaudit.paths import outputs_dir, project_root, safe_name
+from radaudit.paths import machine_paths, outputs_dir, project_root, safe_name, scrub_paths
 from radaudit.stability import read_stability, recipe_id, stability_for, stability_path
 from radaudit.stats import stable_seed  # noqa: F401 - re-exported: notebooks call radaudit.session.stable_seed
 from radaudit.tables import save_table
@@ -164,10 +165,27 @@ class Run:
     def table(self, df: Any, name: str, *, caption: str | None = None, index: bool = False) -> dict[str, Path]:
         """Save ``df`` as ``tables/<name>.csv``, ``.md`` and ``.tex`` (``name`` made file-safe as in :meth:`figure`)."""
         name = safe_name(name, 120)
-        paths = save_table(df, self.dir / "tables", name, caption=caption, index=index)
+        paths = save_table(_without_machine_paths(df, self.params), self.dir / "tables", name, caption=caption,
+                           index=index)
         self.tables.append(name)
         self.record_models()
         return paths
+
+
+def _without_machine_paths(df: Any, params: Any) -> Any:
+    """``df`` with every folder of this machine in its text cells replaced by the word for it
+    (:func:`radaudit.paths.machine_paths`: ``$RADAUDIT_DATA/covid-chestxray-dataset/images/x.png``): the same run in
+    another folder, or on another machine with the data elsewhere, writes the same tables (issue 42)."""
+    if not isinstance(df, pd.DataFrame):
+        return df
+    words = machine_paths(params.model_dump(mode="json") if hasattr(params, "model_dump") else None)
+    text = [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])]
+    if not text:
+        return df
+    out = df.copy()
+    for c in text:
+        out[c] = out[c].map(lambda v: scrub_paths(v, words) if isinstance(v, str) and "/" in v else v)
+    return out
 
 
 def _show_radaudit_logs() -> None:
