@@ -78,6 +78,13 @@ class BaseParams(BaseModel):
         return []
 
 
+def check_unique_names(names: list[str], what: str) -> None:
+    """A params list of named entries (``models``, ``generators``): at least one entry and no name twice, else a
+    ``ValueError`` saying so (raised inside a pydantic validator, it names the key)."""
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"{what} need at least one entry and unique names; got {names}")
+
+
 # ----------------------------------------------------------------------------- error formatting
 
 def _allowed_keys(model: type[BaseModel]) -> list[str]:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from radaudit.audits.modality_shift.conditions import ALL_CONDITIONS, CONDITIONS, SAME_LABEL_CONDITIONS, get_template
 from radaudit.audits.modality_shift.models import DEMO_MODEL, vllm_unservable
-from radaudit.config import BaseParams, Requirement
+from radaudit.config import BaseParams, Requirement, check_unique_names
 from radaudit.errors import ParamsError
 from radaudit.models.backends import backend_param
 
@@ -145,9 +145,7 @@ class Params(BaseParams):
     @field_validator("models")
     @classmethod
     def _unique_names(cls, v: list[ModelSpec]) -> list[ModelSpec]:
-        names = [m.name for m in v]
-        if not v or len(set(names)) != len(names):
-            raise ValueError(f"models need at least one entry and unique names; got {names}")
+        check_unique_names([m.name for m in v], "models")
         return v
 
     @field_validator("backend", mode="before")

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from radaudit.audits.synthetic_cxr.generators import GENERATORS
 from radaudit.audits.synthetic_cxr.reports import expand_metrics
-from radaudit.config import BaseParams, Requirement
+from radaudit.config import BaseParams, Requirement, check_unique_names
 from radaudit.data.covid_cxr import DEMO_LABELS
 from radaudit.errors import ParamsError
 from radaudit.models.diffusion import RADEDIT_TEXT_ENCODER, RADEDIT_VAE
@@ -247,9 +247,7 @@ class Params(BaseParams):
     @field_validator("generators")
     @classmethod
     def _known(cls, v: list[GeneratorEntry]) -> list[GeneratorEntry]:
-        names = [g.name for g in v]
-        if not v or len(set(names)) != len(names):
-            raise ValueError(f"generators need at least one entry and unique names; got {names}")
+        check_unique_names([g.name for g in v], "generators")
         bad = [g.kind for g in v if g.kind not in GENERATORS]
         if bad:
             raise ValueError(f"unknown generator kind(s) {bad}; registered: {sorted(GENERATORS)}")
