@@ -182,3 +182,50 @@ def test_bad_params_and_non_finite_loss(blobs):
     with pytest.raises(TrainingError, match="loss is nan at step 1"):
         train_model(blobs["factory"], blobs["train"], steps=3,
                     loss_fn=lambda m, b: m(b[0]).logits.sum() * float("nan"))
+
+
+# ------------------------------------------------------------------------------------------------ lr schedule
+
+def test_cosine_lr_by_hand():
+    from radaudit.models.train import cosine_lr
+
+    assert cosine_lr(0.002, 0, 800) == 0.002
+    assert cosine_lr(0.002, 400, 800) == pytest.approx(0.001)          # (1 + cos(pi/2)) / 2 = 1/2
+    assert cosine_lr(0.002, 200, 800) == pytest.approx(0.002 * (1 + 2 ** -0.5) / 2)  # cos(pi/4) = 1/sqrt(2)
+    assert cosine_lr(0.002, 800, 800) == pytest.approx(0.0, abs=1e-18)
+    with pytest.raises(ParamsError, match="planned"):
+        cosine_lr(0.002, 1, 0)
+
+
+def test_a_cosine_schedule_decays_the_optimizer_rate_and_is_recorded(blobs, tmp_path):
+    seen = []
+
+    def loss_fn(model, batch):  # the default loss, recording the rate the optimizer holds at each step
+        from radaudit.models.train import default_loss
+        seen.append(opt_ref[0].param_groups[0]["lr"] if opt_ref else None)
+        return default_loss(model, batch)
+
+    opt_ref: list = []
+    orig = torch.optim.AdamW
+
+    class Spy(orig):  # keeps a handle on the optimizer train_model builds
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            opt_ref.append(self)
+
+    torch.optim.AdamW = Spy
+    try:
+        res = train_model(blobs["factory"], blobs["train"], blobs["eval_fn"], steps=8, lr=1e-2, seed=0,
+                          loss_fn=loss_fn, lr_schedule="cosine", output_dir=tmp_path)
+    finally:
+        torch.optim.AdamW = orig
+    # the rate used at step k (1-based) is cosine_lr(lr, k - 1, 8): 1e-2 first, then decaying, never 0 in use
+    from radaudit.models.train import cosine_lr
+    assert seen == pytest.approx([cosine_lr(1e-2, k, 8) for k in range(8)])
+    assert seen[0] == 1e-2 and all(a > b for a, b in zip(seen, seen[1:]))
+    assert res.log["lr_schedule"] == "cosine"
+    assert "cosine lr" in (tmp_path / "README.md").read_text()
+    constant = train_model(blobs["factory"], blobs["train"], blobs["eval_fn"], steps=8, lr=1e-2, seed=0)
+    assert "lr_schedule" not in constant.log  # the default's record is as before
+    with pytest.raises(ParamsError, match="lr_schedule"):
+        train_model(blobs["factory"], blobs["train"], steps=2, lr_schedule="linear")

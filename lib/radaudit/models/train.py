@@ -14,7 +14,8 @@ What a call does
    ``torch.manual_seed(seed)``; builds the model if a zero-argument factory was passed (so the
    initial weights follow the seed too); builds a ``DataLoader`` (``num_workers=0``, shuffling
    with a ``torch.Generator`` seeded with ``seed``) unless a ``DataLoader`` was passed.
-2. AdamW (``lr``, ``weight_decay``; constant learning rate; optional gradient-norm clipping) for
+2. AdamW (``lr``, ``weight_decay``; a constant learning rate, or ``lr_schedule="cosine"``: cosine decay to 0 over
+   the planned steps; optional gradient-norm clipping) for
    ``steps`` optimizer steps, or ``epochs`` passes over the loader. The loss of every step is kept.
    A non-finite loss stops with :class:`TrainingError` (lower ``lr``). After each step, if
    ``max_seconds`` have passed: with ``budget="stop"`` training stops cleanly (the rest — evaluation,
@@ -68,8 +69,8 @@ from radaudit.models.resolver import resolve_device
 from radaudit.progress import eta_line
 
 # FeatureClassifier(Config) are provided by the module's __getattr__ (PEP 562), built on first access
-__all__ = ["FeatureClassifier", "FeatureClassifierConfig", "TrainResult", "TrainingError", "default_loss",  # noqa: F822
-           "train_model"]
+__all__ = ["FeatureClassifier", "FeatureClassifierConfig", "LR_SCHEDULES", "TrainResult", "TrainingError",  # noqa: F822
+           "cosine_lr", "default_loss", "train_model"]
 
 log = logging.getLogger(__name__)
 
@@ -258,6 +259,19 @@ def _optimizer(model: Any, device: str, lr: float, weight_decay: float) -> tuple
     return params, optimizer
 
 
+#: The learning-rate schedules :func:`train_model` knows.
+LR_SCHEDULES = ("constant", "cosine")
+
+
+def cosine_lr(lr: float, step: int, planned: int) -> float:
+    """The learning rate after ``step`` of ``planned`` steps under cosine decay (Loshchilov & Hutter 2017, SGDR,
+    Eq. 5 with one cycle, no restart, minimum 0): ``lr * (1 + cos(pi * step / planned)) / 2``; ``lr`` at step 0,
+    ``lr / 2`` half-way, 0 at the last step."""
+    if planned < 1:
+        raise ParamsError(f"planned steps must be >= 1, got {planned!r}.")
+    return float(lr) * 0.5 * (1.0 + math.cos(math.pi * min(step, planned) / planned))
+
+
 # --- the loop ------------------------------------------------------------------------------------
 
 @dataclass
@@ -275,7 +289,7 @@ class _Progress:
 def _run_steps(model: Any, loader: Any, optimizer: Any, params: list[Any], loss_fn: Callable[[Any, Any], Any], *,
                device: str, planned: int, lr: float, max_grad_norm: float | None, log_every: int,
                eval_every: int | None, eval_fn: Callable[[Any], Any] | None, metric_name: str,
-               max_seconds: float | None, budget: str = "stop") -> _Progress:
+               max_seconds: float | None, budget: str = "stop", lr_schedule: str = "constant") -> _Progress:
     """The optimizer steps: ``planned`` of them, or fewer when ``max_seconds`` runs out and ``budget`` is
     ``"stop"`` (``"warn"``: a warning, and all planned steps); losses logged and checked."""
     import torch  # heavy optional dependency: imported on call, not with the module
@@ -299,6 +313,9 @@ def _run_steps(model: Any, loader: Any, optimizer: Any, params: list[Any], loss_
                 torch.nn.utils.clip_grad_norm_(params, float(max_grad_norm))
             optimizer.step()
             step += 1
+            if lr_schedule == "cosine":
+                for group in optimizer.param_groups:
+                    group["lr"] = cosine_lr(lr, step, planned)
             losses.append(value)
             if step % log_every == 0 or step == planned:
                 window = losses[-log_every:]
@@ -331,9 +348,11 @@ def _run_steps(model: Any, loader: Any, optimizer: Any, params: list[Any], loss_
 def _training_log(result: TrainResult, *, model_name: str | None, data_description: str, n_train: int | None,
                   seed: int, device: str, lr: float, weight_decay: float, max_grad_norm: float | None,
                   batch_size: int | None, per_epoch: int, max_seconds: float | None, log_every: int,
-                  logged: list[dict[str, float]]) -> dict[str, Any]:
-    """``training_log.json``'s content: the settings, the loss of every step, the evaluations, the stop reason."""
+                  logged: list[dict[str, float]], lr_schedule: str = "constant") -> dict[str, Any]:
+    """``training_log.json``'s content: the settings, the loss of every step, the evaluations, the stop reason
+    (``lr_schedule`` recorded when it is not the default constant rate, so that earlier records stay as written)."""
     model = result.model
+    schedule = {} if lr_schedule == "constant" else {"lr_schedule": lr_schedule}
     return {
         "model_name": model_name or type(model).__name__,
         "model_class": f"{type(model).__module__}.{type(model).__qualname__}",
@@ -344,6 +363,7 @@ def _training_log(result: TrainResult, *, model_name: str | None, data_descripti
         "device": device,
         "optimizer": "AdamW",
         "lr": float(lr),
+        **schedule,
         "weight_decay": float(weight_decay),
         "max_grad_norm": max_grad_norm,
         "batch_size": batch_size,
@@ -373,7 +393,7 @@ def train_model(model: Any, train_data: Any, eval_fn: Callable[[Any], Any] | Non
                 loss_fn: Callable[[Any, Any], Any] | None = None, collate_fn: Callable[[list], Any] | None = None,
                 weight_decay: float = 0.0, max_grad_norm: float | None = None, shuffle: bool = True,
                 processors: Sequence[Any] = (), model_name: str | None = None, data_description: str = "",
-                metric_name: str = "metric", notes: str = "") -> TrainResult:
+                metric_name: str = "metric", notes: str = "", lr_schedule: str = "constant") -> TrainResult:
     """Train ``model`` on ``train_data``, evaluate it with ``eval_fn``, and save it with a model card.
 
     Args:
@@ -384,7 +404,11 @@ def train_model(model: Any, train_data: Any, eval_fn: Callable[[Any], Any] | Non
             and order apply; its shuffling follows ``seed`` unless it has its own generator).
         eval_fn: ``eval_fn(model) -> number | {name: number}``: the held-out metric.
         steps, epochs: how long: exactly one of them (optimizer steps, or passes over the loader).
-        lr, weight_decay, max_grad_norm: AdamW with a constant learning rate; optional clipping.
+        lr, weight_decay, max_grad_norm: AdamW; optional clipping.
+        lr_schedule: ``"constant"`` (default: ``lr`` at every step) or ``"cosine"`` (:func:`cosine_lr`: from ``lr``
+            down to 0 at the last planned step, so that the last steps settle instead of moving the weights as far
+            as the first ones; a model is then read at the end of a decay, not at a random point of a constant-rate
+            walk).
         batch_size, shuffle, collate_fn: for the ``DataLoader`` built from a dataset.
         seed: seeds torch (init via a factory, shuffling, dropout) inside ``fork_rng``.
         device: ``"cpu"`` (default: the demo models are CPU models), ``"cuda"``, or ``None``/``"auto"``.
@@ -406,6 +430,8 @@ def train_model(model: Any, train_data: Any, eval_fn: Callable[[Any], Any] | Non
         max_seconds=max_seconds, eval_fn=eval_fn, seed=seed)
     if budget not in ("stop", "warn"):
         raise ParamsError(f"budget must be 'stop' or 'warn', got {budget!r}.")
+    if lr_schedule not in LR_SCHEDULES:
+        raise ParamsError(f"lr_schedule must be one of {list(LR_SCHEDULES)}, got {lr_schedule!r}.")
     device = resolve_device(device)
     loss_fn = loss_fn or default_loss
 
@@ -419,7 +445,8 @@ def train_model(model: Any, train_data: Any, eval_fn: Callable[[Any], Any] | Non
         params, optimizer = _optimizer(model, device, lr, weight_decay)
         progress = _run_steps(model, loader, optimizer, params, loss_fn, device=device, planned=planned, lr=lr,
                               max_grad_norm=max_grad_norm, log_every=log_every, eval_every=eval_every, eval_fn=eval_fn,
-                              metric_name=metric_name, max_seconds=max_seconds, budget=budget)
+                              metric_name=metric_name, max_seconds=max_seconds, budget=budget,
+                              lr_schedule=lr_schedule)
         metrics = _evaluate(model, eval_fn, metric_name) if eval_fn is not None else {}
         if eval_fn is not None:
             progress.history.append({"step": progress.step, **metrics})
@@ -432,7 +459,7 @@ def train_model(model: Any, train_data: Any, eval_fn: Callable[[Any], Any] | Non
     result.log = _training_log(result, model_name=model_name, data_description=data_description, n_train=n_train,
                                seed=seed, device=device, lr=lr, weight_decay=weight_decay, max_grad_norm=max_grad_norm,
                                batch_size=loader.batch_size, per_epoch=per_epoch, max_seconds=max_seconds,
-                               log_every=log_every, logged=progress.logged)
+                               log_every=log_every, logged=progress.logged, lr_schedule=lr_schedule)
     if output_dir is not None:
         result.output_dir = Path(output_dir)
         result.files = _save(result, processors, notes, metric_name)
@@ -541,7 +568,8 @@ def _model_card(result: TrainResult, weights: str, processors: Sequence[Any], no
     lines += ["", "## Training", "", "| setting | value |", "|---|---|",
               f"| model class | `{lg['model_class']}` |",
               f"| parameters | {lg['n_parameters']:,} |",
-              f"| optimizer | AdamW, constant lr {_fmt(lg['lr'])}, weight decay {_fmt(lg['weight_decay'])}"
+              f"| optimizer | AdamW, {lg.get('lr_schedule', 'constant')} lr {_fmt(lg['lr'])}, "
+              f"weight decay {_fmt(lg['weight_decay'])}"
               + (f", grad-norm clip {_fmt(lg['max_grad_norm'])}" if lg["max_grad_norm"] is not None else "") + " |",
               f"| batch size | {_fmt(lg['batch_size'])} |",
               f"| steps | {lg['steps']} of {lg['planned_steps']} planned ({lg['epochs']:.3g} epochs) |",

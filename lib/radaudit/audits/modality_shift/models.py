@@ -100,7 +100,7 @@ from radaudit.audits.modality_shift.marker import MARKED_IMAGE_COLUMN, MARKER_VE
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.metrics.classification import auroc
 from radaudit.models.cache import default_cache_dir
-from radaudit.models.train import train_model
+from radaudit.models.train import LR_SCHEDULES, train_model
 from radaudit.models.vlm import load_image, render_prompt
 from radaudit.paths import atomic_dir, file_sha256, reusable_model_dir
 
@@ -117,7 +117,7 @@ CONFIG_FILE = "radaudit_vlm_model.json"
 #: 2: vision warm start (issue 21), 64 px / 8 px patches; 3: marked images, flattened warm-start head;
 #: 4: decoy texts on marked draws, mean-pooled warm start; 5: the warm start runs until it reads the marker on
 #: held-back training images (a gate).
-RECIPE_VERSION = 5
+RECIPE_VERSION = 6
 #: The conditions the model is trained on (never the shifted ones).
 TRAIN_CONDITIONS: tuple[str, ...] = ("no_shift", "only_image", "only_text")
 
@@ -144,8 +144,9 @@ CHAT_TEMPLATE = (
 #: is shown on all three seeds (0.985, 0.955, 1.0), but the marked image swap changed 28.3%, 3.5% and 11.7% of the
 #: answers: shown on seed 0 only. Every marked no_shift draw with a decoy text (``p_marked_decoy`` 1.0) was tried and
 #: undone: 9.0% / 18.6% / 24.8%, and seed 0's model lost the marker between steps 600 and 800 (held-out marked only-
-#: image AUROC 0.996 -> 0.774). The open problem is the late training (a constant learning rate; no decay, no
-#: selection on the held-out gate), not the marker's visibility. ``max_seconds`` is only a runaway guard, set far
+#: image AUROC 0.996 -> 0.774). The open problem was the late training (a constant learning rate to the last step),
+#: not the marker's visibility: recipe 6 decays the joint training's rate to 0 by a cosine (``lr_schedule``).
+#: ``max_seconds`` is only a runaway guard, set far
 #: above the planned time: a model stopped by it depends on the machine's speed and is never reused
 #: (:func:`radaudit.paths.reusable_model_dir` removes it), so a guard near the planned time makes a busy machine
 #: retrain the model on every run (seen with 240 s on 2 shared cores: 48 of 120 steps). The vision warm start runs
@@ -170,7 +171,7 @@ DEMO_VLM_CONFIG: dict[str, Any] = {
     # language model (Llama)
     "text_hidden": 128, "text_layers": 2, "text_heads": 4, "text_mlp": 384,
     # optimisation (radaudit.models.train.train_model)
-    "steps": 800, "batch_size": 16, "lr": 2e-3, "weight_decay": 0.01, "max_grad_norm": 1.0,
+    "steps": 800, "batch_size": 16, "lr": 2e-3, "lr_schedule": "cosine", "weight_decay": 0.01, "max_grad_norm": 1.0,
     "max_seconds": 1800.0,
 }
 
@@ -220,6 +221,8 @@ def _hyperparameters(seed: int = 0, **hp: Any) -> dict[str, Any]:
     out["augment"] = bool(out["augment"])
     out["freeze_vision"] = bool(out["freeze_vision"])
     out["dataset"] = str(out["dataset"])
+    if out["lr_schedule"] not in LR_SCHEDULES:
+        raise ParamsError(f"lr_schedule must be one of {list(LR_SCHEDULES)}, got {out['lr_schedule']!r}.")
     if not (0.0 <= out["p_only_image"] and 0.0 <= out["p_only_text"] and out["p_only_image"] + out["p_only_text"] < 1):
         raise ParamsError("p_only_image and p_only_text must be >= 0 and sum to < 1 (the rest is no_shift), got "
                           f"{out['p_only_image']} and {out['p_only_text']}.")
@@ -783,6 +786,7 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
         with torch.random.fork_rng():
             torch.manual_seed(hp["seed"])  # the DataLoader's batch order and condition draws
             result = train_model(factory, loader, eval_fn, steps=hp["steps"], lr=hp["lr"], seed=hp["seed"],
+                                 lr_schedule=hp["lr_schedule"],
                                  device="cpu", log_every=max(1, min(25, hp["steps"] // 10)), output_dir=tmp,
                                  max_seconds=hp["max_seconds"], budget="warn", loss_fn=_answer_loss,
                                  weight_decay=hp["weight_decay"],
