@@ -26,6 +26,7 @@ from radaudit.audits.modality_shift.conditions import (  # noqa: E402
     parse_answer,
     run_conditions,
     split_by_patient,
+    truncate_note,
 )
 from radaudit.audits.modality_shift.tables import (  # noqa: E402
     answer_rates,
@@ -68,6 +69,34 @@ def test_build_samples_schema_drops_counted_and_patient_split():
     assert set(s.loc[s.split == "test", "label"]) == {0, 1}  # stratified by patient label
     again = build_samples(df.sample(frac=1, random_state=3).astype({"label": "Int64"}), seed=0)
     pd.testing.assert_frame_equal(s, again)  # row order does not matter
+
+
+def test_truncate_note_keeps_the_first_words_and_their_whitespace():
+    text = "Fever and cough.\nCT: ground-glass   opacities, COVID-19 confirmed."
+    # words: Fever, and, cough., CT:, ground-glass, opacities,, COVID-19, confirmed. (8)
+    assert truncate_note(text, 8) == text  # exactly 8 words: unchanged
+    assert truncate_note(text, 4) == "Fever and cough.\nCT: [...]"  # the line break is kept
+    assert truncate_note(text, 6) == "Fever and cough.\nCT: ground-glass   opacities, [...]"
+    assert truncate_note("one", 1) == "one"
+    with pytest.raises(ParamsError, match="max_words must be >= 1"):
+        truncate_note(text, 0)
+
+
+def test_build_samples_cuts_notes_and_counts_the_cut_ones():
+    df = _frame(6)
+    df.loc[0, "clinical_notes"] = "a b c d e f"
+    df.loc[3, "clinical_notes"] = "  x y z  "
+    s = build_samples(df, seed=0, max_note_words=3).set_index("sample_id")
+    assert s.loc["s00", "text"] == "a b c [...]"
+    assert s.loc["s03", "text"] == "x y z"  # three words after stripping: not cut
+    assert s.loc["s01", "text"] == "notes of case [...]"  # "notes of case 1": four words
+    assert s.attrs["notes_truncated"] == 5  # every row but s03
+    whole = build_samples(df, seed=0)
+    assert whole.attrs["notes_truncated"] == 0 and whole.set_index("sample_id").loc["s00", "text"] == "a b c d e f"
+    assert (whole["split"].to_numpy() == s["split"].to_numpy()).all()  # cutting texts never moves the split
+    for bad in (0, 2.5, True):
+        with pytest.raises(ParamsError, match="max_note_words must be a positive integer"):
+            build_samples(df, seed=0, max_note_words=bad)
 
 
 def test_split_by_patient_is_seeded():

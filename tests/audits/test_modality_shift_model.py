@@ -87,6 +87,20 @@ def test_reuse_and_same_seed_same_weights(tiny_model, samples, shared_data, tmp_
     assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
     assert (path / "tokenizer.json").read_text() == (again / "tokenizer.json").read_text()
     assert config_hash(samples, seed=1, **TINY) != config_hash(samples, seed=0, **TINY)
+    # notes cut to fewer words are other training texts: another model, never the whole-notes one reused
+    cut = covid_samples(shared_data, seed=0, max_note_words=20)
+    assert cut.attrs["notes_truncated"] > 0
+    assert config_hash(cut, seed=0, **TINY) != config_hash(samples, seed=0, **TINY)
+
+
+def test_demo_vlm_trains_on_the_runs_own_sample_options():
+    from radaudit.audits.modality_shift.params import Params
+    from radaudit.audits.modality_shift.study import _demo_sample_options
+
+    assert _demo_sample_options(Params.model_validate({"max_note_words": 80})) == {"max_note_words": 80}
+    assert _demo_sample_options(Params.model_validate({})) == {}  # whole notes: the samples as they were
+    with pytest.raises(ValueError, match="max_note_words"):
+        Params.model_validate({"max_note_words": 0})
 
 
 def test_bad_settings_are_named(samples, tmp_path):

@@ -71,7 +71,7 @@ __all__ = [
     "base_condition",
     "NO_IMAGE_CONDITIONS", "NO_TEXT_CONDITIONS", "PROMPTS", "attention_table", "build_items", "build_samples",
     "covid_samples", "draw_partners", "format_prompt", "get_template", "is_missing", "parse_answer", "run_conditions",
-    "split_by_patient",
+    "split_by_patient", "TRUNCATION_MARK", "truncate_note",
 ]
 
 log = logging.getLogger(__name__)
@@ -309,10 +309,26 @@ def split_by_patient(frame: pd.DataFrame, *, test_size: float = 0.3, seed: int =
     return pd.Series(np.where(frame[patient_column].isin(test), "test", "train"), index=frame.index, name="split")
 
 
+#: Appended to a text cut by :func:`truncate_note`, so that a reader (and the model) sees the cut.
+TRUNCATION_MARK = " [...]"
+
+
+def truncate_note(text: str, max_words: int) -> str:
+    """``text`` up to the end of its ``max_words``-th whitespace-separated word, followed by
+    :data:`TRUNCATION_MARK`; unchanged when it has at most ``max_words`` words. The kept part keeps its own
+    whitespace (line breaks included)."""
+    if max_words < 1:
+        raise ParamsError(f"max_words must be >= 1, got {max_words!r}.")
+    words = list(re.finditer(r"\S+", text))
+    if len(words) <= max_words:
+        return text
+    return text[:words[max_words - 1].end()] + TRUNCATION_MARK
+
+
 def build_samples(frame: pd.DataFrame, *, text_column: str = "clinical_notes", label_column: str = "label",
                   id_column: str = "study_id", patient_column: str = "patient_id", image_column: str = "image_path",
                   metadata_columns: Sequence[str] = ("sex", "age", "view"), test_size: float = 0.3,
-                  seed: int = 0, split_column: str | None = None) -> pd.DataFrame:
+                  seed: int = 0, split_column: str | None = None, max_note_words: int | None = None) -> pd.DataFrame:
     """(image, text, label) samples in the tidy SMS schema (paper §2.1: ``(I, T, y)``), split by patient.
 
     Columns: ``sample_id, patient_id, image_path, text, label`` (int 0/1), ``split`` (``train``/``test``,
@@ -321,7 +337,15 @@ def build_samples(frame: pd.DataFrame, *, text_column: str = "clinical_notes", l
     label, a text or an image cannot be an SMS sample and are left out; their counts are in
     ``attrs["dropped"]`` (``{"no_label": n, "no_text": n, "no_image": n}``, checked in that order) and
     logged, never silent. Rows are sorted by ``sample_id``.
+
+    ``max_note_words``: keep the first that many words of each text (:func:`truncate_note`; ``None``: whole
+    texts, as in the paper). The demo preset cuts covid-chestxray's case descriptions, whose longest run to 783
+    words, so that the stand-in VLM trains on prompts of a few hundred tokens (issue 44); how many texts were cut
+    is in ``attrs["notes_truncated"]``. Every model and probe of a run reads the same cut texts.
     """
+    if max_note_words is not None and (isinstance(max_note_words, bool) or not isinstance(max_note_words, int)
+                                       or max_note_words < 1):
+        raise ParamsError(f"max_note_words must be a positive integer or None (whole notes), got {max_note_words!r}.")
     needed = [id_column, patient_column, image_column, text_column, label_column, *metadata_columns,
               *([split_column] if split_column else [])]
     missing = [c for c in needed if c not in frame.columns]
@@ -343,6 +367,11 @@ def build_samples(frame: pd.DataFrame, *, text_column: str = "clinical_notes", l
                         "image_path": df[image_column].astype(str).to_numpy(),
                         "text": df[text_column].astype(str).str.strip().to_numpy(),
                         "label": labels.to_numpy()})
+    n_cut = 0
+    if max_note_words is not None:
+        cut = out["text"].map(lambda t: truncate_note(t, max_note_words))
+        n_cut = int((cut != out["text"]).sum())
+        out["text"] = cut
     for col in metadata_columns:
         out[col] = df[col].astype(object).where(df[col].notna(), None).to_numpy()
     if out["sample_id"].duplicated().any():
@@ -355,6 +384,7 @@ def build_samples(frame: pd.DataFrame, *, text_column: str = "clinical_notes", l
         out["split"] = split_by_patient(out, test_size=test_size, seed=seed).to_numpy() if len(out) else []
     out = out[SAMPLE_COLUMNS + list(metadata_columns)].sort_values("sample_id", kind="stable").reset_index(drop=True)
     out.attrs["dropped"] = dropped
+    out.attrs["notes_truncated"] = n_cut
     out.attrs["n_input_rows"] = int(len(frame))
     return out
 

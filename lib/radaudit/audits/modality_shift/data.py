@@ -92,7 +92,8 @@ def _race_by_subject(path: str | os.PathLike) -> pd.Series:
 
 def mimic_samples(path: str | os.PathLike | None = None, *, data_root: Any = None, n: int | None = 10_000,
                   seed: int = 0, split: str = "test", text_column: str = "report",
-                  race_path: str | os.PathLike | None = None, **loader_options: Any) -> pd.DataFrame:
+                  race_path: str | os.PathLike | None = None, max_note_words: int | None = None,
+                  **loader_options: Any) -> pd.DataFrame:
     """MIMIC-CXR SMS samples (paper §3.1); rules in the module docstring.
 
     ``path``: the MIMIC-CXR-JPG folder (default: ``mimic_cxr`` under the data root);
@@ -118,7 +119,7 @@ def mimic_samples(path: str | os.PathLike | None = None, *, data_root: Any = Non
         raise DatasetNotFoundError("No MIMIC-CXR key image was found on disk; pass images_dir= (the MIMIC-CXR-JPG "
                                    "files/ folder).")
     samples = build_samples(frame, text_column=text_column, metadata_columns=("age", "sex", "race", "view", "procedure"),
-                            split_column="split")
+                            split_column="split", max_note_words=max_note_words)
     dropped = {**samples.attrs["dropped"], "no_image_file": n_no_file}
     if n is not None and len(samples) > n:
         keep = np.sort(np.random.default_rng(seed).choice(len(samples), size=n, replace=False))
@@ -172,7 +173,8 @@ def _slo_png(npz: Path, cache: Path, key: str) -> str:
 
 def fairvlmed_samples(path: str | os.PathLike | None = None, *, data_root: Any = None, split: str = "test",
                       notes: Literal["note", "gpt4_summary"] = "note", image_cache: str | os.PathLike | None = None,
-                      image_key: str = "slo_fundus", n: int | None = None, seed: int = 0) -> pd.DataFrame:
+                      image_key: str = "slo_fundus", n: int | None = None, seed: int = 0,
+                      max_note_words: int | None = None) -> pd.DataFrame:
     """FairVLMed SMS samples (glaucoma vs healthy; paper §3.1). See the module docstring.
 
     ``path``: the FairVLMed folder (default ``fairvlmed`` under the data root). ``image_cache``: where
@@ -211,7 +213,7 @@ def fairvlmed_samples(path: str | os.PathLike | None = None, *, data_root: Any =
     rows["age"] = pd.to_numeric(rows["age"], errors="coerce")
     rows["split"] = split
     samples = build_samples(rows, text_column=notes, id_column="sample_id", metadata_columns=("age", "sex", "race"),
-                            split_column="split")
+                            split_column="split", max_note_words=max_note_words)
     if n is not None and len(samples) > n:
         keep = np.sort(np.random.default_rng(seed).choice(len(samples), size=n, replace=False))
         samples = samples.iloc[keep].reset_index(drop=True)
@@ -248,7 +250,8 @@ def all_samples(params: Params) -> pd.DataFrame:
     if params.dataset == "fairvlmed":
         options.setdefault("split", params.eval_split)
     return load_samples(params.dataset, data_root=params.data_root, path=params.dataset_path,
-                        seed=params.split_seed, test_size=params.test_size, **options)
+                        seed=params.split_seed, test_size=params.test_size, max_note_words=params.max_note_words,
+                        **options)
 
 
 def evaluation_samples(params: Params, samples: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -812,17 +812,20 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
 
 
 def demo_vlm_path(data_root: str | os.PathLike | None, seed: int = 0, cache_dir: str | os.PathLike | None = None, *,
-                  split_seed: int = 0, test_size: float = 0.3, **overrides: Any) -> Path:
+                  split_seed: int = 0, test_size: float = 0.3, sample_options: Mapping[str, Any] | None = None,
+                  **overrides: Any) -> Path:
     """The demo VLM for ``(data, seed)``: ``<cache>/demo_models/vlm-<config hash>``, trained on first use.
 
     ``cache_dir`` defaults to :func:`radaudit.models.cache.default_cache_dir`. The samples are
     :func:`radaudit.audits.modality_shift.conditions.covid_samples` ``(data_root, test_size=test_size,
     seed=split_seed)`` — use the same split when evaluating, so the held-out samples were never
     trained on. ``seed`` seeds the training (initial weights, batches, condition draws, augmentation).
-    ``overrides``: keys of :data:`DEMO_VLM_CONFIG`. A changed sample, template or setting gives a new folder.
+    ``sample_options``: keyword arguments of :func:`~radaudit.audits.modality_shift.conditions.build_samples` (the
+    run's ``dataset_options``, e.g. ``max_note_words``), so the model trains on the very sample table the run
+    evaluates. ``overrides``: keys of :data:`DEMO_VLM_CONFIG`. A changed sample, template or setting gives a new folder.
     """
     hp = _hyperparameters(seed, **overrides)  # validates the overrides before loading anything
-    samples = covid_samples(data_root, test_size=test_size, seed=split_seed)
+    samples = covid_samples(data_root, test_size=test_size, seed=split_seed, **dict(sample_options or {}))
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     folder = root / "demo_models" / f"vlm-{_digest(samples_fingerprint(samples), hp)}"
     return train_demo_vlm(samples, folder, seed=seed, marked_dir=root / "marked_images",

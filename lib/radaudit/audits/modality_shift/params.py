@@ -46,6 +46,12 @@ class Params(BaseParams):
         description="Extra options of the sample builder: mimic_cxr images_dir, patients_path, reports_dir, race_path, "
                     "text_column; fairvlmed notes (note | gpt4_summary), image_cache.",
     )
+    max_note_words: int | None = Field(
+        None, ge=1,
+        description="Keep the first this many words of each sample's notes, marked ' [...]' where cut (null: whole "
+                    "notes, as in the paper). The demo cuts covid-chestxray's case descriptions at 80 words so its "
+                    "stand-in VLM trains on short prompts; every model and probe of the run reads the same cut notes.",
+    )
     eval_split: str = Field("test", description="Split evaluated (paper: the published test sets; demo: "
                                                 "the held-out patients).")
     n_samples: int | None = Field(None, ge=2, description="Evaluate at most this many samples of eval_split, "

@@ -45,6 +45,12 @@ __all__ = ["build_run_items", "condition_order", "load_engine", "load_model", "p
 log = logging.getLogger(__name__)
 
 
+def _demo_sample_options(params: Params) -> dict[str, Any]:
+    """The sample options the demo VLM trains with: the run's ``max_note_words``, so its training notes are cut as
+    the evaluated ones are (the demo VLM trains on covid-chestxray, the only dataset it is evaluated on)."""
+    return {} if params.max_note_words is None else {"max_note_words": params.max_note_words}
+
+
 def load_model(spec: ModelSpec, params: Params, cache_dir: str | os.PathLike | None = None) -> tuple[Any, Any, str]:
     """``(processor, model, where)`` for one spec, on **transformers** whatever ``params.backend`` (attention and
     gradient maps read the model's internals, which vLLM does not expose); ``demo`` trains the stand-in on
@@ -52,7 +58,8 @@ def load_model(spec: ModelSpec, params: Params, cache_dir: str | os.PathLike | N
     where = spec.model
     if spec.model == DEMO_MODEL:
         where = str(demo_vlm_path(params.data_root, seed=params.seed, cache_dir=cache_dir, split_seed=params.split_seed,
-                                  test_size=params.test_size, **params.demo_vlm))
+                                  test_size=params.test_size, sample_options=_demo_sample_options(params),
+                                  **params.demo_vlm))
     processor, model = load_vlm(where, device=spec.device, dtype=spec.dtype, trust_remote_code=spec.trust_remote_code,
                                 image_processor_kwargs=spec.image_processor or None)
     return processor, model, where
