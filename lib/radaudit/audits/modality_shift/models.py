@@ -3,8 +3,8 @@
 The paper (``../shared/papers/003_528df7f4b7accfa0.txt``) audits large VLMs (Qwen2-VL, LLaVA-1.5, ...)
 that cannot run offline on 2 CPU cores, and no VLM ships on PyPI. The ``demo`` preset therefore uses a
 **scaled-down stand-in** built only from transformers classes and trained from scratch on the demo
-training split (minutes on 2 free CPU cores; 17 minutes measured on 2 cores shared with another
-training job, the warm start and image loading included):
+training split (491-595 s per seed measured on a 2-core AMD EPYC, one thread each beside another training job,
+the warm start and image loading included; 17 minutes before the demo's notes were cut to 80 words):
 
 * vision tower: a ``CLIPVisionModel`` ViT (``image_size`` 64 px, ``patch_size`` 8: 64 patches + CLS,
   hidden 64, 2 layers), trained here; the LLaVA projector (linear-GELU-linear) maps its 64 patch
@@ -17,7 +17,8 @@ training job, the warm start and image loading included):
   :func:`radaudit.models.vlm.load_vlm` loads it like any hub VLM and
   :func:`radaudit.audits.modality_shift.conditions.run_conditions` runs it unchanged.
 
-Training recipe (version 5: version 4 of issue 21 with the warm start gated on reading the marker, issue 44).
+Training recipe (version 6: version 4 of issue 21 with the warm start gated on reading the marker and the joint
+training's rate decayed by a cosine, issue 44).
 Version 1's image pathway was dead (only-image AUROC 0.34, no answer changed by an image swap), so "the model
 ignores the image" was true by construction; version 2's warm start on the natural images never left the
 constant predictor's loss (they carry the label only weakly); version 3 added marked copies coded by corner,
@@ -55,8 +56,12 @@ marker with text present.
    are never trained on (as for the paper's models).
    Images get a light seeded augmentation (random shift, contrast/brightness jitter) in training only.
 
-What the demo can show: the notes often name the diagnosis (136 of 464 mention COVID-19/SARS-CoV-2,
-96% of them positive), so the text is a strong shortcut; the natural images carry the label only
+The demo preset cuts every note to its first 80 words (``max_note_words``; 118 of 464 notes are longer, the longest
+783 words): the prompts then run to a few hundred tokens instead of up to ~1,250, and the training takes about half
+the time (issue 44). The model trains and is evaluated on the same cut notes.
+
+What the demo can show: the notes often name the diagnosis (106 of 464 cut notes mention COVID-19/SARS-CoV-2,
+98% of them positive; 136 of the whole notes), so the text is a strong shortcut; the natural images carry the label only
 weakly at this data size (the run's pixel probe, :mod:`radaudit.audits.modality_shift.probe`,
 measures how much), the marked copies carry it fully. The held-out first-token accuracies and AUROCs per
 condition are in the model card.
@@ -142,10 +147,15 @@ CHAT_TEMPLATE = (
 #: and 1): with text present the language model needs the longer training to weigh the marker over the notes. So the
 #: demo keeps **800** steps. At 800 steps with the gate (stability benchmark at 82994ca) the marked only-image AUROC
 #: is shown on all three seeds (0.985, 0.955, 1.0), but the marked image swap changed 28.3%, 3.5% and 11.7% of the
-#: answers: shown on seed 0 only. Every marked no_shift draw with a decoy text (``p_marked_decoy`` 1.0) was tried and
+#: answers: shown on seed 0 only (and the same seed-0 recipe retrained on another CPU gave 71.7%: a knife edge).
+#: Every marked no_shift draw with a decoy text (``p_marked_decoy`` 1.0) was tried and
 #: undone: 9.0% / 18.6% / 24.8%, and seed 0's model lost the marker between steps 600 and 800 (held-out marked only-
 #: image AUROC 0.996 -> 0.774). The open problem was the late training (a constant learning rate to the last step),
-#: not the marker's visibility: recipe 6 decays the joint training's rate to 0 by a cosine (``lr_schedule``).
+#: not the marker's visibility: recipe 6 decays the joint training's rate to 0 by a cosine (``lr_schedule``). With
+#: the demo's notes cut to 80 words (``max_note_words``), the stability benchmark (2026-12-02, 2-core AMD EPYC) shows
+#: both positive controls on all three seeds: marked only-image AUROC 1.0 / 0.969 / 1.0 and marked image swaps
+#: changing 27.6% [21.0, 35.4], 17.2% [12.0, 24.2] and 65.5% [57.5, 72.8] of the answers. The cut notes with the
+#: constant rate were tried first: seed 1's held-out marked only-image AUROC was 0.882 (0.969 with the cosine).
 #: ``max_seconds`` is only a runaway guard, set far
 #: above the planned time: a model stopped by it depends on the machine's speed and is never reused
 #: (:func:`radaudit.paths.reusable_model_dir` removes it), so a guard near the planned time makes a busy machine
