@@ -56,3 +56,16 @@ def test_summary_lines_state_the_numbers_and_the_verdict():
     assert "7 of 200; highest under Text Shift (7.0%)" in text
     nfr.loc[nfr["condition"] == "text_shift", ["estimate", "low", "high"]] = [0.05, 0.0, 0.1]
     assert "intervals overlap" in "\n".join(summary_lines(metrics, nfr, ece, rates))
+
+
+def test_demo_cuts_the_notes_and_the_paper_preset_keeps_them_whole():
+    from pathlib import Path
+
+    from radaudit.config import load_preset
+
+    params_dir = Path(__file__).resolve().parents[2] / "params"
+    assert load_preset(params_dir, "modality_shift", "demo")["max_note_words"] == 80
+    assert load_preset(params_dir, "modality_shift", "smoke")["max_note_words"] == 80  # smoke extends demo
+    # paper extends demo: without its own null it would inherit the demo's cut
+    assert load_preset(params_dir, "modality_shift", "paper")["max_note_words"] is None
+    assert Params().max_note_words is None  # the library default: whole notes
