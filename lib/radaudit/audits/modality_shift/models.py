@@ -57,8 +57,9 @@ marker with text present.
    Images get a light seeded augmentation (random shift, contrast/brightness jitter) in training only.
 
 The demo preset cuts every note to its first 80 words (``max_note_words``; 118 of 464 notes are longer, the longest
-783 words): the prompts then run to a few hundred tokens instead of up to ~1,250, and the training takes about half
-the time (issue 44). The model trains and is evaluated on the same cut notes.
+783 words): the prompts then run to a few hundred tokens instead of up to ~1,250, and a training step at 1,024
+tokens costs 12x one at 128 (``benchmarks/profile_standins.py``: 2.65 s against 0.22 s; issue 44). The model trains and
+is evaluated on the same cut notes.
 
 What the demo can show: the notes often name the diagnosis (106 of 464 cut notes mention COVID-19/SARS-CoV-2,
 98% of them positive; 136 of the whole notes), so the text is a strong shortcut; the natural images carry the label only
