@@ -274,6 +274,15 @@ def _training_note(d: dict) -> str:
             f"{jobs} at a time, would take at least {rest / jobs / 60:.1f} min even if training were free.")
 
 
+def _reference_note(d: dict[str, Any]) -> str:
+    """`` That is N reference units ...``: the demo time over the fixed workload timed beside it, when recorded."""
+    if not d.get("reference_seconds"):
+        return ""
+    return (f" That is {d['reference_units']:g} reference units (the fixed training workload of "
+            f"`benchmarks/_reference.py` took {d['reference_seconds']:.2f} s in the same process): compare machines by "
+            "this ratio, not by the minutes.")
+
+
 def render_demo_block(folder: Path = RESULTS) -> str:
     """The ``<!-- bench:demo -->`` block (docs/speed.md; its link is relative to docs/): ``make demo``'s wall time,
     from ``demo_<kind>.json`` (``benchmarks/demo_timings.py``), per experiment and with the slowest cells of the cached run."""
@@ -291,7 +300,8 @@ def render_demo_block(folder: Path = RESULTS) -> str:
                    f"{d['notebook_seconds_sum'] / 60:.1f} min of notebooks" if d.get("parallel") else "")
         lines.append(f"- `make demo` {what}: **{d['seconds'] / 60:.1f} min**, {d['budget_ratio']:.2f}x the "
                      f"{d['budget_s'] / 60:g} min target ({install}notebooks in minutes: {parts}{overlap}; runs of commit "
-                     f"{d.get('run_commit', '?')} on {d.get('machine', '?')}, {d.get('date', '?')}).{_training_note(d)}")
+                     f"{d.get('run_commit', '?')} on {d.get('machine', '?')}, {d.get('date', '?')}).{_training_note(d)}"
+                     f"{_reference_note(d)}")
     cached = _load(folder, "demo_cached")
     if cached is not None:
         cells = cached.get("slowest_cells") or []

@@ -25,6 +25,10 @@ start and the last run's end (:func:`radaudit.models.bundle.training_seconds`; `
 fresh clone that is every model; with caches present, or with a bundle, none. It is notebook time (inflated, like the
 per-experiment times, by the notebooks beside it), so ``notebook_seconds_sum - training_seconds`` is what the
 notebooks would cost if the stand-ins were free: the fresh clone's floor without a bundle, whatever else is made faster.
+
+``reference_units`` (unless ``--no-reference``): ``seconds`` divided by the time this process takes, right after the
+runs, for a fixed training workload (``benchmarks/_reference.py``): minutes move with the machine (1.7x between two
+states of one machine here), the ratio much less, so two records from different machines compare by it.
 """
 
 from __future__ import annotations
@@ -76,8 +80,11 @@ def trained_during(cache: Path, manifests) -> tuple[float, int]:
 
 
 def demo_record(outputs: Path, kind: str, install_seconds: float | None = None,
-                import_seconds: float | None = None, cache: Path | None = None, jobs: int = 2) -> dict:
-    """The fields :func:`_results.record` gets for ``demo_<kind>`` (see the module docstring)."""
+                import_seconds: float | None = None, cache: Path | None = None, jobs: int = 2,
+                reference: dict | None = None) -> dict:
+    """The fields :func:`_results.record` gets for ``demo_<kind>`` (see the module docstring); with ``reference``
+    (:func:`_reference.reference_seconds`'s dict), also ``reference_seconds``, ``reference_workload`` and
+    ``reference_units`` = ``seconds / reference_seconds``."""
     from radaudit.experiments import EXPERIMENTS
     from radaudit.models.cache import default_cache_dir
     from radaudit.timings import latest_runs, slowest_cells
@@ -101,7 +108,13 @@ def demo_record(outputs: Path, kind: str, install_seconds: float | None = None,
     seconds = notebooks + (install_seconds or 0.0) + (import_seconds or 0.0)
     cells = slowest_cells(runs, top=10)
     training, n_models = trained_during(cache if cache is not None else default_cache_dir(), manifests.values())
-    return {"seconds": seconds, "n": len(per), "unit": "notebooks", "budget_s": BUDGETS_S[kind],
+    ref = {}
+    if reference is not None:
+        if not reference.get("seconds", 0) > 0:
+            raise SystemExit(f"The reference workload's time must be positive, got {reference.get('seconds')!r}.")
+        ref = {"reference_seconds": reference["seconds"], "reference_workload": reference["workload"],
+               "reference_units": round(seconds / reference["seconds"], 1)}
+    return {"seconds": seconds, "n": len(per), "unit": "notebooks", "budget_s": BUDGETS_S[kind], **ref,
             "notebook_seconds": round(notebooks, 1), "notebook_seconds_sum": round(total, 1),
             "parallel": span is not None and span < 0.95 * total,
             "training_seconds": training, "training_models": n_models, "jobs": int(jobs),
@@ -122,8 +135,16 @@ def main(argv: list[str] | None = None) -> None:
                     help="the bundle import's wall time, for --kind bundle (radaudit cache import prints it)")
     ap.add_argument("--cache", type=Path, default=None, help="the cache folder the runs used (default: the project's)")
     ap.add_argument("--jobs", type=int, default=2, help="the DEMO_JOBS the runs had (make demo's default: 2)")
+    ap.add_argument("--no-reference", action="store_true",
+                    help="do not time the fixed reference workload (benchmarks/_reference.py) beside the record")
     args = ap.parse_args(argv)
-    fields = demo_record(args.outputs, args.kind, args.install_seconds, args.import_seconds, args.cache, args.jobs)
+    reference = None
+    if not args.no_reference:
+        from _reference import reference_seconds  # noqa: E402
+
+        reference = reference_seconds()
+    fields = demo_record(args.outputs, args.kind, args.install_seconds, args.import_seconds, args.cache, args.jobs,
+                         reference)
     out = record(f"demo_{args.kind}", **fields)
     write_block("demo", render_demo_block())
     print(f"make demo ({args.kind}): {out['seconds'] / 60:.1f} min for {out['n']} notebooks "

@@ -111,8 +111,16 @@ def test_demo_lines_come_from_the_runs_manifests(results, tmp_path):
     assert rec["seconds"] == pytest.approx(want + 90.0) and rec["budget_s"] == 900.0 and rec["n"] == len(names)
     assert rec["per_experiment"][names[0]] == 60.0 and rec["run_commit"] == "abc1234"
     assert len(rec["slowest_cells"]) == len(names) and rec["slowest_cells"][0]["seconds"] == 2.5
+    assert "reference_units" not in rec and "reference units" not in results.render_demo_block(tmp_path)
+    # with the fixed reference workload timed beside it: the demo's seconds in units of that workload
+    rec = demo.demo_record(outputs, "fresh", install_seconds=90.0, cache=cache,
+                           reference={"seconds": 4.0, "runs": [4.0], "workload": "w"})
+    assert rec["reference_units"] == pytest.approx(round((want + 90.0) / 4.0, 1)) and rec["reference_seconds"] == 4.0
+    with pytest.raises(SystemExit, match="positive"):
+        demo.demo_record(outputs, "fresh", cache=cache, reference={"seconds": 0.0, "workload": "w"})
     results.record("demo_fresh", folder=tmp_path, **rec)
     block = results.render_demo_block(tmp_path)
+    assert f"That is {rec['reference_units']:g} reference units" in block and "took 4.00 s" in block
     assert f"**{(want + 90) / 60:.1f} min**" in block and "install 1.5 min" in block
     assert "`make demo` again right after" in block and "not measured yet" in block  # no cached record here
     # runs side by side (make demo's DEMO_JOBS): the wall clock from the first start to the last end, not the sum
@@ -244,3 +252,18 @@ def test_ranking_suite_reports_every_held_out_suite_with_what_it_is(monkeypatch)
     assert "**holdout2** (52 cases): " + rs.SPLIT_NOTES["holdout2"] in block and "never read" in rs.SPLIT_NOTES["holdout2"]
     assert "no longer unseen" in rs.SPLIT_NOTES["holdout"] and "`green`" in block
     sys.modules.pop("ranking_suite", None)
+
+
+def test_the_reference_workload_is_timed_and_leaves_the_rng_alone():
+    pytest.importorskip("torch")
+    import torch
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    ref = importlib.import_module("_reference")
+    torch.manual_seed(123)
+    want = torch.rand(3)
+    torch.manual_seed(123)
+    out = ref.reference_seconds(repeats=2, steps=1)
+    assert torch.equal(torch.rand(3), want)  # the caller's RNG state is restored
+    assert len(out["runs"]) == 2 and out["seconds"] == pytest.approx(sum(out["runs"]) / 2)  # the median of two
+    assert out["seconds"] > 0 and out["workload"] == ref.WORKLOAD

@@ -140,6 +140,24 @@ def test_loss_only_on_report_tokens(tiny_corpus):
     assert tok.decode(ex["input_ids"][n_prompt:], skip_special_tokens=True).strip() == "no acute disease."
 
 
+def test_the_lm_trains_on_length_grouped_batches(tiny_corpus, tmp_path, monkeypatch):
+    import radaudit.models.train as train_mod
+
+    seen = {}
+
+    def capture(model, train_data, *args, **kwargs):
+        seen["loader"] = train_data
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(train_mod, "train_model", capture)
+    with pytest.raises(RuntimeError, match="stop here"):
+        train_report_model(tiny_corpus, tmp_path / "m", seed=0, **TINY)
+    sampler = seen["loader"].batch_sampler
+    assert isinstance(sampler, train_mod.LengthGroupedBatches) and sampler.batch_size == TINY["batch_size"]
+    assert len(sampler.lengths) == int((tiny_corpus["split"] == "train").sum())
+    assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())  # nothing half-written is left
+
+
 def test_second_call_reuses_the_model(tiny_model, tiny_corpus, monkeypatch):
     import radaudit.models.train as train_mod
 

@@ -69,8 +69,8 @@ from radaudit.models.resolver import resolve_device
 from radaudit.progress import eta_line
 
 # FeatureClassifier(Config) are provided by the module's __getattr__ (PEP 562), built on first access
-__all__ = ["FeatureClassifier", "FeatureClassifierConfig", "LR_SCHEDULES", "TrainResult", "TrainingError",  # noqa: F822
-           "cosine_lr", "default_loss", "train_model"]
+__all__ = ["FeatureClassifier", "FeatureClassifierConfig", "LR_SCHEDULES", "LengthGroupedBatches",  # noqa: F822
+           "TrainResult", "TrainingError", "cosine_lr", "default_loss", "train_model"]
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +206,46 @@ def _check_settings(*, steps: Any, epochs: Any, batch_size: Any, log_every: Any,
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise ParamsError(f"seed must be an integer, got {seed!r}.")
     return steps, epochs, batch_size, log_every, eval_every, int(seed)
+
+
+class LengthGroupedBatches:
+    """A batch sampler (``DataLoader(..., batch_sampler=...)``) that keeps padding small.
+
+    Each epoch: a random permutation of the examples is cut into pools of ``pool`` batches
+    (``pool * batch_size`` examples), each pool is sorted by ``lengths`` and cut into batches, and the
+    batches are shuffled. A batch then holds examples of similar length, while which examples meet in a
+    batch, and the order of the batches, still change every epoch (the "length-grouped" sampler of
+    transformers' ``group_by_length``, written here because that one lives in ``Trainer`` and draws a
+    different pool size). The randomness is torch's global RNG, so inside :func:`train_model` (which
+    seeds it) the batches follow the training seed.
+
+    Args:
+        lengths: one length per example (tokens), in dataset order.
+        batch_size: examples per batch; the last batch of a pool may be smaller.
+        pool: batches per sorted pool (default 8): larger pools pad less and mix less.
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, pool: int = 8) -> None:
+        self.lengths = [int(n) for n in lengths]
+        self.batch_size = _positive_int("batch_size", batch_size)
+        self.pool = _positive_int("pool", pool)
+        if not self.lengths:
+            raise ParamsError("LengthGroupedBatches got no lengths: nothing to batch.")
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.lengths) / self.batch_size)  # = full pools * pool + the last pool's batches
+
+    def __iter__(self):
+        import torch  # heavy optional dependency: imported on call, not with the module
+
+        perm = torch.randperm(len(self.lengths)).tolist()
+        size = self.pool * self.batch_size
+        batches = []
+        for s in range(0, len(perm), size):
+            chunk = sorted(perm[s:s + size], key=lambda i: self.lengths[i])
+            batches += [chunk[j:j + self.batch_size] for j in range(0, len(chunk), self.batch_size)]
+        for b in torch.randperm(len(batches)).tolist():
+            yield batches[b]
 
 
 # --- model, batches, optimizer (called inside train_model's seeded fork_rng) --------------------
@@ -458,7 +498,7 @@ def train_model(model: Any, train_data: Any, eval_fn: Callable[[Any], Any] | Non
                          elapsed_seconds=progress.elapsed)
     result.log = _training_log(result, model_name=model_name, data_description=data_description, n_train=n_train,
                                seed=seed, device=device, lr=lr, weight_decay=weight_decay, max_grad_norm=max_grad_norm,
-                               batch_size=loader.batch_size, per_epoch=per_epoch, max_seconds=max_seconds,
+                               batch_size=loader.batch_size or getattr(loader.batch_sampler, "batch_size", None), per_epoch=per_epoch, max_seconds=max_seconds,
                                log_every=log_every, logged=progress.logged, lr_schedule=lr_schedule)
     if output_dir is not None:
         result.output_dir = Path(output_dir)

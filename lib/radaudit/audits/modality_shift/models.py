@@ -106,7 +106,7 @@ from radaudit.audits.modality_shift.marker import MARKED_IMAGE_COLUMN, MARKER_VE
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.metrics.classification import auroc
 from radaudit.models.cache import default_cache_dir
-from radaudit.models.train import LR_SCHEDULES, train_model
+from radaudit.models.train import LR_SCHEDULES, LengthGroupedBatches, train_model
 from radaudit.models.vlm import load_image, render_prompt
 from radaudit.paths import atomic_dir, file_sha256, reusable_model_dir
 
@@ -437,31 +437,6 @@ class _Examples:
         return self.rows[i]
 
 
-class _LengthGroupedBatches:
-    """A batch sampler that keeps padding small: each epoch, a random permutation (torch's global RNG,
-    seeded by train_model) is cut into pools of 8 batches, each pool sorted by prompt length and cut
-    into batches, and the batches are shuffled."""
-
-    def __init__(self, lengths: Sequence[int], batch_size: int) -> None:
-        self.lengths = list(lengths)
-        self.batch_size = int(batch_size)
-
-    def __len__(self) -> int:
-        return math.ceil(len(self.lengths) / self.batch_size)
-
-    def __iter__(self):
-        import torch
-
-        perm = torch.randperm(len(self.lengths)).tolist()
-        pool = 8 * self.batch_size
-        batches = []
-        for s in range(0, len(perm), pool):
-            chunk = sorted(perm[s:s + pool], key=lambda i: self.lengths[i])
-            batches += [chunk[j:j + self.batch_size] for j in range(0, len(chunk), self.batch_size)]
-        for b in torch.randperm(len(batches)).tolist():
-            yield batches[b]
-
-
 def _augment(pixels: Any, max_shift: int) -> Any:
     """Seeded light augmentation of a normalised image batch: a random translation (zero = mean padding)
     of up to ``max_shift`` pixels, and contrast/brightness jitter of +-10% / +-0.1."""
@@ -785,7 +760,7 @@ def train_demo_vlm(samples: pd.DataFrame, out_dir: str | os.PathLike, *, seed: i
     from torch.utils.data import DataLoader
 
     lengths = [len(r["prompts"]["no_shift"]) for r in examples.rows]
-    loader = DataLoader(examples, batch_sampler=_LengthGroupedBatches(lengths, hp["batch_size"]),
+    loader = DataLoader(examples, batch_sampler=LengthGroupedBatches(lengths, hp["batch_size"]),
                         collate_fn=_make_collate(pixels, answer_ids, tok.pad_token_id, hp), num_workers=0)
     n_pos = int(train["label"].sum())
     description = (f"{len(train)} covid-chestxray training samples ({n_pos} COVID-19, {len(train) - n_pos} other "
