@@ -496,9 +496,10 @@ def train_model(model: Any, train_data: Any, eval_fn: Callable[[Any], Any] | Non
                          loss_curve=progress.losses, metrics=metrics, eval_history=progress.history,
                          stopped_early=progress.stop_reason is not None, stop_reason=progress.stop_reason,
                          elapsed_seconds=progress.elapsed)
+    loader_batch = loader.batch_size or getattr(loader.batch_sampler, "batch_size", None)  # a batch_sampler's size
     result.log = _training_log(result, model_name=model_name, data_description=data_description, n_train=n_train,
                                seed=seed, device=device, lr=lr, weight_decay=weight_decay, max_grad_norm=max_grad_norm,
-                               batch_size=loader.batch_size or getattr(loader.batch_sampler, "batch_size", None), per_epoch=per_epoch, max_seconds=max_seconds,
+                               batch_size=loader_batch, per_epoch=per_epoch, max_seconds=max_seconds,
                                log_every=log_every, logged=progress.logged, lr_schedule=lr_schedule)
     if output_dir is not None:
         result.output_dir = Path(output_dir)

@@ -443,9 +443,8 @@ def train_report_model(corpus: pd.DataFrame, out_dir: str | os.PathLike, *, seed
     if len(train) == 0:
         raise ParamsError("The corpus has no training rows (split == 'train').")
 
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
-
     from torch.utils.data import DataLoader
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
     from radaudit.models.train import LengthGroupedBatches, train_model  # lazy: looked up per call, tests patch it
 
