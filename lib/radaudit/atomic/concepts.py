@@ -31,15 +31,20 @@ from typing import Any
 
 import yaml
 
-from radaudit.atomic.decompose import report_body
+from radaudit.atomic.decompose import one_side, report_body
 from radaudit.atomic.lexicon import FINDINGS, MORPHOLOGY, canonical_names
 from radaudit.atomic.score import normalize_name
 from radaudit.errors import ParamsError
-from radaudit.text.attributes import TIP_LOCATIONS, extract_laterality
+from radaudit.text.attributes import TIP_LOCATIONS
 from radaudit.text.sections import sentences
 
-__all__ = ["CONTEXT_KEYS", "ContextRule", "CriticalRule", "Denial", "NormalStatement", "Relation", "Sign", "Tables",
+__all__ = ["CONTEXT_KEYS", "DESCRIPTIVE_KINDS", "ContextRule", "CriticalRule", "Denial", "NormalStatement", "Relation",
+           "Sign", "Tables",
            "affirmed", "check_context", "clinical_vocabulary", "find_denials", "load_tables", "rewrite", "TABLE_FILES"]
+
+#: The kinds of concept-table form that describe a finding (or say it in lay words) rather than name it: a report's
+#: denial of the finding by name overrides them (:class:`radaudit.atomic.clinical.decomposer.ClinicalRuleDecomposer`).
+DESCRIPTIVE_KINDS = frozenset({"descriptive", "lay"})
 
 #: The five table files (package resources).
 TABLE_FILES = {"concepts": "clinical_concepts.yaml", "signs": "clinical_signs.yaml", "normals": "clinical_normals.yaml",
@@ -213,6 +218,8 @@ class Tables:
     mimics: tuple[tuple[str, str], ...] = ()
     #: tip location (as the decomposer writes it, "right mainstem bronchus") -> its compartment (``tip_compartments``)
     tip_compartment: Mapping[str, str] | None = None
+    #: finding -> the patterns of its forms of kind :data:`DESCRIPTIVE_KINDS` (they describe it; they do not name it)
+    descriptive_forms: Mapping[str, tuple[str, ...]] | None = None
 
     @property
     def pure_signs(self) -> frozenset[str]:
@@ -284,6 +291,7 @@ def _load_concepts(known: frozenset[str]) -> dict[str, Any]:
 def _concept_entries(cf: str, entries: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
     """Each finding's forms, names (aliases), implicit and same morphology, and the new findings with their patterns."""
     forms: dict[str, tuple[str, ...]] = {}
+    described: dict[str, tuple[str, ...]] = {}
     new: dict[str, str] = {}
     aliases: dict[str, str] = {}
     implicit: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {}
@@ -301,6 +309,7 @@ def _concept_entries(cf: str, entries: Mapping[str, Any], known: frozenset[str])
                     raise _err(cf, name, f"a form needs {k} (form {f!r}).")
             fl.append(_compile(cf, name, str(f["pattern"])))
         forms[name] = tuple(fl)
+        described[name] = tuple(p for p, f in zip(fl, entry.get("forms") or []) if f["kind"] in DESCRIPTIVE_KINDS)
         for alias in [name, *(entry.get("names") or [])]:
             aliases[normalize_name(str(alias))] = name
         pairs = []
@@ -315,7 +324,7 @@ def _concept_entries(cf: str, entries: Mapping[str, Any], known: frozenset[str])
         if same:
             same_morph[name] = same
     return {"forms": forms, "new_findings": new, "aliases": aliases, "implicit_morphology": implicit,
-            "same_morphology": same_morph}
+            "same_morphology": same_morph, "descriptive_forms": described}
 
 
 def _rewrites(cf: str, cdoc: Mapping[str, Any]) -> tuple[tuple[re.Pattern[str], str], ...]:
@@ -557,9 +566,7 @@ def find_denials(text: str) -> tuple[Denial, ...]:
     for sent in sentences(report_body(text)):
         for st in load_tables().normals:
             for m in st.pattern.finditer(sent.text):
-                sides = frozenset(a.value for a in extract_laterality(m.group(0)))
-                sides = frozenset() if sides >= {"left", "right"} or "bilateral" in sides else sides
-                out.append(Denial(st.id, st.covers, sides & {"left", "right"}, m.group(0)))
+                out.append(Denial(st.id, st.covers, one_side([m.group(0)]), m.group(0)))
     return tuple(out)
 
 

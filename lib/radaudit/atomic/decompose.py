@@ -28,7 +28,11 @@ Two backends behind one interface, ``decompose(reports) -> list[ReportFacts]``:
 
     Mentions of the same canonical finding are merged: present if any mention is positive (else
     uncertain, else negative), the attribute values of its positive/uncertain mentions joined with
-    ``", "`` in order, and its ``evidence`` the sentences that decided it.
+    ``", "`` in order, and its ``evidence`` the sentences that decided it. One exception, for a
+    vocabulary that marks descriptive forms (the clinical decomposer's; the lexicon's marks none): a
+    finding only *described* ("gas beneath the right hemidiaphragm") and also *denied by name* in
+    the same report ("no pneumoperitoneum"), on a side covering the description, is absent: the
+    named statement is the radiologist's conclusion about the appearance (``_denied_by_name``).
 
 :class:`LLMDecomposer` (any instruct model; paper preset: Qwen3-235B-A22B via vLLM, T = 0)
     Formats ``prompt_template`` (must contain ``{report}``) per report and asks ``generate_fn``
@@ -78,8 +82,8 @@ from radaudit.text.device_position import POSITIONED_DEVICES, device_position
 from radaudit.text.negation import explain_mention, find_cues
 from radaudit.text.sections import sentences, split_sections
 
-__all__ = ["ReportFacts", "RuleDecomposer", "LLMDecomposer", "DEFAULT_DECOMPOSE_PROMPT", "render_prompt",
-           "greedy_generator", "report_body"]
+__all__ = ["CHANGE_ONLY", "DEFAULT_DECOMPOSE_PROMPT", "LLMDecomposer", "ReportFacts", "RuleDecomposer",
+           "greedy_generator", "one_side", "render_prompt", "report_body"]
 
 #: The default decomposition prompt (``{report}`` is replaced by the report text). Our wording: the
 #: paper's template is not published (see ANCHORS.md §3).
@@ -184,6 +188,8 @@ class _Mention:
     tip: str = ""
     position: str | None = None
     tip_span: tuple[int, int] | None = None
+    #: matched by a descriptive or lay form, not by the finding's name (:meth:`RuleDecomposer._is_descriptive`)
+    descriptive: bool = False
 
 
 @dataclass
@@ -240,6 +246,13 @@ class RuleDecomposer:
             for m, attrs in self._sentence(sent.text):
                 slot = merged.setdefault(m.name, {"rank": -1, "attrs": {k: [] for k in ATTRIBUTES}, "ev": {}})
                 rank = _STATUS_RANK[m.status]
+                if m.status == "negative" and not m.descriptive and not CHANGE_ONLY.search(sent.text):
+                    # the finding denied by name ("no pneumoperitoneum"; not "no new effusion", which denies a change)
+                    slot.setdefault("denied", []).append((sent.text, one_side(attrs["location"])))
+                elif not m.descriptive:
+                    slot["named"] = True
+                else:
+                    slot.setdefault("described_sides", []).append(one_side(attrs["location"]))
                 slot["ev"].setdefault(rank, [])
                 if sent.text not in slot["ev"][rank]:
                     slot["ev"][rank].append(sent.text)
@@ -258,6 +271,9 @@ class RuleDecomposer:
             rank = slot["rank"]
             if rank == 1 and self.uncertain == "drop":
                 continue
+            if rank > 0 and _denied_by_name(slot):
+                rank = 0  # the report's named conclusion overrides its own description (module docstring)
+                slot["ev"][0] = [ev for ev, _ in slot["denied"]]
             evidence = " ".join(slot["ev"][rank])
             if rank == 2 and slot.get("mimic"):
                 rank = 1  # "nodular opacity, likely a nipple shadow": stated, then explained away
@@ -271,6 +287,11 @@ class RuleDecomposer:
         return findings
 
     # ---------------------------------------------------------------------------------------- internals
+    def _is_descriptive(self, name: str, text: str) -> bool:
+        """Whether ``text``, matched for ``name``, is a descriptive or lay form rather than the finding's name (the
+        lexicon's vocabulary has none: always ``False``; the clinical decomposer reads its concept table's kinds)."""
+        return False
+
     def _mentions(self, sent: str) -> list[_Mention]:
         raw: list[tuple[str, int, int, bool, str, str | None, tuple[int, int] | None]] = []
         for m in self._re.finditer(sent):
@@ -295,7 +316,8 @@ class RuleDecomposer:
         out = []
         for name, s, e, device, tip, position, tip_span in raw:
             status, _ = explain_mention(sent, (s, e), cues=cues)
-            out.append(_Mention(name, s, e, status, device, tip, position, tip_span))
+            out.append(_Mention(name, s, e, status, device, tip, position, tip_span,
+                                descriptive=not device and self._is_descriptive(name, sent[s:e])))
         for name, s, e in anat:
             status, _ = explain_mention(sent, (s, e), cues=cues)
             if status != "negative" and not _anatomy_predicate(sent, s, e, self._anat_pred[name],
@@ -331,6 +353,29 @@ class RuleDecomposer:
                 out.append((_Mention(malposition_name(m.name), m.start, m.end, status, True),
                             {k: [] for k in ATTRIBUTES}))
         return out
+
+
+#: a denial of a change, not of the finding ("no new effusion", "no increase in the pneumothorax")
+CHANGE_ONLY = re.compile(r"\b(?:new|newly|interval|further|increas\w*|enlarg\w*|worsen\w*|progress\w*|change\w*|"
+                          r"recurren\w*)\b", re.IGNORECASE)
+
+
+def one_side(texts: Sequence[str]) -> frozenset[str]:
+    """The one side, ``{"left"}`` or ``{"right"}``, that ``texts`` name; both sides, "bilateral" or none:
+    ``frozenset()`` (a statement that covers either side)."""
+    sides = frozenset(a.value for x in texts for a in extract_laterality(x))
+    return frozenset() if sides >= {"left", "right"} or "bilateral" in sides else sides & {"left", "right"}
+
+
+def _denied_by_name(slot: Mapping[str, Any]) -> bool:
+    """Whether a finding the report describes (descriptive or lay forms only) is also denied by name, on a side that
+    covers every description: "gas beneath the right hemidiaphragm ... no pneumoperitoneum". The named statement is
+    the radiologist's conclusion about what the described appearance is, and wins (issue 41: a descriptive form had
+    beaten the same report's explicit denial). A named positive mention anywhere, or a denial on another side ("no
+    pneumothorax on the left" beside a right-sided pleural line), leaves the finding present."""
+    if slot.get("named") or not slot.get("denied") or not slot.get("described_sides"):
+        return False
+    return all(any(not d or (s and s <= d) for _, d in slot["denied"]) for s in slot["described_sides"])
 
 
 _PRED_STOP = re.compile(r"[,;:()]|\b(?:by|with|and|but|which|that|due|from|secondary|related|in|at|of|for|to|"

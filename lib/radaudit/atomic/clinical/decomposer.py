@@ -7,11 +7,14 @@ lexicon's vocabulary (:class:`~radaudit.atomic.decompose.RuleDecomposer`).
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass
 
-from radaudit.atomic.concepts import clinical_vocabulary, rewrite
+from radaudit.atomic.concepts import clinical_vocabulary, load_tables, rewrite
 from radaudit.atomic.decompose import RuleDecomposer
 from radaudit.atomic.schema import Finding
+from radaudit.atomic.score import normalize_name
 from radaudit.text.sections import split_sections
 
 __all__ = ["ClinicalRuleDecomposer", "clinical_decomposer", "clinical_text"]
@@ -25,6 +28,35 @@ class ClinicalRuleDecomposer(RuleDecomposer):
 
     def decompose_one(self, text: str) -> list[Finding]:
         return super().decompose_one(clinical_text(text) if self.sections else rewrite(text))
+
+    def _is_descriptive(self, name: str, text: str) -> bool:
+        """Whether ``text``, matched for the finding ``name``, *describes* the finding rather than naming it: it is
+        neither the name, nor one of the concept table's ``names`` for it (singular or plural), nor one of its forms of
+        kind ``interchangeable`` or ``spelling``. "Gas beneath the right hemidiaphragm" describes pneumoperitoneum;
+        "free air" names it. Signs are names of their own (never descriptive). A finding a report only describes and
+        also denies by name is absent (:func:`radaudit.atomic.decompose._denied_by_name`)."""
+        t = load_tables()
+        if name in t.signs and t.signs[name].kind == "sign":
+            return False
+        key = normalize_name(text)
+        if name in (t.aliases.get(key), t.aliases.get(key.rstrip("s")), t.aliases.get(re.sub(r"es$", "", key))):
+            return False
+        if key in (name, name + "s"):
+            return False
+        naming = _naming_forms().get(name)
+        return not (naming is not None and naming.fullmatch(text))
+
+
+@functools.cache
+def _naming_forms() -> dict[str, re.Pattern[str]]:
+    """finding -> its concept-table forms that *name* it (kinds other than :data:`DESCRIPTIVE_KINDS`), compiled."""
+    t = load_tables()
+    out = {}
+    for name, forms in t.forms.items():
+        naming = [p for p in forms if p not in set((t.descriptive_forms or {}).get(name, ()))]
+        if naming:
+            out[name] = re.compile("|".join(f"(?:{p})" for p in naming), re.IGNORECASE)
+    return out
 
 
 def clinical_text(text: str) -> str:

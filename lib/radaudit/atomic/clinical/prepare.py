@@ -16,6 +16,7 @@ from typing import Any
 
 from radaudit.atomic.clinical.facets import sides_disjoint
 from radaudit.atomic.concepts import Tables
+from radaudit.atomic.decompose import CHANGE_ONLY, one_side
 from radaudit.atomic.lexicon import morphology_terms
 from radaudit.atomic.schema import Finding
 from radaudit.atomic.score import normalize_name
@@ -45,13 +46,20 @@ def dismissed(f: Finding) -> bool:
 def prepare_findings(findings: Sequence[Finding], t: Tables) -> list[Finding]:
     """Names mapped to the concept table's canonical names (an LLM's "hyperexpansion"), stated-absent pure signs
     dropped ("no deep sulcus sign" adds nothing the finding's own negation does not), findings explained away as
-    technique dropped (:func:`dismissed`), morphology terms read as the concept table's same term ("linear" atelectasis
+    technique dropped (:func:`dismissed`), present pure signs dropped when the report denies by name every finding
+    they imply (the named conclusion overrides the sign, as a named denial overrides a description in the decomposer),
+    morphology terms read as the concept table's same term ("linear" atelectasis
     is plate-like), morphology implicit in a form added ("airspace disease" is an airspace opacity)."""
     out = []
+    denied = _named_denials(findings, t)
     for f in findings:
         name = t.aliases.get(normalize_name(f.name), f.name)
         if (name in t.pure_signs and f.present == "no") or dismissed(f):
             continue
+        if name in t.pure_signs and f.present == "yes" and t.signs[name].implies and all(
+                _covers(denied.get(n, ()), one_side([f.attributes.location or ""])) for n in t.signs[name].implies):
+            continue  # "deep sulcus on the left ... no pneumothorax": the report's named conclusion overrides its sign
+
         upd: dict[str, Any] = {"name": name} if name != f.name else {}
         if f.attributes.location and _BOTH_SIDES.search(f.attributes.location):
             f = f.model_copy(update={"attributes": f.attributes.model_copy(
@@ -71,6 +79,25 @@ def prepare_findings(findings: Sequence[Finding], t: Tables) -> list[Finding]:
                 upd["attributes"] = f.attributes.model_copy(update={"morphology": morph})
         out.append(f.model_copy(update=upd) if upd else f)
     return out
+
+
+def _named_denials(findings: Sequence[Finding], t: Tables) -> dict[str, list[frozenset[str]]]:
+    """finding -> the sides of each sentence that denies it (``frozenset()``: no side), for the findings a report states
+    absent, not only as a change ("no new effusion", :data:`~radaudit.atomic.decompose.CHANGE_ONLY`); a denied
+    finding denies its specific forms too (the concept table's relations: no pneumothorax, no hydropneumothorax)."""
+    out: dict[str, list[frozenset[str]]] = {}
+    for f in findings:
+        if f.present == "no" and not CHANGE_ONLY.search(f.evidence or ""):
+            out.setdefault(t.aliases.get(normalize_name(f.name), f.name), []).append(one_side([f.evidence or ""]))
+    for r in t.relations:
+        if r.generic in out and not r.interchangeable:
+            out.setdefault(r.specific, []).extend(out[r.generic])
+    return out
+
+
+def _covers(denials: Sequence[frozenset[str]], side: frozenset[str]) -> bool:
+    """Whether one of ``denials`` (their sides) covers a statement on ``side``: an unsided denial covers any side."""
+    return any(not d or (side and side <= d) for d in denials)
 
 
 def fold_signs(findings: list[Finding], other: Sequence[Finding], t: Tables) -> list[Finding]:
