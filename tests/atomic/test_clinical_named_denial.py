@@ -7,7 +7,7 @@ from __future__ import annotations
 from radaudit.atomic.clinical import clinical_decomposer, score_pairs_clinical
 from radaudit.atomic.clinical.prepare import prepare_findings
 from radaudit.atomic.concepts import load_tables
-from radaudit.atomic.decompose import RuleDecomposer, one_side
+from radaudit.atomic.decompose import RuleDecomposer, covers, one_side
 
 
 def f1(reference: str, candidate: str) -> float:
@@ -61,3 +61,11 @@ def test_one_side():
     assert one_side(["right apex"]) == {"right"}
     assert one_side(["left", "left lower lobe"]) == {"left"}
     assert one_side(["right", "left"]) == frozenset() == one_side(["bilateral"]) == one_side([]) == one_side(["apex"])
+
+
+def test_covers():
+    left, right, none = frozenset({"left"}), frozenset({"right"}), frozenset()
+    assert covers([none], right) and covers([none], none)  # an unsided denial covers any statement
+    assert covers([left, right], right) and not covers([left], right)
+    assert not covers([left], none)  # a sided denial does not cover an unsided description
+    assert not covers([], right)

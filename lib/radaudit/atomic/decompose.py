@@ -83,7 +83,7 @@ from radaudit.text.negation import explain_mention, find_cues
 from radaudit.text.sections import sentences, split_sections
 
 __all__ = ["CHANGE_ONLY", "DEFAULT_DECOMPOSE_PROMPT", "LLMDecomposer", "ReportFacts", "RuleDecomposer",
-           "greedy_generator", "one_side", "render_prompt", "report_body"]
+           "covers", "greedy_generator", "one_side", "render_prompt", "report_body"]
 
 #: The default decomposition prompt (``{report}`` is replaced by the report text). Our wording: the
 #: paper's template is not published (see ANCHORS.md §3).
@@ -375,7 +375,13 @@ def _denied_by_name(slot: Mapping[str, Any]) -> bool:
     pneumothorax on the left" beside a right-sided pleural line), leaves the finding present."""
     if slot.get("named") or not slot.get("denied") or not slot.get("described_sides"):
         return False
-    return all(any(not d or (s and s <= d) for _, d in slot["denied"]) for s in slot["described_sides"])
+    return all(covers([d for _, d in slot["denied"]], s) for s in slot["described_sides"])
+
+
+def covers(denials: Sequence[frozenset[str]], side: frozenset[str]) -> bool:
+    """Whether one of ``denials`` (the sides of each denying statement, :func:`one_side`) covers a statement on
+    ``side``: an unsided denial covers any side, a sided one only a statement on that side."""
+    return any(not d or (bool(side) and side <= d) for d in denials)
 
 
 _PRED_STOP = re.compile(r"[,;:()]|\b(?:by|with|and|but|which|that|due|from|secondary|related|in|at|of|for|to|"

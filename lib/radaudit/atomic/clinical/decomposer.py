@@ -34,7 +34,7 @@ class ClinicalRuleDecomposer(RuleDecomposer):
         neither the name, nor one of the concept table's ``names`` for it (singular or plural), nor one of its forms of
         kind ``interchangeable`` or ``spelling``. "Gas beneath the right hemidiaphragm" describes pneumoperitoneum;
         "free air" names it. Signs are names of their own (never descriptive). A finding a report only describes and
-        also denies by name is absent (:func:`radaudit.atomic.decompose._denied_by_name`)."""
+        also denies by name is absent (the merge in :meth:`RuleDecomposer.decompose_one`)."""
         t = load_tables()
         if name in t.signs and t.signs[name].kind == "sign":
             return False

@@ -16,7 +16,7 @@ from typing import Any
 
 from radaudit.atomic.clinical.facets import sides_disjoint
 from radaudit.atomic.concepts import Tables
-from radaudit.atomic.decompose import CHANGE_ONLY, one_side
+from radaudit.atomic.decompose import CHANGE_ONLY, covers, one_side
 from radaudit.atomic.lexicon import morphology_terms
 from radaudit.atomic.schema import Finding
 from radaudit.atomic.score import normalize_name
@@ -57,7 +57,7 @@ def prepare_findings(findings: Sequence[Finding], t: Tables) -> list[Finding]:
         if (name in t.pure_signs and f.present == "no") or dismissed(f):
             continue
         if name in t.pure_signs and f.present == "yes" and t.signs[name].implies and all(
-                _covers(denied.get(n, ()), one_side([f.attributes.location or ""])) for n in t.signs[name].implies):
+                covers(denied.get(n, ()), one_side([f.attributes.location or ""])) for n in t.signs[name].implies):
             continue  # "deep sulcus on the left ... no pneumothorax": the report's named conclusion overrides its sign
 
         upd: dict[str, Any] = {"name": name} if name != f.name else {}
@@ -93,11 +93,6 @@ def _named_denials(findings: Sequence[Finding], t: Tables) -> dict[str, list[fro
         if r.generic in out and not r.interchangeable:
             out.setdefault(r.specific, []).extend(out[r.generic])
     return out
-
-
-def _covers(denials: Sequence[frozenset[str]], side: frozenset[str]) -> bool:
-    """Whether one of ``denials`` (their sides) covers a statement on ``side``: an unsided denial covers any side."""
-    return any(not d or (side and side <= d) for d in denials)
 
 
 def fold_signs(findings: list[Finding], other: Sequence[Finding], t: Tables) -> list[Finding]:
