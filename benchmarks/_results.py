@@ -248,6 +248,9 @@ def render_speed_block(folder: Path = RESULTS) -> str:
         if d.get("floor_ratio") is not None:
             parts.append(f"float32 floor {d['floor_ratio']:.2f} (the linear layers alone at the GEMM rate measured "
                          "alongside)")
+        if d.get("floor_ratio_encoder") is not None:
+            parts.append(f"{d['floor_ratio_encoder']:.2f}x the encoder's forward passes alone, timed in the same process "
+                         f"(target {d.get('floor_target_encoder', 1.2):g}x)")
         if d.get("slopes"):
             many = len(d["slopes"]) > 1
             parts.append("log-log slope " + ", ".join((f"{k} " if many else "") + f"{v:.2f}" for k, v in d["slopes"].items()))

@@ -188,12 +188,14 @@ def test_speed_lines_say_what_each_file_holds(results, tmp_path):
     results.record("association", seconds=9.8, n=100_000, unit="reports", budget_s=10.0, folder=tmp_path,
                    slopes={"CAD + WAE": 0.93})
     results.record("bertscore", seconds=2.0, n=200, unit="pairs", ratio=0.7, folder=tmp_path,
-                   slopes={"radaudit": 1.1, "bert-score": 0.9}, floor_ratio=0.534)
+                   slopes={"radaudit": 1.1, "bert-score": 0.9}, floor_ratio=0.534,
+                   floor_ratio_encoder=1.317, floor_target_encoder=1.2)
     block = results.render_speed_block(tmp_path)
     line = next(ln for ln in block.splitlines() if ln.startswith("- CAD + WAE"))
     assert "9.80 s for 100,000 reports" in line and "0.98x the 10 s target" in line and "log-log slope 0.93" in line
     assert "log-log slope radaudit 1.10, bert-score 0.90" in block  # several series: each named
     assert "float32 floor 0.53 (the linear layers alone" in block
+    assert "1.32x the encoder's forward passes alone, timed in the same process (target 1.2x)" in block
     assert "floor" not in line  # only where the benchmark measured one
     assert "- AtomiMed rule backend: not measured yet" in block
 
