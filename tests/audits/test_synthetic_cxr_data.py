@@ -313,3 +313,25 @@ def test_mimic_prompts_from_llavarad_annotations(fixtures_dir, tmp_path):
     with pytest.raises(DataFormatError, match="prompt_column="):
         D.mimic_prompts(fixtures_dir / "mimic_cxr", annotations_csv=tmp_path / "LLAVARAD_ANNOTATIONS_TRAIN.csv",
                         prompt_column="caption")
+
+
+def _pictures_on_both_sides(frame: pd.DataFrame) -> list[str]:
+    """Files whose picture (radaudit.data.image_duplicates' rule) appears in more than one split."""
+    from radaudit.data.image_duplicates import duplicate_groups, thumbnails
+
+    groups = duplicate_groups(thumbnails(frame["image_path"].tolist()))
+    splits = pd.Series(frame["split"].to_numpy()).groupby(groups).nunique()
+    return sorted(frame.loc[np.isin(groups, splits[splits > 1].index), "image_path"].map(os.path.basename))
+
+
+def test_no_picture_lies_on_both_sides_of_either_experiments_patient_split(shared_data, frame, monkeypatch):
+    """covid-chestxray lists one film under two patient ids (000001-27.jpg for 287 and 340, ...): taken as two
+    patients, the split put one copy in training and the other in the test set. With the ids merged, never; with
+    the ids as listed, the same split leaks (the check can fail)."""
+    from radaudit.audits.modality_shift.data import load_samples
+
+    assert _pictures_on_both_sides(frame) == []
+    assert _pictures_on_both_sides(load_samples("covid_cxr", data_root=shared_data, seed=0)) == []
+    as_listed = D.load_dataset
+    monkeypatch.setattr(D, "load_dataset", lambda name, root: as_listed(name, root, patients="as_listed"))
+    assert "000001-27.jpg" in _pictures_on_both_sides(D.demo_frame(shared_data, seed=0))

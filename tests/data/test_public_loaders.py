@@ -7,7 +7,9 @@ import json
 import tarfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from PIL import Image
 import pytest
 
 from radaudit.data import load_dataset
@@ -339,6 +341,17 @@ def test_covid_cxr(shared_data):
     assert len(dup) == 10 and set(dup["study_id"]) >= {"000001-24.jpg#patient285", "000001-24.jpg#patient339"}
     assert df["findings"].isna().all() and df["impression"].isna().all()
     assert int(df["license"].isna().sum()) == 225
+    # the same picture under two patient ids is one patient: the five files listed twice and five re-encoded copies
+    assert df.attrs["merged_patients"] == [["78", "201"], ["97", "178"], ["285", "339"], ["287", "340"]]
+    assert df["patient_id"].nunique() == 347 and df["patient_id_listed"].nunique() == 351
+    assert set(df.loc[df["filename"] == "000001-27.jpg", "patient_id"]) == {"287+340"}
+    assert set(df.loc[df["filename"] == "16660_3_1.jpg", "patient_id"]) == {"97+178"}
+    eight = {"78", "201", "97", "178", "285", "339", "287", "340"}
+    assert (df["patient_id"] != df["patient_id_listed"]).sum() == df["patient_id_listed"].isin(eight).sum() == 21
+    listed = covid_cxr.load(shared_data / CV, patients="as_listed")
+    assert listed["patient_id"].nunique() == 351 and listed.attrs["merged_patients"] == []
+    with pytest.raises(ParamsError, match="patients='as_listed'|'merged', 'as_listed'"):
+        covid_cxr.load(shared_data / CV, patients="upstream")
 
 
 def test_covid_upstream_layout_without_manifest(tmp_path):
@@ -352,8 +365,8 @@ def test_covid_upstream_layout_without_manifest(tmp_path):
     ]
     pd.DataFrame(rows, columns=cols).to_csv(tmp_path / "metadata.csv", index=False)
     (tmp_path / "images").mkdir()
-    for f in ("a.png", "b.png", "ct.png"):
-        (tmp_path / "images" / f).write_bytes(b"\x89PNG")
+    for k, f in enumerate(("a.png", "b.png", "ct.png")):  # three different pictures
+        Image.fromarray(np.random.default_rng(k).integers(0, 256, (16, 16), dtype=np.uint8)).save(tmp_path / "images" / f)
     df = covid_cxr.load(tmp_path)
     assert df["study_id"].tolist() == ["a.png", "b.png"]
     assert df["view"].tolist() == ["PA", "AP SUPINE"] and df["label"].tolist()[0] == 1

@@ -15,12 +15,16 @@ are supported:
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from radaudit.data.image_duplicates import duplicate_groups, merge_ids_sharing_images, thumbnails
 from radaudit.data.io import read_csv_checked
 from radaudit.data.schema import finalize
 from radaudit.errors import DataFormatError, ParamsError
@@ -37,6 +41,9 @@ METADATA_COLUMNS = (
 )
 MANIFEST_COLUMNS = ("filename", "local_file")
 LABEL_MODES = ("covid_vs_other",)
+#: ``patients="merged"`` (the default): patient ids that share a picture are one patient
+#: (:mod:`radaudit.data.image_duplicates`); ``"as_listed"``: ``patientid`` as the metadata gives it.
+PATIENT_MODES = ("merged", "as_listed")
 UNLABELLED = ("", "todo")
 
 _VIEWS = {
@@ -76,7 +83,23 @@ def _labels(finding: str) -> object:
     return [t.strip() for t in f.split(",") if t.strip()]
 
 
-def load(folder: Path, label: str = "covid_vs_other", **options) -> pd.DataFrame:
+def _file_key(path: str) -> tuple[str, int, int]:
+    st = os.stat(path)
+    return (path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _picture_groups_of(keys: tuple[tuple[str, int, int], ...]) -> np.ndarray:
+    return duplicate_groups(thumbnails([k[0] for k in keys]))
+
+
+def _picture_groups(paths: tuple[str, ...]) -> np.ndarray:
+    """:func:`radaudit.data.image_duplicates.duplicate_groups` of these files, memoised per process by path, size
+    and modification time (decoding the 653 thumbnails takes ~2 s, and a notebook loads the data more than once)."""
+    return _picture_groups_of(tuple(_file_key(p) for p in paths)).copy()
+
+
+def load(folder: Path, label: str = "covid_vs_other", patients: str = "merged", **options) -> pd.DataFrame:
     """X-ray rows of ``metadata.csv`` whose image exists locally, one row per image.
 
     Rows: ``modality == "X-ray"`` and ``folder == "images"`` (CT rows and ``volumes/`` are left out)
@@ -89,7 +112,13 @@ def load(folder: Path, label: str = "covid_vs_other", **options) -> pd.DataFrame
     (``000001-24.jpg`` for patients 285 and 339, ...); for every row whose filename is not unique,
     ``study_id`` is ``"<filename>#patient<patientid>"`` (and ``"#2"``, ``"#3"``... appended if that
     still repeats), so ``study_id`` is unique; ``filename`` keeps the original name.
-    ``patient_id`` = ``patientid`` as a string. ``sex`` (``M``/``F``, blank → ``<NA>``), ``age``
+    ``patient_id`` = ``patientid`` as a string, except that ids sharing a picture are merged (``patients="merged"``,
+    the default; :mod:`radaudit.data.image_duplicates`): the same image under two ids — the five files listed twice
+    and five re-encoded copies, ten pairs on the lab's copy — is one patient, ``"285+339"``, so that a patient split
+    cannot put one copy in training and the other in the test set, and a re-ID audit's "other patient" is never
+    the same picture. On the lab's copy four pairs of ids merge (285+339, 287+340, 78+201, 97+178); the upstream id
+    stays in ``patient_id_listed`` and the merged sets in ``df.attrs["merged_patients"]``. ``patients="as_listed"``
+    keeps ``patientid`` as given. ``sex`` (``M``/``F``, blank → ``<NA>``), ``age``
     (years, blank → ``<NA>``). ``view``: :func:`normalize_view`. ``image_path``: absolute path of
     the local image. ``findings``, ``impression``, ``indication``: ``<NA>``: ``clinical_notes`` are
     case descriptions from papers and websites (history, course, imaging), not a radiology report of
@@ -108,7 +137,11 @@ def load(folder: Path, label: str = "covid_vs_other", **options) -> pd.DataFrame
     ``url`` (as given), ``filename``.
     """
     if options:
-        raise ParamsError(f"covid_cxr: unknown option(s) {sorted(options)}; the only option is label={LABEL_MODES}.")
+        raise ParamsError(f"covid_cxr: unknown option(s) {sorted(options)}; the options are label={LABEL_MODES} and "
+                          f"patients={PATIENT_MODES}.")
+    if patients not in PATIENT_MODES:
+        raise ParamsError(f"covid_cxr: patients={patients!r} is not allowed; use one of "
+                          f"{', '.join(map(repr, PATIENT_MODES))}.")
     if label not in LABEL_MODES:
         raise ParamsError(f"covid_cxr: label={label!r} is not allowed; use one of {', '.join(map(repr, LABEL_MODES))}.")
     folder = Path(folder)
@@ -149,12 +182,22 @@ def load(folder: Path, label: str = "covid_vs_other", **options) -> pd.DataFrame
     rank = study_id.groupby(study_id).cumcount()
     study_id = study_id.where(rank == 0, study_id + "#" + (rank + 1).astype(str))
 
+    listed = xray["patientid"].str.strip()
+    patient_id, merges = listed, []
+    if patients == "merged" and len(xray):
+        merged, merges = merge_ids_sharing_images(listed.tolist(), _picture_groups(tuple(xray["image_path"])))
+        patient_id = pd.Series(merged.to_numpy(), index=xray.index)
+        if merges:
+            log.info("covid_cxr: %d patient ids share pictures and are merged into %d patients (%s); "
+                     "patients='as_listed' keeps them apart", sum(map(len, merges)), len(merges),
+                     ", ".join("+".join(m) for m in merges))
+
     license_ = _blank_to_na(xray["license"])
     license_ = license_.fillna(_blank_to_na(xray["_manifest_license"]))
 
     df = pd.DataFrame({
         "study_id": study_id,
-        "patient_id": xray["patientid"].str.strip(),
+        "patient_id": patient_id,
         "sex": xray["sex"],
         "age": pd.to_numeric(xray["age"].str.strip(), errors="coerce"),
         "view": xray["view"].map(normalize_view),
@@ -170,11 +213,14 @@ def load(folder: Path, label: str = "covid_vs_other", **options) -> pd.DataFrame
         "doi": _blank_to_na(xray["doi"]),
         "url": _blank_to_na(xray["url"]),
         "filename": xray["filename"].astype("string"),
+        "patient_id_listed": listed.astype("string"),
     })
     if df["study_id"].duplicated().any():  # cannot happen after the renaming above; guard the contract
         raise DataFormatError(f"covid_cxr: study ids still repeat in {meta_path}")
     out = finalize(df, source=SOURCE)
     out.attrs["label"] = label
+    out.attrs["patients"] = patients
+    out.attrs["merged_patients"] = merges
     out.attrs["n_xray_rows"] = int(len(has_image))
     out.attrs["n_missing_image"] = len(missing)
     out.attrs["missing_images"] = missing
