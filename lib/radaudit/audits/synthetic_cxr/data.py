@@ -145,7 +145,7 @@ def _format_prompt(template: str, row: Mapping[str, Any]) -> str:
 def demo_frame(data_root: str | os.PathLike | None = None, *, seed: int = 0,
                fractions: Sequence[float] = (0.6, 0.2, 0.2), label_groups: Mapping[str, str] | None = None,
                prompt_template: str = "{view} chest X-ray: {labels}",
-               views: Sequence[str] | None = FRONTAL_VIEWS) -> pd.DataFrame:
+               views: Sequence[str] | None = FRONTAL_VIEWS, patients: str = "merged") -> pd.DataFrame:
     """covid-chestxray X-rays with a label, a caption and a patient-level split (the ``demo`` real data).
 
     Rows: the ``covid_cxr`` loader's X-ray rows with a finding (``"todo"``/blank are unlabelled
@@ -166,10 +166,14 @@ def demo_frame(data_root: str | os.PathLike | None = None, *, seed: int = 0,
     imaging), not descriptions of the image, so they are not used as prompts (the paper's prompts
     are report summaries: LLaVA-Rad annotations, §2.1).
 
+    ``patients`` goes to the loader (:func:`radaudit.data.covid_cxr.load`): ``"merged"`` (default) makes patient ids
+    that share a picture one patient, so that no picture lies on both sides of the split; ``"as_listed"`` keeps the
+    metadata's ids (then ``000001-27.jpg`` is in training and its copy in the test set at seed 0).
+
     ``df.attrs`` records the counts left out (unlabelled, other views) and the split sizes.
     """
     fr = _check_fractions(fractions)
-    raw = load_dataset("covid_cxr", data_root)
+    raw = load_dataset("covid_cxr", data_root, patients=patients)
     n_all = len(raw)
     labelled = raw[raw["labels"].map(lambda v: not is_missing(v) and len(v) > 0)]
     n_unlabelled = n_all - len(labelled)

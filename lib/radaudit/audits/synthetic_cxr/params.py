@@ -95,7 +95,8 @@ class Params(BaseParams):
     dataset_options: dict[str, Any] = Field(
         default_factory=dict,
         description="Options of the prompt builder (mimic_cxr: annotations_csv = the LLaVA-Rad annotations, images_dir, "
-                    "...).",
+                    "...; covid_cxr: patients = merged (ids sharing a picture are one patient, the default) or "
+                    "as_listed).",
     )
     labels: list[str] = Field(
         default_factory=lambda: list(DEMO_LABELS),
