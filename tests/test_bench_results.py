@@ -256,6 +256,20 @@ def test_ranking_suite_reports_every_held_out_suite_with_what_it_is(monkeypatch)
     sys.modules.pop("ranking_suite", None)
 
 
+def test_a_blind_suite_without_provenance_is_not_scored_by_a_plain_run(monkeypatch, tmp_path, caplog):
+    """A new blind suite dropped into tests/fixtures must not be scored by a run meant for the others: only the
+    splits with a provenance in SPLIT_NOTES are in the default run; the new one is named as skipped."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    rs = importlib.import_module("ranking_suite")
+    for name in ("ranking_cases_holdout2.yaml", "ranking_cases_holdout99.yaml", "ranking_cases.yaml"):
+        (tmp_path / name).write_text("cases: []\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="ranking_suite"):
+        specs = rs.default_holdout_specs(tmp_path)
+    assert [split for _, split in specs] == ["holdout2"]
+    assert "'holdout99' has no provenance in SPLIT_NOTES, so it is not scored" in caplog.text
+    sys.modules.pop("ranking_suite", None)
+
+
 def test_the_reference_workload_is_timed_and_leaves_the_rng_alone():
     pytest.importorskip("torch")
     import torch
