@@ -52,8 +52,12 @@ def test_reference_generators_get_the_verdicts_they_were_built_for(smoke_run):
     rep = pd.read_csv(d / "table5_long.csv")
     assert {"bleu1", "bleu4", "rougeL", "f1_micro", "f1_macro"} <= set(rep["metric"])
     assert set(rep["source"]) == {"real", "demo diffusion", "held-out real", "memoriser", "degrader"}
+    # every source is scored on the same real test studies; no order between memoriser and degrader is asserted:
+    # both pair training images with their own labels (the degrader blurs them), so 1-NN retrieval of a label can
+    # favour either (the demo's three seeds give 0.73 vs 0.65, 0.71 vs 0.77, 0.74 vs 0.74)
     f1 = rep[rep["metric"] == "f1_micro"].set_index("source")
-    assert f1.loc["memoriser", "estimate"] > f1.loc["degrader", "estimate"]  # copies with their captions retrieve better
+    assert (f1["n"] == f1.loc["real", "n"]).all()
+    assert ((f1["low"] <= f1["estimate"]) & (f1["estimate"] <= f1["high"])).all()
     util = pd.read_csv(d / "table4_long.csv")
     assert {"real", "memoriser", "degrader"} <= set(util["source"])
     assert util.loc[util["label"] == "macro", ["ci_low", "ci_high"]].notna().all().all()
@@ -83,7 +87,10 @@ def test_smoke_run_writes_the_controls_and_findings(smoke_run):
     assert "audit-half prompts" in held and "calibration half" in held
     assert ids["encoder_view_gain_over_pixels"].ci is not None
     reid = json.loads((d / "manifest.json").read_text())["recorded"]["reid_threshold"]
-    assert reid["n_calibration_patients"] + reid["n_audit_patients"] == 185
+    splits = pd.read_csv(d / "tables" / "data_splits.csv").set_index("split")
+    # the two halves partition the training patients (ids that share a picture count as one patient)
+    assert reid["n_calibration_patients"] + reid["n_audit_patients"] == splits.loc["train", "patients"]
+    assert abs(reid["n_calibration_patients"] - reid["n_audit_patients"]) <= 1
     tables = {p.stem for p in (d / "tables").glob("*.csv")}
     assert {"degrader_dose_long", "degrader_dose_spearman", "privacy_reference_overlap"} <= tables
     figures = {p.stem for p in (d / "figures").glob("*.png")}
@@ -94,7 +101,8 @@ def test_smoke_run_writes_the_controls_and_findings(smoke_run):
     assert (t2.loc[ok, "fid_low"] <= t2.loc[ok, "fid_high"]).all()
     util = pd.read_csv(d / "tables" / "table4_long.csv")
     rare = util[(util["source"] != "real") & util["label"].isin(["ARDS", "No Finding"])]
-    assert rare["pvalue"].isna().all() and rare["significance"].str.startswith("n/a").all()
+    # an untested row says why (a bare "n/a" would be read back by pandas as a missing value)
+    assert rare["pvalue"].isna().all() and rare["significance"].str.startswith("n/a (").all()
     rep = pd.read_csv(d / "tables" / "table5_long.csv")
     macro = rep[(rep["source"] != "real") & (rep["metric"] == "f1_macro")]
     assert macro["p_value"].isna().all() and macro["note"].str.contains("significance n/a").all()

@@ -155,10 +155,19 @@ def utility_flags(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, base
         long["significance"] = [
             "" if src == baseline else
             (f"p_adj = {pa:.3g}" + (" *" if sig is not pd.NA and bool(sig) else "")) if np.isfinite(pv) else
-            ("n/a" + (f" ({n.split('significance n/a: ')[1]})" if "significance n/a: " in n else ""))
+            f"n/a ({_why_untested(n)})"
             for src, pv, pa, sig, n in zip(long["source"], p, long["p_adj"].to_numpy(float),
                                            long["significant"].astype(object), tn)]
     return long
+
+
+def _why_untested(note: str) -> str:
+    """Why a row has no p-value, for its ``significance`` cell: the test note's ``significance n/a:`` reason,
+    else the whole note (e.g. "only negatives in the test set"). Never a bare ``n/a``, which pandas and R read
+    back as a missing value."""
+    if "significance n/a: " in note:
+        return note.split("significance n/a: ", 1)[1]
+    return note.strip() or "no paired test"
 
 
 def utility_table(per_generator: Mapping[str, pd.DataFrame] | pd.DataFrame, baseline: str = "real", *,
