@@ -176,3 +176,49 @@ def test_patch_heatmap_titles_stay_clear_of_the_panels_above(monkeypatch):
         assert title.y1 <= above.y0 + 1, (j, title, above)  # pixels: y grows upwards
     assert all(ax.get_title().count("\n") == 3 for ax in fig.axes)
     plt.close(fig)
+
+
+def test_traces_are_read_back_bit_exact_and_missed_for_another_call(tiny, items, tmp_path, monkeypatch):
+    """With cache=, a rerun on the same model and items serves the attention tables without running the model,
+    byte for byte; other samples, another model or an edited image are computed afresh."""
+    import radaudit.audits.modality_shift.conditions as conditions_mod
+    import radaudit.audits.modality_shift.heatmap as heatmap_mod
+    from radaudit.audits.modality_shift.conditions import attention_table
+
+    processor, model = tiny["llava"]
+    sids = items["sample_id"].unique()[:1].tolist()
+    cache = tmp_path / "cache"
+    layers, maps = attention_maps(processor, model, items, sample_ids=sids, model_name="tiny", cache=cache)
+    shares, tokens = attention_table(processor, model, items, sample_ids=sids, model_name="tiny", max_new_tokens=2,
+                                     cache=cache)
+    import shutil
+
+    own = items["sample_id"].isin(sids) & items["image_path"].notna()
+    copies = {p: str(tmp_path / f"copy{i}.png") for i, p in enumerate(items.loc[own, "image_path"].unique())}
+    for src, dst in copies.items():
+        shutil.copyfile(src, dst)
+    copied = items.assign(image_path=items["image_path"].map(lambda p: copies.get(p, p)))
+    attention_maps(processor, model, copied, sample_ids=sids, model_name="tiny", cache=cache)
+    with open(next(iter(copies.values())), "ab") as fh:
+        fh.write(b"\0")
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model ran on a cached call")
+
+    monkeypatch.setattr(heatmap_mod, "answer_attention", no_model)
+    monkeypatch.setattr(conditions_mod, "attention_by_modality", no_model)
+    layers2, maps2 = attention_maps(processor, model, items, sample_ids=sids, model_name="tiny", cache=cache)
+    shares2, tokens2 = attention_table(processor, model, items, sample_ids=sids, model_name="tiny", max_new_tokens=2,
+                                       cache=cache)
+    for a, b in ((layers, layers2), (maps, maps2), (shares, shares2), (tokens, tokens2)):
+        pd.testing.assert_frame_equal(a, b)
+        assert a.to_csv(index=False) == b.to_csv(index=False)
+    other = items["sample_id"].unique()[1:2].tolist()
+    with pytest.raises(AssertionError, match="the model ran"):
+        attention_maps(processor, model, items, sample_ids=other, model_name="tiny", cache=cache)
+    with pytest.raises(AssertionError, match="the model ran"):
+        attention_table(processor, model, items, sample_ids=sids, model_name="tiny", max_new_tokens=3, cache=cache)
+    with pytest.raises(AssertionError, match="the model ran"):
+        attention_maps(*tiny["qwen2vl"], items, sample_ids=sids, model_name="tiny", cache=cache)
+    with pytest.raises(AssertionError, match="the model ran"):  # same path, other bytes
+        attention_maps(processor, model, copied, sample_ids=sids, model_name="tiny", cache=cache)

@@ -61,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 from radaudit.audits.modality_shift.marker import MARKED_IMAGE_COLUMN
+from radaudit.audits.modality_shift.traces import memo_traces
 from radaudit.data import load_dataset
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.models.attention import attention_by_modality
@@ -662,7 +663,7 @@ def run_conditions(processor: Any, model: Any, items: pd.DataFrame, *, model_nam
 def attention_table(processor: Any, model: Any, items: pd.DataFrame, *, sample_ids: Sequence[str] | None = None,
                     conditions: Sequence[str] | None = None, max_new_tokens: int = 8, model_name: str | None = None,
                     system: str | None = None, normalise: str = "per_layer",
-                    positions: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    positions: bool = True, cache: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Attention by modality (paper §2.3, Fig. 4) for selected items, one greedy run per item.
 
     Returns ``(shares, tokens)``: ``shares`` has one row per (sample, condition, generated token)
@@ -670,6 +671,9 @@ def attention_table(processor: Any, model: Any, items: pd.DataFrame, *, sample_i
     ``text_share`` = 1, BOS/first position zeroed, heads averaged, per-layer normalised, layers
     averaged); ``tokens`` has one row per (sample, condition, generated step, input position) with
     the normalised weight and ``modality`` (``image``/``text``), for the shaded-text panel.
+
+    ``cache`` (a folder, ``True`` for the default one, or ``None``): keep the two tables on disk and read them
+    back on a rerun with the same model and items (:mod:`radaudit.audits.modality_shift.traces`).
     """
     sel = items
     if sample_ids is not None:
@@ -679,19 +683,26 @@ def attention_table(processor: Any, model: Any, items: pd.DataFrame, *, sample_i
     if sel.empty:
         raise ParamsError("attention_table: no items match the requested sample_ids / conditions.")
     name = model_name or getattr(model, "name_or_path", None) or type(model).__name__
-    shares, toks = [], []
-    for it in sel.itertuples(index=False):
-        image = None if is_missing(it.image_path) else it.image_path
-        frame, pos = attention_by_modality(processor, model, it.prompt, image, max_new_tokens=max_new_tokens,
-                                           system=system, normalise=normalise, return_positions=True)
-        keys = {"model": name, "sample_id": it.sample_id, "condition": it.condition}
-        shares.append(frame.assign(**keys))
-        if positions:
-            toks.append(pos.assign(**keys))
-    shares_df = pd.concat(shares, ignore_index=True)
-    lead = ["model", "sample_id", "condition"]
-    shares_df = shares_df[lead + [c for c in shares_df.columns if c not in lead]]
-    tokens_df = pd.concat(toks, ignore_index=True) if toks else pd.DataFrame()
-    if not tokens_df.empty:
-        tokens_df = tokens_df[lead + [c for c in tokens_df.columns if c not in lead]]
+
+    def compute() -> tuple[pd.DataFrame, pd.DataFrame]:
+        shares, toks = [], []
+        for it in sel.itertuples(index=False):
+            image = None if is_missing(it.image_path) else it.image_path
+            frame, pos = attention_by_modality(processor, model, it.prompt, image, max_new_tokens=max_new_tokens,
+                                               system=system, normalise=normalise, return_positions=True)
+            keys = {"model": name, "sample_id": it.sample_id, "condition": it.condition}
+            shares.append(frame.assign(**keys))
+            if positions:
+                toks.append(pos.assign(**keys))
+        shares_df = pd.concat(shares, ignore_index=True)
+        lead = ["model", "sample_id", "condition"]
+        shares_df = shares_df[lead + [c for c in shares_df.columns if c not in lead]]
+        tokens_df = pd.concat(toks, ignore_index=True) if toks else pd.DataFrame()
+        if not tokens_df.empty:
+            tokens_df = tokens_df[lead + [c for c in tokens_df.columns if c not in lead]]
+        return shares_df, tokens_df
+
+    options = {"model_name": name, "max_new_tokens": int(max_new_tokens), "system": system, "normalise": normalise,
+               "positions": bool(positions)}
+    shares_df, tokens_df = memo_traces("modality_shift.attention_table", model, sel, options, cache, compute)
     return shares_df, tokens_df

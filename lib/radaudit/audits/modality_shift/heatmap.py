@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from radaudit.audits.modality_shift.conditions import is_missing
+from radaudit.audits.modality_shift.traces import memo_traces
 from radaudit.errors import ParamsError
 from radaudit.models.attention import (
     cross_attention_layers,
@@ -178,28 +179,35 @@ def patch_heatmap(rows: np.ndarray, image_mask: np.ndarray, grid: tuple[int, int
 
 def attention_maps(processor: Any, model: Any, items: pd.DataFrame, *, sample_ids: Sequence[str],
                    conditions: Sequence[str] | None = None, model_name: str | None = None,
-                   system: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   system: str | None = None, cache: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The answer's attention for the chosen items: ``(layers, maps)``, two tidy tables.
 
     ``layers``: one row per (sample, condition, layer), :func:`layer_modality_shares`' columns.
     ``maps``: one row per (sample, condition, patch) of the items that show an image:
     ``row, col, weight`` (:func:`patch_heatmap` over all layers), ``grid_rows, grid_cols``,
     ``image_path`` and ``image_source`` (the image shown: the partner's under Image Shift), ``label``.
-    Both start with ``model, sample_id, condition``.
+    Both start with ``model, sample_id, condition``. ``cache``: as
+    :func:`radaudit.audits.modality_shift.conditions.attention_table`'s (:mod:`radaudit.audits.modality_shift.traces`).
     """
     sel = _select(items, sample_ids, conditions, "attention_maps")
     name = _model_name(model, model_name)
-    layer_parts, map_rows = [], []
-    for it in sel.itertuples(index=False):
-        image = _image_of(it)
-        att = answer_attention(processor, model, it.prompt, image, system=system)
-        keys = {"model": name, "sample_id": it.sample_id, "condition": it.condition}
-        layer_parts.append(layer_modality_shares(att.rows, att.image_mask).assign(**keys))
-        if att.grid is not None:
-            map_rows += _map_rows(name, it, image, patch_heatmap(att.rows, att.image_mask, att.grid))
-    layers_df = pd.concat(layer_parts, ignore_index=True)
-    layers_df = layers_df[_LEAD + [c for c in layers_df.columns if c not in _LEAD]]
-    return layers_df, pd.DataFrame(map_rows, columns=MAP_COLUMNS)
+
+    def compute() -> tuple[pd.DataFrame, pd.DataFrame]:
+        layer_parts, map_rows = [], []
+        for it in sel.itertuples(index=False):
+            image = _image_of(it)
+            att = answer_attention(processor, model, it.prompt, image, system=system)
+            keys = {"model": name, "sample_id": it.sample_id, "condition": it.condition}
+            layer_parts.append(layer_modality_shares(att.rows, att.image_mask).assign(**keys))
+            if att.grid is not None:
+                map_rows += _map_rows(name, it, image, patch_heatmap(att.rows, att.image_mask, att.grid))
+        layers_df = pd.concat(layer_parts, ignore_index=True)
+        layers_df = layers_df[_LEAD + [c for c in layers_df.columns if c not in _LEAD]]
+        return layers_df, pd.DataFrame(map_rows, columns=MAP_COLUMNS)
+
+    layers_df, maps_df = memo_traces("modality_shift.attention_maps", model, sel, {"model_name": name, "system": system},
+                                     cache, compute)
+    return layers_df, maps_df
 
 
 _LEAD = ["model", "sample_id", "condition"]
