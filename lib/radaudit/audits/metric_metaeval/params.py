@@ -85,6 +85,8 @@ class Params(BaseParams):
                                                      "and compare the AUROC (how much the paper's context design "
                                                      "decides the verdict).")
     agreement: bool = Field(True, description="Compute the Table 1 analog on RadPref's three radiologists.")
+    cache: bool = Field(True, description="Keep the per-pair scores of the lexical and rule-based metrics on disk "
+                                          "(radaudit.metrics.score_memo): a rerun on the same pairs reads them back.")
     rexval_path: str | None = Field(None, description="Folder of the ReXVal files (credentialed): reproduces the paper's "
                                                       "Table 1; null = skip.")
     cell_average: Literal["rules", "pairs"] = Field(

@@ -19,12 +19,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from radaudit.audits.metric_metaeval.scores import METRIC_RANGES, SCORE_COLUMNS
 from radaudit.errors import DataFormatError, ParamsError
 from radaudit.metrics import METRICS, MetricUnavailableError, build_metric
+from radaudit.metrics.score_memo import memo_per_pair, memoisable, score_key_parts
 from radaudit.models.resolver import ModelUnavailableError
 
 log = logging.getLogger(__name__)
@@ -53,13 +53,16 @@ def _check_pairs_frame(pairs: pd.DataFrame) -> None:
 
 
 def score_pairs(pairs: pd.DataFrame, metrics: Sequence[str] | None = None,
-                metric_options: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[pd.DataFrame, dict[str, str]]:
+                metric_options: Mapping[str, Mapping[str, Any]] | None = None, *,
+                cache: Any = None) -> tuple[pd.DataFrame, dict[str, str]]:
     """Score every pair (GT = reference, ME = candidate) with every metric.
 
     Returns ``(scores, skipped)``: ``scores`` has one row per pair x metric
     (:data:`~radaudit.audits.metric_metaeval.scores.SCORE_COLUMNS`;
     ``score`` raw, ``score_100`` on 0–100, NaN where the metric is undefined: counted, never dropped);
-    ``skipped`` maps a metric that cannot run here to the reason.
+    ``skipped`` maps a metric that cannot run here to the reason. ``cache`` (a folder, ``True`` for the default
+    one, or ``None``): the lexical and rule-based metrics' per-pair scores are kept there and read back on a rerun
+    (:mod:`radaudit.metrics.score_memo`; the same bytes, so the same tables).
     """
     _check_pairs_frame(pairs)
     names = resolve_metrics(metrics)
@@ -72,13 +75,17 @@ def score_pairs(pairs: pd.DataFrame, metrics: Sequence[str] | None = None,
     meta = meta[["pair_id", "study_id", "source", "aspect", "error_type", "significance", "rule", "group"]]
     frames, skipped = [], {}
     for name in names:
+        own = dict(options.get(name, {}))
+        spec = METRICS.lookup(name)
+        merged = {**spec.options, **own}
+        parts = score_key_parts(name, merged, refs, cands) if cache and memoisable(spec.kind, merged) else None
         try:
-            res = build_metric(name, **dict(options.get(name, {}))).compute(refs, cands)
+            vals, _ = memo_per_pair(cache, parts,
+                                    lambda name=name, own=own: build_metric(name, **own).compute(refs, cands).per_sample)
         except (MetricUnavailableError, ModelUnavailableError, ImportError, OSError) as err:
             skipped[name] = f"{type(err).__name__}: {err}"
             log.info("metric %s skipped: %s", name, err)
             continue
-        vals = np.asarray(res.per_sample, dtype=float)
         if vals.shape != (len(pairs),):
             raise DataFormatError(f"metric {name!r} returned {vals.shape} per-pair scores for {len(pairs)} pairs.")
         f = meta.copy()

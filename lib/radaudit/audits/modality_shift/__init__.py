@@ -18,6 +18,7 @@ Where things are (one line per module)
   means over the traced items (attention by layer, marker saliency: :func:`item_means`); the run summary in words
   (:func:`summary_lines`).
 - ``heatmap.py``: the answer token's attention by modality per layer and over the image patches.
+- ``traces.py``: the attention traces kept on disk (a rerun with the same model and items reads them back).
 - ``probe.py``: a pixel and a text probe (how much of the label each modality carries) and the notes that name
   the diagnosis.
 - ``findings.py``: :func:`headline_findings`, the run's ``findings.json`` (controls first).
