@@ -80,7 +80,9 @@ def test_metaeval_scores_from_the_cache_are_the_same_table(tmp_path, monkeypatch
     def no_scoring(name, **options):
         raise AssertionError(f"{name} was scored again")
 
-    monkeypatch.setattr(study, "build_metric", no_scoring)
+    import radaudit.metrics.base as base
+
+    monkeypatch.setattr(base, "build_metric", no_scoring)
     second, _ = study.score_pairs(pairs, metrics, cache=tmp_path)
     assert first.to_csv(index=False) == second.to_csv(index=False)
     with pytest.raises(AssertionError, match="scored again"):

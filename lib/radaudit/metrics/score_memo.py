@@ -39,7 +39,7 @@ import numpy as np
 from radaudit.models.cache import ContentCache, array_from_value, array_value, content_key, open_cache
 from radaudit.models.text_memo import texts_digest
 
-__all__ = ["SCORE_CACHE", "memo_per_pair", "memoisable", "package_digest", "score_key_parts"]
+__all__ = ["SCORE_CACHE", "memo_per_pair", "memoisable", "package_digest", "per_pair_scores", "score_key_parts"]
 
 log = logging.getLogger(__name__)
 
@@ -115,3 +115,18 @@ def memo_per_pair(cache: ContentCache | str | os.PathLike | bool | None, parts: 
     finally:
         if owns:
             store.close()
+
+
+def per_pair_scores(name: str, references: Sequence[str], candidates: Sequence[str],
+                    options: Mapping[str, Any] | None = None, *,
+                    cache: ContentCache | str | os.PathLike | bool | None = None) -> tuple[np.ndarray, bool]:
+    """``(per_pair, hit)``: the registered metric ``name`` built with ``options`` on the pairs, its float64 per-pair
+    scores read from ``cache`` when it holds them and the metric is :func:`memoisable`, else computed (and stored
+    when memoisable). Errors of building or running the metric propagate (the callers skip and report it)."""
+    from radaudit.metrics.base import METRICS, build_metric  # lazy: base's registry imports the metric modules
+
+    own = dict(options or {})
+    spec = METRICS.lookup(name)
+    merged = {**spec.options, **own}
+    parts = score_key_parts(name, merged, references, candidates) if cache and memoisable(spec.kind, merged) else None
+    return memo_per_pair(cache, parts, lambda: build_metric(name, **own).compute(references, candidates).per_sample)

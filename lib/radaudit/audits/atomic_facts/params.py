@@ -130,6 +130,8 @@ class Params(BaseParams):
         description="Granular analysis: count only findings asserted present (pertinent negatives excluded).",
     )
     min_questions: int = Field(5, ge=1, description="Granular heatmaps leave a cell blank below this many questions.")
+    cache: bool = Field(True, description="Keep the lexical and rule-based baselines' per-pair scores on disk "
+                                          "(radaudit.metrics.score_memo): a rerun on the same reports reads them back.")
     strategy_generations: str | None = Field(
         None,
         description="Optional table (CSV/Parquet/JSONL) of decoding_erasure generations with columns strategy, reference, "

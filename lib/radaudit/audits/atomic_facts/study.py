@@ -26,7 +26,8 @@ from radaudit.atomic import calls_of, greedy_generator, make_backend, score_pair
 from radaudit.audits.atomic_facts.data import CANDIDATE_COLUMNS
 from radaudit.audits.atomic_facts.params import Params
 from radaudit.errors import ParamsError, RadauditError
-from radaudit.metrics import MetricUnavailableError, build_metric, list_metrics
+from radaudit.metrics import MetricUnavailableError, list_metrics
+from radaudit.metrics.score_memo import per_pair_scores
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def atomimed_options(P: Params) -> dict[str, Any]:
 
 def score_study(candidates: pd.DataFrame, baselines: Sequence[str] = ("all",), *,
                 atomimed: Mapping[str, Any] | None = None,
-                metric_options: Mapping[str, Mapping[str, Any]] | None = None) -> MetricScores:
+                metric_options: Mapping[str, Mapping[str, Any]] | None = None, cache: Any = None) -> MetricScores:
     """AtomiMed (with its trace) and every baseline on each candidate report against its reference.
 
     ``atomimed``: keyword arguments of :func:`radaudit.atomic.score_pairs` (default: rule backend).
@@ -86,7 +87,9 @@ def score_study(candidates: pd.DataFrame, baselines: Sequence[str] = ("all",), *
     ``skipped``. ``metric_options``: build options per metric (``{"bertscore": {"model": ...}}``).
     Besides ``atomimed`` (Eq. 4 F1) the table has ``atomimed_disease`` and ``atomimed_attribute``;
     a candidate AtomiMed could not score (``ok`` false in :attr:`MetricScores.atomimed`) is NaN in
-    all three, and the agreement analyses leave it out and count it (``n_undefined``).
+    all three, and the agreement analyses leave it out and count it (``n_undefined``). ``cache`` (a folder, ``True``
+    for the default one, or ``None``): the lexical and rule-based baselines' per-pair scores are kept there and read
+    back on a rerun (:func:`radaudit.metrics.score_memo.per_pair_scores`).
     """
     missing = [c for c in CANDIDATE_COLUMNS if c not in candidates.columns]
     if missing:
@@ -112,12 +115,11 @@ def score_study(candidates: pd.DataFrame, baselines: Sequence[str] = ("all",), *
     opts = {k: dict(v) for k, v in (metric_options or {}).items()}
     for name in resolve_baselines(baselines):
         try:
-            res = build_metric(name, **opts.get(name, {})).compute(refs, preds)
+            out[name], _ = per_pair_scores(name, refs, preds, opts.get(name, {}), cache=cache)
         except (MetricUnavailableError, ImportError, OSError) as err:
             skipped[name] = f"{type(err).__name__}: {err}"
             log.info("baseline %s skipped: %s", name, err)
             continue
-        out[name] = np.asarray(res.per_sample, dtype=float)
         ran.append(name)
     return MetricScores(scores=out, skipped=skipped, atomimed=table, trace=trace.reset_index(drop=True), metrics=ran,
                         calls=calls_of(table))

@@ -23,8 +23,8 @@ import pandas as pd
 
 from radaudit.audits.metric_metaeval.scores import METRIC_RANGES, SCORE_COLUMNS
 from radaudit.errors import DataFormatError, ParamsError
-from radaudit.metrics import METRICS, MetricUnavailableError, build_metric
-from radaudit.metrics.score_memo import memo_per_pair, memoisable, score_key_parts
+from radaudit.metrics import METRICS, MetricUnavailableError
+from radaudit.metrics.score_memo import per_pair_scores
 from radaudit.models.resolver import ModelUnavailableError
 
 log = logging.getLogger(__name__)
@@ -75,13 +75,8 @@ def score_pairs(pairs: pd.DataFrame, metrics: Sequence[str] | None = None,
     meta = meta[["pair_id", "study_id", "source", "aspect", "error_type", "significance", "rule", "group"]]
     frames, skipped = [], {}
     for name in names:
-        own = dict(options.get(name, {}))
-        spec = METRICS.lookup(name)
-        merged = {**spec.options, **own}
-        parts = score_key_parts(name, merged, refs, cands) if cache and memoisable(spec.kind, merged) else None
         try:
-            vals, _ = memo_per_pair(cache, parts,
-                                    lambda name=name, own=own: build_metric(name, **own).compute(refs, cands).per_sample)
+            vals, _ = per_pair_scores(name, refs, cands, options.get(name, {}), cache=cache)
         except (MetricUnavailableError, ModelUnavailableError, ImportError, OSError) as err:
             skipped[name] = f"{type(err).__name__}: {err}"
             log.info("metric %s skipped: %s", name, err)
