@@ -13,6 +13,7 @@ from radaudit.audits.modality_shift.conditions import CONDITIONS, build_items, b
 from radaudit.audits.modality_shift.heatmap import (
     answer_attention,
     attention_maps,
+    gradient_maps,
     image_grid,
     layer_modality_shares,
     patch_heatmap,
@@ -191,6 +192,7 @@ def test_traces_are_read_back_bit_exact_and_missed_for_another_call(tiny, items,
     layers, maps = attention_maps(processor, model, items, sample_ids=sids, model_name="tiny", cache=cache)
     shares, tokens = attention_table(processor, model, items, sample_ids=sids, model_name="tiny", max_new_tokens=2,
                                      cache=cache)
+    grads = gradient_maps(processor, model, items, sample_ids=sids, model_name="tiny", cache=cache)
     import shutil
 
     own = items["sample_id"].isin(sids) & items["image_path"].notna()
@@ -207,6 +209,9 @@ def test_traces_are_read_back_bit_exact_and_missed_for_another_call(tiny, items,
 
     monkeypatch.setattr(heatmap_mod, "answer_attention", no_model)
     monkeypatch.setattr(conditions_mod, "attention_by_modality", no_model)
+    monkeypatch.setattr(heatmap_mod, "answer_gradient", no_model)
+    pd.testing.assert_frame_equal(gradient_maps(processor, model, items, sample_ids=sids, model_name="tiny",
+                                                cache=cache), grads)
     layers2, maps2 = attention_maps(processor, model, items, sample_ids=sids, model_name="tiny", cache=cache)
     shares2, tokens2 = attention_table(processor, model, items, sample_ids=sids, model_name="tiny", max_new_tokens=2,
                                        cache=cache)

@@ -297,15 +297,22 @@ def answer_gradient(processor: Any, model: Any, prompt: str | None, image: Any, 
 
 def gradient_maps(processor: Any, model: Any, items: pd.DataFrame, *, sample_ids: Sequence[str],
                   conditions: Sequence[str] | None = None, model_name: str | None = None,
-                  system: str | None = None) -> pd.DataFrame:
+                  system: str | None = None, cache: Any = None) -> pd.DataFrame:
     """The answer margin's gradient map for the chosen items that show an image: the ``maps`` table of
     :func:`attention_maps` (same columns, so the same figure code draws it) with ``weight`` = the
-    patch's share of the summed pixel sensitivity (:func:`answer_gradient`, :func:`pool_to_grid`)."""
+    patch's share of the summed pixel sensitivity (:func:`answer_gradient`, :func:`pool_to_grid`). ``cache``: as
+    :func:`attention_maps`'."""
     sel = _select(items, sample_ids, conditions, "gradient_maps", with_image=True)
     name = _model_name(model, model_name)
-    rows = []
-    for it in sel.itertuples(index=False):
-        image = _image_of(it)
-        sal, grid = answer_gradient(processor, model, it.prompt, image, system=system)
-        rows += _map_rows(name, it, image, pool_to_grid(sal, grid))
-    return pd.DataFrame(rows, columns=MAP_COLUMNS)
+
+    def compute() -> tuple[pd.DataFrame]:
+        rows = []
+        for it in sel.itertuples(index=False):
+            image = _image_of(it)
+            sal, grid = answer_gradient(processor, model, it.prompt, image, system=system)
+            rows += _map_rows(name, it, image, pool_to_grid(sal, grid))
+        return (pd.DataFrame(rows, columns=MAP_COLUMNS),)
+
+    (maps,) = memo_traces("modality_shift.gradient_maps", model, sel, {"model_name": name, "system": system}, cache,
+                          compute)
+    return maps

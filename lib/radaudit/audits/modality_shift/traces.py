@@ -1,9 +1,10 @@
 """Attention traces kept on disk: a rerun with the same model and items reads them back.
 
 The attention sections of the notebook (Fig. 4: :func:`~radaudit.audits.modality_shift.conditions.attention_table`,
-:func:`~radaudit.audits.modality_shift.heatmap.attention_maps`) run the model with ``output_attentions`` on
-every traced item: about a minute of CPU for the demo's three samples, recomputed on every rerun although
-nothing changed. With ``cache=`` they go through :func:`radaudit.models.frame_memo.memo_frames`: the key is
+:func:`~radaudit.audits.modality_shift.heatmap.attention_maps`, and the gradient maps of
+:func:`~radaudit.audits.modality_shift.heatmap.gradient_maps`) run the model with ``output_attentions`` or a
+backward pass on every traced item: about a minute of CPU for the demo's samples, recomputed on every rerun
+although nothing changed. With ``cache=`` they go through :func:`radaudit.models.frame_memo.memo_frames`: the key is
 the model's identity (folder or hub id and its weights' fingerprint, :func:`radaudit.models.vlm.model_identity`),
 its dtype and device, each traced item (sample, condition, prompt, the image's path and sha256, the image's
 source and the label), the call's options, the library versions and the source of the modules that compute the
