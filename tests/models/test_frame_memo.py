@@ -91,3 +91,13 @@ def test_image_digest_names_the_file_and_its_bytes(tmp_path):
     assert image_digest(str(a)) == {"path": str(a), "sha256": image_digest(a)["sha256"]}
     with pytest.raises(TypeError, match="no file identity"):
         image_digest(np.zeros((2, 2)))
+
+
+def test_library_versions_name_what_is_installed():
+    from radaudit.models.text_memo import library_versions
+
+    assert library_versions("pandas", "no-such-dist-radaudit") == {"pandas": pd.__version__,
+                                                                   "no-such-dist-radaudit": None}
+    parts = frame_key_parts("k", {"spec": "m"}, [], {}, ("radaudit.models.frame_memo",))
+    assert parts["libraries"]["pyarrow"] is not None and set(parts["libraries"]) == {"torch", "transformers", "pandas",
+                                                                                       "pyarrow"}

@@ -30,14 +30,13 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from radaudit.models.cache import ContentCache, array_from_value, array_value, content_key, open_cache
-from radaudit.models.text_memo import texts_digest
+from radaudit.models.text_memo import library_versions, texts_digest
 
 __all__ = ["SCORE_CACHE", "memo_per_pair", "memoisable", "package_digest", "per_pair_scores", "score_key_parts"]
 
@@ -63,13 +62,6 @@ def package_digest(root: str | None = None) -> str:
     return h.hexdigest()
 
 
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def memoisable(kind: str, options: Mapping[str, Any]) -> bool:
     """Whether a metric of ``kind`` built with ``options`` (the registry's defaults merged in) scores by code alone:
     ``lexical``, or ``clinical`` on the rule backend, with options that are plain JSON."""
@@ -90,7 +82,7 @@ def score_key_parts(name: str, options: Mapping[str, Any], references: Sequence[
     return {"kind": "metric_scores", "metric": name, "options": dict(options),
             "references": {"sha256": texts_digest(list(references)), "n": len(references)},
             "candidates": {"sha256": texts_digest(list(candidates)), "n": len(candidates)},
-            "libraries": {d: _version(d) for d in _LIBRARIES}, "code": package_digest()}
+            "libraries": library_versions(*_LIBRARIES), "code": package_digest()}
 
 
 def memo_per_pair(cache: ContentCache | str | os.PathLike | bool | None, parts: Mapping[str, Any] | None,

@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from radaudit.models.cache import ContentCache, content_key, file_sha256, open_cache
-from radaudit.models.text_memo import source_digest
+from radaudit.models.text_memo import library_versions, source_digest
 
 __all__ = ["FRAME_CACHE", "frame_from_value", "frame_key_parts", "frame_value", "image_digest", "memo_frames"]
 
@@ -74,17 +74,8 @@ def frame_key_parts(kind: str, model: Mapping[str, Any], inputs: Sequence[Mappin
     """The key parts of one call (module docstring): ``model`` is its identity (``{"spec", "revision", "dtype",
     "device"}``), ``inputs`` one JSON-safe mapping per item in order, ``code`` the modules whose source computes
     the tables."""
-    from importlib import metadata
-
-    def version(dist: str) -> str | None:
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return None
-
     return {"kind": kind, "model": dict(model), "inputs": [dict(i) for i in inputs], "options": dict(options),
-            "libraries": {d: version(d) for d in ("torch", "transformers", "pandas", "pyarrow")},
-            "code": source_digest(*code)}
+            "libraries": library_versions("torch", "transformers", "pandas", "pyarrow"), "code": source_digest(*code)}
 
 
 def memo_frames(cache: ContentCache | str | os.PathLike | bool | None, parts: Mapping[str, Any] | None,

@@ -46,8 +46,8 @@ import numpy as np
 from radaudit.models.backends import model_revision
 from radaudit.models.cache import ContentCache, array_from_value, array_value, content_key, open_cache
 
-__all__ = ["TEXT_CACHE", "call_key_parts", "encoder_call_parts", "memo_call", "source_digest", "texts_digest",
-           "weights_identity"]
+__all__ = ["TEXT_CACHE", "call_key_parts", "encoder_call_parts", "library_versions", "memo_call", "source_digest",
+           "texts_digest", "weights_identity"]
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +77,16 @@ def source_digest(*modules: str) -> str:
     return h.hexdigest()
 
 
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
+def library_versions(*dists: str) -> dict[str, str | None]:
+    """The installed version of each distribution (``None`` where it is not installed), for cache keys: a cached
+    value computed under another version of a library that computes it is not served."""
+    out: dict[str, str | None] = {}
+    for dist in dists:
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
 
 
 def weights_identity(encoder: Any) -> str | None:
@@ -98,7 +103,7 @@ def call_key_parts(kind: str, identity: Mapping[str, Any], options: Mapping[str,
     to its texts, stored by digest and count; ``code`` names the modules whose source computes the value."""
     return {"kind": kind, "encoder": dict(identity), "options": dict(options),
             "texts": {role: {"sha256": texts_digest(list(t)), "n": len(t)} for role, t in texts.items()},
-            "libraries": {d: _version(d) for d in ("torch", "transformers")},
+            "libraries": library_versions("torch", "transformers"),
             "code": source_digest(*code)}
 
 
