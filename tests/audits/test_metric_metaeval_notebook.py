@@ -94,6 +94,7 @@ def test_demo_run_findings_and_readme(shared_data, tmp_path):
         "atomimed", "atomimed_clinical"}
     assert f["whole_report_auroc_median"].value == pytest.approx(kept["auroc_full"].median())
     assert f["oracle_auroc_control"].verdict == "shown"  # enough pairs to see a metric that separates
-    body = readme_findings((project_root() / "README.md").read_text(encoding="utf-8"), "metric_metaeval")
+    body = readme_findings((project_root() / "docs" / "experiments" / "metric_metaeval.md").read_text(encoding="utf-8"),
+                          "metric_metaeval")  # the findings block lives on the experiment page
     run_name = body.split("run (", 1)[1].split(")", 1)[0]
-    assert body == readme_block(doc, run_name), "README numbers are stale: radaudit findings metric_metaeval --readme"
+    assert body == readme_block(doc, run_name), "the page's numbers are stale: radaudit findings metric_metaeval --docs"
