@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from radaudit.models.cache import ContentCache, array_from_value, array_value, content_key, open_cache
+from radaudit.models.cache import ContentCache, array_from_value, array_value, memo
 from radaudit.models.text_memo import library_versions, texts_digest
 
 __all__ = ["SCORE_CACHE", "memo_per_pair", "memoisable", "package_digest", "per_pair_scores", "score_key_parts"]
@@ -88,25 +88,18 @@ def score_key_parts(name: str, options: Mapping[str, Any], references: Sequence[
 def memo_per_pair(cache: ContentCache | str | os.PathLike | bool | None, parts: Mapping[str, Any] | None,
                   compute: Callable[[], np.ndarray]) -> tuple[np.ndarray, bool]:
     """``(per_pair, hit)``: the stored float64 scores of the call ``parts`` when the cache holds them, else
-    ``compute()``'s, stored before they are returned. ``parts=None`` or no cache: computed, not stored. A stored
-    value that does not read back, or has another length than the call's pairs, is recomputed and overwritten."""
-    store = open_cache(cache, name=SCORE_CACHE) if parts is not None else None
-    if store is None:
-        return np.asarray(compute(), dtype=np.float64), False
-    owns = not isinstance(cache, ContentCache)
-    key = content_key(parts)
-    n = int(parts["references"]["n"])
-    try:
-        found = array_from_value(store.get(key)) if key in store else None
-        if found is not None and found.shape == (n,):
-            log.info("%s: per-pair scores from the score cache", parts.get("metric"))
-            return found.astype(np.float64, copy=False), True
-        vals = np.asarray(compute(), dtype=np.float64)
-        store.put(key, array_value(vals, "<f8"), parts)
-        return vals, False
-    finally:
-        if owns:
-            store.close()
+    ``compute()``'s, stored before they are returned (:func:`radaudit.models.cache.memo`). ``parts=None`` or no
+    cache: computed, not stored. A stored value that does not read back, or has another length than the call's
+    pairs, is recomputed and overwritten."""
+    n = int(parts["references"]["n"]) if parts is not None else -1
+
+    def decode(found: Any) -> np.ndarray | None:
+        vals = array_from_value(found)
+        return vals.astype(np.float64, copy=False) if vals is not None and vals.shape == (n,) else None
+
+    return memo(cache, SCORE_CACHE, parts, lambda: np.asarray(compute(), dtype=np.float64),
+                encode=lambda vals: array_value(vals, "<f8"), decode=decode,
+                what=None if parts is None else f"{parts.get('metric')} per-pair scores")
 
 
 def per_pair_scores(name: str, references: Sequence[str], candidates: Sequence[str],

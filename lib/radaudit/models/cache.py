@@ -59,7 +59,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -313,6 +313,37 @@ def open_cache(cache: ContentCache | str | os.PathLike[str] | bool | None, *,
         return ContentCache(cache, name=name)
     raise ParamsError(f"cache must be a folder, true (the default folder, ${CACHE_ENV} or <project>/.cache/radaudit), "
                       f"false/None (no cache) or a ContentCache; got {cache!r}.")
+
+
+def memo(cache: ContentCache | str | os.PathLike[str] | bool | None, name: str, parts: Mapping[str, Any] | None,
+         compute: Callable[[], Any], *, encode: Callable[[Any], Any], decode: Callable[[Any], Any | None],
+         what: str | None = None) -> tuple[Any, bool]:
+    """``(value, hit)``: one computed value kept in the cache ``name`` under the key of ``parts``.
+
+    The stored value decoded (``decode(stored)``) when the cache holds the call and it decodes (``decode`` returns
+    ``None`` for a value that does not read back: a damaged or foreign entry); else ``compute()``'s value, stored
+    as ``encode(value)`` (JSON-serialisable) before it is returned, overwriting what did not decode. ``parts=None``
+    (nothing identifies the call) or a ``cache`` of ``None``/``False`` computes without the cache. A cache this
+    call opened (a folder, ``True``) is closed before it returns; a :class:`ContentCache` passed in stays open.
+    The one home of the get / compute / put of the text, frame and score memos. ``what`` names the value in the
+    log line of a hit (default: ``parts["kind"]``)."""
+    store = open_cache(cache, name=name) if parts is not None else None
+    if store is None:
+        return compute(), False
+    owns = not isinstance(cache, ContentCache)
+    key = content_key(parts)
+    try:
+        found = store.get(key)
+        value = decode(found) if found is not None else None
+        if value is not None:
+            log.info("%s: from the %s cache", what or parts.get("kind"), name)
+            return value, True
+        value = compute()
+        store.put(key, encode(value), parts)
+        return value, False
+    finally:
+        if owns:
+            store.close()
 
 
 # --- integrity -------------------------------------------------------------------------------------

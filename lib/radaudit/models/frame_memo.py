@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from radaudit.models.cache import ContentCache, content_key, file_sha256, open_cache
+from radaudit.models.cache import ContentCache, file_sha256, memo
 from radaudit.models.text_memo import library_versions, source_digest
 
 __all__ = ["FRAME_CACHE", "frame_from_value", "frame_key_parts", "frame_value", "image_digest", "memo_frames"]
@@ -78,26 +78,18 @@ def frame_key_parts(kind: str, model: Mapping[str, Any], inputs: Sequence[Mappin
             "libraries": library_versions("torch", "transformers", "pandas", "pyarrow"), "code": source_digest(*code)}
 
 
+def _decode_frames(found: Any) -> list[pd.DataFrame] | None:
+    """A stored call's tables, or ``None`` when one does not read back."""
+    if not isinstance(found, dict) or not isinstance(found.get("frames"), list):
+        return None
+    frames = [frame_from_value(v) for v in found["frames"]]
+    return frames if frames and all(f is not None for f in frames) else None
+
+
 def memo_frames(cache: ContentCache | str | os.PathLike | bool | None, parts: Mapping[str, Any] | None,
                 compute: Callable[[], Sequence[pd.DataFrame]]) -> tuple[list[pd.DataFrame], bool]:
     """``(frames, hit)``: the stored tables of the call ``parts`` when the cache holds them all, else
-    ``compute()``'s, stored before they are returned. ``parts=None`` (nothing identifies the model or an input)
-    or a ``cache`` of ``None``/``False`` computes without the cache."""
-    store = open_cache(cache, name=FRAME_CACHE) if parts is not None else None
-    if store is None:
-        return list(compute()), False
-    owns = not isinstance(cache, ContentCache)
-    key = content_key(parts)
-    try:
-        found = store.get(key)
-        if isinstance(found, dict) and isinstance(found.get("frames"), list):
-            frames = [frame_from_value(v) for v in found["frames"]]
-            if frames and all(f is not None for f in frames):
-                log.info("%s: %d table(s) from the frame cache", parts.get("kind"), len(frames))
-                return frames, True
-        frames = list(compute())
-        store.put(key, {"frames": [frame_value(f) for f in frames]}, parts)
-        return frames, False
-    finally:
-        if owns:
-            store.close()
+    ``compute()``'s, stored before they are returned (:func:`radaudit.models.cache.memo`). ``parts=None``
+    (nothing identifies the model or an input) or a ``cache`` of ``None``/``False`` computes without the cache."""
+    return memo(cache, FRAME_CACHE, parts, lambda: list(compute()),
+                encode=lambda frames: {"frames": [frame_value(f) for f in frames]}, decode=_decode_frames)

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from radaudit.models.backends import model_revision
-from radaudit.models.cache import ContentCache, array_from_value, array_value, content_key, open_cache
+from radaudit.models.cache import ContentCache, array_from_value, array_value, memo
 
 __all__ = ["TEXT_CACHE", "call_key_parts", "encoder_call_parts", "library_versions", "memo_call", "source_digest",
            "texts_digest", "weights_identity"]
@@ -122,29 +122,27 @@ def encoder_call_parts(encoder: Any, kind: str, describe: Mapping[str, Any], opt
     return call_key_parts(kind, identity, options, texts, code)
 
 
+def _decode_call(found: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
+    """A stored call's ``(arrays, info)``, or ``None`` when it does not read back."""
+    if not isinstance(found, dict) or not isinstance(found.get("arrays"), dict):
+        return None
+    arrays = {k: array_from_value(v) for k, v in found["arrays"].items()}
+    if any(a is None for a in arrays.values()):
+        return None
+    return arrays, dict(found.get("info") or {})
+
+
+def _encode_call(result: tuple[dict[str, np.ndarray], dict[str, Any]]) -> dict[str, Any]:
+    arrays, info = result
+    return {"arrays": {k: array_value(v, np.asarray(v).dtype.str) for k, v in arrays.items()}, "info": info}
+
+
 def memo_call(cache: ContentCache | str | os.PathLike | bool | None, parts: Mapping[str, Any] | None,
               compute: Callable[[], tuple[dict[str, np.ndarray], dict[str, Any]]]
               ) -> tuple[dict[str, np.ndarray], dict[str, Any], bool]:
     """``(arrays, info, hit)``: the stored result of the call ``parts`` when the cache holds it, else
-    ``compute()``'s, stored before it is returned. ``parts=None`` (nothing identifies the encoder) or a
-    ``cache`` of ``None``/``False`` computes without the cache. ``info`` must be JSON-serialisable."""
-    store = open_cache(cache, name=TEXT_CACHE) if parts is not None else None
-    if store is None:
-        arrays, info = compute()
-        return arrays, info, False
-    owns = not isinstance(cache, ContentCache)
-    key = content_key(parts)
-    try:
-        found = store.get(key)
-        if isinstance(found, dict) and isinstance(found.get("arrays"), dict):
-            arrays = {k: array_from_value(v) for k, v in found["arrays"].items()}
-            if all(a is not None for a in arrays.values()):
-                log.info("%s: %s from the text-output cache", parts.get("kind"), ", ".join(sorted(arrays)))
-                return arrays, dict(found.get("info") or {}), True
-        arrays, info = compute()
-        store.put(key, {"arrays": {k: array_value(v, np.asarray(v).dtype.str) for k, v in arrays.items()},
-                        "info": info}, parts)
-        return arrays, info, False
-    finally:
-        if owns:
-            store.close()
+    ``compute()``'s, stored before it is returned (:func:`radaudit.models.cache.memo`). ``parts=None`` (nothing
+    identifies the encoder) or a ``cache`` of ``None``/``False`` computes without the cache. ``info`` must be
+    JSON-serialisable."""
+    (arrays, info), hit = memo(cache, TEXT_CACHE, parts, compute, encode=_encode_call, decode=_decode_call)
+    return arrays, info, hit

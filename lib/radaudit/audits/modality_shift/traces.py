@@ -17,7 +17,6 @@ computed every time (logged), never cached under a guessed key.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -78,5 +77,5 @@ def memo_traces(kind: str, model: Any, selected: pd.DataFrame, options: Mapping[
     if cache is None or cache is False:
         return list(compute())
     parts = trace_parts(kind, model, selected, options)
-    frames, _ = memo_frames(cache if not isinstance(cache, (str, os.PathLike)) else os.fspath(cache), parts, compute)
+    frames, _ = memo_frames(cache, parts, compute)
     return frames
