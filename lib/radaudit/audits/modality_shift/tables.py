@@ -88,7 +88,10 @@ def _check_columns(results: pd.DataFrame, columns: Sequence[str], where: str) ->
 
 def _as_pred(pred: Any) -> np.ndarray:
     """Predictions as floats 1/0/NaN: accepts 1/0/NaN numbers or 'yes'/'no'/other strings."""
-    arr = np.asarray(pred, dtype=object)
+    arr = np.asarray(pred)
+    if arr.dtype.kind in "biuf":  # already numbers (the tables' own columns, every bootstrap resample): no loop
+        return arr.astype(float)
+    arr = arr.astype(object)
     out = np.full(arr.shape, np.nan)
     for i, v in enumerate(arr):
         if isinstance(v, str):
@@ -138,10 +141,12 @@ def confusion_counts(y_true: Any, pred: Any) -> dict[str, int]:
     p = _as_pred(pred)
     if y.shape != p.shape:
         raise ParamsError(f"y_true and pred differ in length ({y.shape[0]} vs {p.shape[0]}).")
-    known = ~np.isnan(p)
-    return {"tp": int(np.sum(known & (p == 1) & (y == 1))), "fp": int(np.sum(known & (p == 1) & (y == 0))),
-            "tn": int(np.sum(known & (p == 0) & (y == 0))), "fn": int(np.sum(known & (p == 0) & (y == 1))),
-            "unknown_pos": int(np.sum(~known & (y == 1))), "unknown_neg": int(np.sum(~known & (y == 0)))}
+    # p == 1 and p == 0 are False for NaN, so they imply a known answer (called on every bootstrap resample: one
+    # pass per mask, count_nonzero rather than sum)
+    pos, neg, yes, no, unk = y == 1, y == 0, p == 1, p == 0, np.isnan(p)
+    return {"tp": int(np.count_nonzero(yes & pos)), "fp": int(np.count_nonzero(yes & neg)),
+            "tn": int(np.count_nonzero(no & neg)), "fn": int(np.count_nonzero(no & pos)),
+            "unknown_pos": int(np.count_nonzero(unk & pos)), "unknown_neg": int(np.count_nonzero(unk & neg))}
 
 
 def _ratio(a: float, b: float) -> float:
