@@ -200,6 +200,13 @@ def test_view_gain_finding_says_the_encoder_adds_nothing_when_its_ci_includes_ze
 def test_paper_delta_finding_names_the_stand_ins_ceiling():
     f = F.paper_delta({"share": 0.0, "low": 0.0, "high": 0.037, "k": 0, "n": 100}, 0.85, 0.81, None)
     assert f.verdict == "not shown" and "0.810, below δ" in f.note and f.bar.value == 0.9
+    assert "trained minutes at 64 px" in f.note  # no threshold: no patient count, and none typed in
+
+
+def test_paper_delta_note_counts_the_runs_training_patients():
+    threshold = {"threshold": 0.748, "n_calibration_patients": 97, "n_audit_patients": 98}
+    f = F.paper_delta({"share": 0.0, "low": 0.0, "high": 0.037, "k": 0, "n": 100}, 0.85, 0.81, threshold)
+    assert "trained minutes on 195 patients at 64 px" in f.note and "at the calibrated threshold 0.748" in f.note
 
 
 def test_reid_flags_reads_only_the_audit_half():

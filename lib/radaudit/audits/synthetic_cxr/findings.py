@@ -35,7 +35,7 @@ Descriptive findings, read beside the controls:
   δ belongs to the paper's network (Packhäuser et al.'s ResNet-50 Siamese net, trained on ChestX-ray14's ~30,000
   patients with an unconstrained head; its scores reach 0.99 and above, Table 3 "Max. Re-ID"). The stand-in scores
   on another scale: its head is constrained (``monotone_head``, :mod:`radaudit.audits.synthetic_cxr.models`) so that
-  an exact copy gets the highest score it can give, ``sigmoid(bias)``, and BCE on pairs of ~185 training patients at
+  an exact copy gets the highest score it can give, ``sigmoid(bias)``, and BCE on pairs of the demo's training patients (a few hundred; the note counts them) at
   64 px — where same-patient pairs include different films that look unlike each other — settles that ceiling at
   about 0.81 in the demo: below δ, so at δ even an exact copy is never flagged. The note gives the run's ceiling
   (:func:`radaudit.audits.synthetic_cxr.study.reid_ceiling`).
@@ -203,6 +203,14 @@ def flagged(fid: str, label: str, share: Mapping[str, float] | None, threshold: 
     return Finding(fid, label, share["share"], verdict, ci=(share["low"], share["high"]), note=note, bar=bar)
 
 
+def _training_patients(threshold: Mapping[str, Any] | None) -> int | None:
+    """The re-ID network's training patients, as the run counted them (calibration + audit halves), or None."""
+    if threshold is None:
+        return None
+    cal, audit = threshold.get("n_calibration_patients"), threshold.get("n_audit_patients")
+    return int(cal) + int(audit) if cal is not None and audit is not None else None
+
+
 def paper_delta(share: Mapping[str, float] | None, delta: float, ceiling: float | None,
                 threshold: Mapping[str, Any] | None) -> Finding:
     """``memoriser_flagged_paper_delta``: the memoriser's audit-half prompts above the paper's δ (descriptive; the
@@ -221,8 +229,10 @@ def paper_delta(share: Mapping[str, float] | None, delta: float, ceiling: float 
                  f"head's bias) is {ceiling:.3f}" + (", below δ, so δ cannot flag even an exact copy" if ceiling <= delta
                                                      else ""))
     if verdict != "shown":
+        n_patients = _training_patients(threshold)
+        trained = f"trained minutes on {n_patients} patients at 64 px" if n_patients else "trained minutes at 64 px"
         note += ("; δ is a threshold of the paper's network, not of this stand-in, whose scores sit on another scale "
-                 "(trained minutes on ~185 patients at 64 px): read privacy at the calibrated threshold")
+                 f"({trained}): read privacy at the calibrated threshold")
     return Finding(fid, label, share["share"], verdict, ci=(share["low"], share["high"]), note=note, bar=bar)
 
 
