@@ -35,10 +35,10 @@ Descriptive findings, read beside the controls:
   δ belongs to the paper's network (Packhäuser et al.'s ResNet-50 Siamese net, trained on ChestX-ray14's ~30,000
   patients with an unconstrained head; its scores reach 0.99 and above, Table 3 "Max. Re-ID"). The stand-in scores
   on another scale: its head is constrained (``monotone_head``, :mod:`radaudit.audits.synthetic_cxr.models`) so that
-  an exact copy gets the highest score it can give, ``sigmoid(bias)``, and BCE on pairs of the demo's training patients (a few hundred; the note counts them) at
-  64 px — where same-patient pairs include different films that look unlike each other — settles that ceiling at
-  about 0.81 in the demo: below δ, so at δ even an exact copy is never flagged. The note gives the run's ceiling
-  (:func:`radaudit.audits.synthetic_cxr.study.reid_ceiling`).
+  an exact copy gets the highest score it can give, ``sigmoid(bias)``, and BCE on pairs of the demo's training
+  patients (a few hundred; the note counts them) at 64 px — where same-patient pairs include different films that
+  look unlike each other — settles that ceiling at about 0.81 in the demo: below δ, so at δ even an exact copy is
+  never flagged. The note gives the run's ceiling (:func:`radaudit.audits.synthetic_cxr.study.reid_ceiling`).
 - ``encoder_fid_order_agreement``: Spearman's ρ between the chest X-ray encoder's and Inception's FID over
   Table 1's generators; bar ≥ 1 (the same order).
 
