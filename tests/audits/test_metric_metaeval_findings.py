@@ -51,6 +51,41 @@ def test_median_auroc_ignores_an_undefined_metric_and_refuses_no_pairs():
         mm.median_auroc(df.iloc[:0])
 
 
+def test_median_auroc_equals_the_metric_by_metric_computation_bit_for_bit():
+    """The statistic ranks the metrics scored on every pair in one call: the same values, interval included, as
+    scoring each metric on its own (the pre-batching form, written out here), with ties and a partly undefined
+    metric."""
+    from radaudit.stats import bootstrap_ci, stable_seed
+
+    rng = np.random.default_rng(3)
+    n, metrics = 40, ["m0", "m1", "m2", "m3"]
+    sig = np.where(np.arange(n) % 3 == 0, "insignificant", "significant")
+    rows = []
+    for k, m in enumerate(metrics):
+        vals = np.round(rng.normal(size=n), 1)  # rounded: many ties
+        if m == "m3":
+            vals[:5] = np.nan  # undefined on some pairs: computed on its own
+        rows += [{"metric": m, "pair_id": f"p{i:02d}", "score": v, "significance": s, "higher_is_better": k != 1,
+                  "group": None} for i, (v, s) in enumerate(zip(vals, sig))]
+    scores = pd.DataFrame(rows)
+    res = mm.median_auroc(scores, n_bootstrap=200, seed=5)
+
+    wide = scores.pivot_table(index="pair_id", columns="metric", values="score", aggfunc="first", dropna=False)
+    values = (wide[metrics] * np.array([1.0, -1.0, 1.0, 1.0])).to_numpy(float)
+    insig = scores.groupby("pair_id")["significance"].first().reindex(wide.index).to_numpy() == "insignificant"
+
+    def one_by_one(v, lab):
+        lab = np.asarray(lab, dtype=bool)
+        per = [mm.auroc(v[:, j][np.isfinite(v[:, j]) & lab], v[:, j][np.isfinite(v[:, j]) & ~lab])
+               for j in range(v.shape[1])]
+        return float(np.median(per))
+
+    ci = bootstrap_ci((values, insig), one_by_one, n_bootstrap=200, method="bca", seed=stable_seed(5, "median_auroc"),
+                      max_failed=0.5)
+    assert res["median"] == one_by_one(values, insig)
+    assert (res["low"], res["high"]) == (ci.low, ci.high)
+
+
 def test_findings_verdicts_follow_the_stated_rule():
     whole = {"median": 0.5, "low": 0.45, "high": 0.55, "n_metrics": 17, "n_pairs": 800, "method": "bca"}
     trimmed = {"median": 0.15, "low": 0.1, "high": 0.2, "n_metrics": 17, "n_pairs": 800, "method": "bca"}
