@@ -261,3 +261,27 @@ def test_word_tokenizer_keeps_compound_words_whole_and_round_trips():
     assert not {"sided", "ray", "or", "expanded", "s"} & set(vocab)
     glued = [w for w in vocab if w[:1].isalpha()]
     assert glued == ["xxxx"]  # only the word right after "(" in these texts, which follows no space
+
+
+def test_the_reports_are_read_once_per_data_version_and_each_caller_gets_a_copy(shared_data, tmp_path, monkeypatch):
+    import shutil
+
+    from radaudit.audits.decoding_erasure import models as de_models
+
+    reads = []
+    real = de_models.load_dataset
+    monkeypatch.setattr(de_models, "load_dataset", lambda name, **kw: reads.append(name) or real(name, **kw))
+    de_models._report_rows_of.cache_clear()
+    first = de_models._report_rows(shared_data)
+    first.loc[0, "target"] = "changed by the caller"
+    second = de_models._report_rows(shared_data)
+    assert reads == list(de_models.SOURCES)  # the second call read nothing
+    assert second.loc[0, "target"] != "changed by the caller"  # a copy: one caller cannot change another's rows
+    # another data version (a required file rewritten) is read again
+    root = tmp_path / "data"
+    for name in de_models.SOURCES:
+        src = de_models.require(name, shared_data)
+        shutil.copytree(src, root / src.name, ignore=lambda d, files: [f for f in files if f == "images"])
+    pd.testing.assert_frame_equal(de_models._report_rows(root), second)
+    assert len(reads) == 2 * len(de_models.SOURCES)
+    de_models._report_rows_of.cache_clear()
