@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
@@ -39,8 +38,6 @@ from radaudit.models.cache import ContentCache, array_from_value, array_value, m
 from radaudit.models.text_memo import library_versions, texts_digest
 
 __all__ = ["SCORE_CACHE", "memo_per_pair", "memoisable", "package_digest", "per_pair_scores", "score_key_parts"]
-
-log = logging.getLogger(__name__)
 
 #: The :class:`ContentCache` name of per-pair metric scores (``<cache>/metric_scores.sqlite``).
 SCORE_CACHE = "metric_scores"

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import io
-import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -35,8 +34,6 @@ from radaudit.models.cache import ContentCache, file_sha256, memo
 from radaudit.models.text_memo import library_versions, source_digest
 
 __all__ = ["FRAME_CACHE", "frame_from_value", "frame_key_parts", "frame_value", "image_digest", "memo_frames"]
-
-log = logging.getLogger(__name__)
 
 #: The :class:`ContentCache` name of model-produced tables (``<cache>/frame_outputs.sqlite``).
 FRAME_CACHE = "frame_outputs"

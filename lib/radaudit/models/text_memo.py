@@ -33,7 +33,6 @@ every finished call.
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
@@ -48,8 +47,6 @@ from radaudit.models.cache import ContentCache, array_from_value, array_value, m
 
 __all__ = ["TEXT_CACHE", "call_key_parts", "encoder_call_parts", "library_versions", "memo_call", "source_digest",
            "texts_digest", "weights_identity"]
-
-log = logging.getLogger(__name__)
 
 #: The :class:`ContentCache` name of text-encoder outputs (``<cache>/text_outputs.sqlite``).
 TEXT_CACHE = "text_outputs"
