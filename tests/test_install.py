@@ -37,7 +37,8 @@ def _nodeps() -> list[str]:
 
 def test_environment_yml_installs_what_make_install_does():
     make = (ROOT / "Makefile").read_text()
-    make_extras = re.search(r"pip install --quiet -c requirements/cpu.txt -e '\.\[([\w,]+)\]'", make).group(1)
+    make_extras = re.search(r"pip install --quiet(?: --[\w-]+)* -c requirements/cpu.txt -e '\.\[([\w,]+)\]'",
+                            make).group(1)
     env_extras = next(re.match(r"-e \.\[([\w,]+)\]", x).group(1) for x in _env_pip() if x.startswith("-e"))
     assert set(env_extras.split(",")) == set(make_extras.split(",")) >= {"dev", "lab"}
     assert _cpu_torch_pin() in _env_pip()
