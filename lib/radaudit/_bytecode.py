@@ -1,10 +1,10 @@
 """Byte-compile, at install time, the modules the lab imports (``make install``; not a public API).
 
 ``pip install`` byte-compiles every module of every package it installs: ~22,000 files for this environment, 86 s
-of a 194 s ``make install`` on 2 cores (2026-12-03, Intel Xeon). The lab imports ~3,600 of them. ``make install``
+of a 194 s ``make install`` on 2 cores (2026-12-03, Intel Xeon). The lab imports ~5,000 of them. ``make install``
 therefore installs with ``--no-compile`` and then runs ``python -m radaudit._bytecode``, which imports what the
 notebooks, the CLI, the tests and the Ray workers import, with bytecode writing on (``make`` unsets
-``PYTHONDONTWRITEBYTECODE`` for it): each of those modules gets its ``.pyc`` once, in ~36 s. A module imported
+``PYTHONDONTWRITEBYTECODE`` for it): each of those modules gets its ``.pyc`` once, in ~45 s. A module imported
 only later is compiled by Python on first use as usual (and, where the environment forbids writing bytecode, at
 each import, as it would be without this step for any module pip had not compiled).
 
