@@ -267,6 +267,7 @@ def test_the_reports_are_read_once_per_data_version_and_each_caller_gets_a_copy(
     import shutil
 
     from radaudit.audits.decoding_erasure import models as de_models
+    from radaudit.data import require
 
     reads = []
     real = de_models.load_dataset
@@ -280,7 +281,7 @@ def test_the_reports_are_read_once_per_data_version_and_each_caller_gets_a_copy(
     # another data version (a required file rewritten) is read again
     root = tmp_path / "data"
     for name in de_models.SOURCES:
-        src = de_models.require(name, shared_data)
+        src = require(name, shared_data)
         shutil.copytree(src, root / src.name, ignore=lambda d, files: [f for f in files if f == "images"])
     pd.testing.assert_frame_equal(de_models._report_rows(root), second)
     assert len(reads) == 2 * len(de_models.SOURCES)

@@ -101,3 +101,19 @@ def test_fingerprint_identifies_the_data_version(shared_data, tmp_path):
     assert len(fp) == 16 and fingerprint("radpref", data_root=tmp_path) == fp  # same bytes, same print
     (copy / "preference_data.json").write_bytes((src / "preference_data.json").read_bytes() + b" ")
     assert fingerprint("radpref", data_root=tmp_path) != fp
+
+
+def test_required_files_lists_files_under_a_required_folder_in_fingerprint_order(tmp_path):
+    from radaudit.data import fingerprint, required_files
+
+    mention = tmp_path / "cxr-label-phrases" / "chexpert-labeler" / "phrases" / "mention"
+    (mention / "sub").mkdir(parents=True)
+    for rel, text in [("b.txt", "effusion"), ("a.txt", "edema"), ("sub/c.txt", "opacity")]:
+        (mention / rel).write_text(text)
+    folder, files = required_files("cxr_label_phrases", data_root=tmp_path)
+    assert folder == tmp_path / "cxr-label-phrases"
+    # files only (the folder "sub" is not one), sorted: the order the fingerprint hashes them in
+    assert [str(f.relative_to(mention)) for f in files] == ["a.txt", "b.txt", "sub/c.txt"]
+    before = fingerprint("cxr_label_phrases", data_root=tmp_path)
+    (mention / "sub" / "c.txt").write_text("opacities")  # a file deep under the required folder is part of the version
+    assert fingerprint("cxr_label_phrases", data_root=tmp_path) != before

@@ -12,6 +12,7 @@ from radaudit.data.registry import (
     list_datasets,
     load_dataset,
     require,
+    required_files,
 )
 from radaudit.data.root import resolve_data_root
 from radaudit.data.schema import CORE_COLUMNS, finalize, normalize_sex, report_text, validate
@@ -19,5 +20,5 @@ from radaudit.data.schema import CORE_COLUMNS, finalize, normalize_sex, report_t
 __all__ = [
     "CORE_COLUMNS", "DATASETS", "DatasetSpec", "Source", "chexpert_phrases_dir", "dataset_folder", "finalize", "fingerprint",
     "get_spec", "is_present", "list_datasets", "load_dataset", "normalize_sex", "report_text", "require",
-    "resolve_data_root", "validate",
+    "required_files", "resolve_data_root", "validate",
 ]

@@ -456,25 +456,39 @@ def load_dataset(name: str, data_root: str | os.PathLike | None = None, *, path:
     return df
 
 
+def required_files(name: str, data_root: str | os.PathLike | None = None,
+                   path: str | os.PathLike | None = None) -> tuple[Path, list[Path]]:
+    """The dataset's folder and every file its ``required`` entries name, in a fixed order.
+
+    A required folder stands for every file under it. The order (required entries sorted, then the files under each
+    sorted) is the one :func:`fingerprint` hashes in, so callers that only need the files' sizes or times (a
+    per-process cache keyed on the data version) see the same files the fingerprint does.
+    """
+    spec = get_spec(name)
+    folder = require(name, data_root, path)
+    files: list[Path] = []
+    for rel in sorted(spec.required):
+        p = folder / rel
+        files.extend(sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p])
+    return folder, files
+
+
 def fingerprint(name: str, data_root: str | os.PathLike | None = None, path: str | os.PathLike | None = None) -> str:
     """SHA-256 (first 16 hex digits) over the dataset's required files, names and bytes.
 
     It identifies the data version a run read: two runs with the same fingerprint read the same
-    files. Images and other bulk files are not hashed (only the ``required`` metadata/report files).
+    files. Images and other bulk files are not hashed (only the ``required`` metadata/report files,
+    :func:`required_files`).
     """
     import hashlib
 
-    spec = get_spec(name)
-    folder = require(name, data_root, path)
+    folder, files = required_files(name, data_root, path)
     h = hashlib.sha256()
-    for rel in sorted(spec.required):
-        p = folder / rel
-        files = sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
-        for f in files:
-            h.update(str(f.relative_to(folder)).encode() + b"\0")
-            with open(f, "rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(chunk)
+    for f in files:
+        h.update(str(f.relative_to(folder)).encode() + b"\0")
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
     return h.hexdigest()[:16]
 
 

@@ -54,8 +54,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from radaudit.data import load_dataset
-from radaudit.data.registry import get_spec, require
+from radaudit.data import load_dataset, required_files
 from radaudit.errors import ParamsError
 from radaudit.models.backends import engine_name, get_backend
 from radaudit.models.cache import default_cache_dir
@@ -131,17 +130,13 @@ def format_prompt(indication: Any, sex: str) -> str:
 
 
 def _data_version(data_root: str | os.PathLike | None) -> tuple[tuple[str, str, tuple[tuple[str, int, int], ...]], ...]:
-    """Each source's folder and the (name, size, mtime) of its required files: what :func:`_report_rows` read."""
+    """Each source's folder and the (name, size, mtime) of its required files (:func:`radaudit.data.required_files`,
+    the files its fingerprint hashes): what :func:`_report_rows` read."""
     version = []
     for name in SOURCES:
-        folder = require(name, data_root)
-        files = []
-        for rel in sorted(get_spec(name).required):
-            path = folder / rel
-            for f in sorted(path.rglob("*")) if path.is_dir() else [path]:
-                st = f.stat()
-                files.append((str(f.relative_to(folder)), st.st_size, st.st_mtime_ns))
-        version.append((name, str(folder), tuple(files)))
+        folder, paths = required_files(name, data_root)
+        files = tuple((str(f.relative_to(folder)), (st := f.stat()).st_size, st.st_mtime_ns) for f in paths)
+        version.append((name, str(folder), files))
     return tuple(version)
 
 
