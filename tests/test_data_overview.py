@@ -132,7 +132,7 @@ def test_smoke_run_end_to_end(smoke_runs, shared_data):
     for name in ("counts", "sex", "age", "report_length", "label_prevalence", "radpref_ratings"):
         assert {f"{name}.csv", f"{name}.md", f"{name}.tex"} <= set(ta), name
     for name in ("sex", "age", "report_length", "label_prevalence", "radpref_ratings", "example_images"):
-        # smoke saves PNGs only (figure_pdf: false); the demo and paper presets add the vector PDF
+        # smoke and demo save PNGs only (figure_pdf: false); the paper preset adds the vector PDF
         assert (a.run_dir / "figures" / f"{name}.png").exists() and not (a.run_dir / "figures" / f"{name}.pdf").exists()
     counts = pd.read_csv(a.run_dir / "tables" / "counts.csv").set_index("dataset")
     assert (counts["studies"] == 60).all()  # smoke subsamples 60 rows per dataset

@@ -19,6 +19,8 @@ def test_the_recipe_ignores_the_seed_and_the_machine_but_not_a_setting():
     base = recipe_id("modality_shift", _params())
     assert recipe_id("modality_shift", _params(seed=2)) == base  # the benchmark varies the seed
     assert recipe_id("modality_shift", _params(data_root="/elsewhere")) == base
+    # how figures are saved decides no verdict: a PDF beside the PNGs, or another resolution, is the same recipe
+    assert recipe_id("modality_shift", _params(figure_pdf=False, figure_dpi=72)) == base
     assert recipe_id("modality_shift", _params(n_bootstrap=57)) != base  # a setting that moves CIs is another recipe
     assert recipe_id("synthetic_cxr", get_experiment("synthetic_cxr").params_model()()) != base
     assert len(base) == 16 and int(base, 16) >= 0

@@ -42,9 +42,10 @@ __all__ = ["LOCAL_KEYS", "STABILITY_FILE", "StabilityError", "recipe_id", "read_
            "stability_path"]
 
 STABILITY_FILE = Path("benchmarks") / "results" / "verdict_stability.json"
-#: Parameters that do not decide a stand-in or its verdicts: the training seed (what the benchmark varies)
-#: and where things are on this machine.
-LOCAL_KEYS: frozenset[str] = frozenset({"seed", "data_root", "cache_dir", "run_dir", "device", "progress"})
+#: Parameters that do not decide a stand-in or its verdicts: the training seed (what the benchmark varies),
+#: where things are on this machine, and how figures are saved (their resolution, whether a PDF goes beside them).
+LOCAL_KEYS: frozenset[str] = frozenset({"seed", "data_root", "cache_dir", "run_dir", "device", "progress",
+                                        "figure_dpi", "figure_pdf"})
 
 
 class StabilityError(ValueError):

@@ -9,7 +9,7 @@ from scipy import linalg
 
 from radaudit.errors import ParamsError
 from radaudit.metrics.image.fidelity import fid, mmd2_unbiased, prdc
-from radaudit.metrics.image.uncertainty import fid_gram, fidelity_intervals, prdc_indicators
+from radaudit.metrics.image.uncertainty import fid_from_grams, fid_gram, fidelity_intervals, gram_replicates, prdc_indicators
 
 
 def _scipy_fid(x, y):
@@ -51,6 +51,35 @@ def test_intervals_hold_the_point_values_and_are_seeded():
     assert t[["low", "high"]].equals(again[["low", "high"]])
     far = fidelity_intervals(x, y + 3.0, metrics=("fid",), n_bootstrap=200).set_index("metric")
     assert far.loc["fid", "low"] > t.loc["fid", "high"]  # a shifted set is clearly worse, CIs apart
+
+
+@pytest.mark.parametrize("n,m", [(30, 20), (20, 30)])  # the eigenproblem on rows, then on columns
+def test_batched_replicates_equal_each_resample_written_out(n, m):
+    """gram_replicates on a stack of resamples = the FID and KID of each resampled set on its own: fid_from_grams of
+    the resampled Gram blocks, and the FID / unbiased MMD² of the resampled feature rows themselves."""
+    rng = np.random.default_rng(4)
+    d = 9
+    x, y = rng.normal(size=(n, d)), rng.normal(size=(m, d)) * 1.2 + 0.3
+    kxx, kyy, kxy = x @ x.T, y @ y.T, x @ y.T
+    ir, is_ = rng.integers(0, n, size=(5, n)), rng.integers(0, m, size=(5, m))
+    got = gram_replicates(kxx, kyy, kxy, ir, is_, d)
+    assert got["fid"].shape == got["kid"].shape == (5,)
+    for b in range(5):
+        xr, yr = x[ir[b]], y[is_[b]]
+        assert got["fid"][b] == pytest.approx(fid_from_grams(xr @ xr.T, yr @ yr.T, xr @ yr.T), rel=1e-10)
+        assert got["fid"][b] == pytest.approx(fid(xr, yr, method="eigvals"), rel=1e-6, abs=1e-8)
+        assert got["kid"][b] == pytest.approx(mmd2_unbiased(xr, yr), rel=1e-9, abs=1e-12)
+    assert set(gram_replicates(kxx, kyy, kxy, ir, is_, d, kid=False)) == {"fid"}
+
+
+def test_intervals_do_not_depend_on_the_batch_size(monkeypatch):
+    from radaudit.metrics.image import uncertainty
+
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(25, 6)), rng.normal(size=(30, 6)) + 0.2
+    whole = fidelity_intervals(x, y, n_bootstrap=50, seed=2)
+    monkeypatch.setattr(uncertainty, "_CHUNK_ELEMENTS", 3 * (25 * 25 + 30 * 30 + 25 * 30))  # 3 replicates a batch
+    pd.testing.assert_frame_equal(fidelity_intervals(x, y, n_bootstrap=50, seed=2), whole, check_exact=False, rtol=1e-12)
 
 
 def test_prdc_intervals_stay_inside_their_range():

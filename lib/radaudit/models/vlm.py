@@ -722,14 +722,14 @@ def _first_token_keys(store: Any, model: Any, texts: Sequence[str], hashes: Sequ
     spec, revision = model_identity(model)
     spec = portable_model_name(spec, store.root)  # a stand-in in the cache: the same key in every clone
     dtype = _dtype_name(model)
+    candidates = cands[["candidate", "token_id"]].to_dict("records")  # once: the same for every item
     keys: list[str | None] = [None] * len(texts)
     parts: list[dict[str, Any] | None] = [None] * len(texts)
     for i in range(len(texts)):
         parts[i] = _key_parts(model=spec, revision=revision, prompt=texts[i], strategy=greedy, seed=None,
                               max_new_tokens=greedy.max_new_tokens, dtype=dtype, image_hash=hashes[i],
                               extra={"input": "vlm_chat_template", "kind": "first_token_scores",
-                                     "scores": "candidate_logprobs",
-                                     "candidates": cands[["candidate", "token_id"]].to_dict("records")})
+                                     "scores": "candidate_logprobs", "candidates": [dict(c) for c in candidates]})
         keys[i] = content_key(parts[i])
     return keys, parts
 
