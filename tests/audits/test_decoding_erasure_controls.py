@@ -137,6 +137,25 @@ def test_erasure_bootstrap_counts_words_and_replicates_are_resampled_studies():
     assert de.erasure_bootstrap(df, n_bootstrap=0)["ci"]["silence"] is None
 
 
+def test_erasure_bootstrap_replicates_do_not_depend_on_how_many_go_in_one_cad_call(monkeypatch):
+    """The replicates go to cad_arrays stacked (100 a call): one at a time, or 7 at a time, gives the same counts,
+    replicate for replicate, and a replicate of a later stack is the audit of its resample recomputed alone."""
+    from radaudit.audits.decoding_erasure import erasure
+
+    df = _sexed(n=96)
+    stacked = de.erasure_bootstrap(df, n_bootstrap=30, seed=5)
+    for per_call in (1, 7):
+        monkeypatch.setattr(erasure, "_REPLICATES_PER_CALL", per_call)
+        other = de.erasure_bootstrap(df, n_bootstrap=30, seed=5)
+        for k, r in stacked["ci"].items():
+            assert np.array_equal(r.replicates, other["ci"][k].replicates), (per_call, k)
+    c = count_reports(df["reference"].tolist(), df["prediction"].tolist(), df["group"].tolist())
+    w = next(resample_weights(len(df), 30, seed=5, strata=c.group))[22].astype(int)  # in the fourth stack of 7
+    alone = de.erasure_bootstrap(df.loc[np.repeat(np.arange(len(df)), w)].reset_index(drop=True), n_bootstrap=0)
+    for k in ("silence", "reference_associated", "paper"):
+        assert stacked["ci"][k].replicates[22] == alone["estimate"][k]
+
+
 # ---------------------------------------------------------------------------------------------
 # the planted control
 

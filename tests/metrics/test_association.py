@@ -639,3 +639,26 @@ def test_permutation_p_values_equal_one_scipy_call_per_statistic():
                                    lambda x, y, axis=-1, _k=k: eng.relabelled(x)[_k], vectorized=True,
                                    n_resamples=99, alternative="greater", rng=np.random.default_rng(4))
         assert res.loc[k, "perm_pvalue"] == pytest.approx(float(ref.pvalue), abs=1e-12)
+
+
+def test_cad_arrays_of_stacked_replicates_equal_each_replicate_alone():
+    """[V × 2 × B] totals: every per-word array is [V × B] and its column b is the call on replicate b alone, bit
+    for bit (BH per column; a replicate whose second group has no reference tokens: its exact tests give p = 1)."""
+    from radaudit.metrics.association import cad_arrays
+
+    rng = np.random.default_rng(0)
+    V, B = 60, 5
+    rate = rng.gamma(0.4, 3.0, size=(V, 1, 1))
+    c_ref = rng.poisson(rate, size=(V, 2, B)).astype(float)
+    c_pred = rng.poisson(rate, size=(V, 2, B)).astype(float)
+    c_ref[:, 1, 4] = 0.0
+    for correction in ("bh", "none"):
+        stacked = cad_arrays(c_ref, c_pred, correction=correction)
+        for b in range(B):
+            alone = cad_arrays(c_ref[:, :, b], c_pred[:, :, b], correction=correction)
+            for key, value in alone.items():
+                got = stacked[key] if key == "z_crit" else stacked[key][:, b]
+                assert np.array_equal(np.asarray(got), np.asarray(value), equal_nan=value.dtype != object), key
+    assert (cad_arrays(c_ref, c_pred)["p_ref_exact"][:, 4] == 1.0).all()
+    with pytest.raises(AssociationInputError, match="V x 2"):
+        cad_arrays(c_ref[:, :1], c_pred[:, :1])

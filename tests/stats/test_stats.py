@@ -609,3 +609,25 @@ def test_vectorized_cluster_bootstrap_with_equal_clusters_equals_the_loop(method
     assert vec.estimate == pytest.approx(loop.estimate, abs=1e-12)
     assert (vec.low, vec.high) == (pytest.approx(loop.low, abs=1e-12), pytest.approx(loop.high, abs=1e-12))
     assert vec.n_units == loop.n_units == 20
+
+
+def test_bh_along_an_axis_corrects_each_family_on_its_own():
+    """axis=0 on [V × B]: each column is one family of V tests, as if corrected alone; a NaN (a test not run)
+    leaves that column's m one smaller and no other column's."""
+    from radaudit.stats import benjamini_hochberg
+
+    p = np.array([[0.01, 0.04], [0.02, np.nan], [0.03, 0.03], [0.5, 0.001]])
+    rej, adj = benjamini_hochberg(p, alpha=0.05, axis=0)
+    # column 0 by hand: sorted 0.01, 0.02, 0.03, 0.5 (m = 4) -> 0.04, 0.04, 0.04, 0.5
+    np.testing.assert_allclose(adj[:, 0], [0.04, 0.04, 0.04, 0.5])
+    # column 1: m = 3 (NaN left out): 0.001, 0.03, 0.04 -> 0.003, 0.04, 0.04
+    np.testing.assert_allclose(adj[[3, 2, 0], 1], [0.003, 0.04, 0.04])
+    assert np.isnan(adj[1, 1]) and not rej[1, 1]
+    assert rej[:, 0].tolist() == [True, True, True, False]
+    # without a NaN: one scipy call for every column, the same numbers as column by column
+    q = np.random.default_rng(0).uniform(size=(30, 6)) ** 2
+    _, whole = benjamini_hochberg(q, alpha=0.1, axis=0)
+    for j in range(6):
+        assert np.array_equal(whole[:, j], benjamini_hochberg(q[:, j], alpha=0.1)[1])
+    # axis=None keeps the old meaning: every p-value in one family
+    assert not np.array_equal(benjamini_hochberg(q, alpha=0.1)[1], whole)

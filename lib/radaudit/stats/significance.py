@@ -116,7 +116,7 @@ def permutation_test(
     )
 
 
-def benjamini_hochberg(pvalues: Any, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+def benjamini_hochberg(pvalues: Any, alpha: float = 0.05, *, axis: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Benjamini–Hochberg FDR control (Benjamini & Hochberg 1995).
 
     Adjusted p-values (:func:`scipy.stats.false_discovery_control`, ``method="bh"``)::
@@ -126,6 +126,10 @@ def benjamini_hochberg(pvalues: Any, alpha: float = 0.05) -> tuple[np.ndarray, n
     over the m finite p-values sorted ascending; a hypothesis is rejected when ``p̃ ≤ alpha``
     (equivalent to the step-up rule: reject the k smallest, k = max{k : p_(k) ≤ k·α/m}). NaN
     p-values (a test that could not be run) are left out of m, stay NaN, and are never rejected.
+
+    ``axis``: ``None`` corrects over every p-value together (the array flattened); an int corrects each slice
+    along that axis on its own (e.g. ``axis=0`` on a ``[V × B]`` array: one family of V tests per bootstrap
+    replicate, one scipy call for all B when no p-value is NaN).
 
     Returns:
         ``(rejected, adjusted)``, both shaped like ``pvalues``.
@@ -137,7 +141,14 @@ def benjamini_hochberg(pvalues: Any, alpha: float = 0.05) -> tuple[np.ndarray, n
     if np.any((p[finite] < 0) | (p[finite] > 1)):
         raise ValueError("p-values must lie in [0, 1] (NaN allowed for tests that were not run)")
     adjusted = np.full(p.shape, np.nan)
-    if finite.any():
+    if axis is not None and p.ndim > 1:
+        if finite.all():
+            adjusted = _sps.false_discovery_control(p, method="bh", axis=axis)
+        else:  # families with untested hypotheses: each slice with its own m
+            moved, out = np.moveaxis(p, axis, -1), np.moveaxis(adjusted, axis, -1)
+            for idx in np.ndindex(moved.shape[:-1]):
+                out[idx] = benjamini_hochberg(moved[idx], alpha)[1]
+    elif finite.any():
         adjusted[finite] = _sps.false_discovery_control(p[finite], method="bh")
     with np.errstate(invalid="ignore"):
         rejected = np.where(finite, adjusted <= alpha, False)

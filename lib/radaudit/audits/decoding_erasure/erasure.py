@@ -75,6 +75,10 @@ PLANT_MARGIN = 2.0
 :func:`planted_mentions`)."""
 N_HALVINGS = 200
 """Random halvings of the negative control: 0 false alarms in 200 gives a Wilson upper bound of 0.019 < p* = 0.05."""
+_REPLICATES_PER_CALL = 100
+"""Bootstrap replicates per :func:`radaudit.metrics.association.cad_arrays` call of :func:`erasure_bootstrap`: the
+CAD arrays of 100 replicates of a few thousand words are tens of MB; one call per replicate spent most of its time
+in per-call overhead (BH, scipy's distributions)."""
 CAD_KEYS: tuple[str, ...] = ("alpha", "p_star", "z_neutral", "z_strong", "correction")
 """The CAD thresholds these functions take (``min_count`` is applied to the vocabulary first)."""
 
@@ -90,10 +94,14 @@ def _arrays_at(c_ref: np.ndarray, c_pred: np.ndarray, kw: Mapping[str, Any]) -> 
 def erasure_statistics(arrays: Mapping[str, np.ndarray]) -> dict[str, int]:
     """From :func:`radaudit.metrics.association.cad_arrays`: ``reference_associated`` (words whose reference
     association survives BH), ``silence`` (the silence test's erased words: all of them are reference-associated)
-    and ``paper`` (the paper's Erasure category among the reference-associated words)."""
+    and ``paper`` (the paper's Erasure category among the reference-associated words). Arrays of replicates
+    (``[V × B]``) give each count as an int array of B."""
     assoc = np.asarray(arrays["ref_associated"], dtype=bool)
-    return {"reference_associated": int(assoc.sum()), "silence": int(np.asarray(arrays["erased_silence"]).sum()),
-            "paper": int(((np.asarray(arrays["category"]) == "Erasure") & assoc).sum())}
+    counts = {"reference_associated": assoc.sum(axis=0), "silence": np.asarray(arrays["erased_silence"]).sum(axis=0),
+              "paper": ((np.asarray(arrays["category"]) == "Erasure") & assoc).sum(axis=0)}
+    if assoc.ndim == 1:
+        return {k: int(v) for k, v in counts.items()}
+    return {k: np.asarray(v, dtype=np.int64) for k, v in counts.items()}  # type: ignore[misc]
 
 
 def _counts(df: pd.DataFrame, reference: str, prediction: str, group: str, groups: Sequence[Any], min_count: int):
@@ -146,13 +154,12 @@ def erasure_bootstrap(df: pd.DataFrame, *, reference: str = "reference", predict
         reps = {k: [] for k in est}
         R, P, codes = counts.reference, counts.prediction, counts.group
         for W in resample_weights(counts.n_reports, n_bootstrap, seed=seed, strata=codes):
-            r0, r1 = _totals(R, codes, W)
-            p0, p1 = _totals(P, codes, W)
-            for b in range(W.shape[0]):
-                s = erasure_statistics(_arrays_at(np.column_stack([r0[:, b], r1[:, b]]),
-                                                  np.column_stack([p0[:, b], p1[:, b]]), cad_kwargs))
+            for start in range(0, W.shape[0], _REPLICATES_PER_CALL):  # [V × 2 × b] stacks: one cad_arrays call each
+                w = W[start:start + _REPLICATES_PER_CALL]
+                s = erasure_statistics(_arrays_at(np.stack(_totals(R, codes, w), axis=1),
+                                                  np.stack(_totals(P, codes, w), axis=1), cad_kwargs))
                 for k, v in s.items():
-                    reps[k].append(v)
+                    reps[k].extend(v.tolist())
         for k in est:
             ci[k] = _interval(float(est[k]), np.array(reps[k]), "shifted", confidence, counts.n_reports, k,
                               (0.0, float(len(vocab))))
@@ -274,14 +281,16 @@ def planted_control(df: pd.DataFrame, *, reference: str = "reference", group: st
     z_strong, z_neutral = float(cad_kw.get("z_strong", 2.0)), float(cad_kw.get("z_neutral", 1.0))
     bh = cad_kw.get("correction", "bh") == "bh"
 
-    def evidence(a: Mapping[str, np.ndarray]) -> float:
+    def evidence(a: Mapping[str, np.ndarray]) -> Any:
+        """The planted words' weakest evidence of erasure (a float; one per replicate of ``[V × B]`` arrays)."""
         if idx.size < len(words):
-            return 1.0
+            return 1.0 if a["p_silence"].ndim == 1 else np.ones(a["p_silence"].shape[1])
         p_ref = a["p_ref_exact_adj" if bh else "p_ref_exact"][idx]
         p_sil = a["p_silence_adj" if bh else "p_silence"][idx]
         ok = (np.abs(a["z_ref_exact"][idx]) > z_strong) & (np.abs(a["z_pred_exact"][idx]) < z_neutral) & (
             a["silence_tested"][idx] == j)
-        return float(np.max(np.where(ok, np.maximum(p_ref, p_sil), 1.0)))
+        weakest = np.max(np.where(ok, np.maximum(p_ref, p_sil), 1.0), axis=0)
+        return float(weakest) if weakest.ndim == 0 else weakest
 
     a = _arrays_at(*counts.group_totals(), cad_kw)
     value = evidence(a)
@@ -295,11 +304,10 @@ def planted_control(df: pd.DataFrame, *, reference: str = "reference", group: st
         R, P, codes = counts.reference, counts.prediction, counts.group
         for W in resample_weights(counts.n_reports, n_bootstrap, seed=stable_seed(seed, "planted-bootstrap"),
                                   strata=codes):
-            r0, r1 = _totals(R, codes, W)
-            p0, p1 = _totals(P, codes, W)
-            for b in range(W.shape[0]):
-                reps.append(evidence(_arrays_at(np.column_stack([r0[:, b], r1[:, b]]),
-                                                np.column_stack([p0[:, b], p1[:, b]]), cad_kw)))
+            for start in range(0, W.shape[0], _REPLICATES_PER_CALL):  # stacked, as in erasure_bootstrap
+                w = W[start:start + _REPLICATES_PER_CALL]
+                reps.extend(evidence(_arrays_at(np.stack(_totals(R, codes, w), axis=1),
+                                                np.stack(_totals(P, codes, w), axis=1), cad_kw)).tolist())
         r = _interval(value, np.array(reps), "percentile", confidence, counts.n_reports, "planted", (0.0, 1.0))
         low, high, n_boot = r.low, r.high, n_bootstrap
     return {"value": value, "low": low, "high": high, "n_bootstrap": n_boot, "phrase": phrase, "target": str(tgt),

@@ -38,16 +38,19 @@ def silence_pvalues(c_ref: Any, c_pred: Any, s_ref: Any) -> tuple[np.ndarray, np
     s_ref ≥ 0) or 1; ``p[w]`` = P(X ≤ c_pred) for X ~ Binomial(c_ref + c_pred, N_pred / (N_pred + N_ref))
     in that group, the N's being the group's token totals over the V words. p = 1 where the word
     never occurs in that group, and where the group has no reference tokens (π = 1: nothing to lose).
+    ``[V × 2 × B]`` counts (B replicates, ``s_ref`` ``[V × B]``) give ``[V × B]`` results, each column as alone.
     """
     cr, cp = np.asarray(c_ref, dtype=float), np.asarray(c_pred, dtype=float)
-    if cr.shape != cp.shape or cr.ndim != 2 or cr.shape[1] != 2:
+    if cr.shape != cp.shape or cr.ndim not in (2, 3) or cr.shape[1] != 2:
         raise AssociationInputError(f"c_ref and c_pred must both be [V x 2] count arrays, got {cr.shape} and {cp.shape}")
     k = np.where(np.asarray(s_ref, dtype=float) >= 0, 0, 1)
-    rows = np.arange(cr.shape[0])
-    n_ref, n_pred = cr.sum(axis=0), cp.sum(axis=0)
+    n_ref, n_pred = cr.sum(axis=0), cp.sum(axis=0)  # [2] (or [2 × B])
     total = n_ref + n_pred
-    pi = np.divide(n_pred, total, out=np.ones(2), where=total > 0)[k]
-    x, n = cp[rows, k], cr[rows, k] + cp[rows, k]
+    pi_g = np.divide(n_pred, total, out=np.ones(total.shape), where=total > 0)
+    first = k == 0
+    pi = np.where(first, pi_g[0], pi_g[1])
+    x = np.where(first, cp[:, 0], cp[:, 1])
+    n = np.where(first, cr[:, 0], cr[:, 1]) + x
     p = np.where(n > 0, stats.binom.cdf(x, n, pi), 1.0)
     return k, np.clip(p, 0.0, 1.0)
 
@@ -57,18 +60,22 @@ def exact_association_p(counts: Any) -> np.ndarray:
     association, per word. ``counts``: ``[V × 2]`` token counts of one corpus (column k = groups[k]).
     Given the word's total n = c_0 + c_1, H0 gives c_0 ~ Binomial(n, N_0 / (N_0 + N_1)); p is the doubled
     smaller tail, capped at 1. A word the corpus never uses, or a corpus where a group has no tokens at all
-    (nothing can be said about association), has p = 1."""
+    (nothing can be said about association), has p = 1. ``[V × 2 × B]`` counts (B replicates) give ``[V × B]``,
+    each column as alone."""
     c = np.asarray(counts, dtype=float)
-    if c.ndim != 2 or c.shape[1] != 2:
+    if c.ndim not in (2, 3) or c.shape[1] != 2:
         raise AssociationInputError(f"counts must be a [V x 2] array, got shape {c.shape}")
     n = c.sum(axis=1)
-    totals = c.sum(axis=0)
-    pi = totals[0] / totals.sum() if totals.sum() > 0 else 0.5
-    if not 0 < pi < 1:
-        return np.ones(len(c))
-    lower = stats.binom.cdf(c[:, 0], n, pi)
-    upper = stats.binom.sf(c[:, 0] - 1, n, pi)
-    return np.where(n > 0, np.minimum(1.0, 2.0 * np.minimum(lower, upper)), 1.0)
+    totals = c.sum(axis=0)  # [2] (or [2 × B])
+    both = totals.sum(axis=0)
+    pi = np.divide(totals[0], both, out=np.full(np.shape(both), 0.5), where=both > 0)
+    informative = (0 < pi) & (pi < 1)
+    if not np.any(informative):
+        return np.ones(n.shape)
+    pi_safe = np.where(informative, pi, 0.5)  # a corpus with a group of no tokens: p = 1 below, whatever this is
+    lower = stats.binom.cdf(c[:, 0], n, pi_safe)
+    upper = stats.binom.sf(c[:, 0] - 1, n, pi_safe)
+    return np.where((n > 0) & informative, np.minimum(1.0, 2.0 * np.minimum(lower, upper)), 1.0)
 
 
 def exact_association_z(counts: Any, s: Any) -> np.ndarray:
@@ -177,27 +184,31 @@ def cad_arrays(c_ref: Any, c_pred: Any, *, alpha: float = 0.1, p_star: float = 0
     The one code path of the table's numbers: :func:`cad_from_counts` lays these arrays out as its
     DataFrame, and a bootstrap that recomputes the Erasure counts on each resample (e.g. over studies)
     calls this directly (no DataFrame per replicate). V = ``len(c_ref)``, as given (no ``min_count``).
+    ``[V × 2 × B]`` totals (B replicates stacked on a last axis) give every per-word array as ``[V × B]``, each
+    column equal to the call on that replicate alone (BH corrects each column's V words as one family).
     Keys: the table's numeric columns (``s_ref``, ``var_ref``, ``z_ref``, ``s_pred``, ..., ``z_disp``,
     ``p``, ``p_adj``, ``displaced``, ``category``, ``z_ref_exact``, ``z_pred_exact``, ``p_ref_exact``,
     ``p_ref_exact_adj``, ``ref_associated``, ``silence_tested`` (0/1), ``p_silence``, ``p_silence_adj``,
     ``erased_silence``) and ``z_crit``.
     """
     c_ref, c_pred = np.asarray(c_ref, dtype=float), np.asarray(c_pred, dtype=float)
+    if c_ref.shape != c_pred.shape or c_ref.ndim not in (2, 3) or c_ref.shape[1] != 2:
+        raise AssociationInputError(f"c_ref and c_pred must both be [V x 2] (or [V x 2 x B]) count arrays, got "
+                                    f"{c_ref.shape} and {c_pred.shape}")
     V = len(c_ref)
-    s_r, v_r = log_ratio(c_ref[:, [0]], c_ref[:, [1]], alpha, V)
-    s_p, v_p = log_ratio(c_pred[:, [0]], c_pred[:, [1]], alpha, V)
-    s_r, v_r, s_p, v_p = s_r[:, 0], v_r[:, 0], s_p[:, 0], v_p[:, 0]
+    s_r, v_r = log_ratio(c_ref[:, 0], c_ref[:, 1], alpha, V)
+    s_p, v_p = log_ratio(c_pred[:, 0], c_pred[:, 1], alpha, V)
     z_r, z_p = s_r / np.sqrt(v_r), s_p / np.sqrt(v_p)
     z_disp = (s_p - s_r) / np.sqrt(v_p + v_r)
     p = 2.0 * special.ndtr(-np.abs(z_disp))  # two-sided normal p-value of z_disp
-    rejected, p_adj = benjamini_hochberg(p, alpha=p_star)
+    rejected, p_adj = benjamini_hochberg(p, alpha=p_star, axis=0)  # one family of V words (per replicate)
     z_crit = float(special.ndtri(1.0 - p_star / 2.0))
     displaced = rejected if correction == "bh" else np.abs(z_disp) > z_crit
     tested, p_sil = silence_pvalues(c_ref, c_pred, s_r)
-    p_sil_adj = benjamini_hochberg(p_sil, alpha=p_star)[1]
+    p_sil_adj = benjamini_hochberg(p_sil, alpha=p_star, axis=0)[1]
     # item 11: a reference association is real when its exact test survives BH over the V words at p*
     p_r_exact = exact_association_p(c_ref)
-    p_r_exact_adj = benjamini_hochberg(p_r_exact, alpha=p_star)[1]
+    p_r_exact_adj = benjamini_hochberg(p_r_exact, alpha=p_star, axis=0)[1]
     ref_associated = (p_r_exact_adj if correction == "bh" else p_r_exact) <= p_star
     z_r_exact = np.sign(s_r) * stats.norm.isf(np.maximum(p_r_exact, 1e-300) / 2.0)
     z_p_exact = exact_association_z(c_pred, s_p)
