@@ -77,5 +77,22 @@ def reference_seconds(repeats: int = 3, steps: int = 10) -> dict:
     return {"seconds": statistics.median(runs), "runs": runs, "workload": WORKLOAD}
 
 
+def main(argv: list[str] | None = None) -> None:
+    """Print the workload's time as JSON; ``--out FILE`` also writes it there (time it before ``make demo``, then pass
+    the file to ``benchmarks/demo_timings.py --reference-before FILE``)."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=None, help="also write the JSON record to this file")
+    args = ap.parse_args(argv)
+    rec = reference_seconds()
+    text = json.dumps(rec)
+    if args.out is not None:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
 if __name__ == "__main__":
-    print(reference_seconds())
+    main()

@@ -281,9 +281,14 @@ def _reference_note(d: dict[str, Any]) -> str:
     """`` That is N reference units ...``: the demo time over the fixed workload timed beside it, when recorded."""
     if not d.get("reference_seconds"):
         return ""
+    if d.get("reference_seconds_before"):
+        lo, hi = d["reference_units_range"]
+        took = (f"took {d['reference_seconds_before']:.2f} s before the runs and {d['reference_seconds_after']:.2f} s "
+                f"after, in the same process as the record; {lo:g}-{hi:g} units by either alone")
+    else:
+        took = f"took {d['reference_seconds']:.2f} s in the same process"
     return (f" That is {d['reference_units']:g} reference units (the fixed training workload of "
-            f"`benchmarks/_reference.py` took {d['reference_seconds']:.2f} s in the same process): compare machines by "
-            "this ratio, not by the minutes.")
+            f"`benchmarks/_reference.py` {took}): compare machines by this ratio, not by the minutes.")
 
 
 def render_demo_block(folder: Path = RESULTS) -> str:

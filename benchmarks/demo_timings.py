@@ -28,7 +28,10 @@ notebooks would cost if the stand-ins were free: the fresh clone's floor without
 
 ``reference_units`` (unless ``--no-reference``): ``seconds`` divided by the time this process takes, right after the
 runs, for a fixed training workload (``benchmarks/_reference.py``): minutes move with the machine (1.7x between two
-states of one machine here), the ratio much less, so two records from different machines compare by it.
+states of one machine here), the ratio much less, so two records from different machines compare by it. The
+workload timed once moved ~5% within an hour on an idle machine, so time it before the runs as well
+(``python benchmarks/_reference.py --out FILE``, then ``--reference-before FILE``): the units then use the mean and the
+record keeps both times.
 """
 
 from __future__ import annotations
@@ -81,10 +84,13 @@ def trained_during(cache: Path, manifests) -> tuple[float, int]:
 
 def demo_record(outputs: Path, kind: str, install_seconds: float | None = None,
                 import_seconds: float | None = None, cache: Path | None = None, jobs: int = 2,
-                reference: dict | None = None) -> dict:
+                reference: dict | None = None, reference_before: dict | None = None) -> dict:
     """The fields :func:`_results.record` gets for ``demo_<kind>`` (see the module docstring); with ``reference``
-    (:func:`_reference.reference_seconds`'s dict), also ``reference_seconds``, ``reference_workload`` and
-    ``reference_units`` = ``seconds / reference_seconds``."""
+    (:func:`_reference.reference_seconds`'s dict, timed after the runs), also ``reference_seconds``,
+    ``reference_workload`` and ``reference_units`` = ``seconds / reference_seconds``. With ``reference_before`` too
+    (the same workload timed before the runs, ``benchmarks/_reference.py --out FILE``), ``reference_seconds`` is the
+    mean of the two, both are kept (``reference_seconds_before`` / ``_after``), and ``reference_units_range`` gives
+    the units by either alone: how much the machine itself moved while the demo ran."""
     from radaudit.experiments import EXPERIMENTS
     from radaudit.models.cache import default_cache_dir
     from radaudit.timings import latest_runs, slowest_cells
@@ -110,10 +116,20 @@ def demo_record(outputs: Path, kind: str, install_seconds: float | None = None,
     training, n_models = trained_during(cache if cache is not None else default_cache_dir(), manifests.values())
     ref = {}
     if reference is not None:
-        if not reference.get("seconds", 0) > 0:
-            raise SystemExit(f"The reference workload's time must be positive, got {reference.get('seconds')!r}.")
-        ref = {"reference_seconds": reference["seconds"], "reference_workload": reference["workload"],
-               "reference_units": round(seconds / reference["seconds"], 1)}
+        timed = [r for r in (reference_before, reference) if r is not None]
+        for r in timed:
+            if not r.get("seconds", 0) > 0:
+                raise SystemExit(f"The reference workload's time must be positive, got {r.get('seconds')!r}.")
+        if reference_before is not None and reference_before.get("workload") != reference["workload"]:
+            raise SystemExit("The reference workload timed before the runs is not the one timed after "
+                             f"({reference_before.get('workload')!r}); time it again with this checkout.")
+        mean = sum(r["seconds"] for r in timed) / len(timed)
+        ref = {"reference_seconds": round(mean, 3), "reference_workload": reference["workload"],
+               "reference_units": round(seconds / mean, 1)}
+        if reference_before is not None:
+            ref.update(reference_seconds_before=reference_before["seconds"], reference_seconds_after=reference["seconds"],
+                       reference_units_range=[round(seconds / max(r["seconds"] for r in timed), 1),
+                                              round(seconds / min(r["seconds"] for r in timed), 1)])
     return {"seconds": seconds, "n": len(per), "unit": "notebooks", "budget_s": BUDGETS_S[kind], **ref,
             "notebook_seconds": round(notebooks, 1), "notebook_seconds_sum": round(total, 1),
             "parallel": span is not None and span < 0.95 * total,
@@ -137,14 +153,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--jobs", type=int, default=2, help="the DEMO_JOBS the runs had (make demo's default: 2)")
     ap.add_argument("--no-reference", action="store_true",
                     help="do not time the fixed reference workload (benchmarks/_reference.py) beside the record")
+    ap.add_argument("--reference-before", type=Path, default=None,
+                    help="the reference workload timed before the runs (`python benchmarks/_reference.py --out FILE`): "
+                         "the units then use the mean of before and after, and the record keeps both")
     args = ap.parse_args(argv)
-    reference = None
+    reference = before = None
     if not args.no_reference:
         from _reference import reference_seconds  # noqa: E402
 
         reference = reference_seconds()
+        if args.reference_before is not None:
+            before = json.loads(args.reference_before.read_text(encoding="utf-8"))
     fields = demo_record(args.outputs, args.kind, args.install_seconds, args.import_seconds, args.cache, args.jobs,
-                         reference)
+                         reference, before)
     out = record(f"demo_{args.kind}", **fields)
     write_block("demo", render_demo_block())
     print(f"make demo ({args.kind}): {out['seconds'] / 60:.1f} min for {out['n']} notebooks "

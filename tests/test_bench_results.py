@@ -118,6 +118,23 @@ def test_demo_lines_come_from_the_runs_manifests(results, tmp_path):
     assert rec["reference_units"] == pytest.approx(round((want + 90.0) / 4.0, 1)) and rec["reference_seconds"] == 4.0
     with pytest.raises(SystemExit, match="positive"):
         demo.demo_record(outputs, "fresh", cache=cache, reference={"seconds": 0.0, "workload": "w"})
+    # timed before the runs as well: the units use the mean (4.0 and 5.0 -> 4.5 s), and say what either alone gives
+    both = demo.demo_record(outputs, "fresh", install_seconds=90.0, cache=cache,
+                            reference={"seconds": 5.0, "runs": [5.0], "workload": "w"},
+                            reference_before={"seconds": 4.0, "runs": [4.0], "workload": "w"})
+    assert both["reference_seconds"] == 4.5 and both["reference_units"] == pytest.approx(round((want + 90.0) / 4.5, 1))
+    assert both["reference_units_range"] == [round((want + 90.0) / 5.0, 1), round((want + 90.0) / 4.0, 1)]
+    assert (both["reference_seconds_before"], both["reference_seconds_after"]) == (4.0, 5.0)
+    results.record("demo_fresh", folder=tmp_path, **both)
+    lo, hi = both["reference_units_range"]
+    assert f"took 4.00 s before the runs and 5.00 s after, in the same process as the record; {lo:g}-{hi:g} units" in (
+        results.render_demo_block(tmp_path))
+    with pytest.raises(SystemExit, match="not the one timed after"):
+        demo.demo_record(outputs, "fresh", cache=cache, reference={"seconds": 5.0, "workload": "w"},
+                         reference_before={"seconds": 4.0, "workload": "another"})
+    with pytest.raises(SystemExit, match="positive"):
+        demo.demo_record(outputs, "fresh", cache=cache, reference={"seconds": 5.0, "workload": "w"},
+                         reference_before={"seconds": 0.0, "workload": "w"})
     results.record("demo_fresh", folder=tmp_path, **rec)
     block = results.render_demo_block(tmp_path)
     assert f"That is {rec['reference_units']:g} reference units" in block and "took 4.00 s" in block
