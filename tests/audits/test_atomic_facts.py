@@ -79,6 +79,22 @@ def test_human_preference_vote_share_with_ties():
     assert errs[("d", "C1", "C2")] == 1.0
 
 
+def test_human_preference_leaves_out_unrated_pairs_and_keeps_the_case_order():
+    """A candidate one rater did not rate counts on the other raters only; the cases come in the judgements' order
+    (z before y), each case's candidates sorted."""
+    nan = float("nan")
+    rows = [("z", "C1", 1, 3), ("z", "C1", 2, 4), ("z", "C2", 1, 3), ("z", "C2", 2, 2), ("z", "C3", 1, 5),
+            ("z", "C3", 2, nan), ("y", "C2", 1, 2), ("y", "C1", 1, 1)]
+    j = pd.DataFrame(rows, columns=["case_id", "candidate", "rater", "rating"]).assign(total_errors=0)
+    h = af.human_preference(j, "rating")
+    assert h["case_id"].tolist()[:6] == ["z"] * 6 and h["case_id"].tolist()[6:] == ["y", "y"]
+    assert list(zip(h["a"], h["b"]))[:2] == [("C1", "C2"), ("C1", "C3")]
+    got = h.set_index(["case_id", "a", "b"])
+    assert got.loc[("z", "C1", "C2"), "human"] == 0.75 and got.loc[("z", "C1", "C2"), "n_raters"] == 2  # tie, C1
+    assert got.loc[("z", "C1", "C3"), "human"] == 0.0 and got.loc[("z", "C1", "C3"), "n_raters"] == 1  # rater 1 only
+    assert got.loc[("z", "C3", "C2"), "human"] == 1.0 and got.loc[("y", "C1", "C2"), "human"] == 0.0
+
+
 def test_metric_preference_and_ties():
     st = _study(RATINGS, ERRORS)
     pairs = af.human_preference(st.judgements, "rating")[["case_id", "a", "b"]]

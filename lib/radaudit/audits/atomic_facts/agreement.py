@@ -266,19 +266,27 @@ def human_preference(judgements: pd.DataFrame, source: str = "rating", rater: An
     if j[source].isna().all():
         raise ParamsError(f"the judgements have no {source!r} values (ReXVal has no ratings: use total_errors).")
     sign = -1.0 if source in NEGATED_TARGETS else 1.0
+    # one pivot for every case (rows: case x rater, columns: every candidate), then each case's block in numpy: a
+    # pivot per case was most of the cell's time (1,050 cases); the candidates of a case are the columns it rated
+    wide = j.pivot_table(index=["case_id", "rater"], columns="candidate", values=source, aggfunc="mean") * sign
+    values, names = wide.to_numpy(dtype=float), list(wide.columns)
+    blocks = wide.groupby(level="case_id", sort=False).indices
     rows = []
-    for case, g in j.groupby("case_id", sort=False):
-        w = g.pivot_table(index="rater", columns="candidate", values=source, aggfunc="mean") * sign
-        cands = list(w.columns)
-        for a in cands:
-            for b in cands:
-                if a == b:
+    for case in pd.unique(j["case_id"]):
+        if case not in blocks:
+            continue
+        block = values[blocks[case]]
+        cands = np.flatnonzero(~np.isnan(block).all(axis=0))  # sorted, as a pivot of the case alone orders them
+        for ia in cands:
+            for ib in cands:
+                if ia == ib:
                     continue
-                d = (w[a] - w[b]).dropna()
-                if d.empty:
+                d = block[:, ia] - block[:, ib]
+                d = d[~np.isnan(d)]
+                if d.size == 0:
                     continue
                 share = float(((d > 0) + 0.5 * (d == 0)).mean())
-                rows.append({"case_id": case, "a": a, "b": b, "human": share, "n_raters": int(d.size)})
+                rows.append({"case_id": case, "a": names[ia], "b": names[ib], "human": share, "n_raters": int(d.size)})
     return pd.DataFrame(rows, columns=["case_id", "a", "b", "human", "n_raters"])
 
 
