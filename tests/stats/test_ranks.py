@@ -275,3 +275,20 @@ def test_auroc_separation_interval_is_the_exact_bound_over_the_smaller_class():
     assert auroc_separation_interval(1.0, 0, 20) is None
     with pytest.raises(ValueError, match="confidence"):
         auroc_separation_interval(1.0, 5, 5, confidence=1.5)
+
+
+def test_spearman_replicates_do_not_depend_on_how_many_are_ranked_at_once(monkeypatch):
+    """The replicates are ranked in passes (_RANK_ELEMENTS): one at a time gives the same values bit for bit; a
+    replicate that keeps fewer than 2 rows of a column is NaN there."""
+    from radaudit.stats import ranks
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 3, (9, 2)).astype(float)
+    x[:7, 1] = np.nan  # column 1 has rows 7 and 8 only
+    y = rng.integers(0, 4, (9, 2)).astype(float)
+    w = rng.integers(0, 3, (6, 9)).astype(np.float32)
+    w[2] = [2, 1, 1, 1, 1, 1, 1, 0, 1]  # one row of column 1 left: NaN
+    whole = spearman_rho_replicates(x, y, w)
+    monkeypatch.setattr(ranks, "_RANK_ELEMENTS", 1)
+    assert np.array_equal(spearman_rho_replicates(x, y, w), whole, equal_nan=True)
+    assert np.isnan(whole[2, 1]).all() and np.isfinite(whole[2, 0]).any()
