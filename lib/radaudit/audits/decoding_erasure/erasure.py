@@ -91,7 +91,7 @@ def _arrays_at(c_ref: np.ndarray, c_pred: np.ndarray, kw: Mapping[str, Any]) -> 
     return cad_arrays(c_ref, c_pred, **_cad_kw(kw))
 
 
-def erasure_statistics(arrays: Mapping[str, np.ndarray]) -> dict[str, int]:
+def erasure_statistics(arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
     """From :func:`radaudit.metrics.association.cad_arrays`: ``reference_associated`` (words whose reference
     association survives BH), ``silence`` (the silence test's erased words: all of them are reference-associated)
     and ``paper`` (the paper's Erasure category among the reference-associated words). Arrays of replicates
@@ -101,7 +101,7 @@ def erasure_statistics(arrays: Mapping[str, np.ndarray]) -> dict[str, int]:
               "paper": ((np.asarray(arrays["category"]) == "Erasure") & assoc).sum(axis=0)}
     if assoc.ndim == 1:
         return {k: int(v) for k, v in counts.items()}
-    return {k: np.asarray(v, dtype=np.int64) for k, v in counts.items()}  # type: ignore[misc]
+    return {k: np.asarray(v, dtype=np.int64) for k, v in counts.items()}
 
 
 def _counts(df: pd.DataFrame, reference: str, prediction: str, group: str, groups: Sequence[Any], min_count: int):
