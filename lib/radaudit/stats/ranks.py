@@ -444,16 +444,29 @@ _RANK_ELEMENTS = 4_000_000
 """How many centred ranks :func:`spearman_rho_replicates` holds at once (32 MB of float64)."""
 
 
+def _weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Average ranks of ``values`` (n) in each resample where row j appears ``weights[b, j]`` times (b × n): the
+    weight of the strictly smaller values plus half of (the weight of the equal ones + 1), by cumulative sums over
+    the sorted distinct values. NaN values form one group of their own, after every number (give them weight 0)."""
+    distinct, inverse = np.unique(values, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    starts = np.r_[0, np.flatnonzero(np.diff(inverse[order])) + 1]
+    per_value = np.add.reduceat(weights[:, order], starts, axis=1)  # [b x distinct values]
+    ranks = np.cumsum(per_value, axis=1) - per_value + (per_value + 1.0) / 2.0
+    return ranks[:, inverse.ravel()]
+
+
 def spearman_rho_replicates(x: Any, y: Any, weights: Any, *, diagonal: bool = False) -> np.ndarray:
     """Spearman ρ like :func:`kendall_tau_replicates` (same arguments and shapes): ρ of each replicate's rows, NaN
     rows of an x column left out for that column, and a column with fewer than 2 rows left NaN.
 
     Every replicate at once, from the weights: in a resample where row j appears ``w_j`` times, the average rank of
     row i is ``Σ_j w_j [v_j < v_i] + (Σ_j w_j [v_j = v_i] + 1) / 2`` (its copies tie with it), and ρ is the
-    ``w``-weighted Pearson r of the ranks centred on ``(n_b + 1) / 2``, ``n_b = Σ_j w_j``: two ``(B × n) @ (n × n)``
-    products per column instead of materialising and ranking each replicate's rows. The ranks are halves of integers
-    and the sums of their products exact in float64, so each value equals :func:`spearman_rho_columns` on the
-    replicate's rows (tested against scipy on resampled rows)."""
+    ``w``-weighted Pearson r of the ranks centred on ``(n_b + 1) / 2``, ``n_b = Σ_j w_j`` (:func:`_weighted_ranks`:
+    cumulative weights over the column's sorted distinct values, ``O(B · n)`` per column) instead of materialising
+    and ranking each replicate's rows. The ranks are halves of integers and the sums of their products exact in
+    float64, so each value equals :func:`spearman_rho_columns` on the replicate's rows (tested against scipy on
+    resampled rows)."""
     x, y, w = np.asarray(x, dtype=float), np.asarray(y, dtype=float), np.asarray(weights, dtype=float)
     n, m, t = len(x), x.shape[1], y.shape[1]
     groups: dict[bytes, list[int]] = {}
@@ -463,19 +476,12 @@ def spearman_rho_replicates(x: Any, y: Any, weights: Any, *, diagonal: bool = Fa
     step = max(1, _RANK_ELEMENTS // max(1, n * (m + t)))  # replicates per pass: the ranks of [step x n x (m + t)]
     for key, js in groups.items():
         valid = np.frombuffer(key, dtype=bool)
-        xs = [x[:, j] for j in js]
-        less_x = [(c[:, None] < c[None, :]).astype(float) for c in xs]  # [j, i] = v_j < v_i (False for NaN)
-        tie_x = [(c[:, None] == c[None, :]).astype(float) for c in xs]
-        less_y = [(y[:, k, None] < y[None, :, k]).astype(float) for k in range(t)]
-        tie_y = [(y[:, k, None] == y[None, :, k]).astype(float) for k in range(t)]
+        columns = [x[:, j] for j in js] + [y[:, k] for k in range(t)]
         for start in range(0, w.shape[0], step):
             wv = w[start:start + step] * valid[None, :]
             centre = ((wv.sum(axis=1) + 1.0) / 2.0)[:, None]
-
-            def ranks(less: list[np.ndarray], tie: list[np.ndarray]) -> np.ndarray:
-                return np.stack([wv @ lt + (wv @ eq + 1.0) / 2.0 - centre for lt, eq in zip(less, tie)], axis=2)
-
-            rx, ry = ranks(less_x, tie_x), ranks(less_y, tie_y)  # [b x n x m_g], [b x n x t], centred
+            r = np.stack([_weighted_ranks(c, wv) - centre for c in columns], axis=2)
+            rx, ry = r[:, :, :len(js)], r[:, :, len(js):]  # centred ranks, [b x n x m_g] and [b x n x t]
             with np.errstate(invalid="ignore", divide="ignore"):
                 sx = np.einsum("bi,bij,bij->bj", wv, rx, rx)
                 sy = np.einsum("bi,bik,bik->bk", wv, ry, ry)
