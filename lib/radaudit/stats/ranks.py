@@ -448,7 +448,7 @@ def _weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Average ranks of ``values`` (n) in each resample where row j appears ``weights[b, j]`` times (b × n): the
     weight of the strictly smaller values plus half of (the weight of the equal ones + 1), by cumulative sums over
     the sorted distinct values. NaN values form one group of their own, after every number (give them weight 0)."""
-    distinct, inverse = np.unique(values, return_inverse=True)
+    _, inverse = np.unique(values, return_inverse=True)
     order = np.argsort(inverse, kind="stable")
     starts = np.r_[0, np.flatnonzero(np.diff(inverse[order])) + 1]
     per_value = np.add.reduceat(weights[:, order], starts, axis=1)  # [b x distinct values]
