@@ -131,8 +131,19 @@ def _mmd2_from_grams(kxx: np.ndarray, kyy: np.ndarray, kxy: np.ndarray, d: int) 
 
 
 _CHUNK_ELEMENTS = 4_000_000
-"""Replicates per batch of :func:`gram_replicates` in :func:`fidelity_intervals`: as many as keep the three
-resampled Gram matrices under this many float64s (32 MB; ~130 replicates of 100 + 100 images)."""
+"""Replicates per batch of :func:`gram_replicates` in :func:`fidelity_intervals`: as many as keep three full-size
+Gram blocks under this many float64s (32 MB; ~130 replicates of 100 + 100 images; the drawn rows' blocks are
+smaller)."""
+
+
+def _drawn(idx: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows each replicate drew and how often: ``(rows, counts)``, both ``[B × k]`` with ``k`` the most distinct
+    rows any replicate drew; a replicate that drew fewer is padded with row 0 at count 0 (it adds nothing)."""
+    counts = np.zeros((len(idx), n))
+    np.add.at(counts, (np.arange(len(idx))[:, None], idx), 1.0)
+    k = int((counts > 0).sum(axis=1).max())
+    rows = np.argsort(counts == 0, axis=1, kind="stable")[:, :k]  # the drawn rows first, in row order
+    return rows, np.take_along_axis(counts, rows, axis=1)
 
 
 def gram_replicates(kxx: np.ndarray, kyy: np.ndarray, kxy: np.ndarray, ir: np.ndarray, is_: np.ndarray, d: int, *,
@@ -140,33 +151,44 @@ def gram_replicates(kxx: np.ndarray, kyy: np.ndarray, kxy: np.ndarray, ir: np.nd
     """FID and unbiased KID (MMD², cubic kernel) of a batch of bootstrap replicates from the full sets' Gram
     matrices: replicate ``b`` resamples real rows ``ir[b]`` and synthetic rows ``is_[b]``.
 
-    Replicate for replicate the same formulas as :func:`fid_from_grams` and the KID of :func:`fidelity_intervals`
-    (equal to them up to rounding: sums over stacked matrices may add in another order), computed on
-    ``[B, n, n]`` stacks, so ``B`` symmetric eigenproblems go to LAPACK in one call instead of ``B`` Python-level
-    calls (the per-call overhead was about as large as the eigenproblems themselves at 100 images a side).
-    Returns ``{"fid": [B], "kid": [B]}`` (the requested ones).
+    A resample repeats rows, so each replicate is computed on the rows it drew, weighted by how often it drew them
+    (~63% of the rows: the eigenproblem is ~4x smaller). With counts ``c`` (real) and ``e`` (synthetic), the
+    quantities of :func:`fid_from_grams` on the resampled sets are: the means ``cᵀK c / n²``; the traces
+    ``Σ c_u K_uu``; and the doubly centred cross matrix ``A`` of the resampled rows, ``P_r A_u P_sᵀ`` with ``P`` the
+    row-copying matrices (``PᵀP = diag(c)``), whose singular values are those of ``diag(√c) A_u diag(√e)`` — the
+    same nuclear norm from a ``k_r × k_s`` matrix. KID's off-diagonal sums are ``cᵀP c − Σ c_u P_uu`` (copies of one
+    row are distinct draws). Replicates of one batch are padded to its largest ``k`` with zero counts (zero rows:
+    zero eigenvalues) and go to LAPACK in one stacked call. Equal to :func:`fid_from_grams` and the KID of the
+    materialised resamples up to rounding (tested to 1e-10 relative). Returns ``{"fid": [B], "kid": [B]}`` (the
+    requested ones).
     """
     ir, is_ = np.asarray(ir), np.asarray(is_)
-    gxx = kxx[ir[:, :, None], ir[:, None, :]]
-    gyy = kyy[is_[:, :, None], is_[:, None, :]]
-    gxy = kxy[ir[:, :, None], is_[:, None, :]]
     nr, ns = ir.shape[1], is_.shape[1]
+    rr, cr = _drawn(ir, len(kxx))
+    rs, cs = _drawn(is_, len(kyy))
+    gxx = kxx[rr[:, :, None], rr[:, None, :]]
+    gyy = kyy[rs[:, :, None], rs[:, None, :]]
+    gxy = kxy[rr[:, :, None], rs[:, None, :]]
     out: dict[str, np.ndarray] = {}
     if fid:
-        mean_xx, mean_yy = gxx.mean(axis=(1, 2)), gyy.mean(axis=(1, 2))
-        mean_xy = gxy.mean(axis=(1, 2))
-        tr_a = np.trace(gxx, axis1=1, axis2=2) - nr * mean_xx
-        tr_b = np.trace(gyy, axis1=1, axis2=2) - ns * mean_yy
-        cxy = gxy - gxy.mean(axis=2, keepdims=True) - gxy.mean(axis=1, keepdims=True) + mean_xy[:, None, None]
-        m = cxy / np.sqrt((nr - 1) * (ns - 1))
-        g = m @ m.transpose(0, 2, 1) if nr <= ns else m.transpose(0, 2, 1) @ m
+        mean_xx = np.einsum("bi,bij,bj->b", cr, gxx, cr) / (nr * nr)
+        mean_yy = np.einsum("bi,bij,bj->b", cs, gyy, cs) / (ns * ns)
+        mean_xy = np.einsum("bi,bij,bj->b", cr, gxy, cs) / (nr * ns)
+        tr_a = np.einsum("bi,bi->b", cr, np.diagonal(kxx)[rr]) - nr * mean_xx
+        tr_b = np.einsum("bi,bi->b", cs, np.diagonal(kyy)[rs]) - ns * mean_yy
+        row_mean = np.einsum("bij,bj->bi", gxy, cs) / ns
+        col_mean = np.einsum("bi,bij->bj", cr, gxy) / nr
+        centred = gxy - row_mean[:, :, None] - col_mean[:, None, :] + mean_xy[:, None, None]
+        m = np.sqrt(cr)[:, :, None] * centred * np.sqrt(cs)[:, None, :] / np.sqrt((nr - 1) * (ns - 1))
+        g = m @ m.transpose(0, 2, 1) if m.shape[1] <= m.shape[2] else m.transpose(0, 2, 1) @ m
         nuclear = np.sqrt(np.clip(np.linalg.eigvalsh(g), 0.0, None)).sum(axis=1)
         out["fid"] = mean_xx - 2.0 * mean_xy + mean_yy + tr_a / (nr - 1) + tr_b / (ns - 1) - 2.0 * nuclear
     if kid:
         pxx, pyy, pxy = _cubic_kernel(gxx, d), _cubic_kernel(gyy, d), _cubic_kernel(gxy, d)
-        out["kid"] = ((pxx.sum(axis=(1, 2)) - np.trace(pxx, axis1=1, axis2=2)) / (nr * (nr - 1))
-                      + (pyy.sum(axis=(1, 2)) - np.trace(pyy, axis1=1, axis2=2)) / (ns * (ns - 1))
-                      - 2.0 * pxy.sum(axis=(1, 2)) / (nr * ns))
+        off_xx = np.einsum("bi,bij,bj->b", cr, pxx, cr) - np.einsum("bi,bii->b", cr, pxx)
+        off_yy = np.einsum("bi,bij,bj->b", cs, pyy, cs) - np.einsum("bi,bii->b", cs, pyy)
+        out["kid"] = (off_xx / (nr * (nr - 1)) + off_yy / (ns * (ns - 1))
+                      - 2.0 * np.einsum("bi,bij,bj->b", cr, pxy, cs) / (nr * ns))
     return out
 
 
