@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 
 import numpy as np
 import pandas as pd
@@ -128,6 +129,35 @@ def test_load_images_decodes_each_file_once(images, monkeypatch):
     assert hashes == [image_hash(images[0]), None, image_hash(images[1]), image_hash(images[0]),
                       image_hash(images[1]), image_hash(images[0])]
     assert pil[2].mode == "RGB" and pil[2].tobytes() == real(images[1]).tobytes()
+
+
+def test_load_images_with_a_cache_keeps_each_files_hash_and_decodes_when_read(images, tmp_path, monkeypatch):
+    """With a cache, a rerun finds every file's pixel hash under its path, size and mtime and decodes nothing until
+    an item's pixels are read; a rewritten file is hashed again; a missing file is named."""
+    import shutil
+
+    import radaudit.models.vlm as vlm
+
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    shutil.copy(images[0], a)
+    shutil.copy(images[1], b)
+    h0, h1, pixels1 = image_hash(images[0]), image_hash(images[1]), vlm.load_image(images[1]).tobytes()
+    decoded = []
+    real = vlm.load_image
+    monkeypatch.setattr(vlm, "load_image", lambda im: (isinstance(im, (str, os.PathLike)) and decoded.append(str(im))) or real(im))
+    batch = [a, None, b, a]
+    pil, hashes = vlm.load_images(batch, tmp_path / "cache")
+    assert hashes == [h0, None, h1, h0]
+    assert decoded == [str(a), str(b)]  # the first call decodes and hashes each file once
+    decoded.clear()
+    pil, again = vlm.load_images(batch, tmp_path / "cache")
+    assert again == hashes and decoded == []  # the rerun reads the hashes back: nothing decoded
+    assert pil[0] is pil[3] and pil[1] is None and decoded == [str(a)]  # decoded when read, each file once
+    assert pil[2].tobytes() == pixels1
+    Image.open(images[1]).save(a)  # a rewritten (another size or time): its new pixels' hash
+    assert vlm.load_images([a], tmp_path / "cache")[1] == [h1]
+    with pytest.raises(ParamsError, match="does not exist"):
+        vlm.load_images([tmp_path / "gone.png"], tmp_path / "cache")
 
 
 def test_image_hash_pixels(images):

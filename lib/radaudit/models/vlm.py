@@ -131,27 +131,85 @@ def load_image(image: ImageLike) -> PILImage.Image | None:
     raise ParamsError(f"An image must be a PIL image, a path or None, got {type(image).__name__}.")
 
 
-def load_images(images: Sequence[ImageLike]) -> tuple[list[PILImage.Image | None], list[str | None]]:
-    """``(pil_images, hashes)`` of a batch's images (:func:`load_image`, :func:`image_hash`), each distinct file
-    decoded and hashed once: the conditions of an audit feed the same X-ray to many prompts (its own, swapped,
-    image-only...), and decoding was most of a cached run's time. Items naming one file share one PIL image."""
-    by_path: dict[str, PILImage.Image | None] = {}
-    pil: list[PILImage.Image | None] = []
-    for im in images:
+class _Decoded(Sequence):
+    """The PIL images of a batch, decoded on first access (:func:`load_image`), each distinct file once."""
+
+    def __init__(self, images: Sequence[ImageLike], decoded: dict[str, Any] | None = None) -> None:
+        self._images = list(images)
+        self._by_path: dict[str, Any] = dict(decoded or {})
+
+    def __len__(self) -> int:
+        return len(self._images)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        im = self._images[i]
         if isinstance(im, (str, os.PathLike)):
             key = os.fspath(im)
-            if key not in by_path:
-                by_path[key] = load_image(im)
-            pil.append(by_path[key])
-        else:
-            pil.append(load_image(im))
-    hashed: dict[int, str | None] = {}
-    hashes = []
-    for img in pil:
-        if id(img) not in hashed:
-            hashed[id(img)] = image_hash(img)
-        hashes.append(hashed[id(img)])
-    return pil, hashes
+            if key not in self._by_path:
+                self._by_path[key] = load_image(im)
+            return self._by_path[key]
+        return load_image(im)
+
+
+def _file_identity(path: str | os.PathLike) -> dict[str, Any]:
+    """What says a file is unchanged: its resolved path, size and modification time (as ``make`` decides)."""
+    p = Path(path).expanduser().resolve()
+    st = p.stat()
+    return {"kind": "image_pixel_hash", "path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def load_images(images: Sequence[ImageLike], cache: Any = None) -> tuple[Sequence[PILImage.Image | None],
+                                                                           list[str | None]]:
+    """``(pil_images, hashes)`` of a batch's images (:func:`load_image`, :func:`image_hash`), each distinct file
+    decoded and hashed once: the conditions of an audit feed the same X-ray to many prompts (its own, swapped,
+    image-only...), and decoding was most of a cached run's time. Items naming one file share one PIL image.
+
+    With ``cache`` (a :class:`~radaudit.models.cache.ContentCache` or a folder: its ``image_hashes`` cache), a
+    file's hash is kept under its path, size and modification time, and the images are decoded only when an item
+    reads them (``pil_images[i]``): a rerun whose answers all come from the cache decodes nothing (~5 s of
+    modality_shift's 538 X-rays). Without a cache every image is decoded here, as before.
+    """
+    if cache is None or cache is False:
+        by_path: dict[str, PILImage.Image | None] = {}
+        pil: list[PILImage.Image | None] = []
+        for im in images:
+            if isinstance(im, (str, os.PathLike)):
+                key = os.fspath(im)
+                if key not in by_path:
+                    by_path[key] = load_image(im)
+                pil.append(by_path[key])
+            else:
+                pil.append(load_image(im))
+        hashed: dict[int, str | None] = {}
+        hashes = []
+        for img in pil:
+            if id(img) not in hashed:
+                hashed[id(img)] = image_hash(img)
+            hashes.append(hashed[id(img)])
+        return pil, hashes
+    root = getattr(cache, "root", cache)
+    paths = sorted({os.fspath(im) for im in images if isinstance(im, (str, os.PathLike))})
+    decoded: dict[str, Any] = {}
+    by_file: dict[str, str] = {}
+    with open_cache(root, name="image_hashes") as store:
+        for path in paths:
+            if not Path(path).expanduser().is_file():
+                load_image(path)  # raises the missing-file message
+        identity = {path: _file_identity(path) for path in paths}
+        keys = {path: content_key(identity[path]) for path in paths}
+        stored = store.get_many(list(keys.values()))
+        for path in paths:
+            value = stored.get(keys[path])
+            if isinstance(value, str) and len(value) == 64:
+                by_file[path] = value
+                continue
+            decoded[path] = load_image(path)
+            by_file[path] = image_hash(decoded[path])
+            store.put(keys[path], by_file[path], identity[path])
+    hashes = [by_file[os.fspath(im)] if isinstance(im, (str, os.PathLike)) else image_hash(im) for im in images]
+    return _Decoded(images, decoded), hashes
 
 
 def image_hash(image: ImageLike) -> str | None:
@@ -520,8 +578,8 @@ def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str
     if int(batch_size) < 1:
         raise ParamsError(f"batch_size must be >= 1, got {batch_size}.")
     seed_list = _seed_list(seeds, len(prompts))
-    pil, hashes = load_images(images)
-    texts = [render_prompt(processor, p, im, system=system) for p, im in zip(prompts, pil)]
+    pil, hashes = load_images(images, cache)  # with a cache: hashes kept per file, pixels decoded when computed
+    texts = [render_prompt(processor, p, im, system=system) for p, im in zip(prompts, images)]
     engine = _engine(model)
 
     owns_cache = cache is not None and cache is not False and not hasattr(cache, "get_many")
@@ -562,7 +620,7 @@ def vlm_generate(processor: Any, model: Any, prompts: Sequence[str | None] | str
             store.close()
 
     rows = []
-    for i, (p, im) in enumerate(zip(prompts, pil)):
+    for i, (p, im) in enumerate(zip(prompts, images)):
         key = keys[i] if keys[i] is not None else i
         rec = records[key]
         rows.append({"item": i, "prompt": p, "has_image": im is not None, "image_hash": hashes[i], "kind": _kind(p, im),
@@ -676,8 +734,8 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
     cands = candidate_tokens(processor, candidates)
     cand_list = [int(t) for t in cands["token_id"]]
     greedy = decoding_strategy("greedy", max_new_tokens)
-    pil, hashes = load_images(images)
-    texts = [render_prompt(processor, p, im, system=system) for p, im in zip(prompts, pil)]
+    pil, hashes = load_images(images, cache)  # with a cache: hashes kept per file, pixels decoded when computed
+    texts = [render_prompt(processor, p, im, system=system) for p, im in zip(prompts, images)]
     engine = _engine(model)
     owns_cache = cache is not None and cache is not False and not hasattr(cache, "get_many")
     store = open_cache(cache, name="first_token_scores") if cache is not None else None
@@ -705,7 +763,7 @@ def first_token_scores(processor: Any, model: Any, prompts: Sequence[str | None]
         first_of.setdefault(r.token_id, r.candidate)
     tok = processor_tokenizer(processor)
     rows: list[dict[str, Any]] = []
-    for i, (p, im) in enumerate(zip(prompts, pil)):
+    for i, (p, im) in enumerate(zip(prompts, images)):
         key = keys[i] if keys[i] is not None else i
         row = {"item": i, "prompt": p, "has_image": im is not None, "image_hash": hashes[i], "kind": _kind(p, im)}
         row.update(_first_token_row(records[key], list(cands["candidate"]), tok, first_of, no_patterns, yes_patterns))
