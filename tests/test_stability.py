@@ -148,3 +148,47 @@ def test_merge_keeps_the_other_experiments_blocks_with_the_commit_they_ran_at():
     doc = {"seeds": [0, 1, 2], "preset": "demo", "commit": "new5678", "machine": "m2", "experiments": out}
     text = bench.markdown(doc)
     assert "## decoding_erasure\n\nRun at old1234 on m1.\n" in text and "Run at new5678" not in text
+
+
+def test_unsettled_names_the_findings_a_run_made_before_the_benchmark_left_unsettled():
+    """The docs refuse such a run (`radaudit findings --docs`): its `shown` may be one training draw."""
+    from radaudit.stability import unsettled
+
+    doc = _doc("abc")
+    before = [{"id": "text_shift_nfr", "stability": None}, {"id": "image_shift_nfr", "stability": None}]
+    assert unsettled(doc, "modality_shift", "abc", "demo", before) == ["text_shift_nfr"]  # the benchmark holds it
+    settled = [{"id": "text_shift_nfr", "stability": {"seeds": [0, 1, 2], "verdicts": ["shown"] * 3}}]
+    assert unsettled(doc, "modality_shift", "abc", "demo", settled) == []
+    assert unsettled(doc, "modality_shift", "other", "demo", before) == []  # another recipe: nothing to settle by
+    assert unsettled(doc, "modality_shift", "abc", "paper", before) == []  # another preset
+
+
+def test_the_docs_refuse_a_run_whose_findings_were_never_settled(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from radaudit.cli import main
+    from radaudit.findings import Finding, write_findings
+
+    params = _params()
+    stab = tmp_path / "verdict_stability.json"
+    stab.write_text(json.dumps(_doc(recipe_id("modality_shift", params))))
+    monkeypatch.setenv("RADAUDIT_STABILITY", str(stab))
+    run = tmp_path / "20261203-000000_demo"
+    run.mkdir()
+    (run / "manifest.json").write_text(json.dumps({"preset": "demo", "params": params.model_dump(mode="json")}))
+    write_findings(run / "findings.json", "modality_shift", "demo",
+                   [Finding(id="text_shift_nfr", label="NFR", value=0.2, ci=[0.1, 0.3], verdict="shown")])
+    page = tmp_path / "docs" / "experiments" / "modality_shift.md"  # the project the command writes to: tmp_path
+    page.parent.mkdir(parents=True)
+    page.write_text("# x\n\n<!-- findings:modality_shift -->\nold\n<!-- /findings -->\n")
+    monkeypatch.setattr("radaudit.cli.project_root", lambda: tmp_path)
+    out = CliRunner().invoke(main, ["findings", "modality_shift", "--docs", "--run", str(run)])
+    assert out.exit_code != 0 and "text_shift_nfr carry no verdicts over seeds" in out.output
+    assert "Run the experiment again" in out.output and "\nold\n" in page.read_text()  # the page is left as it was
+    # the same finding settled by the benchmark (as a run after the file was written carries it): the page is written
+    write_findings(run / "findings.json", "modality_shift", "demo",
+                   [Finding(id="text_shift_nfr", label="NFR", value=0.2, ci=[0.1, 0.3], verdict="partly", note="split",
+                            stability={"seeds": [0, 1, 2], "verdicts": ["shown", "not shown", "shown"]})])
+    out = CliRunner().invoke(main, ["findings", "modality_shift", "--docs", "--run", str(run)])
+    assert out.exit_code == 0, out.output
+    assert "partly (2/3 seeds)" in page.read_text()

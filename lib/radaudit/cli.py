@@ -400,12 +400,36 @@ def findings_cmd(experiment, run_dir, write_docs) -> None:
     doc = read_findings(folder)
     click.echo(findings_frame(doc["findings"]).drop(columns=["note"]).to_string(index=False))
     if write_docs:
+        _refuse_unsettled(experiment, folder, doc)
         page = Path("docs") / "experiments" / f"{experiment}.md"
         path = project_root() / page
         name = folder.resolve().name
         path.write_text(update_readme(path.read_text(encoding="utf-8"), experiment, readme_block(doc, name)),
                         encoding="utf-8")
         click.echo(f"{page}: findings of {experiment} written from {name}")
+
+
+def _refuse_unsettled(experiment: str, folder: Path, doc: dict) -> None:
+    """The docs show verdicts settled over seeds: refuse a run whose findings the stability benchmark holds but
+    that carry no stability (made before the benchmark's file knew its recipe; :func:`radaudit.stability.unsettled`)."""
+    import json
+
+    from radaudit.experiments import get_experiment
+    from radaudit.stability import read_stability, recipe_id, stability_path, unsettled
+
+    path = stability_path()
+    manifest = folder / "manifest.json"
+    if path is None or not manifest.is_file():
+        return
+    params = json.loads(manifest.read_text(encoding="utf-8")).get("params") or {}
+    validated = get_experiment(experiment).params_model().model_validate(params)
+    missing = unsettled(read_stability(path), experiment, recipe_id(experiment, validated), doc.get("preset", ""),
+                        doc["findings"])
+    if missing:
+        raise click.ClickException(
+            f"{folder.name}'s findings {', '.join(missing)} carry no verdicts over seeds, although {path} holds them "
+            "for this run's recipe: the run was made before that file was. Run the experiment again (`make demo`) and "
+            "write the docs from the new run.")
 
 
 _OUT_OPTION = click.option("--out", type=click.Path(file_okay=False), default=None,

@@ -30,7 +30,7 @@ import importlib
 import inspect
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from radaudit.experiments import get_experiment
 from radaudit.findings import VERDICTS
 from radaudit.paths import project_root
 
-__all__ = ["LOCAL_KEYS", "STABILITY_FILE", "StabilityError", "recipe_id", "read_stability", "stability_for",
+__all__ = ["LOCAL_KEYS", "STABILITY_FILE", "StabilityError", "recipe_id", "read_stability", "stability_for", "unsettled",
            "stability_path"]
 
 STABILITY_FILE = Path("benchmarks") / "results" / "verdict_stability.json"
@@ -84,6 +84,18 @@ def recipe_id(experiment: str, params: Any) -> str:
     blob = json.dumps({"experiment": experiment, "params": _canonical(p), "stand_ins": _canonical(stand_ins),
                        "findings_source": hashlib.sha256(source.encode()).hexdigest()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def unsettled(doc: Mapping[str, Any], experiment: str, recipe: str, preset: str, findings: Sequence[Any]) -> list[str]:
+    """Findings of a run (:class:`~radaudit.findings.Finding` objects or ``findings.json``'s dicts) that the
+    stability benchmark ``doc`` holds for this
+    experiment, recipe and preset on every seed, but that carry no ``stability``: the run was made before the
+    benchmark's file knew its recipe, so its verdicts were never settled over seeds (a ``shown`` there may be one
+    draw). Empty when the benchmark has nothing for the run (another recipe or preset: nothing to settle by)."""
+    if doc.get("preset") != preset:
+        return []
+    rows = [(f["id"], f.get("stability")) if isinstance(f, Mapping) else (f.id, f.stability) for f in findings]
+    return [str(fid) for fid, st in rows if st is None and stability_for(doc, experiment, recipe, str(fid)) is not None]
 
 
 def stability_path() -> Path | None:
