@@ -169,47 +169,38 @@ def load_images(images: Sequence[ImageLike], cache: Any = None) -> tuple[Sequenc
     With ``cache`` (a :class:`~radaudit.models.cache.ContentCache` or a folder: its ``image_hashes`` cache), a
     file's hash is kept under its path, size and modification time, and the images are decoded only when an item
     reads them (``pil_images[i]``): a rerun whose answers all come from the cache decodes nothing (~5 s of
-    modality_shift's 538 X-rays). Without a cache every image is decoded here, as before.
+    modality_shift's 538 X-rays). Without a cache every file is decoded here, once, to hash it.
     """
-    if cache is None or cache is False:
-        by_path: dict[str, PILImage.Image | None] = {}
-        pil: list[PILImage.Image | None] = []
-        for im in images:
-            if isinstance(im, (str, os.PathLike)):
-                key = os.fspath(im)
-                if key not in by_path:
-                    by_path[key] = load_image(im)
-                pil.append(by_path[key])
-            else:
-                pil.append(load_image(im))
-        hashed: dict[int, str | None] = {}
-        hashes = []
-        for img in pil:
-            if id(img) not in hashed:
-                hashed[id(img)] = image_hash(img)
-            hashes.append(hashed[id(img)])
-        return pil, hashes
-    root = getattr(cache, "root", cache)
-    paths = sorted({os.fspath(im) for im in images if isinstance(im, (str, os.PathLike))})
     decoded: dict[str, Any] = {}
-    by_file: dict[str, str] = {}
-    with open_cache(root, name="image_hashes") as store:
-        for path in paths:
-            if not Path(path).expanduser().is_file():
-                load_image(path)  # raises the missing-file message
-        identity = {path: _file_identity(path) for path in paths}
-        keys = {path: content_key(identity[path]) for path in paths}
-        stored = store.get_many(list(keys.values()))
-        for path in paths:
-            value = stored.get(keys[path])
-            if isinstance(value, str) and len(value) == 64:
-                by_file[path] = value
-                continue
-            decoded[path] = load_image(path)
-            by_file[path] = image_hash(decoded[path])
-            store.put(keys[path], by_file[path], identity[path])
-    hashes = [by_file[os.fspath(im)] if isinstance(im, (str, os.PathLike)) else image_hash(im) for im in images]
-    return _Decoded(images, decoded), hashes
+    by_file: dict[str, str | None] = {}
+    if cache is not None and cache is not False:
+        paths = sorted({os.fspath(im) for im in images if isinstance(im, (str, os.PathLike))})
+        with open_cache(getattr(cache, "root", cache), name="image_hashes") as store:
+            for path in paths:
+                if not Path(path).expanduser().is_file():
+                    load_image(path)  # raises the missing-file message
+            identity = {path: _file_identity(path) for path in paths}
+            keys = {path: content_key(identity[path]) for path in paths}
+            stored = store.get_many(list(keys.values()))
+            for path in paths:
+                value = stored.get(keys[path])
+                if isinstance(value, str) and len(value) == 64:
+                    by_file[path] = value
+                    continue
+                decoded[path] = load_image(path)
+                by_file[path] = image_hash(decoded[path])
+                store.put(keys[path], by_file[path], identity[path])
+    pil = _Decoded(images, decoded)
+    hashes: list[str | None] = []
+    for i, im in enumerate(images):
+        if isinstance(im, (str, os.PathLike)):
+            key = os.fspath(im)
+            if key not in by_file:  # no cache: decoded here (once per file), kept for the items that read it
+                by_file[key] = image_hash(pil[i])
+            hashes.append(by_file[key])
+        else:
+            hashes.append(image_hash(im))
+    return pil, hashes
 
 
 def image_hash(image: ImageLike) -> str | None:
